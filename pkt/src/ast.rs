@@ -1,0 +1,294 @@
+//! Typed AST for the supported packetdrill subset.
+//!
+//! Times are stored as integer **microseconds** so that parsing and writing
+//! round-trips exactly (packetdrill itself works at microsecond resolution).
+//!
+//! Every [`Statement`] carries the 1-based `line` and `col` of its first
+//! token.  Use [`Script::without_positions`] to compare scripts structurally.
+
+use serde::{Deserialize, Serialize};
+
+/// A whole packetdrill script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Script {
+    pub statements: Vec<Statement>,
+}
+
+impl Script {
+    /// A copy with every statement's `line`/`col` set to 0 (for structural
+    /// comparison, e.g. round-trip tests).
+    pub fn without_positions(&self) -> Script {
+        Script {
+            statements: self
+                .statements
+                .iter()
+                .map(|s| Statement {
+                    line: 0,
+                    col: 0,
+                    ..s.clone()
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One event line (possibly spanning several source lines for shell commands
+/// and `%{ }%` blocks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Statement {
+    /// 1-based source line of the statement's first token.
+    pub line: u32,
+    /// 1-based source column of the statement's first token.
+    pub col: u32,
+    /// The event time; `None` when the script gave no time (allowed by
+    /// packetdrill for shell commands and python blocks, e.g. a leading
+    /// `` `../common/defaults.sh` ``).
+    pub time: Option<Time>,
+    pub kind: StatementKind,
+}
+
+/// A single point in time, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TimePoint {
+    /// `0`, `.1`, `1.5`: microseconds since the start of the script.
+    Absolute(i64),
+    /// `+.020`, `+0`: microseconds after the previous event.
+    Relative(i64),
+}
+
+impl TimePoint {
+    pub fn micros(self) -> i64 {
+        match self {
+            TimePoint::Absolute(v) | TimePoint::Relative(v) => v,
+        }
+    }
+    pub fn is_relative(self) -> bool {
+        matches!(self, TimePoint::Relative(_))
+    }
+}
+
+/// Event time specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Time {
+    /// Absolute time in microseconds (`0`, `.1`, `2.000`).
+    Absolute(i64),
+    /// Relative to the previous event, microseconds (`+0`, `+.020`).
+    Relative(i64),
+    /// A tolerance range `start~end`, e.g. `+.01~+.02` or `.1~.2`.
+    Range { start: TimePoint, end: TimePoint },
+    /// `*`: any time.
+    Any,
+}
+
+impl From<TimePoint> for Time {
+    fn from(p: TimePoint) -> Time {
+        match p {
+            TimePoint::Absolute(v) => Time::Absolute(v),
+            TimePoint::Relative(v) => Time::Relative(v),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StatementKind {
+    /// An inbound (`<`) or outbound (`>`) TCP segment.
+    Packet(Packet),
+    /// A system call such as `socket(...)`, `write(4, ..., 1000) = 1000`.
+    Syscall(Syscall),
+    /// Text between backticks, verbatim (may contain newlines).
+    Shell(String),
+    /// A `%{ ... }%` block, parsed into statements.
+    Python(Vec<PyStmt>),
+}
+
+/// Packet direction, from the point of view of the kernel under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Direction {
+    /// `<`: injected into the kernel (sent by the remote peer).
+    In,
+    /// `>`: expected to be sent by the kernel.
+    Out,
+}
+
+/// TCP header flags. Written in packetdrill's letters:
+/// `S` SYN, `F` FIN, `R` RST, `P` PSH, `.` ACK, `U` URG, `E` ECE, `W` CWR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct TcpFlags {
+    pub syn: bool,
+    pub fin: bool,
+    pub rst: bool,
+    pub psh: bool,
+    pub ack: bool,
+    pub urg: bool,
+    pub ece: bool,
+    pub cwr: bool,
+}
+
+/// IP-level ECN codepoint marker (`[noecn]`, `[ect0]`, `[ect1]`, `[ce]`,
+/// `[ect01]` = either ECT codepoint accepted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Ecn {
+    NoEcn,
+    Ect0,
+    Ect1,
+    Ect01,
+    Ce,
+}
+
+/// A TCP segment line, e.g. `+0 > P. 1:10001(10000) ack 1 win 257 <nop,nop,TS val 1 ecr 2>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Packet {
+    pub direction: Direction,
+    pub ecn: Option<Ecn>,
+    pub flags: TcpFlags,
+    /// Start sequence number (relative to the ISN, as in packetdrill).
+    pub seq: u32,
+    /// End sequence number (`seq + len`, as written in the script).
+    pub end_seq: u32,
+    /// Payload length, the value in parentheses.
+    pub len: u32,
+    pub ack: Option<u32>,
+    pub win: Option<u32>,
+    /// `urg N` urgent pointer.
+    pub urg: Option<u32>,
+    /// `None`: no `<...>` clause at all.
+    pub options: Option<TcpOptions>,
+}
+
+/// The `<...>` TCP option clause of a packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TcpOptions {
+    /// `<...>`: any options are acceptable (outbound packets).
+    Any,
+    /// An explicit, comma-separated option list (may be empty: `<>`).
+    List(Vec<TcpOption>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TcpOption {
+    /// `mss N`
+    Mss(u16),
+    /// `sackOK`
+    SackOk,
+    /// `nop`
+    Nop,
+    /// `wscale N`
+    WScale(u8),
+    /// `TS val N ecr N`
+    Timestamp { val: u32, ecr: u32 },
+    /// `sack A:B C:D ...` (may be empty: `sack`)
+    Sack(Vec<(u32, u32)>),
+    /// `eol`
+    Eol,
+}
+
+/// A system call line: `name(args) = result [ERRNO [(note)]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Syscall {
+    pub name: String,
+    pub args: Vec<Expr>,
+    /// The expected return value (e.g. `Int(3)`, `Int(-1)`, `Ellipsis`).
+    pub result: Expr,
+    /// `EAGAIN (Resource temporarily unavailable)` after the result.
+    pub errno: Option<Errno>,
+    /// For blocking calls written `start...end name(...)`: the end time.
+    pub end_time: Option<Time>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Errno {
+    /// Symbolic errno name, e.g. `EAGAIN`.
+    pub name: String,
+    /// Free text inside the parentheses after the errno, if any.
+    pub note: Option<String>,
+}
+
+/// Syscall argument / result expressions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expr {
+    /// `...`: any value / don't care.
+    Ellipsis,
+    /// Integer literal (decimal, negative or `0x` hex in the source).
+    Int(i64),
+    /// Symbolic constant, e.g. `SOL_SOCKET`, `TCP_CONGESTION`, `O_NONBLOCK`.
+    Word(String),
+    /// String literal, unescaped contents (e.g. `"cubic"` => `cubic`).
+    Str(String),
+    /// `A|B|C` bitwise-or of flags.
+    BitOr(Vec<Expr>),
+    /// `[a, b, ...]` array / pointer-to-value literal, e.g. `[1]`.
+    Array(Vec<Expr>),
+    /// `{...}` / `{name=value, ...}` struct literal.
+    Struct(Vec<StructField>),
+    /// `name(args)`, e.g. `htons(8080)`, `inet_addr("1.2.3.4")`.
+    Call { name: String, args: Vec<Expr> },
+}
+
+/// One field of a struct literal: `name=value` or a bare positional value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructField {
+    pub name: Option<String>,
+    pub value: Expr,
+}
+
+/// Comparison operator in `assert tcpi_X OP V`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+
+    /// Evaluate `lhs OP rhs`.
+    pub fn eval(self, lhs: i64, rhs: i64) -> bool {
+        match self {
+            CmpOp::Eq => lhs == rhs,
+            CmpOp::Ne => lhs != rhs,
+            CmpOp::Lt => lhs < rhs,
+            CmpOp::Le => lhs <= rhs,
+            CmpOp::Gt => lhs > rhs,
+            CmpOp::Ge => lhs >= rhs,
+        }
+    }
+}
+
+/// Right-hand side of an assert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PyValue {
+    Int(i64),
+    /// A symbolic name such as `TCP_CA_Recovery` (see [`crate::tcpinfo::symbol_value`]).
+    Name(String),
+}
+
+/// A statement inside a `%{ ... }%` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PyStmt {
+    /// `assert tcpi_X OP V[, message]`. `field` is the full name, e.g.
+    /// `tcpi_ca_state`; `message` is the verbatim text after the comma.
+    Assert {
+        field: String,
+        op: CmpOp,
+        value: PyValue,
+        message: Option<String>,
+    },
+    /// `print(tcpi_X)`; holds the full field name.
+    Print(String),
+    /// Any other python statement, verbatim (trimmed). Out of scope for the
+    /// checker; callers should report it.
+    Other(String),
+}

@@ -1,0 +1,204 @@
+//! Lock-free open-addressing hash tables keyed by 64-bit fingerprints.
+//!
+//! Both tables use linear probing and map a fingerprint to its home slot with a
+//! multiply-shift ("fastrange"), so capacities need not be powers of two and the
+//! visited set can be grown by any factor. Fingerprints are never 0: 0 marks an
+//! empty slot.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+// `AtomicU64` is documented to have the same in-memory representation as `u64`;
+// on the targets we build for the alignment is the same too (checked here).
+const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
+const _: () = assert!(std::mem::size_of::<AtomicU64>() == std::mem::size_of::<u64>());
+
+/// `n` zeroed atomics, allocated with `alloc_zeroed` (so untouched pages cost nothing).
+pub(crate) fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
+    let v: Vec<u64> = vec![0u64; n];
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // SAFETY: same size and alignment (asserted above), and every bit pattern of a u64
+    // is a valid AtomicU64. Ownership of the allocation moves to the new Vec.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut AtomicU64, v.len(), v.capacity()) }
+        .into_boxed_slice()
+}
+
+#[inline(always)]
+fn home(fp: u64, cap: usize) -> usize {
+    ((fp as u128 * cap as u128) >> 64) as usize
+}
+
+/// The visited set: one `AtomicU64` (the fingerprint) per slot.
+pub(crate) struct FpTable {
+    slots: Box<[AtomicU64]>,
+}
+
+/// Grow when the load factor would exceed this.
+pub(crate) const MAX_LOAD: f64 = 0.70;
+/// Load factor right after growing.
+pub(crate) const GROW_LOAD: f64 = 0.45;
+
+impl FpTable {
+    pub(crate) fn with_capacity_for(n: u64) -> Self {
+        FpTable { slots: zeroed_atomics(Self::capacity_for(n)) }
+    }
+
+    pub(crate) fn capacity_for(n: u64) -> usize {
+        ((n as f64 / GROW_LOAD) as usize).max(64)
+    }
+
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.slots.len() * 8) as u64
+    }
+
+    /// Whether `len` entries fit under the maximal load factor.
+    pub(crate) fn fits(&self, len: u64) -> bool {
+        (len as f64) <= self.slots.len() as f64 * MAX_LOAD
+    }
+
+    #[inline]
+    pub(crate) fn contains(&self, fp: u64) -> bool {
+        let cap = self.slots.len();
+        let mut i = home(fp, cap);
+        loop {
+            let v = self.slots[i].load(Relaxed);
+            if v == fp {
+                return true;
+            }
+            if v == 0 {
+                return false;
+            }
+            i += 1;
+            if i == cap {
+                i = 0;
+            }
+        }
+    }
+
+    /// Inserts `fp`; returns whether it was absent. Safe to call concurrently.
+    /// The caller guarantees the table never becomes full.
+    #[inline]
+    pub(crate) fn insert(&self, fp: u64) -> bool {
+        let cap = self.slots.len();
+        let mut i = home(fp, cap);
+        loop {
+            let mut v = self.slots[i].load(Relaxed);
+            if v == 0 {
+                match self.slots[i].compare_exchange(0, fp, Relaxed, Relaxed) {
+                    Ok(_) => return true,
+                    Err(actual) => v = actual,
+                }
+            }
+            if v == fp {
+                return false;
+            }
+            i += 1;
+            if i == cap {
+                i = 0;
+            }
+        }
+    }
+
+    /// Rehashes into a table of capacity `new_cap` (in parallel on the current rayon pool).
+    pub(crate) fn grow_to(&mut self, new_cap: usize) {
+        use rayon::prelude::*;
+        let new = FpTable { slots: zeroed_atomics(new_cap) };
+        self.slots.par_chunks(1 << 14).for_each(|chunk| {
+            for s in chunk {
+                let v = s.load(Relaxed);
+                if v != 0 {
+                    new.insert(v);
+                }
+            }
+        });
+        *self = new;
+    }
+}
+
+/// Per-level claim table: fingerprint -> smallest candidate index that produced it.
+/// Two words per slot: the fingerprint and the bitwise NOT of the minimal index
+/// (so that the zeroed "empty" value means "no index" and `fetch_max` computes the min).
+pub(crate) struct ClaimTable {
+    slots: Box<[AtomicU64]>,
+    cap: usize,
+}
+
+impl ClaimTable {
+    pub(crate) fn bytes_for(n: usize) -> u64 {
+        (Self::cap_for(n) * 16) as u64
+    }
+
+    fn cap_for(n: usize) -> usize {
+        (n * 2).max(16)
+    }
+
+    pub(crate) fn new(n: usize) -> Self {
+        let cap = Self::cap_for(n);
+        ClaimTable { slots: zeroed_atomics(cap * 2), cap }
+    }
+
+    #[inline]
+    fn slot_of(&self, fp: u64, insert: bool) -> usize {
+        let mut i = home(fp, self.cap);
+        loop {
+            let mut v = self.slots[2 * i].load(Relaxed);
+            if v == 0 && insert {
+                match self.slots[2 * i].compare_exchange(0, fp, Relaxed, Relaxed) {
+                    Ok(_) => return i,
+                    Err(actual) => v = actual,
+                }
+            }
+            if v == fp {
+                return i;
+            }
+            debug_assert!(v != 0, "claim lookup of an unclaimed fingerprint");
+            i += 1;
+            if i == self.cap {
+                i = 0;
+            }
+        }
+    }
+
+    /// Records that candidate `idx` reached `fp`; the minimal index wins.
+    #[inline]
+    pub(crate) fn claim(&self, fp: u64, idx: u64) {
+        let i = self.slot_of(fp, true);
+        self.slots[2 * i + 1].fetch_max(!idx, Relaxed);
+    }
+
+    /// The winning (minimal) candidate index for `fp`; `fp` must have been claimed.
+    #[inline]
+    pub(crate) fn winner(&self, fp: u64) -> u64 {
+        let i = self.slot_of(fp, false);
+        !self.slots[2 * i + 1].load(Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp_table_insert_contains_grow() {
+        let mut t = FpTable::with_capacity_for(10);
+        for fp in 1..=40u64 {
+            assert!(t.insert(fp.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        }
+        assert!(!t.insert(3u64.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        t.grow_to(1000);
+        for fp in 1..=40u64 {
+            assert!(t.contains(fp.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        }
+        assert!(!t.contains(12345));
+    }
+
+    #[test]
+    fn claim_table_min_wins() {
+        let c = ClaimTable::new(8);
+        c.claim(77, 5);
+        c.claim(77, 2);
+        c.claim(77, 9);
+        c.claim(u64::MAX, 0);
+        assert_eq!(c.winner(77), 2);
+        assert_eq!(c.winner(u64::MAX), 0);
+    }
+}

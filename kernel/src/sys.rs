@@ -1,0 +1,321 @@
+//! Linux plumbing: private network namespace, tun device, sysctls, MIB
+//! counters, socket helpers and signal handling.
+//!
+//! Isolation model: the runner thread calls `unshare(CLONE_NEWNET)`, so the
+//! namespace is anonymous and owned by that one thread (plus the sockets and
+//! the tun fd it opens). It never appears in `ip netns list`, and the kernel
+//! destroys it together with the (non-persistent) tun device as soon as the
+//! thread has exited and the fds are closed -- on a normal return, an error,
+//! a panic (the fds are `OwnedFd`s dropped during unwinding) and even on
+//! SIGKILL. SIGINT/SIGTERM are caught so that a run stops at the next wait
+//! point and closes everything in order.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::tcpinfo::TcpInfoRaw;
+
+pub const LOCAL_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 1);
+pub const REMOTE_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+pub const TUN_NAME: &str = "tun0";
+
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+const TUN_F_CSUM: libc::c_ulong = 0x01;
+const TUN_F_TSO4: libc::c_ulong = 0x02;
+
+/// Why the kernel runner cannot run here (exit code 4, "skipped").
+pub fn environment_problem() -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return Some("skipped: the kernel runner needs Linux".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("skipped: not running as root (needs CAP_NET_ADMIN for a private network namespace and tun)".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("skipped: /dev/net/tun does not exist".into());
+    }
+    None
+}
+
+fn last_err(what: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// Move the calling thread into a new, private network namespace.
+pub fn unshare_netns() -> io::Result<()> {
+    // SAFETY: plain syscall; affects only the calling thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        return Err(last_err("unshare(CLONE_NEWNET)"));
+    }
+    Ok(())
+}
+
+/// The inode of the calling thread's network namespace (to check isolation).
+pub fn current_netns_id() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/thread-self/ns/net").ok().map(|m| m.ino())
+}
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    data: [u8; 24],
+}
+
+impl IfReq {
+    fn new(name: &str) -> IfReq {
+        let mut r = IfReq { name: [0; libc::IFNAMSIZ], data: [0; 24] };
+        let b = name.as_bytes();
+        r.name[..b.len().min(libc::IFNAMSIZ - 1)].copy_from_slice(&b[..b.len().min(libc::IFNAMSIZ - 1)]);
+        r
+    }
+    fn set_addr(&mut self, ip: Ipv4Addr) {
+        // struct sockaddr_in inside the union.
+        self.data = [0; 24];
+        self.data[0..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        self.data[4..8].copy_from_slice(&ip.octets());
+    }
+    fn flags(&self) -> libc::c_short {
+        libc::c_short::from_ne_bytes([self.data[0], self.data[1]])
+    }
+    fn set_flags(&mut self, f: libc::c_short) {
+        self.data[0..2].copy_from_slice(&f.to_ne_bytes());
+    }
+}
+
+fn ioctl_ifreq(fd: RawFd, req: libc::c_ulong, r: &mut IfReq, what: &str) -> io::Result<()> {
+    // SAFETY: `r` is a valid, properly sized struct ifreq.
+    if unsafe { libc::ioctl(fd, req as _, r as *mut IfReq) } != 0 {
+        return Err(last_err(what));
+    }
+    Ok(())
+}
+
+fn dgram_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(last_err("socket(AF_INET, SOCK_DGRAM)"));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn set_up(ctl: RawFd, name: &str) -> io::Result<()> {
+    let mut r = IfReq::new(name);
+    ioctl_ifreq(ctl, libc::SIOCGIFFLAGS, &mut r, &format!("SIOCGIFFLAGS {name}"))?;
+    let f = r.flags() | libc::IFF_UP as libc::c_short | libc::IFF_RUNNING as libc::c_short;
+    r.set_flags(f);
+    ioctl_ifreq(ctl, libc::SIOCSIFFLAGS, &mut r, &format!("SIOCSIFFLAGS {name}"))
+}
+
+/// Write a sysctl of the calling thread's network namespace
+/// (`net.ipv4.tcp_sack` -> `/proc/sys/net/ipv4/tcp_sack`).
+pub fn write_sysctl(name: &str, value: &str) -> io::Result<()> {
+    if !name.starts_with("net.") || name.contains("..") || name.contains('/') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refusing non-namespaced sysctl {name}")));
+    }
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::write(&path, value).map_err(|e| io::Error::new(e.kind(), format!("sysctl {name}={value}: {e}")))
+}
+
+pub fn read_sysctl(name: &str) -> Option<String> {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Create the tun device in the current (private) namespace, address it
+/// 192.168.0.1 with the peer 192.0.2.1 (a point-to-point host route), bring
+/// it and `lo` up. Returns the tun fd (non-blocking).
+pub fn setup_tun(tso: bool) -> io::Result<OwnedFd> {
+    // No IPv6 on the tun: keeps router solicitations etc. off the wire.
+    let _ = write_sysctl("net.ipv6.conf.default.disable_ipv6", "1");
+    let path = CString::new("/dev/net/tun").unwrap();
+    // SAFETY: valid C string.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if fd < 0 {
+        return Err(last_err("open /dev/net/tun"));
+    }
+    // SAFETY: fresh fd we own.
+    let tun = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut r = IfReq::new(TUN_NAME);
+    r.set_flags(IFF_TUN | IFF_NO_PI);
+    ioctl_ifreq(tun.as_raw_fd(), TUNSETIFF, &mut r, "TUNSETIFF")?;
+    if tso {
+        // SAFETY: TUNSETOFFLOAD takes an integer argument.
+        if unsafe { libc::ioctl(tun.as_raw_fd(), TUNSETOFFLOAD as _, TUN_F_CSUM | TUN_F_TSO4) } != 0 {
+            return Err(last_err("TUNSETOFFLOAD"));
+        }
+    }
+    let ctl = dgram_socket()?;
+    set_up(ctl.as_raw_fd(), "lo")?;
+    let mut r = IfReq::new(TUN_NAME);
+    r.set_addr(LOCAL_IP);
+    ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFADDR, &mut r, "SIOCSIFADDR")?;
+    let mut r = IfReq::new(TUN_NAME);
+    r.set_addr(REMOTE_IP);
+    ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFDSTADDR, &mut r, "SIOCSIFDSTADDR")?;
+    set_up(ctl.as_raw_fd(), TUN_NAME)?;
+    Ok(tun)
+}
+
+/// Counters of `/proc/net/netstat` (and `/proc/net/snmp`) of the calling
+/// thread's namespace, as `TcpExtTCPFullUndo` style names.
+pub fn read_mib() -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for file in ["/proc/thread-self/net/netstat", "/proc/thread-self/net/snmp"] {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.chunks(2) {
+            if let [h, v] = pair {
+                let mut hs = h.split_whitespace();
+                let mut vs = v.split_whitespace();
+                let (Some(p1), Some(p2)) = (hs.next(), vs.next()) else { continue };
+                if p1 != p2 {
+                    continue;
+                }
+                let prefix = p1.trim_end_matches(':');
+                for (k, val) in hs.zip(vs) {
+                    if let Ok(n) = val.parse::<i64>() {
+                        out.insert(format!("{prefix}{k}"), n);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The undo-related counters a recovery trace reports.
+pub const UNDO_COUNTERS: &[&str] = &[
+    "TcpExtTCPFullUndo",
+    "TcpExtTCPPartialUndo",
+    "TcpExtTCPLossUndo",
+    "TcpExtTCPDSACKUndo",
+    "TcpExtTCPSpuriousRTOs",
+    "TcpExtTCPLostRetransmit",
+];
+
+/// TCP_INFO of a socket.
+pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfoRaw> {
+    let mut info = TcpInfoRaw::default();
+    let mut len = std::mem::size_of::<TcpInfoRaw>() as libc::socklen_t;
+    // SAFETY: buffer and length describe `info`.
+    let rc = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len)
+    };
+    if rc != 0 {
+        return Err(last_err("getsockopt(TCP_INFO)"));
+    }
+    Ok(info)
+}
+
+pub fn get_congestion(fd: RawFd) -> io::Result<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buffer and length are valid.
+    let rc = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+    };
+    if rc != 0 {
+        return Err(last_err("getsockopt(TCP_CONGESTION)"));
+    }
+    let n = buf[..len as usize].iter().position(|&b| b == 0).unwrap_or(len as usize);
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+pub fn set_congestion(fd: RawFd, cc: &str) -> io::Result<()> {
+    // SAFETY: pointer/length describe `cc`.
+    let rc = unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t)
+    };
+    if rc != 0 {
+        return Err(last_err(&format!("setsockopt(TCP_CONGESTION, {cc})")));
+    }
+    Ok(())
+}
+
+/// Close a socket abortively (RST, no FIN_WAIT/TIME_WAIT left behind).
+pub fn abort_close(fd: RawFd) {
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: valid struct, then close the fd we own.
+    unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &l as *const _ as *const libc::c_void, std::mem::size_of::<libc::linger>() as libc::socklen_t);
+        libc::close(fd);
+    }
+}
+
+// ---- signals ----------------------------------------------------------------
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static HANDLERS: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    if INTERRUPTED.swap(true, Ordering::SeqCst) {
+        // Second signal: leave now. The kernel tears down the anonymous
+        // namespace and the tun device with the process.
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+}
+
+/// Install SIGINT/SIGTERM handlers that ask running scripts to stop.
+pub fn install_signal_handlers() {
+    if HANDLERS.fetch_add(1, Ordering::SeqCst) > 0 {
+        return;
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installing a handler that only touches an atomic / _exit.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// errno name for a number (the common ones scripts use).
+pub fn errno_name(e: i32) -> String {
+    let n = match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EINVAL => "EINVAL",
+        libc::EPIPE => "EPIPE",
+        libc::ENOTSOCK => "ENOTSOCK",
+        libc::ENOPROTOOPT => "ENOPROTOOPT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ECONNABORTED => "ECONNABORTED",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::EISCONN => "EISCONN",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EALREADY => "EALREADY",
+        libc::EINPROGRESS => "EINPROGRESS",
+        _ => return format!("errno {e}"),
+    };
+    n.to_string()
+}

@@ -191,7 +191,9 @@ pub struct Syscall {
     pub result: Expr,
     /// `EAGAIN (Resource temporarily unavailable)` after the result.
     pub errno: Option<Errno>,
-    /// For blocking calls written `start...end name(...)`: the end time.
+    /// For blocking calls written `start...end name(...)`: the end time, as
+    /// written (packetdrill writes it without `+`, e.g. `+.002 ... 0.004`,
+    /// which is stored as `Absolute(4000)`; `+N` is also accepted).
     pub end_time: Option<Time>,
 }
 
@@ -212,7 +214,8 @@ pub enum Expr {
     Int(i64),
     /// Symbolic constant, e.g. `SOL_SOCKET`, `TCP_CONGESTION`, `O_NONBLOCK`.
     Word(String),
-    /// String literal, unescaped contents (e.g. `"cubic"` => `cubic`).
+    /// String literal: the raw text between the quotes, backslash escapes
+    /// kept as written (e.g. `"cubic"` => `cubic`).
     Str(String),
     /// `A|B|C` bitwise-or of flags.
     BitOr(Vec<Expr>),

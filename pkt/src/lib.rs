@@ -1,10 +1,73 @@
-//! Parser, typed AST and writer for the packetdrill script subset used by
-//! TCP loss-recovery tests (work in progress: AST first).
+//! Parser, typed AST and writer for the subset of the
+//! [packetdrill](https://github.com/google/packetdrill) script language used
+//! by Linux TCP loss-recovery tests.
+//!
+//! ```
+//! let script = trc_pkt::parse("+0 > P. 1:1001(1000) ack 1\n", "demo.pkt").unwrap();
+//! assert_eq!(trc_pkt::write(&script), "+0 > P. 1:1001(1000) ack 1\n");
+//! ```
+//!
+//! # API
+//! * [`parse`]`(src, file_name) -> Result<`[`Script`]`, `[`ParseError`]`>`;
+//!   errors display as `file:line:col: expected X, found Y`. The parser
+//!   never panics, whatever the input.
+//! * [`write`]`(&Script) -> String`: canonical text. For every accepted
+//!   script, `parse(write(parse(s)))` equals `parse(s)` up to positions
+//!   (compare with [`Script::without_positions`]).
+//! * [`tcpinfo`]: `tcpi_*` field names ([`TcpInfoField`]) and symbolic
+//!   constants such as `TCP_CA_Recovery` ([`symbol_value`]).
+//!
+//! # Supported subset
+//! As in packetdrill, the script is free-form: whitespace and newlines only
+//! separate tokens, and `//` and `/* */` comments are ignored.
+//!
+//! * **Times** (stored as integer microseconds, so exact): absolute `0`,
+//!   `.1`, `1.5`; relative `+0`, `+.020`; ranges `.1~.2` and `+.01~+.02`;
+//!   `*`. Ranges and `*` are only accepted on outbound packets (as in
+//!   packetdrill). More than six fractional digits are rejected unless the
+//!   extra digits are zero. A time is optional only before a shell command
+//!   or `%{ }%` block (e.g. a leading `` `../common/defaults.sh` ``).
+//! * **TCP segments**: `<` (inbound) / `>` (outbound), optional IP ECN
+//!   marker `[noecn]`, `[ect0]`, `[ect1]`, `[ect01]` (outbound only), `[ce]`;
+//!   flags from `S F R P U E W` optionally followed by `.` (ACK), or `.`
+//!   alone, or `-` for none; `seq:end(len)` with `end == seq + len`;
+//!   optional `ack N`, `win N`, `urg N` in that order; optional options
+//!   `<mss N,sackOK,nop,wscale N,TS val N ecr N,sack A:B C:D,eol>` or
+//!   `<...>` (outbound only).
+//! * **System calls**: `name(args) = result [ERRNO [(note)]]`, optionally
+//!   blocking `start...end name(...)`. Any call name is accepted (socket,
+//!   setsockopt, bind, listen, accept, write, close, getsockopt, fcntl,
+//!   read, ...). Argument/result expressions: `...`, integers (decimal,
+//!   negative, `0x` hex), symbolic words (`SOL_SOCKET`), strings
+//!   (`"cubic"`), `A|B` bit-or, arrays `[1]`, structs `{...}` /
+//!   `{l_onoff=1, l_linger=0}`, calls `htons(8080)`.
+//! * **Shell commands** in backticks, verbatim, possibly spanning lines.
+//! * **`%{ ... }%` blocks**, split on newlines and `;` into
+//!   [`PyStmt::Assert`] (`assert tcpi_X OP V[, message]`, OP one of
+//!   `== != < <= > >=`, V an integer or a name such as `TCP_CA_Loss`),
+//!   [`PyStmt::Print`] (`print(tcpi_X)`) and [`PyStmt::Other`] for anything
+//!   else (kept verbatim, compound statements with their indented body), so
+//!   that callers can reject them as out of scope.
+//!
+//! # Rejected (with a `ParseError`)
+//! `--option` lines, UDP/ICMP packets, encapsulation prefixes (`ipv4`,
+//! `gre`, `mpls`), explicit ports, `tos`/`flowlabel`/`ttl` IP info, AccECN
+//! `ack_and_ace` flags, the `md5`/`FO`/`FOEXP` TCP options, fuzz clauses,
+//! negative or over-precise times, numbers out of range for their field
+//! (e.g. `win` > 65535, `mss` > 65535, `wscale` > 255), inconsistent
+//! `seq:end(len)`, `<...>` and `[ect01]` on inbound packets, and expression
+//! nesting deeper than 64 levels.
 
 pub mod ast;
 pub mod error;
+mod lexer;
+mod parser;
+mod python;
 pub mod tcpinfo;
+pub mod writer;
 
 pub use ast::*;
 pub use error::ParseError;
-pub use tcpinfo::{symbol_value, TcpInfoField};
+pub use parser::parse;
+pub use tcpinfo::{py_value, symbol_value, TcpInfoField};
+pub use writer::write;

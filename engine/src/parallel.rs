@@ -178,7 +178,7 @@ where
 
     // Level 0.
     let inits = model.init_states();
-    let mut table = FpTable::with_capacity_for(inits.len().max(1 << 12) as u64);
+    let mut table = FpTable::with_capacity_for(inits.len() as u64);
     let mut frontier: Vec<M::State> = Vec::new();
     let mut init_index: Vec<usize> = Vec::new();
     let mut cut = false;

@@ -291,8 +291,14 @@ impl Lexer {
             {
                 self.advance();
                 let mut s = String::from("-");
-                s.push_str(&self.digits());
-                self.fraction(&mut s);
+                let body = self.take_while(is_word_char);
+                let all_digits = body.chars().all(|c| c.is_ascii_digit());
+                s.push_str(&body);
+                if all_digits {
+                    self.fraction(&mut s);
+                }
+                // Malformed forms like `-12ab` stay one token and are
+                // rejected by whoever needs a number.
                 mk(Tok::Num(s))
             }
             c if is_word_char(c) => {

@@ -1,0 +1,285 @@
+//! Golden tests on real packetdrill scripts (see tests/data/README.md).
+
+use trc_pkt::*;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn parse_data(name: &str) -> Script {
+    parse(&data(name), name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const ALL: &[&str] = &[
+    "fr-non-sack-hold-at-high-seq.pkt",
+    "frto-real-timeout-nonsack-hold-at-high-seq.pkt",
+    "prr-ss-10pkt-lost-1.pkt",
+    "prr-ss-ack-below-snd_una-cubic.pkt",
+    "fr-4pkt-sack.pkt",
+    "cubic-rto-ss-ca-cwnd-bump.pkt",
+    "cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt",
+    "sack-shift-sacked-2-6-8-3-9-nofack.pkt",
+    "ecn-uses-ect0.pkt",
+];
+
+/// (packets, syscalls, shell commands, python blocks)
+fn census(s: &Script) -> (usize, usize, usize, usize) {
+    let mut c = (0, 0, 0, 0);
+    for st in &s.statements {
+        match st.kind {
+            StatementKind::Packet(_) => c.0 += 1,
+            StatementKind::Syscall(_) => c.1 += 1,
+            StatementKind::Shell(_) => c.2 += 1,
+            StatementKind::Python(_) => c.3 += 1,
+        }
+    }
+    c
+}
+
+#[test]
+fn all_scripts_parse_and_round_trip() {
+    for name in ALL {
+        let s = parse_data(name);
+        let text = write(&s);
+        let again = parse(&text, "rewritten").unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        assert_eq!(again.without_positions(), s.without_positions(), "{name}");
+        // The canonical form is a fixed point of the writer.
+        assert_eq!(write(&again), text, "{name}");
+        // No `Other` python in these scripts except the `%`-formatted
+        // message, which still parses as an Assert.
+        for st in &s.statements {
+            if let StatementKind::Python(p) = &st.kind {
+                assert!(
+                    p.iter().all(|x| !matches!(x, PyStmt::Other(_))),
+                    "{name}:{}: {p:?}",
+                    st.line
+                );
+            }
+        }
+        // Serde round trip through JSON.
+        let json = serde_json::to_string(&s).unwrap();
+        let back: Script = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s, "{name}");
+    }
+}
+
+#[test]
+fn census_of_each_script() {
+    // Independently counted with grep: lines with `[<>] ` after the time,
+    // lines with `) = `, backtick pairs, and `%{` occurrences.
+    let expect = [
+        ("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt", (10, 7, 2, 14)),
+        ("cubic-rto-ss-ca-cwnd-bump.pkt", (52, 9, 1, 10)),
+        ("ecn-uses-ect0.pkt", (4, 3, 1, 0)),
+        ("fr-4pkt-sack.pkt", (12, 7, 1, 0)),
+        ("fr-non-sack-hold-at-high-seq.pkt", (20, 6, 3, 9)),
+        ("frto-real-timeout-nonsack-hold-at-high-seq.pkt", (21, 6, 3, 10)),
+        ("prr-ss-10pkt-lost-1.pkt", (26, 7, 1, 2)),
+        ("prr-ss-ack-below-snd_una-cubic.pkt", (13, 7, 1, 0)),
+        ("sack-shift-sacked-2-6-8-3-9-nofack.pkt", (15, 6, 1, 8)),
+    ];
+    for (name, c) in expect {
+        assert_eq!(census(&parse_data(name)), c, "{name}");
+    }
+}
+
+#[test]
+fn fr_non_sack_details() {
+    let s = parse_data("fr-non-sack-hold-at-high-seq.pkt");
+    let st = &s.statements;
+    // `../common/defaults.sh` on line 6, no time.
+    assert_eq!((st[0].line, st[0].col, st[0].time), (6, 1, None));
+    assert_eq!(st[0].kind, StatementKind::Shell("../common/defaults.sh".into()));
+    // `    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3` on line 9.
+    assert_eq!((st[1].line, st[1].col, st[1].time), (9, 5, Some(Time::Absolute(0))));
+    // `  +0 `nstat -n`` on line 14.
+    assert_eq!((st[5].line, st[5].col), (14, 3));
+    assert_eq!(st[5].kind, StatementKind::Shell("nstat -n".into()));
+    // `+.020 < . 1:1(0) ack 1 win 320` on line 18.
+    assert_eq!(st[8].line, 18);
+    assert_eq!(st[8].time, Some(Time::Relative(20_000)));
+    assert_eq!(
+        st[8].kind,
+        StatementKind::Packet(Packet {
+            direction: Direction::In,
+            ecn: None,
+            flags: TcpFlags {
+                ack: true,
+                ..Default::default()
+            },
+            seq: 1,
+            end_seq: 1,
+            len: 0,
+            ack: Some(1),
+            win: Some(320),
+            urg: None,
+            options: None,
+        })
+    );
+    // `  +0 %{ assert tcpi_snd_cwnd == 10,  tcpi_snd_cwnd }%` on line 34.
+    let cwnd = st.iter().find(|s| s.line == 34).unwrap();
+    assert_eq!(cwnd.col, 3);
+    assert_eq!(
+        cwnd.kind,
+        StatementKind::Python(vec![PyStmt::Assert {
+            field: "tcpi_snd_cwnd".into(),
+            op: CmpOp::Eq,
+            value: PyValue::Int(10),
+            message: Some("tcpi_snd_cwnd".into()),
+        }])
+    );
+    // Last statement: `   +0 `nstat`` on line 78.
+    let last = st.last().unwrap();
+    assert_eq!((last.line, last.col), (78, 4));
+    assert_eq!(last.kind, StatementKind::Shell("nstat".into()));
+    // Every ca_state assert resolves to a known constant.
+    let states: Vec<i64> = st
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StatementKind::Python(p) => Some(p),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|p| match p {
+            PyStmt::Assert { field, value, .. } if field == "tcpi_ca_state" => py_value(value),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states, vec![3, 3, 0]);
+}
+
+#[test]
+fn frto_details() {
+    let s = parse_data("frto-real-timeout-nonsack-hold-at-high-seq.pkt");
+    // ` +.22 > . 1:1001(1000) ack 1` (RTO retransmit of the head).
+    let rto = s.statements.iter().find(|s| s.time == Some(Time::Relative(220_000))).unwrap();
+    match &rto.kind {
+        StatementKind::Packet(p) => {
+            assert_eq!(p.direction, Direction::Out);
+            assert_eq!((p.seq, p.end_seq, p.len, p.ack), (1, 1001, 1000, Some(1)));
+        }
+        k => panic!("{k:?}"),
+    }
+    // The three asserts after the probes are acked.
+    let loss: Vec<&PyStmt> = s
+        .statements
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StatementKind::Python(p) => Some(p),
+            _ => None,
+        })
+        .flatten()
+        .take(3)
+        .collect();
+    assert_eq!(
+        loss,
+        vec![
+            &PyStmt::Assert {
+                field: "tcpi_ca_state".into(),
+                op: CmpOp::Eq,
+                value: PyValue::Name("TCP_CA_Loss".into()),
+                message: Some("tcpi_ca_state".into())
+            },
+            &PyStmt::Assert {
+                field: "tcpi_snd_cwnd".into(),
+                op: CmpOp::Eq,
+                value: PyValue::Int(2),
+                message: Some("tcpi_snd_cwnd".into())
+            },
+            &PyStmt::Assert {
+                field: "tcpi_snd_ssthresh".into(),
+                op: CmpOp::Eq,
+                value: PyValue::Int(7),
+                message: Some("tcpi_snd_ssthresh".into())
+            },
+        ]
+    );
+}
+
+#[test]
+fn packetdrill_tree_details() {
+    // SACK blocks.
+    let s = parse_data("sack-shift-sacked-2-6-8-3-9-nofack.pkt");
+    let sacks: Vec<&TcpOptions> = s
+        .statements
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StatementKind::Packet(p) => p.options.as_ref(),
+            _ => None,
+        })
+        .collect();
+    assert!(sacks.contains(&&TcpOptions::List(vec![
+        TcpOption::Sack(vec![(2001, 3001), (6001, 7001), (8001, 9001)]),
+        TcpOption::Nop,
+        TcpOption::Nop
+    ])));
+    // Five asserts in one multi-line block at the end.
+    match &s.statements.last().unwrap().kind {
+        StatementKind::Python(p) => assert_eq!(p.len(), 5),
+        k => panic!("{k:?}"),
+    }
+
+    // Time ranges and `<...>`.
+    let s = parse_data("cubic-rto-ss-ca-cwnd-bump.pkt");
+    let ranges = s
+        .statements
+        .iter()
+        .filter(|s| {
+            s.time
+                == Some(Time::Range {
+                    start: TimePoint::Relative(300_000),
+                    end: TimePoint::Relative(303_000),
+                })
+        })
+        .count();
+    assert_eq!(ranges, 2);
+    let s = parse_data("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt");
+    assert!(s.statements.iter().any(|s| matches!(
+        &s.kind,
+        StatementKind::Packet(p) if p.options == Some(TcpOptions::Any)
+    )));
+    // A %-formatted assert message is kept verbatim.
+    assert!(s.statements.iter().any(|s| s.kind
+        == StatementKind::Python(vec![PyStmt::Assert {
+            field: "tcpi_ca_state".into(),
+            op: CmpOp::Eq,
+            value: PyValue::Name("TCP_CA_Recovery".into()),
+            message: Some(
+                "'ca_state: %d min_rtt: %d rtt: %d' % (tcpi_ca_state, tcpi_min_rtt, tcpi_rtt)".into()
+            ),
+        }])));
+
+    // ECN, multi-line shell and a blocking connect.
+    let s = parse_data("ecn-uses-ect0.pkt");
+    assert_eq!(
+        s.statements[0].kind,
+        StatementKind::Shell("../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=1  # fully enabled\n".into())
+    );
+    match &s.statements.last().unwrap().kind {
+        StatementKind::Packet(p) => assert_eq!(p.ecn, Some(Ecn::Ect0)),
+        k => panic!("{k:?}"),
+    }
+}
+
+#[test]
+fn canonical_text_of_a_script_prefix() {
+    let s = parse_data("fr-non-sack-hold-at-high-seq.pkt");
+    let head = Script {
+        statements: s.statements[..10].to_vec(),
+    };
+    assert_eq!(
+        write(&head),
+        "`../common/defaults.sh`
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
++0 bind(3, ..., ...) = 0
++0 listen(3, 1) = 0
++0 `nstat -n`
++0 < S 0:0(0) win 32792 <mss 1000,nop,wscale 7>
++0 > S. 0:0(0) ack 1 <mss 1460,nop,wscale 8>
++.020 < . 1:1(0) ack 1 win 320
++0 accept(3, ..., ...) = 4
+"
+    );
+}

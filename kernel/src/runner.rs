@@ -232,6 +232,7 @@ impl<'a> Runner<'a> {
         let before = sys::read_mib();
         self.t0 = Instant::now();
         let mut prev_us: i64 = 0;
+        let mut started = false;
         for st in &script.statements {
             if sys::interrupted() {
                 self.report.interrupted = true;
@@ -249,6 +250,13 @@ impl<'a> Runner<'a> {
                 Some(Time::Any) => (prev_us, true, None),
             };
             prev_us = t_us;
+            if !started && st.time.is_some() {
+                // Script time 0 is the first timed statement (leading untimed
+                // setup such as defaults.sh does not count).
+                started = true;
+                self.t0 = Instant::now();
+                self.shift_us = 0;
+            }
             let is_out = matches!(&st.kind, StatementKind::Packet(p) if p.direction == Direction::Out);
             if !is_out && !any_time && !self.wait_until(t_us) {
                 self.report.interrupted = true;
@@ -257,8 +265,14 @@ impl<'a> Runner<'a> {
             match &st.kind {
                 StatementKind::Packet(p) if p.direction == Direction::In => self.inbound(st.line, st.col, t_us, p),
                 StatementKind::Packet(p) => self.outbound(st.line, st.col, t_us, range_end, any_time, p),
-                StatementKind::Syscall(s) => self.syscall(st.line, st.col, s),
-                StatementKind::Shell(cmd) => self.shell(st.line, st.col, cmd, script_dir),
+                StatementKind::Syscall(s) => {
+                    self.syscall(st.line, st.col, s);
+                    self.catch_up(t_us, any_time);
+                }
+                StatementKind::Shell(cmd) => {
+                    self.shell(st.line, st.col, cmd, script_dir);
+                    self.catch_up(t_us, any_time);
+                }
                 StatementKind::Python(stmts) => self.python(st.line, st.col, stmts),
             }
             self.snapshot(st.line);
@@ -290,6 +304,18 @@ impl<'a> Runner<'a> {
         self.fds.clear();
         self.conn_fd = None;
         let _ = self.tun.as_raw_fd();
+    }
+
+    /// A slow syscall or shell command delays everything after it: later
+    /// relative times count from when it finished (beyond 1 ms of slack).
+    fn catch_up(&mut self, t_us: i64, any_time: bool) {
+        if any_time {
+            return;
+        }
+        let late = self.now_us() - (t_us + self.shift_us);
+        if late > 1000 {
+            self.shift_us += late;
+        }
     }
 
     // ---- packets --------------------------------------------------------------
@@ -410,7 +436,8 @@ impl<'a> Runner<'a> {
                 break;
             }
             seg.payload_len += nx.seg.payload_len;
-            seg.flags = (seg.flags & !(packet::PSH | packet::FIN)) | (nx.seg.flags & (packet::PSH | packet::FIN));
+            // PSH if any part carried it (GSO puts it on the last part only).
+            seg.flags = (seg.flags & !packet::FIN) | (nx.seg.flags & (packet::PSH | packet::FIN));
             seg.win = nx.seg.win;
             parts.push(nx);
         }

@@ -339,9 +339,9 @@ mod tests {
         assert_eq!(offset_of!(TcpInfoRaw, tcpi_delivered), 192);
         assert_eq!(offset_of!(TcpInfoRaw, tcpi_bytes_sent), 200);
         assert_eq!(offset_of!(TcpInfoRaw, tcpi_snd_wnd), 228);
-        assert_eq!(offset_of!(TcpInfoRaw, tcpi_total_rto), 244);
-        assert_eq!(offset_of!(TcpInfoRaw, tcpi_total_rto_time), 248);
-        assert!(size_of::<TcpInfoRaw>() >= 252);
+        assert_eq!(offset_of!(TcpInfoRaw, tcpi_total_rto), 240);
+        assert_eq!(offset_of!(TcpInfoRaw, tcpi_total_rto_time), 244);
+        assert!(size_of::<TcpInfoRaw>() >= 248);
     }
 
     #[test]

@@ -393,5 +393,6 @@ where
         stop_reason: stop,
         properties,
         peak_memory_bytes: peak,
+        visited_set_bytes: table.bytes() + (link_count + init_index.len() as u64) * 8,
     }
 }

@@ -136,5 +136,6 @@ where
         stop_reason: stop,
         properties,
         peak_memory_bytes: 0,
+        visited_set_bytes: 0,
     }
 }

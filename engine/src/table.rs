@@ -35,7 +35,7 @@ pub(crate) struct FpTable {
 /// Grow when the load factor would exceed this.
 pub(crate) const MAX_LOAD: f64 = 0.70;
 /// Load factor right after growing.
-pub(crate) const GROW_LOAD: f64 = 0.45;
+pub(crate) const GROW_LOAD: f64 = 0.50;
 
 impl FpTable {
     pub(crate) fn with_capacity_for(n: u64) -> Self {

@@ -18,7 +18,7 @@ fn norm<A: Clone>(r: &Report<A>) -> Report<A> {
 
 /// Same, also without the memory estimate (which the reference does not compute).
 fn norm_ref<A: Clone>(r: &Report<A>) -> Report<A> {
-    Report { elapsed: Duration::ZERO, peak_memory_bytes: 0, ..r.clone() }
+    Report { elapsed: Duration::ZERO, peak_memory_bytes: 0, visited_set_bytes: 0, ..r.clone() }
 }
 
 /// Runs the parallel engine with 1, 2 and 4 threads and the reference engine; asserts that all

@@ -32,11 +32,12 @@ fn speed_vs_stateright() {
         let s = r.elapsed.as_secs_f64();
         println!(
             "trc-engine  threads={threads}: {} states, {} transitions in {:.2} s = {:.0} k states/s; \
-             estimated peak {:.1} bytes/state; peak RSS so far {} MB",
+             visited set {:.1} bytes/state, estimated peak {:.1} bytes/state; peak RSS so far {} MB",
             r.unique_states,
             r.transitions,
             s,
             r.unique_states as f64 / s / 1e3,
+            r.visited_set_bytes as f64 / r.unique_states as f64,
             r.peak_memory_bytes as f64 / r.unique_states as f64,
             peak_rss_kb() / 1024,
         );

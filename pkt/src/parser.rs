@@ -62,28 +62,25 @@ pub(crate) fn time_micros(text: &str) -> Option<i64> {
     secs.checked_mul(1_000_000)?.checked_add(usecs)
 }
 
-/// Parse an integer literal (`12`, `-1`, `0x1f`).
+/// Parse an integer literal (`12`, `-1`, `0x1f`, `-0x1f`) that fits an i64.
 pub(crate) fn int_value(text: &str) -> Option<i64> {
     let (neg, body) = match text.strip_prefix('-') {
         Some(b) => (true, b),
         None => (false, text),
     };
-    let v = if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+    let magnitude: u64 = if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
         if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
             return None;
         }
-        i64::from_str_radix(hex, 16).ok()?
+        u64::from_str_radix(hex, 16).ok()?
     } else {
         if body.is_empty() || !body.chars().all(|c| c.is_ascii_digit()) {
             return None;
         }
-        body.parse::<i64>().ok()?
+        body.parse::<u64>().ok()?
     };
-    if neg {
-        v.checked_neg()
-    } else {
-        Some(v)
-    }
+    let v = i128::from(magnitude);
+    i64::try_from(if neg { -v } else { v }).ok()
 }
 
 const FLAG_CHARS: &str = "SFRPUEW";

@@ -107,14 +107,11 @@ impl<'f> Parser<'f> {
     }
 
     fn peek(&mut self) -> Result<&Token, ParseError> {
-        if self.peeked.is_none() {
-            let t = self.lx.next_token().map_err(|e| self.lex_err(e))?;
-            self.peeked = Some(t);
-        }
-        match &self.peeked {
-            Some(t) => Ok(t),
-            None => unreachable!("peeked was just filled"),
-        }
+        let t = match self.peeked.take() {
+            Some(t) => t,
+            None => self.lx.next_token().map_err(|e| self.lex_err(e))?,
+        };
+        Ok(self.peeked.insert(t))
     }
 
     fn bump(&mut self) -> Result<Token, ParseError> {

@@ -353,6 +353,6 @@ fn tcp_info_helpers() {
     assert_eq!(symbol_value("TCP_CA_Loss"), Some(4));
     assert_eq!(py_value(&PyValue::Name("TCP_CA_Recovery".into())), Some(3));
     assert_eq!(py_value(&PyValue::Int(7)), Some(7));
-    assert_eq!(CmpOp::Le.eval(3, 3), true);
-    assert_eq!(CmpOp::Lt.eval(3, 3), false);
+    assert!(CmpOp::Le.eval(3, 3));
+    assert!(!CmpOp::Lt.eval(3, 3));
 }

@@ -1,0 +1,155 @@
+//! Bounds and options of one exploration. Defaults mirror the kernel's sysctl defaults
+//! (`tcp_sack=1`, `tcp_timestamps=1`, `tcp_frto=2`, `tcp_early_retrans=3`, `tcp_dsack=1`,
+//! `tcp_reordering=3`) except where an exhaustive run needs a small bound (segments, losses...).
+
+use serde::{Deserialize, Serialize};
+
+/// Which congestion-control module the connection uses (`tcp_congestion_ops`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CcKind {
+    /// `tcp_reno_*` (`net/ipv4/tcp_cong.c`).
+    Reno,
+    /// CUBIC's loss response (`cubictcp_recalc_ssthresh`, generic undo); window growth is Reno's
+    /// until the full CUBIC/HyStart model lands (see docs/model.md).
+    #[default]
+    Cubic,
+}
+
+/// Whether SACK is negotiated: both (an initial nondeterministic choice), or only one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SackMode {
+    #[default]
+    Both,
+    Sack,
+    NoSack,
+}
+
+/// Bounds and options. All times are milliseconds of model time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Segments the application has written at the start (MSS-sized).
+    pub segments: u8,
+    /// Extra segments the application may write later, one `Write` event each.
+    pub extra_writes: u8,
+    /// Initial congestion window (the route's `initcwnd`; kernel default 10).
+    pub initcwnd: u32,
+    /// Transmissions the network may drop.
+    pub max_losses: u8,
+    /// ACKs the network may lose (the segment is delivered, its ACK never arrives).
+    pub max_ack_losses: u8,
+    /// How many older in-flight packets a delivered packet may overtake.
+    pub max_reorder: u8,
+    /// RTO expiries the environment may let happen.
+    pub max_rtos: u8,
+    /// TLP expiries.
+    pub max_tlps: u8,
+    /// Times the host queue may fill up (TSQ holds retransmissions and new data until drained).
+    pub max_tsq: u8,
+    /// ACKs that may carry ECE (only with `ecn`).
+    pub max_ece: u8,
+    /// Model time horizon: no event may happen later than this.
+    pub horizon_ms: u32,
+    /// Path round-trip time: a packet's ACK arrives no earlier than this after it was sent.
+    pub rtt_ms: u32,
+    /// SACK negotiation.
+    pub sack: SackMode,
+    /// TCP timestamps (RFC 7323) negotiated.
+    pub timestamps: bool,
+    /// `tcp_frto` != 0.
+    pub frto: bool,
+    /// `tcp_early_retrans` in {3,4}: TLP enabled.
+    pub tlp: bool,
+    /// `tcp_dsack`: the receiver sends DSACKs.
+    pub dsack: bool,
+    /// ECN negotiated (ECE may be set on ACKs).
+    pub ecn: bool,
+    /// `tcp_reordering` sysctl.
+    pub sysctl_reordering: u32,
+    /// `tcp_max_reordering` sysctl.
+    pub sysctl_max_reordering: u32,
+    /// Initial sequence number of the first data byte (segment 0 covers `[isn, isn+1)`).
+    pub isn: u32,
+    /// TS clock value at model time 0 (so TSvals are never the sentinel 0 unless asked).
+    pub ts_base: u32,
+    /// Congestion control.
+    pub cc: CcKind,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            segments: 6,
+            extra_writes: 0,
+            initcwnd: 5,
+            max_losses: 1,
+            max_ack_losses: 0,
+            max_reorder: 1,
+            max_rtos: 1,
+            max_tlps: 1,
+            max_tsq: 1,
+            max_ece: 0,
+            horizon_ms: 10_000,
+            rtt_ms: 50,
+            sack: SackMode::Both,
+            timestamps: true,
+            frto: true,
+            tlp: true,
+            dsack: true,
+            ecn: false,
+            sysctl_reordering: 3,
+            sysctl_max_reordering: 300,
+            isn: 1,
+            ts_base: 1,
+            cc: CcKind::Cubic,
+        }
+    }
+}
+
+/// A bound that makes the exploration impossible or meaningless.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("segments must be between 1 and {max} (got {got})")]
+    Segments { got: u32, max: u32 },
+    #[error("initcwnd must be at least 1")]
+    InitCwnd,
+    #[error("rtt_ms must be between 1 and 10000 (got {0})")]
+    Rtt(u32),
+    #[error("horizon_ms must be at least rtt_ms")]
+    Horizon,
+    #[error("max_ece > 0 needs ecn = true")]
+    EceWithoutEcn,
+}
+
+/// Upper bound on `segments + extra_writes` (segments are tracked in a 32-bit mask).
+pub const MAX_SEGMENTS: u32 = 24;
+
+impl Config {
+    /// Total application data, in segments.
+    pub fn total_segments(&self) -> u32 {
+        self.segments as u32 + self.extra_writes as u32
+    }
+
+    /// Rejects impossible bounds with a clear message.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let total = self.total_segments();
+        if self.segments == 0 || total > MAX_SEGMENTS {
+            return Err(ConfigError::Segments { got: total, max: MAX_SEGMENTS });
+        }
+        if self.initcwnd == 0 {
+            return Err(ConfigError::InitCwnd);
+        }
+        if self.rtt_ms == 0 || self.rtt_ms > 10_000 {
+            return Err(ConfigError::Rtt(self.rtt_ms));
+        }
+        if self.horizon_ms < self.rtt_ms {
+            return Err(ConfigError::Horizon);
+        }
+        if self.max_ece > 0 && !self.ecn {
+            return Err(ConfigError::EceWithoutEcn);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,305 @@
+//! The checked system: sender + network + receiver + ghost truth, and its `stateright::Model`.
+//!
+//! Time is discrete (ms) and bounded by `horizon_ms`. A packet's ACK arrives no earlier than
+//! `rtt_ms` after it was sent; the environment chooses the order of deliveries (within
+//! `max_reorder`), drops, lost ACKs, ECE marks, TSQ, application writes, and lets the pending
+//! timer fire at its deadline. An event may not happen after the pending timer's deadline
+//! (the timer would have fired first).
+
+use crate::config::{Config, SackMode};
+use crate::net::{Pkt, Receiver};
+use crate::profile::Profile;
+use crate::sender::ack::AckSeg;
+use crate::sender::Cx;
+use crate::state::*;
+use serde::{Deserialize, Serialize};
+use stateright::{Model, Property};
+use std::fmt;
+
+/// An environment event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// The `pkt`-th transmission in flight (0 = oldest) reaches the receiver; its ACK arrives.
+    Deliver { pkt: u8 },
+    /// Same, but the ACK carries ECE.
+    DeliverEce { pkt: u8 },
+    /// The segment reaches the receiver but its ACK is lost.
+    DeliverAckLost { pkt: u8 },
+    /// The network drops the `pkt`-th transmission in flight.
+    Drop { pkt: u8 },
+    /// The retransmission timer fires.
+    Rto,
+    /// The TLP timer fires.
+    Tlp,
+    /// The RACK reordering timer fires.
+    Reo,
+    /// The host queue fills up: TSQ holds further transmissions.
+    TsqFill,
+    /// TX completion: the host queue drains (`tcp_tsq_handler`).
+    TsqDrain,
+    /// The application writes one more segment.
+    Write,
+}
+
+/// Ghost truth about the network, kept beside the modelled state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ghost {
+    /// Bit k: the network dropped segment k's original transmission.
+    pub orig_dropped: u32,
+    /// Bit k: a retransmission of segment k (regular or TLP) left the host.
+    pub rtx_sent: u32,
+}
+
+/// Remaining environment budgets.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Budget {
+    pub losses: u8,
+    pub ack_losses: u8,
+    pub rtos: u8,
+    pub tlps: u8,
+    pub tsq: u8,
+    pub ece: u8,
+    pub writes: u8,
+}
+
+/// One state of the checked system.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct State {
+    /// Model time (ms).
+    pub now: u32,
+    pub sender: Sender,
+    /// Transmissions in flight, oldest first.
+    pub flight: Vec<Pkt>,
+    pub rcv: Receiver,
+    pub tsq_full: bool,
+    pub budget: Budget,
+    pub ghost: Ghost,
+}
+
+/// The model: bounds, the profile under test and the properties to check.
+#[derive(Clone)]
+pub struct TcpModel {
+    pub cfg: Config,
+    pub profile: Profile,
+    pub properties: Vec<Property<TcpModel>>,
+}
+
+impl TcpModel {
+    pub fn new(cfg: Config, profile: Profile) -> TcpModel {
+        TcpModel { cfg, profile, properties: Vec::new() }
+    }
+
+    pub fn with_properties(mut self, p: Vec<Property<TcpModel>>) -> TcpModel {
+        self.properties = p;
+        self
+    }
+
+    /// The initial state for one SACK choice: established connection, first flight sent at t=0.
+    pub fn initial(&self, sack_ok: bool) -> State {
+        let cfg = &self.cfg;
+        let mut s = State {
+            now: 0,
+            sender: Sender::new(cfg, sack_ok),
+            flight: Vec::new(),
+            rcv: Receiver::new(cfg),
+            tsq_full: false,
+            budget: Budget {
+                losses: cfg.max_losses,
+                ack_losses: cfg.max_ack_losses,
+                rtos: cfg.max_rtos,
+                tlps: cfg.max_tlps,
+                tsq: cfg.max_tsq,
+                ece: cfg.max_ece,
+                writes: cfg.extra_writes,
+            },
+            ghost: Ghost::default(),
+        };
+        self.step(&mut s, 0, |snd, cx| snd.tcp_write_xmit(cx));
+        s
+    }
+
+    /// Runs one sender operation at time `now`, then moves its transmissions into the network.
+    fn step(&self, s: &mut State, now: u32, f: impl FnOnce(&mut Sender, &mut Cx)) {
+        s.now = now;
+        s.sender.ghost.ev = Events::default();
+        let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
+        f(&mut s.sender, &mut cx);
+        for tx in cx.out {
+            if tx.rtx {
+                s.ghost.rtx_sent |= 1 << tx.seg;
+            }
+            s.flight.push(Pkt { seg: tx.seg as u8, sent: now, rtx: tx.rtx });
+        }
+    }
+
+    /// Earliest time packet `i` of the flight can arrive.
+    fn arrival(&self, s: &State, i: usize) -> u32 {
+        s.now.max(s.flight[i].sent + self.cfg.rtt_ms)
+    }
+
+    /// Whether an event at time `t` is possible (not past the horizon, not after the pending timer).
+    fn in_time(&self, s: &State, t: u32) -> bool {
+        t <= self.cfg.horizon_ms && s.sender.timer.map_or(true, |tm| t <= tm.deadline)
+    }
+
+    /// The ACK the receiver sends for delivered packet `pkt`.
+    pub fn deliver(&self, s: &mut State, i: usize, ack_fate: AckFate) {
+        let t = self.arrival(s, i);
+        let pkt = s.flight.remove(i);
+        let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
+        let mut ack: AckSeg = s.rcv.receive(&self.cfg, &pkt, sack_ok, ts_ok);
+        match ack_fate {
+            AckFate::Lost => {
+                s.now = t;
+                s.sender.ghost.ev = Events::default();
+                return;
+            }
+            AckFate::Ece => ack.ece = true,
+            AckFate::Normal => {}
+        }
+        self.step(s, t, |snd, cx| snd.tcp_ack(cx, &ack));
+    }
+}
+
+/// What happens to the ACK of a delivered segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckFate {
+    Normal,
+    Ece,
+    Lost,
+}
+
+impl Model for TcpModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        match self.cfg.sack {
+            SackMode::Both => vec![self.initial(true), self.initial(false)],
+            SackMode::Sack => vec![self.initial(true)],
+            SackMode::NoSack => vec![self.initial(false)],
+        }
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let b = &s.budget;
+        let n = s.flight.len().min(self.cfg.max_reorder as usize + 1);
+        for i in 0..n {
+            let t = self.arrival(s, i);
+            if !self.in_time(s, t) {
+                continue;
+            }
+            let pkt = i as u8;
+            actions.push(Action::Deliver { pkt });
+            if b.ece > 0 {
+                actions.push(Action::DeliverEce { pkt });
+            }
+            if b.ack_losses > 0 {
+                actions.push(Action::DeliverAckLost { pkt });
+            }
+        }
+        if b.losses > 0 {
+            for i in 0..s.flight.len() {
+                actions.push(Action::Drop { pkt: i as u8 });
+            }
+        }
+        if let Some(tm) = s.sender.timer {
+            if tm.deadline >= s.now && tm.deadline <= self.cfg.horizon_ms {
+                match tm.kind {
+                    TimerKind::Rto if b.rtos > 0 => actions.push(Action::Rto),
+                    TimerKind::Tlp if b.tlps > 0 => actions.push(Action::Tlp),
+                    TimerKind::Reo => actions.push(Action::Reo),
+                    _ => {}
+                }
+            }
+        }
+        if s.tsq_full {
+            actions.push(Action::TsqDrain);
+        } else if b.tsq > 0 {
+            actions.push(Action::TsqFill);
+        }
+        if b.writes > 0 {
+            actions.push(Action::Write);
+        }
+    }
+
+    fn next_state(&self, s: &State, a: Action) -> Option<State> {
+        let mut s = s.clone();
+        match a {
+            Action::Deliver { pkt } => self.deliver(&mut s, pkt as usize, AckFate::Normal),
+            Action::DeliverEce { pkt } => {
+                s.budget.ece -= 1;
+                self.deliver(&mut s, pkt as usize, AckFate::Ece)
+            }
+            Action::DeliverAckLost { pkt } => {
+                s.budget.ack_losses -= 1;
+                self.deliver(&mut s, pkt as usize, AckFate::Lost)
+            }
+            Action::Drop { pkt } => {
+                s.budget.losses -= 1;
+                let p = s.flight.remove(pkt as usize);
+                if !p.rtx {
+                    s.ghost.orig_dropped |= 1 << p.seg;
+                }
+                s.sender.ghost.ev = Events::default();
+            }
+            Action::Rto | Action::Tlp | Action::Reo => {
+                let tm = s.sender.timer?;
+                s.sender.timer = None;
+                match a {
+                    Action::Rto => {
+                        s.budget.rtos -= 1;
+                        self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_retransmit_timer(cx));
+                    }
+                    Action::Tlp => {
+                        s.budget.tlps -= 1;
+                        self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_send_loss_probe(cx));
+                    }
+                    _ => self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_rack_reo_timeout(cx)),
+                }
+            }
+            Action::TsqFill => {
+                s.budget.tsq -= 1;
+                s.tsq_full = true;
+                s.sender.ghost.ev = Events::default();
+            }
+            Action::TsqDrain => {
+                s.tsq_full = false;
+                let now = s.now;
+                self.step(&mut s, now, |snd, cx| snd.tcp_tsq_handler(cx));
+            }
+            Action::Write => {
+                s.budget.writes -= 1;
+                s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
+                let now = s.now;
+                self.step(&mut s, now, |snd, cx| snd.tcp_data_snd_check(cx));
+            }
+        }
+        Some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        self.properties.clone()
+    }
+
+    fn format_action(&self, a: &Action) -> String {
+        format!("{a}")
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Deliver { pkt } => write!(f, "deliver #{pkt}"),
+            Action::DeliverEce { pkt } => write!(f, "deliver #{pkt} (ACK with ECE)"),
+            Action::DeliverAckLost { pkt } => write!(f, "deliver #{pkt} (ACK lost)"),
+            Action::Drop { pkt } => write!(f, "drop #{pkt}"),
+            Action::Rto => write!(f, "RTO fires"),
+            Action::Tlp => write!(f, "TLP fires"),
+            Action::Reo => write!(f, "RACK reorder timer fires"),
+            Action::TsqFill => write!(f, "host queue fills (TSQ)"),
+            Action::TsqDrain => write!(f, "host queue drains (TSQ)"),
+            Action::Write => write!(f, "application writes a segment"),
+        }
+    }
+}

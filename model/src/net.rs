@@ -1,0 +1,177 @@
+//! The environment: the network (which transmissions are in flight, in send order) and the
+//! receiver (cumulative ACK, SACK blocks most recent first, DSACK for duplicates, TSecr per
+//! RFC 7323 incl. PAWS), as the Linux receiver produces them.
+
+use crate::config::Config;
+use crate::sender::ack::AckSeg;
+use crate::seq::{after, before};
+use serde::{Deserialize, Serialize};
+
+/// One transmission in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Pkt {
+    /// Segment index (`seq - isn`).
+    pub seg: u8,
+    /// Model time it left the sender (its TSval is `sent + ts_base`).
+    pub sent: u32,
+    /// A retransmission (regular or TLP).
+    pub rtx: bool,
+}
+
+/// The receiver: which segments it holds, `TS.Recent`, and its SACK blocks (`selective_acks[]`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Receiver {
+    /// Bit k: segment k received.
+    pub have: u32,
+    pub ts_recent: u32,
+    /// SACK blocks `[start, end)`, most recent first (at most 4, `TCP_NUM_SACKS`).
+    pub sacks: Vec<(u32, u32)>,
+}
+
+impl Receiver {
+    pub fn new(cfg: &Config) -> Receiver {
+        Receiver { have: 0, ts_recent: cfg.ts_base, sacks: Vec::new() }
+    }
+
+    /// `rcv_nxt`.
+    pub fn rcv_nxt(&self, cfg: &Config) -> u32 {
+        cfg.isn.wrapping_add(self.have.trailing_ones())
+    }
+
+    /// `tcp_sack_extend()`.
+    fn extend(sp: &mut (u32, u32), s: u32, e: u32) -> bool {
+        if !after(s, sp.1) && !after(sp.0, e) {
+            if before(s, sp.0) {
+                sp.0 = s;
+            }
+            if after(e, sp.1) {
+                sp.1 = e;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_sack_new_ofo_skb()`: an out-of-order segment arrived; its block becomes the first.
+    fn sack_new_ofo(&mut self, s: u32, e: u32) {
+        for i in 0..self.sacks.len() {
+            let mut b = self.sacks[i];
+            if Self::extend(&mut b, s, e) {
+                self.sacks.remove(i);
+                self.sacks.insert(0, b);
+                // tcp_sack_maybe_coalesce(): merge the first block with any it now touches.
+                let mut j = 1;
+                while j < self.sacks.len() {
+                    let other = self.sacks[j];
+                    let mut first = self.sacks[0];
+                    if Self::extend(&mut first, other.0, other.1) {
+                        self.sacks[0] = first;
+                        self.sacks.remove(j);
+                    } else {
+                        j += 1;
+                    }
+                }
+                return;
+            }
+        }
+        if self.sacks.len() >= 4 {
+            self.sacks.pop();
+        }
+        self.sacks.insert(0, (s, e));
+    }
+
+    /// A data segment arrives; returns the ACK the receiver sends for it.
+    pub fn receive(&mut self, cfg: &Config, pkt: &Pkt, sack_ok: bool, ts_ok: bool) -> AckSeg {
+        let seq = cfg.isn.wrapping_add(pkt.seg as u32);
+        let end = seq.wrapping_add(1);
+        let tsval = pkt.sent.wrapping_add(cfg.ts_base);
+        let rcv_nxt = self.rcv_nxt(cfg);
+        let bit = 1u32 << pkt.seg;
+        let mut dsack: Option<(u32, u32)> = None;
+        // PAWS (tcp_paws_discard, TCP_PAWS_WINDOW = 1): an older TSval than TS.Recent is dropped
+        // and answered with a dupack (DSACK if below rcv_nxt).
+        let paws_drop = ts_ok && (self.ts_recent.wrapping_sub(tsval) as i32) > 1;
+        if paws_drop {
+            if cfg.dsack && before(seq, rcv_nxt) {
+                dsack = Some((seq, end));
+            }
+        } else {
+            if ts_ok && !after(seq, rcv_nxt) && !before(tsval, self.ts_recent) {
+                self.ts_recent = tsval; // tcp_replace_ts_recent()
+            }
+            if self.have & bit != 0 {
+                if cfg.dsack {
+                    dsack = Some((seq, end)); // tcp_dsack_set(): duplicate
+                }
+            } else {
+                self.have |= bit;
+                if seq != rcv_nxt {
+                    self.sack_new_ofo(seq, end);
+                }
+                let nxt = self.rcv_nxt(cfg);
+                // tcp_sack_remove(): blocks now covered by rcv_nxt go away.
+                self.sacks.retain(|b| before(nxt, b.0));
+            }
+        }
+        let ack = self.rcv_nxt(cfg);
+        let mut blocks = Vec::new();
+        if sack_ok {
+            let max = if ts_ok { 3 } else { 4 };
+            if let Some(d) = dsack {
+                blocks.push(d);
+            }
+            for b in &self.sacks {
+                if blocks.len() >= max {
+                    break;
+                }
+                blocks.push(*b);
+            }
+        }
+        AckSeg { ack, sacks: blocks, ece: false, tsecr: if ts_ok { Some(self.ts_recent) } else { None } }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(seg: u8, sent: u32) -> Pkt {
+        Pkt { seg, sent, rtx: false }
+    }
+
+    #[test]
+    fn sack_blocks_most_recent_first_and_dsack() {
+        let cfg = Config::default();
+        let mut r = Receiver::new(&cfg);
+        let a = r.receive(&cfg, &pkt(0, 0), true, false);
+        assert_eq!(a.ack, 2);
+        assert!(a.sacks.is_empty());
+        let a = r.receive(&cfg, &pkt(2, 0), true, false);
+        assert_eq!((a.ack, a.sacks.clone()), (2, vec![(3, 4)]));
+        let a = r.receive(&cfg, &pkt(4, 0), true, false);
+        assert_eq!(a.sacks, vec![(5, 6), (3, 4)]);
+        let a = r.receive(&cfg, &pkt(3, 0), true, false);
+        assert_eq!(a.sacks, vec![(3, 6)], "merged block moves first");
+        let a = r.receive(&cfg, &pkt(3, 0), true, false);
+        assert_eq!(a.sacks, vec![(4, 5), (3, 6)], "out-of-order DSACK inside block 1");
+        let a = r.receive(&cfg, &pkt(1, 0), true, false);
+        assert_eq!((a.ack, a.sacks.clone()), (7, vec![]));
+        let a = r.receive(&cfg, &pkt(1, 0), true, false);
+        assert_eq!((a.ack, a.sacks), (7, vec![(2, 3)]), "DSACK below the ACK");
+    }
+
+    #[test]
+    fn tsecr_follows_rfc7323_and_paws() {
+        let cfg = Config::default();
+        let mut r = Receiver::new(&cfg);
+        // segment 1 arrives first (out of order): TS.Recent not updated
+        let a = r.receive(&cfg, &pkt(1, 0), true, true);
+        assert_eq!(a.tsecr, Some(cfg.ts_base));
+        // retransmission of 0 at t=300 fills the hole: TS.Recent = its TSval
+        let a = r.receive(&cfg, &Pkt { seg: 0, sent: 300, rtx: true }, true, true);
+        assert_eq!((a.ack, a.tsecr), (3, Some(301)));
+        // the delayed original of 0 (TSval 1) is a PAWS drop, answered with a DSACK
+        let a = r.receive(&cfg, &pkt(0, 0), true, true);
+        assert_eq!((a.ack, a.sacks, a.tsecr), (3, vec![(1, 2)], Some(301)));
+    }
+}

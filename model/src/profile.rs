@@ -1,0 +1,393 @@
+//! Profiles: named kernels (and users' patches) as plain data.
+//!
+//! A profile is one choice per *decision point*, i.e. per place in the kernel where the
+//! behaviour changed over time. Each decision point is an enum below, documented with the kernel
+//! function and the commits that changed it; the sender's function for that kernel function
+//! `match`es on it. Everything that is not a decision point is the Linux 6.18 machinery
+//! (RACK-only SACK loss detection, PRR, F-RTO, TLP): a historical profile is "6.18 with these
+//! decision points set as in that kernel", not a full replica of the old kernel (see
+//! docs/profiles.md).
+//!
+//! A user's profile file is TOML: `base = "linux-6.18"` plus any decision-point overrides,
+//! e.g. `packet_delayed = "e37ab7"`.
+
+use serde::{Deserialize, Serialize};
+
+/// `tcp_packet_delayed()` (tcp_input.c): "was the ACKed data merely delayed, not lost?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PacketDelayed {
+    /// ≤ 5.1: `!retrans_stamp || ecr_before(retrans_stamp)` (original 2005 behaviour).
+    Pre2019,
+    /// bc9f38c8328e (v5.2): `retrans_stamp && ecr_before(retrans_stamp)`.
+    Bc9f38,
+    /// e37ab7373696 (v6.12-rc3): ecr test if stamp set, else true unless SYN_SENT.
+    E37ab7,
+    /// d0fa59897e04 (v6.16): as e37ab7 but a zero stamp of a non-SACK flow with
+    /// `snd_una >= high_seq` (cleared by `tcp_is_non_sack_preventing_reopen`) is no evidence.
+    D0fa59,
+}
+
+/// The "not yet reduced in this window" guard of `tcp_enter_loss()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnterLossGuard {
+    /// Old kernels: `state <= Disorder || snd_una == high_seq || (Loss && !icsk_retransmits)`.
+    SndUnaEqHighSeq,
+    /// Modern kernels: `state <= Disorder || !after(high_seq, snd_una) || (Loss && !icsk_retransmits)`.
+    SndUnaGeHighSeq,
+}
+
+/// Which ACKs may perform a timestamp/DSACK undo in `tcp_process_loss()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossUndoAcks {
+    /// Before da34ac7626b5 (v4.2): any ACK processed in Loss may call `tcp_try_undo_loss(false)`.
+    AnyAck,
+    /// da34ac7626b5 "tcp: only undo on partial ACKs in CA_Loss": only ACKs advancing snd_una.
+    SndUnaAdvanced,
+}
+
+/// Whether an ACK carrying a valid DSACK counts as a duplicate ACK in `tcp_ack()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DsackDupack {
+    /// Before d9157f6806d1 (v5.18): a DSACK-only ACK is a dupack (F-RTO then declares the loss real).
+    CountsAsDupack,
+    /// d9157f6806d1 "tcp: fix F-RTO may not work correctly when receiving DSACK".
+    NotDupack,
+}
+
+/// `tcp_init_undo()`: whether a TLP retransmission still in flight is counted in `undo_retrans`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitUndoTlp {
+    /// Before 0ec986ed7bab (v6.10): `undo_retrans = retrans_out` only.
+    Ignore,
+    /// 0ec986ed7bab "tcp: fix incorrect undo caused by DSACK of TLP retransmit".
+    Count,
+}
+
+/// `tcp_cwnd_reduction()` (PRR) guards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrrGuards {
+    /// 3759824da87b..8b8a321ff72c: runs on ACKs that delivered nothing, no `prior_cwnd` check,
+    /// no forced fast retransmit (cwnd can reach 0; a later PRR run divides by `prior_cwnd == 0`).
+    Pre8b8a321,
+    /// 8b8a321ff72c "tcp: fix zero cwnd in tcp_cwnd_reduction" (v4.5) and later.
+    Guarded,
+}
+
+/// Where `icsk_retransmits` (the per-episode RTO count that `tcp_enter_loss`'s guard reads) is
+/// reset when an ACK makes progress in Loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RtoRetransReset {
+    /// 3.10..3.15: only in `tcp_process_loss()` (on `recovered` or FLAG_DATA_ACKED), and not when
+    /// F-RTO step 2b returned first; a second RTO then keeps the first one's ssthresh and undo state.
+    InProcessLoss,
+    /// 2014 (v3.16, attributed to 0c9ab09223fe [M]) and later: `tcp_ack()` resets it on every
+    /// ACK that advances snd_una.
+    InTcpAck,
+}
+
+/// A decision-point set. Plain data; `Hash`/`Eq` so it can live inside the checked model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Short name (`linux-6.18`, or the user's file name).
+    pub name: String,
+    /// One line: which kernels this represents.
+    pub description: String,
+    pub packet_delayed: PacketDelayed,
+    pub enter_loss_guard: EnterLossGuard,
+    pub loss_undo_acks: LossUndoAcks,
+    pub dsack_dupack: DsackDupack,
+    pub init_undo_tlp: InitUndoTlp,
+    pub prr_guards: PrrGuards,
+    pub rto_retrans_reset: RtoRetransReset,
+    /// b41b4cbd9655 (v6.12): `tcp_enter_recovery()` starts with `tcp_retrans_stamp_cleanup()`.
+    pub enter_recovery_stamp_cleanup: bool,
+    /// 686dc2db2a0f (v6.0): `tcp_try_undo_loss()` calls `tcp_is_non_sack_preventing_reopen()`.
+    pub loss_undo_nonsack_hold: bool,
+    /// 1236f22fbae1 (v4.18): non-SACK `tcp_clean_rtx_queue()` clears FLAG_ORIG_SACK_ACKED when
+    /// retransmitted data was cumulatively ACKed.
+    pub nonsack_orig_sack_fix: bool,
+    /// Deliberate mutants, used only by tests to show that a property can fail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mutants: Vec<Mutant>,
+}
+
+/// Deliberately wrong behaviours (not any kernel), used by tests to show a property can fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mutant {
+    /// `tcp_undo_cwnd_reduction` restores `prior_cwnd` even when the current cwnd is larger.
+    UndoCwndPriorOnly,
+    /// `tcp_end_cwnd_reduction` never snaps cwnd to ssthresh.
+    EndCwndNoSnap,
+    /// `tcp_is_non_sack_preventing_reopen` never holds.
+    NoNonSackHold,
+    /// `tcp_set_ca_state(Open)` leaves `retrans_out` unchecked and the retransmit counter is not
+    /// decremented when a retransmitted segment is SACKed (breaks counter consistency).
+    LeakRetransOut,
+}
+
+/// A named profile: `name`, one-line description, constructor.
+pub struct Named {
+    pub name: &'static str,
+    pub build: fn() -> Profile,
+}
+
+impl Profile {
+    /// Linux 6.18 (the kernel on our machines): every fix of reference §15.1 present.
+    pub fn linux_6_18() -> Profile {
+        Profile {
+            name: "linux-6.18".into(),
+            description: "Linux 6.16+ incl. 6.18: d0fa59897e04 non-SACK packet_delayed fix, RACK-only SACK loss detection".into(),
+            packet_delayed: PacketDelayed::D0fa59,
+            enter_loss_guard: EnterLossGuard::SndUnaGeHighSeq,
+            loss_undo_acks: LossUndoAcks::SndUnaAdvanced,
+            dsack_dupack: DsackDupack::NotDupack,
+            init_undo_tlp: InitUndoTlp::Count,
+            prr_guards: PrrGuards::Guarded,
+            rto_retrans_reset: RtoRetransReset::InTcpAck,
+            enter_recovery_stamp_cleanup: true,
+            loss_undo_nonsack_hold: true,
+            nonsack_orig_sack_fix: true,
+            mutants: vec![],
+        }
+    }
+
+    /// 6.12-rc3 .. 6.16-rc2 (and stable trees that took e37ab7373696 without d0fa59897e04, e.g. 6.6.85).
+    pub fn linux_6_15() -> Profile {
+        Profile {
+            name: "linux-6.15".into(),
+            description: "6.12-rc3..6.16-rc2: e37ab7373696 present, d0fa59897e04 absent (non-SACK spurious undo)".into(),
+            packet_delayed: PacketDelayed::E37ab7,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.6.0 (before the 2024 series): bc9f38c8328e behaviour, before 0ec986ed7bab and b41b4cbd9655.
+    pub fn linux_6_6() -> Profile {
+        Profile {
+            name: "linux-6.6".into(),
+            description: "5.2..6.9 (e.g. 6.6.0): bc9f38c8328e packet_delayed, before 0ec986ed7bab and b41b4cbd9655".into(),
+            packet_delayed: PacketDelayed::Bc9f38,
+            init_undo_tlp: InitUndoTlp::Ignore,
+            enter_recovery_stamp_cleanup: false,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 4.18..5.1: pre-2019 packet_delayed, before d9157f6806d1 and 686dc2db2a0f.
+    pub fn linux_5_1() -> Profile {
+        Profile {
+            name: "linux-5.1".into(),
+            description: "4.18..5.1: pre-2019 packet_delayed (stamp 0 = delayed), DSACK counts as dupack (pre-d9157f6806d1), no 686dc2db2a0f".into(),
+            packet_delayed: PacketDelayed::Pre2019,
+            dsack_dupack: DsackDupack::CountsAsDupack,
+            init_undo_tlp: InitUndoTlp::Ignore,
+            enter_recovery_stamp_cleanup: false,
+            loss_undo_nonsack_hold: false,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 3.14: `icsk_retransmits` reset only in `tcp_process_loss` (before the 2014 change), Loss
+    /// undo on any ACK (before da34ac7626b5), no 1236f22fbae1.
+    pub fn linux_3_14() -> Profile {
+        Profile {
+            name: "linux-3.14".into(),
+            description: "3.14 decision points: icsk_retransmits reset only in tcp_process_loss (pre-2014), Loss undo on any ACK (pre-da34ac7626b5), no 1236f22fbae1".into(),
+            rto_retrans_reset: RtoRetransReset::InProcessLoss,
+            loss_undo_acks: LossUndoAcks::AnyAck,
+            nonsack_orig_sack_fix: false,
+            ..Profile::linux_5_1()
+        }
+    }
+
+    /// 6.18 with only da34ac7626b5 reverted.
+    pub fn pre_da34ac() -> Profile {
+        Profile {
+            name: "pre-da34ac7626b5".into(),
+            description: "6.18 with da34ac7626b5 reverted: Loss-state undo on any ACK".into(),
+            loss_undo_acks: LossUndoAcks::AnyAck,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with only d9157f6806d1 reverted.
+    pub fn pre_d9157f() -> Profile {
+        Profile {
+            name: "pre-d9157f6806d1".into(),
+            description: "6.18 with d9157f6806d1 reverted: a DSACK ACK counts as a dupack (F-RTO misjudges)".into(),
+            dsack_dupack: DsackDupack::CountsAsDupack,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with only 0ec986ed7bab reverted.
+    pub fn pre_0ec986() -> Profile {
+        Profile {
+            name: "pre-0ec986ed7bab".into(),
+            description: "6.18 with 0ec986ed7bab reverted: init_undo ignores an in-flight TLP retransmit".into(),
+            init_undo_tlp: InitUndoTlp::Ignore,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with only 8b8a321ff72c reverted.
+    pub fn pre_8b8a321() -> Profile {
+        Profile {
+            name: "pre-8b8a321ff72c".into(),
+            description: "6.18 PRR without 8b8a321ff72c's guards (4.4-era zero cwnd / divide by zero)".into(),
+            prr_guards: PrrGuards::Pre8b8a321,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with only 1236f22fbae1 reverted.
+    pub fn pre_1236f22() -> Profile {
+        Profile {
+            name: "pre-1236f22fbae1".into(),
+            description: "6.18 with 1236f22fbae1 reverted: bogus non-SACK F-RTO undo".into(),
+            nonsack_orig_sack_fix: false,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// All built-in profiles, default first.
+    pub fn builtin() -> Vec<Profile> {
+        vec![
+            Profile::linux_6_18(),
+            Profile::linux_6_15(),
+            Profile::linux_6_6(),
+            Profile::linux_5_1(),
+            Profile::linux_3_14(),
+            Profile::pre_da34ac(),
+            Profile::pre_d9157f(),
+            Profile::pre_0ec986(),
+            Profile::pre_8b8a321(),
+            Profile::pre_1236f22(),
+        ]
+    }
+
+    /// A built-in profile by name.
+    pub fn by_name(name: &str) -> Option<Profile> {
+        Profile::builtin().into_iter().find(|p| p.name == name)
+    }
+
+    /// Whether a deliberate mutant is active.
+    pub fn has(&self, m: Mutant) -> bool {
+        self.mutants.contains(&m)
+    }
+}
+
+/// An error in a user's profile file, with the line where it was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct ProfileFileError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// A user's profile file: a base profile plus decision-point overrides.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    base: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+    packet_delayed: Option<PacketDelayed>,
+    enter_loss_guard: Option<EnterLossGuard>,
+    loss_undo_acks: Option<LossUndoAcks>,
+    dsack_dupack: Option<DsackDupack>,
+    init_undo_tlp: Option<InitUndoTlp>,
+    prr_guards: Option<PrrGuards>,
+    rto_retrans_reset: Option<RtoRetransReset>,
+    enter_recovery_stamp_cleanup: Option<bool>,
+    loss_undo_nonsack_hold: Option<bool>,
+    nonsack_orig_sack_fix: Option<bool>,
+    mutants: Option<Vec<Mutant>>,
+}
+
+fn line_of(src: &str, offset: usize) -> usize {
+    src[..offset.min(src.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+/// Parses a user's profile file (TOML). `file` is used in error messages only.
+pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileError> {
+    let f: ProfileFile = toml::from_str(src).map_err(|e| ProfileFileError {
+        file: file.into(),
+        line: e.span().map(|s| line_of(src, s.start)).unwrap_or(1),
+        message: e.message().trim().to_string(),
+    })?;
+    let base_name = f.base.clone().unwrap_or_else(|| "linux-6.18".into());
+    let mut p = Profile::by_name(&base_name).ok_or_else(|| {
+        let off = src.find("base").unwrap_or(0);
+        ProfileFileError {
+            file: file.into(),
+            line: line_of(src, off),
+            message: format!(
+                "unknown base profile `{base_name}` (known: {})",
+                Profile::builtin().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    })?;
+    let stem = std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.into());
+    p.name = f.name.unwrap_or(stem);
+    p.description = f.description.unwrap_or_else(|| format!("{base_name} with overrides from {file}"));
+    if let Some(v) = f.packet_delayed { p.packet_delayed = v; }
+    if let Some(v) = f.enter_loss_guard { p.enter_loss_guard = v; }
+    if let Some(v) = f.loss_undo_acks { p.loss_undo_acks = v; }
+    if let Some(v) = f.dsack_dupack { p.dsack_dupack = v; }
+    if let Some(v) = f.init_undo_tlp { p.init_undo_tlp = v; }
+    if let Some(v) = f.prr_guards { p.prr_guards = v; }
+    if let Some(v) = f.rto_retrans_reset { p.rto_retrans_reset = v; }
+    if let Some(v) = f.enter_recovery_stamp_cleanup { p.enter_recovery_stamp_cleanup = v; }
+    if let Some(v) = f.loss_undo_nonsack_hold { p.loss_undo_nonsack_hold = v; }
+    if let Some(v) = f.nonsack_orig_sack_fix { p.nonsack_orig_sack_fix = v; }
+    if let Some(v) = f.mutants { p.mutants = v; }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_unique_and_default_first() {
+        let all = Profile::builtin();
+        assert_eq!(all[0].name, "linux-6.18");
+        let mut names: Vec<_> = all.iter().map(|p| p.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+    }
+
+    #[test]
+    fn user_file_overrides_base() {
+        let p = parse_profile_file("base = \"linux-6.18\"\npacket_delayed = \"e37ab7\"\n", "mypatch.toml").unwrap();
+        assert_eq!(p.name, "mypatch");
+        assert_eq!(p.packet_delayed, PacketDelayed::E37ab7);
+        assert_eq!(p.init_undo_tlp, InitUndoTlp::Count);
+    }
+
+    #[test]
+    fn user_file_errors_name_the_line() {
+        let e = parse_profile_file("base = \"linux-6.18\"\n\npacket_delayed = \"nope\"\n", "p.toml").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.to_string().starts_with("p.toml:3:"), "{e}");
+        let e = parse_profile_file("base = \"linux-9\"\n", "p.toml").unwrap_err();
+        assert!(e.message.contains("unknown base profile"), "{e}");
+        let e = parse_profile_file("bogus = 1\n", "p.toml").unwrap_err();
+        assert_eq!(e.line, 1);
+    }
+}

@@ -1,0 +1,290 @@
+//! `tcp_ack()` (tcp_input.c) in the kernel's order of work, `tcp_clean_rtx_queue()`, and the
+//! non-SACK ("Reno") dupack emulation (`tcp_add_reno_sack`, `tcp_remove_reno_sacks`,
+//! `tcp_check_reno_reordering`).
+
+use super::{Cx, RxOpt};
+use crate::cc::CongestionOps;
+use crate::seq::{after, before};
+use crate::state::*;
+use serde::{Deserialize, Serialize};
+
+/// `FLAG_*` bits produced while processing one ACK (tcp_input.c).
+pub mod flag {
+    pub const DATA: u32 = 0x01;
+    pub const WIN_UPDATE: u32 = 0x02;
+    pub const DATA_ACKED: u32 = 0x04;
+    pub const RETRANS_DATA_ACKED: u32 = 0x08;
+    pub const SYN_ACKED: u32 = 0x10;
+    pub const DATA_SACKED: u32 = 0x20;
+    pub const ECE: u32 = 0x40;
+    pub const LOST_RETRANS: u32 = 0x80;
+    pub const SLOWPATH: u32 = 0x100;
+    pub const ORIG_SACK_ACKED: u32 = 0x200;
+    pub const SND_UNA_ADVANCED: u32 = 0x400;
+    pub const DSACKING_ACK: u32 = 0x800;
+    pub const SET_XMIT_TIMER: u32 = 0x1000;
+    pub const SACK_RENEGING: u32 = 0x2000;
+    pub const DSACK_TLP: u32 = 0x4000;
+    pub const ACKED: u32 = DATA_ACKED | SYN_ACKED;
+    pub const NOT_DUP: u32 = DATA | WIN_UPDATE | ACKED;
+    pub const CA_ALERT: u32 = DATA_SACKED | ECE | DSACKING_ACK;
+    pub const FORWARD_PROGRESS: u32 = ACKED | DATA_SACKED;
+}
+
+/// What `tcp_xmit_recovery()` should do after the ACK (`REXMIT_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rexmit {
+    None,
+    Lost,
+    New,
+}
+
+/// An inbound pure ACK as the sender sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AckSeg {
+    pub ack: u32,
+    /// SACK blocks as on the wire (a DSACK, if any, first), `[start, end)`.
+    pub sacks: Vec<(u32, u32)>,
+    pub ece: bool,
+    /// TSecr if the TS option is present.
+    pub tsecr: Option<u32>,
+}
+
+impl Sender {
+    /// `tcp_ack()`: process one inbound ACK, then `tcp_data_snd_check()` sends new data.
+    pub fn tcp_ack(&mut self, cx: &mut Cx, seg: &AckSeg) {
+        cx.rx = RxOpt { saw_tstamp: seg.tsecr.is_some() && self.ts_ok, rcv_tsecr: seg.tsecr.unwrap_or(0) };
+        let ack = seg.ack;
+        let prior_snd_una = self.snd_una;
+        let prior_packets = self.packets_out;
+        let mut flag: u32 = 0;
+        let mut rexmit = Rexmit::None;
+
+        if before(ack, prior_snd_una) {
+            // OLD_ACK: our receiver's ACKs are monotone, so this only serves replayed scripts.
+            if !seg.sacks.is_empty() && self.sack_ok {
+                let (f, _) = self.tcp_sacktag_write_queue(cx, ack, &seg.sacks, prior_snd_una);
+                flag |= f;
+                self.tcp_fastretrans_alert(cx, prior_snd_una, 0, &mut flag, &mut rexmit);
+                self.tcp_xmit_recovery(cx, rexmit);
+            }
+            return;
+        }
+        if after(ack, self.snd_nxt) {
+            return; // ACK of unsent data: dropped
+        }
+        if after(ack, prior_snd_una) {
+            flag |= flag::SND_UNA_ADVANCED;
+            if cx.prof.rto_retrans_reset == crate::profile::RtoRetransReset::InTcpAck {
+                self.icsk_retransmits = 0;
+            }
+        }
+        let prior_fack = self.tcp_highest_sack_seq(cx.cfg);
+        let sack_present = !seg.sacks.is_empty() && self.sack_ok;
+        let ece = seg.ece && cx.cfg.ecn;
+        let mut first_sackt = None;
+        if !sack_present && !ece && after(ack, prior_snd_una) {
+            // Header-prediction fast path: a pure advancing ACK.
+            self.snd_una = ack;
+            flag |= flag::WIN_UPDATE;
+        } else {
+            flag |= flag::SLOWPATH;
+            self.snd_una = ack;
+            if sack_present {
+                let (f, fs) = self.tcp_sacktag_write_queue(cx, ack, &seg.sacks, prior_snd_una);
+                flag |= f;
+                first_sackt = fs;
+            }
+            if ece {
+                flag |= flag::ECE;
+            }
+        }
+
+        if prior_packets == 0 {
+            // NO_QUEUE
+            if flag & flag::DSACKING_ACK != 0 {
+                self.tcp_fastretrans_alert(cx, prior_snd_una, 0, &mut flag, &mut rexmit);
+            }
+            if self.tlp_high_seq != 0 {
+                self.tcp_process_tlp_ack(cx, ack, flag);
+            }
+            return;
+        }
+
+        flag |= self.tcp_clean_rtx_queue(cx, prior_fack, prior_snd_una, first_sackt);
+        self.tcp_rack_update_reo_wnd(cx);
+        if self.tlp_high_seq != 0 {
+            self.tcp_process_tlp_ack(cx, ack, flag);
+        }
+
+        if self.tcp_ack_is_dubious(flag) {
+            let mut not_dup = flag::SND_UNA_ADVANCED | flag::NOT_DUP;
+            if cx.prof.dsack_dupack == crate::profile::DsackDupack::NotDupack {
+                not_dup |= flag::DSACKING_ACK;
+            }
+            let num_dupack = if flag & not_dup == 0 { 1 } else { 0 };
+            self.tcp_fastretrans_alert(cx, prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+        }
+        if flag & flag::SET_XMIT_TIMER != 0 {
+            self.tcp_set_xmit_timer(cx);
+        }
+        let delivered = cx.delivered;
+        let losses = cx.lost;
+        self.tcp_cong_control(cx, delivered, losses, flag);
+        self.tcp_xmit_recovery(cx, rexmit);
+        self.tcp_data_snd_check(cx);
+    }
+
+    /// `tcp_ack_is_dubious()`.
+    pub fn tcp_ack_is_dubious(&self, flag: u32) -> bool {
+        flag & flag::NOT_DUP == 0 || flag & flag::CA_ALERT != 0 || self.ca_state != CaState::Open
+    }
+
+    /// `tcp_clean_rtx_queue()`: drop cumulatively ACKed segments, account retransmissions,
+    /// RTT sample (Karn), RACK advance, the non-SACK dupack bookkeeping, the CC `pkts_acked` hook.
+    pub fn tcp_clean_rtx_queue(&mut self, cx: &mut Cx, prior_fack: u32, prior_snd_una: u32, first_sackt: Option<u32>) -> u32 {
+        let cfg = cx.cfg;
+        let mut fl = 0u32;
+        let mut reord = self.snd_nxt;
+        let mut pkts_acked = 0u32;
+        let mut first_ackt: Option<u32> = None;
+        let mut last_ackt: Option<u32> = None;
+        let from = self.idx(cfg, prior_snd_una);
+        let to = self.idx(cfg, self.snd_una);
+        for i in from..to {
+            let s = self.segs[i as usize];
+            let start = self.seq_of(cfg, i);
+            let end = start.wrapping_add(1);
+            if s.tags & tag::RETRANS != 0 {
+                if s.tags & tag::R != 0 {
+                    self.retrans_out = self.retrans_out.wrapping_sub(1);
+                }
+                fl |= flag::RETRANS_DATA_ACKED;
+            } else if s.tags & tag::S == 0 {
+                last_ackt = Some(s.xmit);
+                first_ackt.get_or_insert(s.xmit);
+                if before(start, reord) {
+                    reord = start;
+                }
+                if !after(end, self.high_seq) {
+                    fl |= flag::ORIG_SACK_ACKED;
+                }
+            }
+            if s.tags & tag::S != 0 {
+                self.sacked_out = self.sacked_out.wrapping_sub(1);
+            } else if self.sack_ok {
+                cx.delivered += 1;
+                if !self.tcp_skb_spurious_retrans(cx, s) {
+                    self.tcp_rack_advance(cx, s.tags, end, s.xmit);
+                }
+            }
+            if s.tags & tag::L != 0 {
+                self.lost_out = self.lost_out.wrapping_sub(1);
+            }
+            self.packets_out = self.packets_out.wrapping_sub(1);
+            pkts_acked += 1;
+            fl |= flag::DATA_ACKED;
+            self.segs[i as usize] = Seg { tags: 0, xmit: s.xmit };
+        }
+        let q = self.rtx_queue(cfg);
+        if !q.is_empty() && self.segs[q.start as usize].tags & tag::S != 0 {
+            fl |= flag::SACK_RENEGING;
+        }
+        // RTT sample: cumulatively ACKed never-retransmitted data, else newly SACKed never
+        // retransmitted data, else the TS echo on an ACK that acked something.
+        let seq_rtt = first_ackt.map(|t| cx.now.wrapping_sub(t)).or(first_sackt.map(|t| cx.now.wrapping_sub(t)));
+        let ts_rtt = if seq_rtt.is_none() && cx.rx.saw_tstamp && cx.rx.rcv_tsecr != 0 && fl & flag::ACKED != 0 {
+            Some(cx.ts_now().wrapping_sub(cx.rx.rcv_tsecr))
+        } else {
+            None
+        };
+        let rtt_update = seq_rtt.or(ts_rtt).is_some();
+        if rtt_update {
+            // tcp_ack_update_rtt(): RFC 6298, reset the backoff on a valid RTT measurement.
+            self.icsk_backoff = 0;
+        }
+        if fl & flag::ACKED != 0 {
+            fl |= flag::SET_XMIT_TIMER;
+            if !self.sack_ok {
+                self.tcp_remove_reno_sacks(cx, pkts_acked);
+                // 1236f22fbae1: a non-SACK cumulative ACK covering retransmitted data cannot
+                // prove that never-retransmitted data arrived via its original transmission.
+                if fl & flag::RETRANS_DATA_ACKED != 0 && cx.prof.nonsack_orig_sack_fix {
+                    fl &= !flag::ORIG_SACK_ACKED;
+                }
+            } else if before(reord, prior_fack) {
+                self.tcp_check_sack_reordering(cx, reord, false);
+            }
+        } else if let (true, Some(st)) = (rtt_update, first_sackt) {
+            // SACK-only ACK whose RTT sample is older than the head's last transmission:
+            // the head was retransmitted recently, so re-arm the timer.
+            let q = self.rtx_queue(cfg);
+            if !q.is_empty() {
+                let head_age = cx.now.wrapping_sub(self.segs[q.start as usize].xmit);
+                if cx.now.wrapping_sub(st) > head_age {
+                    fl |= flag::SET_XMIT_TIMER;
+                }
+            }
+        }
+        let ca_rtt = last_ackt.map(|t| cx.now.wrapping_sub(t) as i64).unwrap_or(-1);
+        if pkts_acked > 0 || first_sackt.is_some() {
+            self.cc.pkts_acked(pkts_acked, ca_rtt);
+        }
+        fl
+    }
+
+    /// `tcp_skb_spurious_retrans()`: the TS echo proves the ACK answers an earlier copy.
+    pub fn tcp_skb_spurious_retrans(&self, cx: &Cx, s: Seg) -> bool {
+        s.tags & tag::RETRANS != 0 && cx.rx.saw_tstamp && cx.rx.rcv_tsecr != 0 && before(cx.rx.rcv_tsecr, cx.ts_of(s.xmit))
+    }
+
+    /// `tcp_limit_reno_sacked()`: the dupack count cannot exceed packets_out minus the holes.
+    pub fn tcp_limit_reno_sacked(&mut self) -> bool {
+        let holes = self.lost_out.max(1).min(self.packets_out);
+        if self.sacked_out.wrapping_add(holes) > self.packets_out {
+            self.sacked_out = self.packets_out.wrapping_sub(holes);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_check_reno_reordering()`: more dupacks than possible means reordering.
+    pub fn tcp_check_reno_reordering(&mut self, cx: &Cx, addend: u32) {
+        if !self.tcp_limit_reno_sacked() {
+            return;
+        }
+        self.reordering = (self.packets_out + addend).min(cx.cfg.sysctl_max_reordering);
+        self.reord_seen = self.reord_seen.saturating_add(1).min(3);
+    }
+
+    /// `tcp_add_reno_sack()`: a dupack "SACKs" one more packet.
+    pub fn tcp_add_reno_sack(&mut self, cx: &mut Cx, num_dupack: u32) {
+        if num_dupack > 0 {
+            let prior = self.sacked_out;
+            self.sacked_out = self.sacked_out.wrapping_add(num_dupack);
+            self.tcp_check_reno_reordering(cx, 0);
+            let d = self.sacked_out as i64 - prior as i64;
+            if d > 0 {
+                cx.delivered += d as u32;
+            }
+        }
+    }
+
+    /// `tcp_remove_reno_sacks()`: a cumulative ACK of `acked` packets ate `acked - 1` dupacks.
+    pub fn tcp_remove_reno_sacks(&mut self, cx: &mut Cx, acked: u32) {
+        if acked > 0 {
+            cx.delivered += (acked as i64 - self.sacked_out as i64).max(1) as u32;
+            if acked - 1 >= self.sacked_out {
+                self.sacked_out = 0;
+            } else {
+                self.sacked_out -= acked - 1;
+            }
+        }
+        self.tcp_check_reno_reordering(cx, acked);
+    }
+
+    /// `tcp_reset_reno_sack()`.
+    pub fn tcp_reset_reno_sack(&mut self) {
+        self.sacked_out = 0;
+    }
+}

@@ -1,0 +1,259 @@
+//! The sender: one file per kernel area, each kernel decision point one small method named after
+//! the kernel function it mirrors.
+//!
+//! - [`ack`]: `tcp_ack` and its order of work, `tcp_clean_rtx_queue`, the non-SACK dupack emulation
+//! - [`sacktag`]: `tcp_sacktag_write_queue`, DSACK checks, `tcp_sacktag_one`, reordering
+//! - [`recovery`]: `tcp_fastretrans_alert`, entering/leaving Recovery and CWR, every undo
+//! - [`loss`]: RTO (`tcp_retransmit_timer`, `tcp_enter_loss`, `tcp_timeout_mark_lost`) and F-RTO
+//! - [`rack`]: RACK loss detection and the non-SACK `tcp_newreno_mark_lost`
+//! - [`prr`]: `tcp_cwnd_reduction` and `tcp_cong_control`
+//! - [`xmit`]: new data, retransmissions (TSQ), TLP, and the timers
+
+pub mod ack;
+pub mod loss;
+pub mod prr;
+pub mod rack;
+pub mod recovery;
+pub mod sacktag;
+pub mod xmit;
+
+use crate::cc::{CaEvent, CongestionOps, Window};
+use crate::config::Config;
+use crate::profile::Profile;
+use crate::seq::before;
+use crate::state::*;
+
+/// TS option of the segment being processed (`tp->rx_opt.saw_tstamp`, `rcv_tsecr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxOpt {
+    pub saw_tstamp: bool,
+    pub rcv_tsecr: u32,
+}
+
+/// A transmission handed to the network by this step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tx {
+    /// Segment index (`seq - isn`).
+    pub seg: u32,
+    /// A retransmission (regular or TLP) rather than the first transmission.
+    pub rtx: bool,
+}
+
+/// Everything a sender step needs from outside the sender: configuration, profile, the clock,
+/// the host queue (TSQ), the current segment's options, and where transmissions go.
+pub struct Cx<'a> {
+    pub cfg: &'a Config,
+    pub prof: &'a Profile,
+    /// Model time (ms) of this event.
+    pub now: u32,
+    /// The host queue is full: `tcp_small_queue_check` stops transmissions.
+    pub tsq_full: bool,
+    pub rx: RxOpt,
+    pub out: Vec<Tx>,
+    /// `tp->delivered` growth during this step (`tcp_count_delivered`); the absolute counter is
+    /// not kept in the state, only differences within one step are ever used.
+    pub delivered: u32,
+    /// `tp->lost` growth during this step (`tcp_mark_skb_lost`).
+    pub lost: u32,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: Vec::new(), delivered: 0, lost: 0 }
+    }
+
+    /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.
+    pub fn ts_now(&self) -> u32 {
+        self.now.wrapping_add(self.cfg.ts_base)
+    }
+
+    /// `tcp_skb_timestamp_ts()`: a transmit time in TS units.
+    pub fn ts_of(&self, xmit: u32) -> u32 {
+        xmit.wrapping_add(self.cfg.ts_base)
+    }
+}
+
+impl Sender {
+    /// A connection right after the passive open: nothing sent yet, `segments` written by the
+    /// application, RTT known from the handshake.
+    pub fn new(cfg: &Config, sack_ok: bool) -> Sender {
+        let isn = cfg.isn;
+        Sender {
+            sack_ok,
+            ts_ok: cfg.timestamps,
+            ca_state: CaState::Open,
+            snd_una: isn,
+            snd_nxt: isn,
+            write_seq: isn.wrapping_add(cfg.segments as u32),
+            high_seq: isn,
+            cwnd: cfg.initcwnd,
+            ssthresh: TCP_INFINITE_SSTHRESH,
+            cwnd_cnt: 0,
+            prior_cwnd: 0,
+            prior_ssthresh: 0,
+            undo_marker: 0,
+            undo_retrans: 0,
+            retrans_stamp: 0,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            reordering: cfg.sysctl_reordering,
+            reord_seen: 0,
+            frto: false,
+            icsk_retransmits: 0,
+            icsk_backoff: 0,
+            tlp_high_seq: 0,
+            tlp_retrans: false,
+            rack: Rack { mstamp: 0, end_seq: 0, rtt: 0, advanced: false, reo_wnd_steps: 1, reo_wnd_persist: 0, dsack_seen: false },
+            prr_delivered: 0,
+            prr_out: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: isn,
+            total_retrans: 0,
+            dsack_dups: 0,
+            is_sack_reneg: false,
+            ecn_queue_cwr: false,
+            timer: None,
+            cc: match cfg.cc {
+                crate::config::CcKind::Reno => crate::cc::Cc::Reno,
+                crate::config::CcKind::Cubic => crate::cc::Cc::Cubic,
+            },
+            segs: vec![Seg::default(); cfg.total_segments() as usize],
+            ghost: SenderGhost::default(),
+        }
+    }
+
+    // ---- index helpers (model-only) -------------------------------------------------------
+
+    /// Segment index of a sequence number.
+    pub fn idx(&self, cfg: &Config, seq: u32) -> u32 {
+        seq.wrapping_sub(cfg.isn)
+    }
+
+    /// Sequence number of a segment index.
+    pub fn seq_of(&self, cfg: &Config, idx: u32) -> u32 {
+        cfg.isn.wrapping_add(idx)
+    }
+
+    /// Indices of the retransmit queue (`snd_una..snd_nxt`), head first.
+    pub fn rtx_queue(&self, cfg: &Config) -> std::ops::Range<u32> {
+        self.idx(cfg, self.snd_una)..self.idx(cfg, self.snd_nxt)
+    }
+
+    // ---- helpers of include/net/tcp.h ------------------------------------------------------
+
+    /// `tcp_left_out()`.
+    pub fn tcp_left_out(&self) -> u32 {
+        self.sacked_out.wrapping_add(self.lost_out)
+    }
+
+    /// `tcp_packets_in_flight()`: `packets_out - left_out + retrans_out` (u32, wraps as the kernel's).
+    pub fn tcp_packets_in_flight(&self) -> u32 {
+        self.packets_out.wrapping_sub(self.tcp_left_out()).wrapping_add(self.retrans_out)
+    }
+
+    /// `tcp_in_cwnd_reduction()`: CWR or Recovery.
+    pub fn tcp_in_cwnd_reduction(&self) -> bool {
+        matches!(self.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// `tcp_current_ssthresh()`.
+    pub fn tcp_current_ssthresh(&self) -> u32 {
+        if self.tcp_in_cwnd_reduction() {
+            self.ssthresh
+        } else {
+            self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
+        }
+    }
+
+    /// `tcp_in_slow_start()`.
+    pub fn tcp_in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// `tcp_is_cwnd_limited()` (f4ce91ce12a7: the latched per-window flag first).
+    pub fn tcp_is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        if self.tcp_in_slow_start() {
+            return self.cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    /// `tcp_any_retrans_done()`: a retransmission in flight, or the head was ever retransmitted.
+    pub fn tcp_any_retrans_done(&self, cfg: &Config) -> bool {
+        if self.retrans_out != 0 {
+            return true;
+        }
+        let q = self.rtx_queue(cfg);
+        !q.is_empty() && self.segs[q.start as usize].tags & tag::E != 0
+    }
+
+    /// `tcp_tsopt_ecr_before()`: the ACK echoes a timestamp older than `when`.
+    pub fn tcp_tsopt_ecr_before(&self, cx: &Cx, when: u32) -> bool {
+        cx.rx.saw_tstamp && cx.rx.rcv_tsecr != 0 && before(cx.rx.rcv_tsecr, when)
+    }
+
+    /// `tcp_highest_sack_seq()`: end of the highest SACKed segment, `snd_una` if none.
+    pub fn tcp_highest_sack_seq(&self, cfg: &Config) -> u32 {
+        if self.sacked_out == 0 || !self.sack_ok {
+            return self.snd_una;
+        }
+        let mut hi = self.snd_una;
+        for i in self.rtx_queue(cfg) {
+            if self.segs[i as usize].tags & tag::S != 0 {
+                hi = self.seq_of(cfg, i + 1);
+            }
+        }
+        hi
+    }
+
+    /// `tcp_set_ca_state()`: congestion control's `set_state` first, then the store.
+    pub fn tcp_set_ca_state(&mut self, new: CaState) {
+        self.cc.set_state(new);
+        self.ca_state = new;
+    }
+
+    /// The window view handed to congestion control.
+    pub fn window(&self) -> Window {
+        Window {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            cwnd_cnt: self.cwnd_cnt,
+            cwnd_clamp: u32::MAX,
+            prior_cwnd: self.prior_cwnd,
+            cwnd_limited: self.tcp_is_cwnd_limited(),
+        }
+    }
+
+    /// Congestion control's `ssthresh()` with the ghost record for I2.
+    pub fn ca_ssthresh(&mut self, kind: ReductionKind, lost_retrans: bool) -> u32 {
+        let w = self.window();
+        self.ghost.ev.reductions.push(Reduction {
+            kind,
+            from: self.ca_state,
+            snd_una: self.snd_una,
+            prev_high_seq: self.ghost.last_reduction_high_seq,
+            icsk_retransmits: self.icsk_retransmits,
+            lost_retrans,
+        });
+        self.cc.ssthresh(&w)
+    }
+
+    /// `tcp_ca_event()`.
+    pub fn tcp_ca_event(&mut self, ev: CaEvent) {
+        self.cc.cwnd_event(ev);
+    }
+
+    /// RTO in ms for the current backoff: `srtt + TCP_RTO_MIN` (a stable-RTT `__tcp_set_rto`),
+    /// doubled per backoff, capped at `TCP_RTO_MAX`.
+    pub fn icsk_rto(&self, cfg: &Config) -> u32 {
+        let base = cfg.rtt_ms + TCP_RTO_MIN_MS;
+        let shifted = (base as u64) << self.icsk_backoff.min(20);
+        shifted.min(TCP_RTO_MAX_MS as u64) as u32
+    }
+}

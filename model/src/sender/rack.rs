@@ -1,0 +1,180 @@
+//! Loss detection: RACK for SACK connections (tcp_recovery.c / tcp_input.c in 6.18, the only
+//! SACK loss detector since the 6.17 removal of RFC 6675 marking) and `tcp_newreno_mark_lost()`
+//! for non-SACK connections; `tcp_identify_packet_loss()` chooses; `tcp_mark_skb_lost()`.
+//! Times are model milliseconds (the kernel uses µs).
+
+use super::ack::flag;
+use super::Cx;
+use crate::seq::after;
+use crate::state::*;
+
+impl Sender {
+    /// `tcp_rack_sent_after()`: (t1, seq1) was sent after (t2, seq2).
+    pub fn tcp_rack_sent_after(t1: u32, t2: u32, seq1: u32, seq2: u32) -> bool {
+        t1 > t2 || (t1 == t2 && after(seq1, seq2))
+    }
+
+    /// `tcp_rack_advance()`: a segment sent at `xmit` was (S)ACKed.
+    pub fn tcp_rack_advance(&mut self, cx: &Cx, tags: u8, end_seq: u32, xmit: u32) {
+        let rtt = cx.now.wrapping_sub(xmit);
+        if rtt < cx.cfg.rtt_ms && tags & tag::RETRANS != 0 {
+            // Ambiguous: the original, not the retransmission, may have been SACKed.
+            return;
+        }
+        self.rack.advanced = true;
+        self.rack.rtt = rtt;
+        if Self::tcp_rack_sent_after(xmit, self.rack.mstamp, end_seq, self.rack.end_seq) {
+            self.rack.mstamp = xmit;
+            self.rack.end_seq = end_seq;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd()`: 0 when no reordering was seen and recovery is (being) entered by
+    /// the dupthresh rule; else `min_rtt/4 * steps`, at most srtt.
+    pub fn tcp_rack_reo_wnd(&self, cx: &Cx) -> u32 {
+        if self.reord_seen == 0 {
+            if self.ca_state >= CaState::Recovery {
+                return 0;
+            }
+            if self.sacked_out >= self.reordering {
+                return 0;
+            }
+        }
+        ((cx.cfg.rtt_ms >> 2) * self.rack.reo_wnd_steps as u32).min(cx.cfg.rtt_ms)
+    }
+
+    /// `tcp_rack_skb_timeout()`: time left before a segment sent at `xmit` is deemed lost.
+    pub fn tcp_rack_skb_timeout(&self, cx: &Cx, xmit: u32, reo_wnd: u32) -> i64 {
+        self.rack.rtt as i64 + reo_wnd as i64 - (cx.now as i64 - xmit as i64)
+    }
+
+    /// `tcp_rack_detect_loss()`: mark lost every segment sent sufficiently before the most
+    /// recently delivered one; returns the largest remaining wait (0: none).
+    pub fn tcp_rack_detect_loss(&mut self, cx: &mut Cx) -> u32 {
+        let reo_wnd = self.tcp_rack_reo_wnd(cx);
+        let mut order: Vec<u32> = self
+            .rtx_queue(cx.cfg)
+            .filter(|&i| {
+                let t = self.segs[i as usize].tags;
+                t & tag::S == 0 && !(t & tag::L != 0 && t & tag::R == 0)
+            })
+            .collect();
+        // tsorted_sent_queue: transmit order.
+        order.sort_by_key(|&i| (self.segs[i as usize].xmit, i));
+        let mut reo_timeout: u32 = 0;
+        for i in order {
+            let s = self.segs[i as usize];
+            let end = self.seq_of(cx.cfg, i + 1);
+            if !Self::tcp_rack_sent_after(self.rack.mstamp, s.xmit, self.rack.end_seq, end) {
+                break;
+            }
+            let remaining = self.tcp_rack_skb_timeout(cx, s.xmit, reo_wnd);
+            if remaining <= 0 {
+                self.tcp_mark_skb_lost(cx, i);
+            } else {
+                reo_timeout = reo_timeout.max(remaining as u32);
+            }
+        }
+        reo_timeout
+    }
+
+    /// `tcp_rack_mark_lost()`: run detection if RACK advanced; arm the REO timer for segments
+    /// still inside the reordering window. Returns whether the REO timer was armed.
+    pub fn tcp_rack_mark_lost(&mut self, cx: &mut Cx) -> bool {
+        if !self.rack.advanced {
+            return false;
+        }
+        self.rack.advanced = false;
+        let timeout = self.tcp_rack_detect_loss(cx);
+        if timeout > 0 {
+            let when = (timeout + 2).min(self.icsk_rto(cx.cfg));
+            self.tcp_reset_xmit_timer(cx, TimerKind::Reo, when);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_rack_reo_timeout()`: the REO timer fired.
+    pub fn tcp_rack_reo_timeout(&mut self, cx: &mut Cx) {
+        let prior_inflight = self.tcp_packets_in_flight();
+        let lost_before = cx.lost;
+        self.tcp_rack_detect_loss(cx);
+        if prior_inflight != self.tcp_packets_in_flight() {
+            if self.ca_state != CaState::Recovery {
+                self.tcp_enter_recovery(cx, false);
+                let newly_lost = cx.lost - lost_before;
+                self.tcp_cwnd_reduction(cx, 1, newly_lost, 0);
+            }
+            self.tcp_xmit_retransmit_queue(cx);
+        }
+        if !matches!(self.timer, Some(Timer { kind: TimerKind::Rto, .. })) {
+            self.tcp_rearm_rto(cx);
+        }
+    }
+
+    /// `tcp_rack_update_reo_wnd()`: widen the reordering window after DSACKs (the kernel's
+    /// "one RTT since the last adjustment" gate is approximated by "this ACK delivered data").
+    pub fn tcp_rack_update_reo_wnd(&mut self, cx: &Cx) {
+        if cx.delivered == 0 {
+            return;
+        }
+        if self.rack.dsack_seen {
+            self.rack.reo_wnd_steps = self.rack.reo_wnd_steps.saturating_add(1);
+            self.rack.dsack_seen = false;
+            self.rack.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
+        } else if self.rack.reo_wnd_persist == 0 {
+            self.rack.reo_wnd_steps = 1;
+        }
+    }
+
+    /// `tcp_newreno_mark_lost()`: non-SACK: the head is lost after `reordering` dupacks, or on a
+    /// partial ACK in Recovery.
+    pub fn tcp_newreno_mark_lost(&mut self, cx: &mut Cx, snd_una_advanced: bool) {
+        let st = self.ca_state;
+        if (st < CaState::Recovery && self.sacked_out >= self.reordering) || (st == CaState::Recovery && snd_una_advanced) {
+            let head = self.rtx_queue(cx.cfg).start;
+            if self.segs[head as usize].tags & tag::L != 0 {
+                return;
+            }
+            self.tcp_mark_skb_lost(cx, head);
+        }
+    }
+
+    /// `tcp_identify_packet_loss()`.
+    pub fn tcp_identify_packet_loss(&mut self, cx: &mut Cx, ack_flag: &mut u32) {
+        if self.rtx_queue(cx.cfg).is_empty() {
+            return;
+        }
+        if !self.sack_ok {
+            self.tcp_newreno_mark_lost(cx, *ack_flag & flag::SND_UNA_ADVANCED != 0);
+        } else {
+            let prior_retrans = self.retrans_out;
+            if self.tcp_rack_mark_lost(cx) {
+                *ack_flag &= !flag::SET_XMIT_TIMER;
+            }
+            if prior_retrans > self.retrans_out {
+                *ack_flag |= flag::LOST_RETRANS;
+            }
+        }
+    }
+
+    /// `tcp_mark_skb_lost()`.
+    pub fn tcp_mark_skb_lost(&mut self, cx: &mut Cx, i: u32) {
+        let t = self.segs[i as usize].tags;
+        if t & tag::S != 0 {
+            return;
+        }
+        if t & tag::L != 0 {
+            if t & tag::R != 0 {
+                // A retransmission is lost again.
+                self.segs[i as usize].tags &= !tag::R;
+                self.retrans_out = self.retrans_out.wrapping_sub(1);
+                cx.lost += 1;
+            }
+        } else {
+            self.lost_out = self.lost_out.wrapping_add(1);
+            self.segs[i as usize].tags |= tag::L;
+            cx.lost += 1;
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! SACK processing: `tcp_sacktag_write_queue()`, `tcp_check_dsack()`, `tcp_dsack_seen()`,
+//! `tcp_is_sackblock_valid()`, `tcp_sacktag_one()`, `tcp_check_sack_reordering()` (tcp_input.c).
+//! DSACK segment accounting follows 4f884f396276 / a71d77e6be1e (`dup_segs`, pcount).
+
+use super::ack::flag;
+use super::Cx;
+use crate::seq::{after, before};
+use crate::state::*;
+
+/// `struct tcp_sacktag_state` (the parts the model uses).
+struct SackState {
+    flag: u32,
+    reord: u32,
+    first_sackt: Option<u32>,
+}
+
+impl Sender {
+    /// `tcp_sacktag_write_queue()`: returns the flags and the transmit time of the first newly
+    /// SACKed never-retransmitted segment (for the RTT sample).
+    pub fn tcp_sacktag_write_queue(&mut self, cx: &mut Cx, ack: u32, blocks: &[(u32, u32)], prior_snd_una: u32) -> (u32, Option<u32>) {
+        let cfg = cx.cfg;
+        let mut st = SackState { flag: 0, reord: self.snd_nxt, first_sackt: None };
+        if blocks.is_empty() {
+            return (0, None);
+        }
+        let found_dup = self.tcp_check_dsack(cx, ack, blocks, prior_snd_una, &mut st);
+        if self.packets_out != 0 {
+            for (i, &(start, end)) in blocks.iter().enumerate() {
+                let dup_sack = found_dup && i == 0;
+                if !self.tcp_is_sackblock_valid(dup_sack, start, end) {
+                    continue;
+                }
+                // Ignore very old stuff early (a DSACK below prior_snd_una was counted above).
+                if !after(end, prior_snd_una) {
+                    continue;
+                }
+                // Walk the queue (which still holds [prior_snd_una, snd_una) at this point).
+                let from = self.idx(cfg, prior_snd_una);
+                let to = self.idx(cfg, self.snd_nxt);
+                for k in from..to {
+                    let s_start = self.seq_of(cfg, k);
+                    let s_end = s_start.wrapping_add(1);
+                    if !before(s_start, start) && !after(s_end, end) {
+                        let seg = self.segs[k as usize];
+                        let tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
+                        self.segs[k as usize].tags = tags;
+                    }
+                }
+            }
+        }
+        if self.ca_state != CaState::Loss || self.undo_marker != 0 {
+            let r = st.reord;
+            self.tcp_check_sack_reordering(cx, r, false);
+        }
+        (st.flag, st.first_sackt)
+    }
+
+    /// `tcp_check_dsack()`: is block 0 a DSACK (below the ACK, or inside block 1)?
+    fn tcp_check_dsack(&mut self, cx: &mut Cx, ack: u32, blocks: &[(u32, u32)], prior_snd_una: u32, st: &mut SackState) -> bool {
+        let (s0, e0) = blocks[0];
+        if before(s0, ack) {
+            // DSACK below the cumulative ACK
+        } else if blocks.len() > 1 {
+            let (s1, e1) = blocks[1];
+            if after(e0, e1) || before(s0, s1) {
+                return false;
+            }
+        } else {
+            return false;
+        }
+        let dup_segs = self.tcp_dsack_seen(cx, s0, e0, st);
+        if dup_segs == 0 {
+            return false; // dubious DSACK ignored
+        }
+        // DSACK for already forgotten data: dumb counting.
+        if self.undo_marker != 0 && self.undo_retrans > 0 && !after(e0, prior_snd_una) && after(e0, self.undo_marker) {
+            self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+        }
+        true
+    }
+
+    /// `tcp_dsack_seen()`: validates a DSACK block; returns the duplicate segment count (0: dubious).
+    fn tcp_dsack_seen(&mut self, cx: &mut Cx, start: u32, end: u32, st: &mut SackState) -> u32 {
+        if !before(start, end) {
+            return 0;
+        }
+        let len = end.wrapping_sub(start);
+        if len > 65535 {
+            return 0; // larger than any advertised window
+        }
+        let mut dup_segs = 1;
+        if len > 1 {
+            dup_segs = len;
+        } else if self.tlp_high_seq != 0 && self.tlp_high_seq == end {
+            st.flag |= flag::DSACK_TLP;
+        }
+        self.dsack_dups = self.dsack_dups.wrapping_add(dup_segs);
+        if self.dsack_dups > self.total_retrans {
+            return 0; // the sender never retransmitted that much
+        }
+        if self.reord_seen != 0 && st.flag & flag::DSACK_TLP == 0 {
+            self.rack.dsack_seen = true;
+        }
+        st.flag |= flag::DSACKING_ACK;
+        cx.delivered += dup_segs;
+        dup_segs
+    }
+
+    /// `tcp_is_sackblock_valid()`.
+    pub fn tcp_is_sackblock_valid(&self, is_dsack: bool, start: u32, end: u32) -> bool {
+        if after(end, self.snd_nxt) || !before(start, end) {
+            return false;
+        }
+        if !before(start, self.snd_nxt) {
+            return false;
+        }
+        if after(start, self.snd_una) {
+            return true;
+        }
+        if !is_dsack || self.undo_marker == 0 {
+            return false;
+        }
+        if after(end, self.snd_una) {
+            return false;
+        }
+        if !before(start, self.undo_marker) {
+            return true;
+        }
+        if !after(end, self.undo_marker) {
+            return false;
+        }
+        !before(start, end.wrapping_sub(65535))
+    }
+
+    /// `tcp_sacktag_one()`: tag one segment covered by a (D)SACK block.
+    fn tcp_sacktag_one(&mut self, cx: &mut Cx, st: &mut SackState, mut tags: u8, start: u32, end: u32, dup_sack: bool, xmit: u32) -> u8 {
+        if dup_sack && tags & tag::RETRANS != 0 {
+            if self.undo_marker != 0 && self.undo_retrans > 0 && after(end, self.undo_marker) {
+                self.undo_retrans = (self.undo_retrans - 1).max(0);
+            }
+            if tags & tag::S != 0 && before(start, st.reord) {
+                st.reord = start;
+            }
+        }
+        if !after(end, self.snd_una) {
+            return tags;
+        }
+        if tags & tag::S == 0 {
+            self.tcp_rack_advance(cx, tags, end, xmit);
+            if tags & tag::R != 0 {
+                if tags & tag::L != 0 {
+                    tags &= !(tag::L | tag::R);
+                    self.lost_out = self.lost_out.wrapping_sub(1);
+                    if !cx.prof.has(crate::profile::Mutant::LeakRetransOut) {
+                        self.retrans_out = self.retrans_out.wrapping_sub(1);
+                    }
+                }
+            } else {
+                if tags & tag::RETRANS == 0 {
+                    let hs = self.tcp_highest_sack_seq(cx.cfg);
+                    if before(start, hs) && before(start, st.reord) {
+                        st.reord = start;
+                    }
+                    if !after(end, self.high_seq) {
+                        st.flag |= flag::ORIG_SACK_ACKED;
+                    }
+                    st.first_sackt.get_or_insert(xmit);
+                }
+                if tags & tag::L != 0 {
+                    tags &= !tag::L;
+                    self.lost_out = self.lost_out.wrapping_sub(1);
+                }
+            }
+            tags |= tag::S;
+            st.flag |= flag::DATA_SACKED;
+            self.sacked_out = self.sacked_out.wrapping_add(1);
+            cx.delivered += 1;
+        }
+        if dup_sack && tags & tag::R != 0 {
+            tags &= !tag::R;
+            self.retrans_out = self.retrans_out.wrapping_sub(1);
+        }
+        tags
+    }
+
+    /// `tcp_check_sack_reordering()`: SACKs below the highest SACK reveal reordering.
+    pub fn tcp_check_sack_reordering(&mut self, cx: &Cx, low_seq: u32, _ts: bool) {
+        let fack = self.tcp_highest_sack_seq(cx.cfg);
+        if !before(low_seq, fack) {
+            return;
+        }
+        let metric = fack.wrapping_sub(low_seq);
+        if metric > self.reordering {
+            self.reordering = metric.min(cx.cfg.sysctl_max_reordering);
+        }
+        self.reord_seen = self.reord_seen.saturating_add(1).min(3);
+    }
+}

@@ -1,0 +1,265 @@
+//! The send side: new data (`tcp_write_xmit`, `tcp_event_new_data_sent`, `tcp_cwnd_validate`),
+//! retransmissions (`tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, `tcp_xmit_recovery`) with
+//! TSQ, TLP (`tcp_schedule_loss_probe`, `tcp_send_loss_probe`, `tcp_process_tlp_ack`) and the
+//! timer plumbing (`tcp_rearm_rto`, `tcp_set_xmit_timer`, `inet_csk_reset_xmit_timer`).
+//! tcp_output.c, tcp_input.c, tcp_timer.c; reference §11.
+
+use super::ack::{flag, Rexmit};
+use super::{Cx, Tx};
+use crate::cc::CaEvent;
+use crate::seq::{after, before};
+use crate::state::*;
+
+impl Sender {
+    /// `inet_csk_reset_xmit_timer()`: arm `kind` to fire `when` ms from now.
+    pub fn tcp_reset_xmit_timer(&mut self, cx: &Cx, kind: TimerKind, when: u32) {
+        let when = when.min(TCP_RTO_MAX_MS);
+        self.timer = Some(Timer { kind, deadline: cx.now + when });
+    }
+
+    /// `tcp_rto_delta_us()`: time left until the head's RTO would expire.
+    pub fn tcp_rto_delta(&self, cx: &Cx) -> i64 {
+        let head = self.rtx_queue(cx.cfg).start;
+        let xmit = self.segs.get(head as usize).map(|s| s.xmit).unwrap_or(cx.now);
+        xmit as i64 + self.icsk_rto(cx.cfg) as i64 - cx.now as i64
+    }
+
+    /// `tcp_rearm_rto()`.
+    pub fn tcp_rearm_rto(&mut self, cx: &Cx) {
+        if self.packets_out == 0 {
+            self.timer = None;
+            return;
+        }
+        let mut rto = self.icsk_rto(cx.cfg);
+        if matches!(self.timer, Some(Timer { kind: TimerKind::Reo | TimerKind::Tlp, .. })) {
+            rto = self.tcp_rto_delta(cx).max(1) as u32;
+        }
+        self.tcp_reset_xmit_timer(cx, TimerKind::Rto, rto);
+    }
+
+    /// `tcp_set_xmit_timer()`: a TLP if allowed, else the RTO.
+    pub fn tcp_set_xmit_timer(&mut self, cx: &Cx) {
+        if !self.tcp_schedule_loss_probe(cx, true) {
+            self.tcp_rearm_rto(cx);
+        }
+    }
+
+    /// `tcp_schedule_loss_probe()`: arm the TLP timer at 2·SRTT (+ RTO_MIN with one packet out,
+    /// + TCP_TIMEOUT_MIN otherwise), capped by the RTO.
+    pub fn tcp_schedule_loss_probe(&mut self, cx: &Cx, advancing_rto: bool) -> bool {
+        if !cx.cfg.tlp || self.packets_out == 0 || !self.sack_ok || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let mut timeout = 2 * cx.cfg.rtt_ms + if self.packets_out == 1 { TCP_RTO_MIN_MS } else { 2 };
+        let rto_delta = if advancing_rto { self.icsk_rto(cx.cfg) as i64 } else { self.tcp_rto_delta(cx) };
+        if rto_delta > 0 {
+            timeout = timeout.min(rto_delta as u32);
+        }
+        self.tcp_reset_xmit_timer(cx, TimerKind::Tlp, timeout);
+        true
+    }
+
+    /// `tcp_send_loss_probe()`: the TLP timer fired.
+    pub fn tcp_send_loss_probe(&mut self, cx: &mut Cx) {
+        self.timer = None;
+        if self.tlp_high_seq == 0 {
+            self.tlp_retrans = false;
+            let mut sent = false;
+            if before(self.snd_nxt, self.write_seq) {
+                // New data, cwnd ignored (push_one == 2), still subject to TSQ.
+                if !cx.tsq_full {
+                    self.tcp_transmit_new(cx);
+                    sent = true;
+                }
+            } else {
+                let q = self.rtx_queue(cx.cfg);
+                if !q.is_empty() && !cx.tsq_full {
+                    let last = q.end - 1;
+                    // __tcp_retransmit_skb: E set, no R, no retrans_out/stamp/undo_retrans.
+                    self.segs[last as usize].tags |= tag::E;
+                    self.segs[last as usize].xmit = cx.now;
+                    self.total_retrans += 1;
+                    cx.out.push(Tx { seg: last, rtx: true });
+                    self.ghost.ev.rtx_sent += 1;
+                    self.tlp_retrans = true;
+                    sent = true;
+                }
+            }
+            if sent {
+                self.tlp_high_seq = self.snd_nxt;
+                self.timer = None;
+            }
+        }
+        self.tcp_rearm_rto(cx);
+    }
+
+    /// `tcp_process_tlp_ack()`: end the TLP episode; a probe that repaired a loss costs a CWR.
+    pub fn tcp_process_tlp_ack(&mut self, cx: &Cx, ack: u32, fl: u32) {
+        if before(ack, self.tlp_high_seq) {
+            return;
+        }
+        if !self.tlp_retrans {
+            self.tlp_high_seq = 0;
+        } else if fl & flag::DSACK_TLP != 0 {
+            self.tlp_high_seq = 0;
+        } else if after(ack, self.tlp_high_seq) {
+            self.tcp_init_cwnd_reduction(cx, ReductionKind::Tlp, false);
+            self.tcp_set_ca_state(CaState::Cwr);
+            self.tcp_end_cwnd_reduction(cx);
+            self.tcp_try_keep_open(cx);
+        } else if fl & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DATA_SACKED) == 0 {
+            self.tlp_high_seq = 0;
+        }
+    }
+
+    /// Transmit the next new segment (`tcp_transmit_skb` + `tcp_event_new_data_sent`).
+    fn tcp_transmit_new(&mut self, cx: &mut Cx) {
+        let i = self.idx(cx.cfg, self.snd_nxt);
+        if self.tcp_packets_in_flight() == 0 {
+            self.tcp_ca_event(CaEvent::TxStart);
+        }
+        self.segs[i as usize] = Seg { tags: 0, xmit: cx.now };
+        cx.out.push(Tx { seg: i, rtx: false });
+        self.ecn_queue_cwr = false;
+        // tcp_event_new_data_sent()
+        let prior_packets = self.packets_out;
+        self.snd_nxt = self.snd_nxt.wrapping_add(1);
+        self.packets_out = self.packets_out.wrapping_add(1);
+        if prior_packets == 0 || matches!(self.timer, Some(Timer { kind: TimerKind::Tlp, .. })) {
+            self.tcp_rearm_rto(cx);
+        }
+    }
+
+    /// `tcp_write_xmit()`: send new data while `in_flight < cwnd` and the host queue allows.
+    pub fn tcp_write_xmit(&mut self, cx: &mut Cx) {
+        let mut sent = 0u32;
+        while before(self.snd_nxt, self.write_seq) {
+            if self.tcp_packets_in_flight() >= self.cwnd {
+                break;
+            }
+            if cx.tsq_full {
+                break; // tcp_small_queue_check()
+            }
+            self.tcp_transmit_new(cx);
+            sent += 1;
+        }
+        let is_cwnd_limited = self.tcp_packets_in_flight() >= self.cwnd;
+        if sent > 0 || is_cwnd_limited {
+            self.tcp_cwnd_validate(is_cwnd_limited);
+        }
+        if sent > 0 {
+            if self.tcp_in_cwnd_reduction() {
+                self.prr_out = self.prr_out.wrapping_add(sent);
+            }
+            self.tcp_schedule_loss_probe(cx, false);
+        }
+    }
+
+    /// `tcp_cwnd_validate()` (f4ce91ce12a7): latch cwnd-limitedness per window.
+    pub fn tcp_cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if !before(self.snd_una, self.cwnd_usage_seq) || is_cwnd_limited || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out) {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// `tcp_data_snd_check()` → `tcp_push_pending_frames()`.
+    pub fn tcp_data_snd_check(&mut self, cx: &mut Cx) {
+        self.tcp_write_xmit(cx);
+    }
+
+    /// `tcp_retransmit_skb()`: retransmit segment `i`. Returns false if the low-level send failed.
+    /// `retrans_stamp` and `undo_retrans` are updated even for a failed attempt (never in the model:
+    /// TSQ holds retransmissions before the attempt, in `tcp_xmit_retransmit_queue`).
+    pub fn tcp_retransmit_skb(&mut self, cx: &mut Cx, i: u32) -> bool {
+        // __tcp_retransmit_skb
+        self.segs[i as usize].tags |= tag::RETRANS;
+        self.segs[i as usize].xmit = cx.now;
+        self.total_retrans += 1;
+        self.retrans_out = self.retrans_out.wrapping_add(1);
+        if self.tcp_packets_in_flight() == 1 {
+            // first packet in flight again: CA_EVENT_TX_START (tcp_event_data_sent)
+        }
+        cx.out.push(Tx { seg: i, rtx: true });
+        self.ghost.ev.rtx_sent += 1;
+        if let Some(ep) = self.ghost.episode.as_mut() {
+            ep.rtx_left_host = true;
+        }
+        if self.retrans_stamp == 0 {
+            self.retrans_stamp = cx.ts_of(cx.now);
+        }
+        if self.undo_retrans < 0 {
+            self.undo_retrans = 0;
+        }
+        self.undo_retrans += 1;
+        true
+    }
+
+    /// `tcp_xmit_retransmit_queue()`: retransmit lost segments while cwnd allows; TSQ may stop it
+    /// before any attempt (then `retrans_stamp` stays untouched).
+    pub fn tcp_xmit_retransmit_queue(&mut self, cx: &mut Cx) {
+        if self.packets_out == 0 {
+            return;
+        }
+        let head = self.rtx_queue(cx.cfg).start;
+        let mut rearm = false;
+        for i in self.rtx_queue(cx.cfg) {
+            let segs = self.cwnd as i64 - self.tcp_packets_in_flight() as i64;
+            if segs <= 0 {
+                break;
+            }
+            if self.retrans_out >= self.lost_out {
+                break;
+            }
+            let t = self.segs[i as usize].tags;
+            if t & tag::L == 0 {
+                continue;
+            }
+            if t & (tag::S | tag::R) != 0 {
+                continue;
+            }
+            if cx.tsq_full {
+                break; // tcp_small_queue_check(): nothing attempted
+            }
+            if !self.tcp_retransmit_skb(cx, i) {
+                break;
+            }
+            if self.tcp_in_cwnd_reduction() {
+                self.prr_out = self.prr_out.wrapping_add(1);
+            }
+            if i == head && !matches!(self.timer, Some(Timer { kind: TimerKind::Reo, .. })) {
+                rearm = true;
+            }
+        }
+        if rearm {
+            let rto = self.icsk_rto(cx.cfg);
+            self.tcp_reset_xmit_timer(cx, TimerKind::Rto, rto);
+        }
+    }
+
+    /// `tcp_xmit_recovery()`.
+    pub fn tcp_xmit_recovery(&mut self, cx: &mut Cx, rexmit: Rexmit) {
+        match rexmit {
+            Rexmit::None => return,
+            Rexmit::New => {
+                // F-RTO 2b: push new data (Nagle off); fall back to retransmitting if none went out.
+                self.tcp_write_xmit(cx);
+                if after(self.snd_nxt, self.high_seq) {
+                    return;
+                }
+                self.frto = false;
+            }
+            Rexmit::Lost => {}
+        }
+        self.tcp_xmit_retransmit_queue(cx);
+    }
+
+    /// TSQ completion handler (`tcp_tsq_handler`): the host queue drained.
+    pub fn tcp_tsq_handler(&mut self, cx: &mut Cx) {
+        if self.lost_out > self.retrans_out && self.cwnd > self.tcp_packets_in_flight() {
+            self.tcp_xmit_retransmit_queue(cx);
+        }
+        self.tcp_write_xmit(cx);
+    }
+}

@@ -1,0 +1,244 @@
+//! The sender's state: the `tcp_sock` / `inet_connection_sock` fields that loss recovery reads
+//! and writes, the retransmit queue's per-segment tags, and ghost observations of the last step.
+
+use crate::cc::Cc;
+use serde::{Deserialize, Serialize};
+
+/// `icsk_ca_state`. The numeric order is used by the kernel (`<= Disorder`, `< CWR`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum CaState {
+    Open = 0,
+    Disorder = 1,
+    Cwr = 2,
+    Recovery = 3,
+    Loss = 4,
+}
+
+impl CaState {
+    /// The packetdrill / tcp_info symbolic name.
+    pub fn tcpi_name(self) -> &'static str {
+        match self {
+            CaState::Open => "TCP_CA_Open",
+            CaState::Disorder => "TCP_CA_Disorder",
+            CaState::Cwr => "TCP_CA_CWR",
+            CaState::Recovery => "TCP_CA_Recovery",
+            CaState::Loss => "TCP_CA_Loss",
+        }
+    }
+}
+
+/// `TCP_INFINITE_SSTHRESH`.
+pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// `TCP_RTO_MIN` in ms.
+pub const TCP_RTO_MIN_MS: u32 = 200;
+/// `TCP_RTO_MAX` in ms.
+pub const TCP_RTO_MAX_MS: u32 = 120_000;
+/// `TCP_RACK_RECOVERY_THRESH`.
+pub const TCP_RACK_RECOVERY_THRESH: u8 = 16;
+
+/// Per-segment tag bits of `TCP_SKB_CB(skb)->sacked`.
+pub mod tag {
+    /// `TCPCB_SACKED_ACKED`.
+    pub const S: u8 = 1;
+    /// `TCPCB_SACKED_RETRANS`: a retransmission is believed in flight.
+    pub const R: u8 = 2;
+    /// `TCPCB_LOST`.
+    pub const L: u8 = 4;
+    /// `TCPCB_EVER_RETRANS`.
+    pub const E: u8 = 8;
+    /// `TCPCB_RETRANS` = R | E.
+    pub const RETRANS: u8 = R | E;
+}
+
+/// One MSS-sized segment of the retransmit queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Seg {
+    /// [`tag`] bits.
+    pub tags: u8,
+    /// Time of the last transmission (ms, model clock): `skb->skb_mstamp_ns`.
+    pub xmit: u32,
+}
+
+/// Which of `icsk_pending`'s timers is armed (only one at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TimerKind {
+    /// `ICSK_TIME_RETRANS`.
+    Rto,
+    /// `ICSK_TIME_REO_TIMEOUT` (RACK reordering timer).
+    Reo,
+    /// `ICSK_TIME_LOSS_PROBE` (TLP).
+    Tlp,
+}
+
+/// The pending timer and its expiry (model ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Timer {
+    pub kind: TimerKind,
+    pub deadline: u32,
+}
+
+/// `tp->rack`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rack {
+    /// Transmit time of the most recently sent segment that was (S)ACKed.
+    pub mstamp: u32,
+    /// Its end_seq.
+    pub end_seq: u32,
+    /// RTT of that delivery (ms).
+    pub rtt: u32,
+    pub advanced: bool,
+    pub reo_wnd_steps: u8,
+    pub reo_wnd_persist: u8,
+    pub dsack_seen: bool,
+}
+
+/// How an undo happened (the MIB counter it bumps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UndoKind {
+    /// `tcp_try_undo_recovery` in Recovery: TcpExtTCPFullUndo.
+    Full,
+    /// `tcp_try_undo_recovery` in Loss: TcpExtTCPLossUndo.
+    LossRecovered,
+    /// `tcp_try_undo_partial`: TcpExtTCPPartialUndo.
+    Partial,
+    /// `tcp_try_undo_dsack`: TcpExtTCPDSACKUndo.
+    Dsack,
+    /// `tcp_try_undo_loss(false)`: TcpExtTCPLossUndo.
+    Loss,
+    /// `tcp_try_undo_loss(true)` (F-RTO): TcpExtTCPLossUndo + TcpExtTCPSpuriousRTOs.
+    Frto,
+}
+
+/// Ghost record of one `tcp_undo_cwnd_reduction()` call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct UndoEvent {
+    pub kind: UndoKind,
+    pub ca_state: CaState,
+    /// `undo_marker` before the undo cleared it.
+    pub marker: u32,
+    pub cwnd_before: u32,
+    pub ssthresh_before: u32,
+    pub prior_cwnd: u32,
+    pub prior_ssthresh: u32,
+    pub cwnd_after: u32,
+    pub ssthresh_after: u32,
+    /// Whether the ACK that triggered it advanced snd_una.
+    pub snd_una_advanced: bool,
+}
+
+/// What triggered an ssthresh reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReductionKind {
+    /// `tcp_enter_recovery` → `tcp_init_cwnd_reduction`.
+    Recovery,
+    /// `tcp_enter_cwr` (ECE).
+    Cwr,
+    /// `tcp_enter_loss` (RTO).
+    Loss,
+    /// `tcp_process_tlp_ack`: the TLP repaired a loss.
+    Tlp,
+}
+
+/// Ghost record of one call of the congestion control's `ssthresh()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Reduction {
+    pub kind: ReductionKind,
+    pub from: CaState,
+    pub snd_una: u32,
+    /// `high_seq` set by the previous reduction, if any.
+    pub prev_high_seq: Option<u32>,
+    /// `icsk_retransmits` when `tcp_enter_loss` ran (0: an ACK advanced snd_una since the last RTO).
+    pub icsk_retransmits: u8,
+    /// The ACK marked a retransmission lost (FLAG_LOST_RETRANS), Loss → Recovery.
+    pub lost_retrans: bool,
+}
+
+/// Ghost observations of the last step (cleared at the start of every step).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Events {
+    pub undos: Vec<UndoEvent>,
+    pub reductions: Vec<Reduction>,
+    /// PRR ran with `prior_cwnd == 0` (the kernel divides by it).
+    pub prr_zero_prior_cwnd: bool,
+    /// `tcp_end_cwnd_reduction` ran when leaving Recovery: (cwnd, ssthresh) right after it.
+    pub recovery_end: Option<(u32, u32)>,
+    /// Retransmissions that left the host in this step (incl. a TLP probe).
+    pub rtx_sent: u8,
+    /// The non-SACK hold at `snd_una == high_seq` kept the state in this step.
+    pub nonsack_hold: bool,
+    /// An RTO fired in this step.
+    pub rto: bool,
+}
+
+/// Ghost per-connection bookkeeping that is not kernel state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SenderGhost {
+    /// `high_seq` right after the last ssthresh reduction.
+    pub last_reduction_high_seq: Option<u32>,
+    /// The current Recovery episode (for I1'): snd_una at entry, whether any retransmission left
+    /// the host since, whether it was undone.
+    pub episode: Option<Episode>,
+    pub ev: Events,
+}
+
+/// A fast-recovery episode, from `tcp_enter_recovery` (from a non-Recovery state) to its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Episode {
+    pub start_una: u32,
+    pub high_seq: u32,
+    pub rtx_left_host: bool,
+    pub undone: bool,
+}
+
+/// The sender (`struct tcp_sock` subset), sequence numbers in segments (MSS = 1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sender {
+    /// SACK negotiated (`tcp_is_sack`); else "Reno" emulation.
+    pub sack_ok: bool,
+    /// Timestamps negotiated.
+    pub ts_ok: bool,
+    pub ca_state: CaState,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    /// End of the data the application has written (`write_seq`).
+    pub write_seq: u32,
+    pub high_seq: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub cwnd_cnt: u32,
+    pub prior_cwnd: u32,
+    pub prior_ssthresh: u32,
+    pub undo_marker: u32,
+    pub undo_retrans: i32,
+    pub retrans_stamp: u32,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    pub reordering: u32,
+    /// `reord_seen`, saturating (the kernel only tests it for zero).
+    pub reord_seen: u8,
+    pub frto: bool,
+    pub icsk_retransmits: u8,
+    pub icsk_backoff: u8,
+    pub tlp_high_seq: u32,
+    pub tlp_retrans: bool,
+    pub rack: Rack,
+    pub prr_delivered: u32,
+    pub prr_out: u32,
+    pub is_cwnd_limited: bool,
+    pub max_packets_out: u32,
+    pub cwnd_usage_seq: u32,
+    pub total_retrans: u32,
+    pub dsack_dups: u32,
+    pub is_sack_reneg: bool,
+    /// Whether `tcp_ecn_queue_cwr` asked for CWR on the next data segment.
+    pub ecn_queue_cwr: bool,
+    pub timer: Option<Timer>,
+    /// Congestion control and its private state.
+    pub cc: Cc,
+    /// Segments `[0, write_seq - isn)`; entries below `snd_una` are stale.
+    pub segs: Vec<Seg>,
+    /// Ghost observations (not kernel state).
+    pub ghost: SenderGhost,
+}

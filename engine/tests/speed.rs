@@ -2,7 +2,8 @@
 //!
 //! `cargo test -p trc-engine --release --test speed -- --ignored --nocapture`
 //!
-//! `TRC_BENCH_K` / `TRC_BENCH_MAX` size the `Counters` model ((MAX + 1)^K states).
+//! `TRC_BENCH_K` / `TRC_BENCH_MAX` size the `Counters` model ((MAX + 1)^K states);
+//! `TRC_BENCH_ONLY_ENGINE=1` skips stateright.
 
 use std::time::Instant;
 
@@ -41,6 +42,9 @@ fn speed_vs_stateright() {
             r.peak_memory_bytes as f64 / r.unique_states as f64,
             peak_rss_kb() / 1024,
         );
+    }
+    if std::env::var_os("TRC_BENCH_ONLY_ENGINE").is_some() {
+        return;
     }
     for threads in [1, 2] {
         let t = Instant::now();

@@ -220,6 +220,7 @@ pub struct Progress {
 
 /// The fingerprint of a state: stateright 0.31's (ahash with its fixed seeds), 0 mapped to 1.
 #[inline]
+#[allow(clippy::manual_hash_one)] // exactly stateright's hasher calls (ahash's `hash_one` may differ)
 pub fn fingerprint<T: Hash + ?Sized>(value: &T) -> u64 {
     const KEY1: u64 = 123_456_789_987_654_321;
     const KEY2: u64 = 98_765_432_123_456_789;

@@ -52,7 +52,7 @@ where
     let mut probe_new = false;
     let mut actions = Vec::new();
     let stop = loop {
-        if queue.front().is_none_or(|(_, d, _)| *d > cur) {
+        if !matches!(queue.front(), Some((_, d, _)) if *d <= cur) {
             // End of level `cur`.
             let violated = props
                 .iter()

@@ -181,11 +181,11 @@ impl Model for Counters {
     }
 
     fn actions(&self, s: &Self::State, actions: &mut Vec<Self::Action>) {
-        for i in 0..self.k {
-            if s[i] < self.max {
+        for (i, &c) in s[..self.k].iter().enumerate() {
+            if c < self.max {
                 actions.push(CounterAction::Inc(i as u8));
             }
-            if s[i] > 0 {
+            if c > 0 {
                 actions.push(CounterAction::Dec(i as u8));
                 actions.push(CounterAction::Move(i as u8));
             }
@@ -244,6 +244,7 @@ impl RandomGraph {
     }
 }
 
+#[allow(clippy::manual_is_multiple_of)] // rust-version 1.80
 impl Model for RandomGraph {
     type State = u32;
     type Action = u32;

@@ -1,4 +1,13 @@
-use clap::{Parser, Subcommand};
+//! `trc`: the command-line front end. Exit codes: 0 all properties hold (or the command
+//! succeeded), 1 a property is violated (outside the baseline) or a script failed, 2 usage or
+//! input error, 4 kernel tests skipped (no root / tun).
+
+mod check;
+mod output;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use trc_model::config::{CcKind, Config, SackMode};
 
 #[derive(Parser)]
 #[command(name = "trc", version, about = "Model checker for the Linux TCP sender's loss recovery")]
@@ -9,14 +18,165 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Explore every interleaving within the bounds and check the invariants.
+    Check(check::CheckArgs),
+    /// Check every profile against every property and print the table.
+    Matrix(check::MatrixArgs),
+    /// List the built-in profiles.
+    Profiles,
+    /// List the properties.
+    Properties,
     /// Drive the real kernel with packetdrill-format scripts.
     #[command(subcommand)]
     Kernel(trc_kernel::KernelCommand),
 }
 
+/// Exploration bounds and options shared by `check` and `matrix`.
+#[derive(Args, Clone, Debug)]
+pub struct BoundArgs {
+    /// TOML file with a `Config` (bounds and options); flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Segments written by the application at the start.
+    #[arg(long)]
+    pub segments: Option<u8>,
+    /// Extra one-segment application writes the environment may perform.
+    #[arg(long)]
+    pub writes: Option<u8>,
+    /// Initial congestion window (route initcwnd; kernel default 10).
+    #[arg(long)]
+    pub initcwnd: Option<u32>,
+    /// Transmissions the network may drop.
+    #[arg(long)]
+    pub losses: Option<u8>,
+    /// ACKs the network may lose.
+    #[arg(long)]
+    pub ack_losses: Option<u8>,
+    /// Older in-flight packets a delivery may overtake.
+    #[arg(long)]
+    pub reorder: Option<u8>,
+    /// RTO expiries allowed.
+    #[arg(long)]
+    pub rtos: Option<u8>,
+    /// TLP expiries allowed.
+    #[arg(long)]
+    pub tlps: Option<u8>,
+    /// Times the host queue may fill (TSQ).
+    #[arg(long)]
+    pub tsq: Option<u8>,
+    /// ACKs that may carry ECE (implies --ecn).
+    #[arg(long)]
+    pub ece: Option<u8>,
+    /// Model time horizon in ms.
+    #[arg(long)]
+    pub horizon_ms: Option<u32>,
+    /// Path RTT in ms.
+    #[arg(long)]
+    pub rtt_ms: Option<u32>,
+    /// Explore only SACK connections.
+    #[arg(long, conflicts_with = "no_sack")]
+    pub sack: bool,
+    /// Explore only non-SACK connections.
+    #[arg(long)]
+    pub no_sack: bool,
+    /// Timestamps on (default).
+    #[arg(long, conflicts_with = "no_ts")]
+    pub ts: bool,
+    /// Timestamps off.
+    #[arg(long)]
+    pub no_ts: bool,
+    /// F-RTO off (tcp_frto=0).
+    #[arg(long)]
+    pub no_frto: bool,
+    /// TLP off (tcp_early_retrans=0).
+    #[arg(long)]
+    pub no_tlp: bool,
+    /// DSACK off at the receiver.
+    #[arg(long)]
+    pub no_dsack: bool,
+    /// ECN negotiated.
+    #[arg(long)]
+    pub ecn: bool,
+    /// Congestion control: cubic (default) or reno.
+    #[arg(long, value_parser = ["cubic", "reno"])]
+    pub cc: Option<String>,
+}
+
+impl BoundArgs {
+    /// The configuration: defaults, then the config file, then the flags.
+    pub fn config(&self) -> Result<Config, String> {
+        let mut c = match &self.config {
+            Some(p) => {
+                let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                toml::from_str::<Config>(&src).map_err(|e| {
+                    let line = e.span().map(|s| src[..s.start].lines().count().max(1)).unwrap_or(1);
+                    format!("{}:{line}: {}", p.display(), e.message())
+                })?
+            }
+            None => Config::default(),
+        };
+        macro_rules! set { ($f:ident, $g:ident) => { if let Some(v) = self.$f { c.$g = v; } }; }
+        set!(segments, segments);
+        set!(writes, extra_writes);
+        set!(initcwnd, initcwnd);
+        set!(losses, max_losses);
+        set!(ack_losses, max_ack_losses);
+        set!(reorder, max_reorder);
+        set!(rtos, max_rtos);
+        set!(tlps, max_tlps);
+        set!(tsq, max_tsq);
+        set!(ece, max_ece);
+        set!(horizon_ms, horizon_ms);
+        set!(rtt_ms, rtt_ms);
+        if self.sack {
+            c.sack = SackMode::Sack;
+        }
+        if self.no_sack {
+            c.sack = SackMode::NoSack;
+        }
+        if self.ts {
+            c.timestamps = true;
+        }
+        if self.no_ts {
+            c.timestamps = false;
+        }
+        if self.no_frto {
+            c.frto = false;
+        }
+        if self.no_tlp {
+            c.tlp = false;
+        }
+        if self.no_dsack {
+            c.dsack = false;
+        }
+        if self.ecn || self.ece.unwrap_or(0) > 0 {
+            c.ecn = true;
+        }
+        if let Some(cc) = &self.cc {
+            c.cc = if cc == "reno" { CcKind::Reno } else { CcKind::Cubic };
+        }
+        c.validate().map_err(|e| format!("impossible bounds: {e}"))?;
+        Ok(c)
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
+        Cmd::Check(a) => check::run_check(a),
+        Cmd::Matrix(a) => check::run_matrix(a),
+        Cmd::Profiles => {
+            for p in trc_model::Profile::builtin() {
+                println!("{:<20} {}", p.name, p.description);
+            }
+            0
+        }
+        Cmd::Properties => {
+            for s in trc_properties::catalogue() {
+                println!("{:<4} {}\n     guards: {}", s.id, s.statement, s.guards);
+            }
+            0
+        }
         Cmd::Kernel(k) => trc_kernel::main(k),
     };
     std::process::exit(code);

@@ -46,8 +46,6 @@ pub enum Action {
 pub struct Ghost {
     /// Bit k: the network dropped segment k's original transmission.
     pub orig_dropped: u32,
-    /// Bit k: a retransmission of segment k (regular or TLP) left the host.
-    pub rtx_sent: u32,
 }
 
 /// Remaining environment budgets.
@@ -125,9 +123,6 @@ impl TcpModel {
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
         f(&mut s.sender, &mut cx);
         for tx in cx.out {
-            if tx.rtx {
-                s.ghost.rtx_sent |= 1 << tx.seg;
-            }
             s.flight.push(Pkt { seg: tx.seg as u8, sent: now, rtx: tx.rtx });
         }
     }

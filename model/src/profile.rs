@@ -129,6 +129,8 @@ pub enum Mutant {
     EndCwndNoSnap,
     /// `tcp_is_non_sack_preventing_reopen` never holds.
     NoNonSackHold,
+    /// `tcp_enter_loss` cuts ssthresh on every RTO (no "once per window" guard).
+    EnterLossAlwaysReduce,
     /// `tcp_set_ca_state(Open)` leaves `retrans_out` unchecked and the retransmit counter is not
     /// decremented when a retransmitted segment is SACKed (breaks counter consistency).
     LeakRetransOut,

@@ -122,6 +122,9 @@ pub struct UndoEvent {
     pub prior_ssthresh: u32,
     pub cwnd_after: u32,
     pub ssthresh_after: u32,
+    /// Ghost: bit k set if a retransmission of segment k had left the host since the episode
+    /// began (`tcp_init_undo`) and before this undo.
+    pub rtx_mask: u32,
     /// Whether the ACK that triggered it advanced snd_una.
     pub snd_una_advanced: bool,
 }
@@ -145,8 +148,8 @@ pub struct Reduction {
     pub kind: ReductionKind,
     pub from: CaState,
     pub snd_una: u32,
-    /// `high_seq` set by the previous reduction, if any.
-    pub prev_high_seq: Option<u32>,
+    /// `high_seq` set by the previous (not undone) reduction, and that reduction's kind.
+    pub prev: Option<(u32, ReductionKind)>,
     /// `icsk_retransmits` when `tcp_enter_loss` ran (0: an ACK advanced snd_una since the last RTO).
     pub icsk_retransmits: u8,
     /// The ACK marked a retransmission lost (FLAG_LOST_RETRANS), Loss → Recovery.
@@ -160,8 +163,11 @@ pub struct Events {
     pub reductions: Vec<Reduction>,
     /// PRR ran with `prior_cwnd == 0` (the kernel divides by it).
     pub prr_zero_prior_cwnd: bool,
-    /// `tcp_end_cwnd_reduction` ran when leaving Recovery: (cwnd, ssthresh) right after it.
-    pub recovery_end: Option<(u32, u32)>,
+    /// `tcp_end_cwnd_reduction` ran when leaving Recovery: (cwnd, ssthresh, undone) right after
+    /// it, `undone` meaning the episode's reduction was undone (undo_marker already 0).
+    pub recovery_end: Option<(u32, u32, bool)>,
+    /// The state left Recovery or Loss for Open/Disorder/CWR: (from, snd_una == high_seq).
+    pub left_recovery: Option<(CaState, bool)>,
     /// Retransmissions that left the host in this step (incl. a TLP probe).
     pub rtx_sent: u8,
     /// The non-SACK hold at `snd_una == high_seq` kept the state in this step.
@@ -173,11 +179,16 @@ pub struct Events {
 /// Ghost per-connection bookkeeping that is not kernel state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SenderGhost {
-    /// `high_seq` right after the last ssthresh reduction.
-    pub last_reduction_high_seq: Option<u32>,
+    /// `high_seq` right after the last ssthresh reduction that was not undone, and its kind.
+    pub last_reduction: Option<(u32, ReductionKind)>,
     /// The current Recovery episode (for I1'): snd_una at entry, whether any retransmission left
     /// the host since, whether it was undone.
     pub episode: Option<Episode>,
+    /// Bit k: a retransmission of segment k (regular or TLP) left the host since the current
+    /// undo episode began (`tcp_init_undo`).
+    pub rtx_mask: u32,
+    /// Bit k: a retransmission of segment k ever left the host (never reset).
+    pub ever_rtx_mask: u32,
     pub ev: Events,
 }
 

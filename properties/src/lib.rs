@@ -1,1 +1,233 @@
-//! placeholder
+//! `trc-properties`: the invariant catalogue. Each property has an id, a one-line statement,
+//! the kernel bugs it guards against, and a predicate over a model state (which carries ghost
+//! truth about the network and ghost observations of the step that produced it).
+//! docs/properties.md documents each one; every property has a test showing it can fail.
+
+use stateright::{Expectation, Property};
+use trc_model::model::{State, TcpModel};
+use trc_model::seq::before;
+use trc_model::state::{tag, CaState, ReductionKind, UndoKind, TCP_INFINITE_SSTHRESH};
+
+/// One catalogue entry.
+pub struct Spec {
+    /// Short id (`I1`, `I1p`, ...), used on the command line.
+    pub id: &'static str,
+    /// The stateright property name: `"<id>: <statement>"`.
+    pub name: &'static str,
+    /// One-line statement.
+    pub statement: &'static str,
+    /// The kernel commits whose bugs it catches.
+    pub guards: &'static str,
+    /// Holds in a state (evaluated on every reachable state).
+    pub holds: fn(&TcpModel, &State) -> bool,
+}
+
+impl Spec {
+    pub fn property(&self) -> Property<TcpModel> {
+        Property { expectation: Expectation::Always, name: self.name, condition: self.holds }
+    }
+}
+
+/// Segments `k` (indices) whose sequence number is at or above `marker`.
+fn at_or_above(m: &TcpModel, k: u32, marker: u32) -> bool {
+    !before(m.cfg.isn.wrapping_add(k), marker)
+}
+
+/// I1: no undo of a reduction while a retransmission of this episode repaired a real loss.
+fn i1(m: &TcpModel, s: &State) -> bool {
+    let g = &s.ghost;
+    s.sender.ghost.ev.undos.iter().all(|u| {
+        (0..32u32).all(|k| {
+            let bit = 1u32 << k;
+            let real_loss_retransmitted = g.orig_dropped & bit != 0 && u.rtx_mask & bit != 0 && at_or_above(m, k, u.marker);
+            // F-RTO's undo (RFC 5682 3b) judges the timeout, not the lost segment: it is only
+            // wrong once the retransmission has already repaired the loss.
+            let relevant = if u.kind == UndoKind::Frto { s.rcv.have & bit != 0 } else { true };
+            !(real_loss_retransmitted && relevant)
+        })
+    })
+}
+
+/// I1': a SACK fast recovery whose retransmissions never left the host (TSQ) and in which
+/// nothing was really lost ends with an undo.
+fn i1p(m: &TcpModel, s: &State) -> bool {
+    let snd = &s.sender;
+    let Some((_, _, undone)) = snd.ghost.ev.recovery_end else { return true };
+    let Some(ep) = snd.ghost.episode else { return true };
+    if !snd.sack_ok || ep.rtx_left_host || undone || ep.undone {
+        return true;
+    }
+    let from = ep.start_una.wrapping_sub(m.cfg.isn);
+    let to = ep.high_seq.wrapping_sub(m.cfg.isn);
+    // Applies only when no segment of the episode's window was ever retransmitted (all
+    // retransmissions were held in the host) and none was really lost.
+    let retransmitted = (from..to).any(|k| snd.ghost.ever_rtx_mask & (1 << k) != 0);
+    let real_loss = (from..to).any(|k| s.ghost.orig_dropped & (1 << k) != 0);
+    retransmitted || real_loss
+}
+
+/// I2: ssthresh is reduced at most once per window of data, with the kernel's documented
+/// exceptions: an RTO in Loss after an ACK advanced snd_una since the previous RTO (§8.1), a lost
+/// retransmission moving Loss to Recovery (row 18), and a TLP that repaired a loss (row 21).
+fn i2(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.reductions.iter().all(|r| {
+        let Some((prev_high_seq, prev_kind)) = r.prev else { return true };
+        !before(r.snd_una, prev_high_seq)
+            || (r.kind == ReductionKind::Loss && r.from == CaState::Loss && r.icsk_retransmits == 0)
+            || r.lost_retrans
+            || r.kind == ReductionKind::Tlp
+            || prev_kind == ReductionKind::Tlp
+    })
+}
+
+/// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.
+fn i3(_m: &TcpModel, s: &State) -> bool {
+    (s.sender.cwnd as i32) >= 1 && !s.sender.ghost.ev.prr_zero_prior_cwnd
+}
+
+/// I5: legal state: counters never wrap below zero, agree with the per-segment tags, Open has no
+/// retransmission in flight, no segment is both SACKed and lost.
+fn i5(m: &TcpModel, s: &State) -> bool {
+    let snd = &s.sender;
+    for c in [snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out] {
+        if (c as i32) < 0 {
+            return false;
+        }
+    }
+    if snd.packets_out != snd.snd_nxt.wrapping_sub(snd.snd_una) {
+        return false;
+    }
+    if snd.tcp_left_out() > snd.packets_out || snd.retrans_out > snd.packets_out {
+        return false;
+    }
+    if snd.ca_state == CaState::Open && snd.retrans_out != 0 {
+        return false;
+    }
+    let (mut sacked, mut lost, mut retrans) = (0, 0, 0);
+    for k in snd.rtx_queue(&m.cfg) {
+        let t = snd.segs[k as usize].tags;
+        if t & tag::S != 0 && t & tag::L != 0 {
+            return false;
+        }
+        sacked += (t & tag::S != 0) as u32;
+        lost += (t & tag::L != 0) as u32;
+        retrans += (t & tag::R != 0) as u32;
+    }
+    lost == snd.lost_out && retrans == snd.retrans_out && (!snd.sack_ok || sacked == snd.sacked_out)
+}
+
+/// I11: an undo restores exactly `max(cwnd, prior_cwnd)` and `max(ssthresh, prior_ssthresh)`
+/// when `prior_ssthresh != 0`, and changes neither otherwise (ECE seen, or entered from CWR).
+fn i11(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.undos.iter().all(|u| {
+        if u.prior_ssthresh != 0 {
+            u.cwnd_after == u.cwnd_before.max(u.prior_cwnd) && u.ssthresh_after == u.ssthresh_before.max(u.prior_ssthresh)
+        } else {
+            u.cwnd_after == u.cwnd_before && u.ssthresh_after == u.ssthresh_before
+        }
+    })
+}
+
+/// I13: leaving Recovery without an undo sets cwnd to ssthresh (end of PRR).
+fn i13(_m: &TcpModel, s: &State) -> bool {
+    match s.sender.ghost.ev.recovery_end {
+        Some((cwnd, ssthresh, false)) if ssthresh < TCP_INFINITE_SSTHRESH => cwnd == ssthresh,
+        _ => true,
+    }
+}
+
+/// I14: a non-SACK sender never leaves Recovery or Loss while `snd_una == high_seq` (RFC 6582).
+fn i14(_m: &TcpModel, s: &State) -> bool {
+    if s.sender.sack_ok {
+        return true;
+    }
+    !matches!(s.sender.ghost.ev.left_recovery, Some((_, true)))
+}
+
+/// The catalogue, in id order.
+pub fn catalogue() -> Vec<Spec> {
+    vec![
+        Spec {
+            id: "I1",
+            name: "I1: no undo after a real loss repaired by retransmission",
+            statement: "no cwnd/ssthresh undo while a segment retransmitted in this episode had its original really dropped",
+            guards: "e37ab7373696 (non-SACK, fixed by d0fa59897e04), 0ec986ed7bab (TLP DSACK), da34ac7626b5 (Loss undo on dupacks), 1236f22fbae1 (non-SACK F-RTO)",
+            holds: i1,
+        },
+        Spec {
+            id: "I1p",
+            name: "I1p: a provably spurious (TSQ-held) SACK recovery is undone",
+            statement: "a SACK fast recovery in which nothing was really lost and no retransmission left the host ends with an undo",
+            guards: "bc9f38c8328e (fixed by e37ab7373696)",
+            holds: i1p,
+        },
+        Spec {
+            id: "I2",
+            name: "I2: ssthresh is reduced at most once per window",
+            statement: "a second ssthresh reduction needs snd_una past the previous reduction's high_seq (or one of the kernel's documented exceptions)",
+            guards: "2014 'avoid multiple ssthresh reductions' (tcp_enter_loss guard)",
+            holds: i2,
+        },
+        Spec {
+            id: "I3",
+            name: "I3: cwnd >= 1 and PRR never divides by zero",
+            statement: "cwnd is at least 1 after every event and PRR never runs with prior_cwnd == 0",
+            guards: "3759824da87b (fixed by 8b8a321ff72c)",
+            holds: i3,
+        },
+        Spec {
+            id: "I5",
+            name: "I5: legal sender state",
+            statement: "counters never wrap, match the segment tags, left_out <= packets_out, Open has retrans_out == 0, no L|S tag",
+            guards: "dad8cea7add9 (Open with retrans_out != 0), 4f884f396276 (undo_retrans accounting)",
+            holds: i5,
+        },
+        Spec {
+            id: "I11",
+            name: "I11: undo restores exactly the prior values",
+            statement: "undo sets cwnd = max(cwnd, prior_cwnd), ssthresh = max(ssthresh, prior_ssthresh) if prior_ssthresh != 0, else changes neither",
+            guards: "generic undo (4.15 consolidation), ECN rule of tcp_fastretrans_alert step A",
+            holds: i11,
+        },
+        Spec {
+            id: "I13",
+            name: "I13: recovery exit without undo leaves cwnd == ssthresh",
+            statement: "tcp_end_cwnd_reduction at the end of a Recovery that was not undone sets cwnd = ssthresh",
+            guards: "3759824da87b family (PRR end)",
+            holds: i13,
+        },
+        Spec {
+            id: "I14",
+            name: "I14: non-SACK holds Recovery/Loss at snd_una == high_seq",
+            statement: "a non-SACK sender does not leave Recovery or Loss on an ACK that makes snd_una == high_seq",
+            guards: "RFC 6582 hold (tcp_is_non_sack_preventing_reopen, 686dc2db2a0f)",
+            holds: i14,
+        },
+    ]
+}
+
+/// The specs whose ids are listed (all if `ids` is empty). Unknown ids are an error.
+pub fn select(ids: &[String]) -> Result<Vec<Spec>, String> {
+    let all = catalogue();
+    if ids.is_empty() {
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for id in ids {
+        match catalogue().into_iter().find(|s| s.id.eq_ignore_ascii_case(id)) {
+            Some(s) => out.push(s),
+            None => {
+                return Err(format!(
+                    "unknown property `{id}` (known: {})",
+                    all.iter().map(|s| s.id).collect::<Vec<_>>().join(", ")
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The stateright properties for a list of specs.
+pub fn properties(specs: &[Spec]) -> Vec<Property<TcpModel>> {
+    specs.iter().map(Spec::property).collect()
+}

@@ -56,6 +56,9 @@ impl Sender {
             EnterLossGuard::SndUnaEqHighSeq => self.snd_una == self.high_seq,
             EnterLossGuard::SndUnaGeHighSeq => !after(self.high_seq, self.snd_una),
         };
+        if cx.prof.has(crate::profile::Mutant::EnterLossAlwaysReduce) {
+            return true;
+        }
         self.ca_state <= CaState::Disorder || window_done || (self.ca_state == CaState::Loss && self.icsk_retransmits == 0)
     }
 
@@ -77,8 +80,8 @@ impl Sender {
         }
         self.tcp_set_ca_state(CaState::Loss);
         self.high_seq = self.snd_nxt;
-        if !self.ghost.ev.reductions.is_empty() {
-            self.ghost.last_reduction_high_seq = Some(self.high_seq);
+        if self.ghost.ev.reductions.last().map_or(false, |r| r.kind == ReductionKind::Loss) {
+            self.ghost.last_reduction = Some((self.high_seq, ReductionKind::Loss));
         }
         self.tlp_high_seq = 0;
         if cx.cfg.ecn {

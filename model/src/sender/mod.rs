@@ -214,6 +214,9 @@ impl Sender {
 
     /// `tcp_set_ca_state()`: congestion control's `set_state` first, then the store.
     pub fn tcp_set_ca_state(&mut self, new: CaState) {
+        if matches!(self.ca_state, CaState::Recovery | CaState::Loss) && new <= CaState::Cwr {
+            self.ghost.ev.left_recovery = Some((self.ca_state, self.snd_una == self.high_seq));
+        }
         self.cc.set_state(new);
         self.ca_state = new;
     }
@@ -237,7 +240,7 @@ impl Sender {
             kind,
             from: self.ca_state,
             snd_una: self.snd_una,
-            prev_high_seq: self.ghost.last_reduction_high_seq,
+            prev: self.ghost.last_reduction,
             icsk_retransmits: self.icsk_retransmits,
             lost_retrans,
         });

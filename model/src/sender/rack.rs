@@ -97,11 +97,13 @@ impl Sender {
     /// `tcp_rack_reo_timeout()`: the REO timer fired.
     pub fn tcp_rack_reo_timeout(&mut self, cx: &mut Cx) {
         let prior_inflight = self.tcp_packets_in_flight();
+        let prior_retrans = self.retrans_out;
         let lost_before = cx.lost;
         self.tcp_rack_detect_loss(cx);
         if prior_inflight != self.tcp_packets_in_flight() {
             if self.ca_state != CaState::Recovery {
-                self.tcp_enter_recovery(cx, false);
+                let lost_retrans = self.ca_state == CaState::Loss && self.retrans_out < prior_retrans;
+                self.tcp_enter_recovery_from(cx, false, lost_retrans);
                 let newly_lost = cx.lost - lost_before;
                 self.tcp_cwnd_reduction(cx, 1, newly_lost, 0);
             }

@@ -44,8 +44,9 @@ impl Sender {
                     if self.tcp_try_undo_recovery(cx, fl) {
                         return;
                     }
+                    let undone = self.undo_marker == 0;
                     self.tcp_end_cwnd_reduction(cx);
-                    self.ghost.ev.recovery_end = Some((self.cwnd, self.ssthresh));
+                    self.ghost.ev.recovery_end = Some((self.cwnd, self.ssthresh, undone));
                 }
                 _ => {}
             }
@@ -122,6 +123,7 @@ impl Sender {
 
     /// `tcp_init_undo()` (0ec986ed7bab counts an in-flight TLP retransmission).
     pub fn tcp_init_undo(&mut self, cx: &Cx) {
+        self.ghost.rtx_mask = 0;
         self.undo_marker = self.snd_una;
         self.undo_retrans = self.retrans_out as i32;
         if cx.prof.init_undo_tlp == InitUndoTlp::Count && self.tlp_high_seq != 0 && self.tlp_retrans {
@@ -141,7 +143,7 @@ impl Sender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.ssthresh = self.ca_ssthresh(kind, lost_retrans);
-        self.ghost.last_reduction_high_seq = Some(self.high_seq);
+        self.ghost.last_reduction = Some((self.high_seq, kind));
         if cx.cfg.ecn {
             self.ecn_queue_cwr = true;
         }
@@ -264,6 +266,8 @@ impl Sender {
                 self.ssthresh = self.prior_ssthresh;
                 self.ecn_queue_cwr = false;
             }
+            // Ghost: the reduction is withdrawn, it no longer counts for I2.
+            self.ghost.last_reduction = None;
         }
         self.undo_marker = 0;
         self.rack.advanced = true;
@@ -280,6 +284,7 @@ impl Sender {
             prior_ssthresh: self.prior_ssthresh,
             cwnd_after: self.cwnd,
             ssthresh_after: self.ssthresh,
+            rtx_mask: self.ghost.rtx_mask,
             snd_una_advanced: fl & flag::SND_UNA_ADVANCED != 0,
         });
     }

@@ -81,6 +81,8 @@ impl Sender {
                     self.total_retrans += 1;
                     cx.out.push(Tx { seg: last, rtx: true });
                     self.ghost.ev.rtx_sent += 1;
+                    self.ghost.rtx_mask |= 1 << last;
+                    self.ghost.ever_rtx_mask |= 1 << last;
                     self.tlp_retrans = true;
                     sent = true;
                 }
@@ -183,6 +185,8 @@ impl Sender {
         }
         cx.out.push(Tx { seg: i, rtx: true });
         self.ghost.ev.rtx_sent += 1;
+        self.ghost.rtx_mask |= 1 << i;
+        self.ghost.ever_rtx_mask |= 1 << i;
         if let Some(ep) = self.ghost.episode.as_mut() {
             ep.rtx_left_host = true;
         }

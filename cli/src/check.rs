@@ -1,0 +1,238 @@
+//! `trc check` and `trc matrix`.
+
+use crate::output;
+use crate::BoundArgs;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use trc_engine::{check, Options, Progress, Report, Verdict};
+use trc_model::model::{Action, TcpModel};
+use trc_model::profile::parse_profile_file;
+use trc_model::{Config, Profile};
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Profile: a built-in name (see `trc profiles`) or a TOML file (base profile + overrides).
+    #[arg(long, default_value = "linux-6.18")]
+    pub profile: String,
+    /// Check only these properties (ids, e.g. I1 I2); default all.
+    #[arg(long = "property", value_name = "ID")]
+    pub properties: Vec<String>,
+    #[command(flatten)]
+    pub bounds: BoundArgs,
+    /// Worker threads (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Stop at the end of the BFS level where the first violation is found.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Stop cleanly (with partial statistics) when the explored states would need more memory.
+    #[arg(long, value_name = "MiB")]
+    pub max_memory: Option<u64>,
+    /// Explore at most this many events deep (bounded depth).
+    #[arg(long)]
+    pub max_depth: Option<usize>,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Baseline of accepted findings (violations reported but not failing).
+    #[arg(long, value_name = "FILE", default_value = "baseline.toml")]
+    pub baseline: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct MatrixArgs {
+    /// Profiles to include (default: all built-in).
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
+    #[command(flatten)]
+    pub bounds: BoundArgs,
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Print the matrix as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A baseline entry: a violation on a profile that was confirmed as real kernel behaviour (see
+/// docs/findings.md) and is reported without failing the check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accepted {
+    pub property: String,
+    pub profile: String,
+    /// Restricted to SACK (`true`) or non-SACK (`false`) connections; both if absent.
+    pub sack: Option<bool>,
+    pub reason: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    #[serde(default)]
+    pub accepted: Vec<Accepted>,
+}
+
+fn load_baseline(p: &Path) -> Result<Baseline, String> {
+    if !p.exists() {
+        return Ok(Baseline::default());
+    }
+    let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    toml::from_str(&src).map_err(|e| {
+        let line = e.span().map(|s| src[..s.start].lines().count().max(1)).unwrap_or(1);
+        format!("{}:{line}: {}", p.display(), e.message())
+    })
+}
+
+/// Resolves `--profile`: a built-in name, else a file.
+pub fn load_profile(arg: &str) -> Result<Profile, String> {
+    if let Some(p) = Profile::by_name(arg) {
+        return Ok(p);
+    }
+    let path = Path::new(arg);
+    if !path.exists() {
+        return Err(format!(
+            "unknown profile `{arg}`: not a built-in profile ({}) and no such file",
+            Profile::builtin().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{arg}: {e}"))?;
+    parse_profile_file(&src, arg).map_err(|e| e.to_string())
+}
+
+/// One exploration: model + engine + the catalogue's properties.
+pub fn explore(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>) -> Result<(TcpModel, Report<Action>), String> {
+    let specs = trc_properties::select(ids)?;
+    let model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    let report = check(&model, opts, progress);
+    Ok((model, report))
+}
+
+fn progress_bar() -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
+    pb.enable_steady_tick(Duration::from_millis(120));
+    Some(pb)
+}
+
+pub fn run_check(a: CheckArgs) -> i32 {
+    let cfg = match a.bounds.config() {
+        Ok(c) => c,
+        Err(e) => return output::usage_error(&e),
+    };
+    let profile = match load_profile(&a.profile) {
+        Ok(p) => p,
+        Err(e) => return output::usage_error(&e),
+    };
+    let baseline = match load_baseline(&a.baseline) {
+        Ok(b) => b,
+        Err(e) => return output::usage_error(&e),
+    };
+    let opts = Options {
+        threads: a.threads,
+        max_depth: a.max_depth,
+        fail_fast: a.fail_fast,
+        max_memory_bytes: a.max_memory.map(|m| m * 1024 * 1024),
+        ..Options::default()
+    };
+    let pb = progress_bar();
+    let cb = |p: &Progress| {
+        if let Some(pb) = &pb {
+            pb.set_message(format!("depth {} · {} states · {} in frontier", p.depth, p.unique_states, p.frontier));
+        }
+    };
+    let (model, report) = match explore(&cfg, &profile, &a.properties, &opts, Some(&cb)) {
+        Ok(x) => x,
+        Err(e) => return output::usage_error(&e),
+    };
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let results = output::results(&model, &report, &baseline.accepted);
+    if a.json {
+        output::print_json(&model, &report, &results);
+    } else {
+        output::print_summary(&model, &report, &results);
+    }
+    let failing = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
+    if failing {
+        1
+    } else {
+        0
+    }
+}
+
+pub fn run_matrix(a: MatrixArgs) -> i32 {
+    let cfg = match a.bounds.config() {
+        Ok(c) => c,
+        Err(e) => return output::usage_error(&e),
+    };
+    let profiles: Vec<Profile> = if a.profiles.is_empty() {
+        Profile::builtin()
+    } else {
+        let mut v = Vec::new();
+        for n in &a.profiles {
+            match load_profile(n) {
+                Ok(p) => v.push(p),
+                Err(e) => return output::usage_error(&e),
+            }
+        }
+        v
+    };
+    let opts = Options { threads: a.threads, ..Options::default() };
+    let specs = trc_properties::catalogue();
+    let mut rows = Vec::new();
+    let mut total_states = 0u64;
+    let mut total_secs = 0f64;
+    for p in &profiles {
+        let (model, report) = explore(&cfg, p, &[], &opts, None).expect("catalogue ids are valid");
+        total_states += report.unique_states;
+        total_secs += report.elapsed.as_secs_f64();
+        let cells: Vec<Option<usize>> = report
+            .properties
+            .iter()
+            .map(|pr| if pr.verdict == Verdict::Violated { pr.path.as_ref().map(|x| x.actions.len()) } else { None })
+            .collect();
+        let _ = model;
+        rows.push((p.name.clone(), report.unique_states, report.elapsed.as_secs_f64(), cells));
+    }
+    if a.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(name, states, secs, cells)| {
+                let props: serde_json::Map<String, serde_json::Value> = specs
+                    .iter()
+                    .zip(cells)
+                    .map(|(s, c)| (s.id.to_string(), match c { Some(n) => serde_json::json!({"violated": true, "steps": n}), None => serde_json::json!({"violated": false}) }))
+                    .collect();
+                serde_json::json!({"profile": name, "states": states, "seconds": secs, "properties": props})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        return 0;
+    }
+    print!("{:<20}", "profile");
+    for s in &specs {
+        print!(" {:>6}", s.id);
+    }
+    println!(" {:>10} {:>8}", "states", "seconds");
+    for (name, states, secs, cells) in &rows {
+        print!("{:<20}", name);
+        for c in cells {
+            match c {
+                Some(n) => print!(" {:>6}", format!("✗{n}")),
+                None => print!(" {:>6}", "ok"),
+            }
+        }
+        println!(" {:>10} {:>8.2}", states, secs);
+    }
+    println!("\n✗N: violated, shortest counterexample N events; ok: holds within the bounds.");
+    println!("total: {} states in {:.2} s ({:.0} states/s)", total_states, total_secs, total_states as f64 / total_secs.max(1e-9));
+    0
+}

@@ -1,0 +1,187 @@
+//! Human and JSON output of a check.
+
+use crate::check::Accepted;
+use serde::Serialize;
+use trc_engine::{replay, Report, Verdict};
+use trc_model::model::{Action, State, TcpModel};
+
+pub fn usage_error(msg: &str) -> i32 {
+    eprintln!("trc: error: {msg}");
+    2
+}
+
+/// A property's outcome, with the baseline entry that accepts it, if any.
+#[derive(Serialize)]
+pub struct PropResult {
+    pub id: String,
+    pub name: String,
+    pub verdict: Verdict,
+    pub accepted: Option<String>,
+    pub counterexample: Option<Vec<Step>>,
+}
+
+/// One step of a counterexample in kernel terms.
+#[derive(Serialize)]
+pub struct Step {
+    pub event: String,
+    pub sack: bool,
+    pub time_ms: u32,
+    pub ca_state: String,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub high_seq: u32,
+    pub retrans_stamp: u32,
+    pub undo_marker: u32,
+    pub undo_retrans: i32,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    pub notes: Vec<String>,
+}
+
+fn notes(s: &State) -> Vec<String> {
+    let ev = &s.sender.ghost.ev;
+    let mut n = Vec::new();
+    for u in &ev.undos {
+        n.push(format!("undo {:?}: cwnd {}→{}, ssthresh {}→{} (prior_cwnd {}, prior_ssthresh {})", u.kind, u.cwnd_before, u.cwnd_after, u.ssthresh_before, u.ssthresh_after, u.prior_cwnd, u.prior_ssthresh));
+    }
+    for r in &ev.reductions {
+        n.push(format!("ssthresh reduction ({:?} from {:?})", r.kind, r.from));
+    }
+    if ev.nonsack_hold {
+        n.push("non-SACK hold at snd_una == high_seq".into());
+    }
+    if ev.prr_zero_prior_cwnd {
+        n.push("PRR with prior_cwnd == 0".into());
+    }
+    n
+}
+
+fn step(event: String, s: &State) -> Step {
+    let x = &s.sender;
+    Step {
+        event,
+        sack: x.sack_ok,
+        time_ms: s.now,
+        ca_state: format!("{:?}", x.ca_state),
+        cwnd: x.cwnd,
+        ssthresh: x.ssthresh,
+        snd_una: x.snd_una,
+        snd_nxt: x.snd_nxt,
+        high_seq: x.high_seq,
+        retrans_stamp: x.retrans_stamp,
+        undo_marker: x.undo_marker,
+        undo_retrans: x.undo_retrans,
+        packets_out: x.packets_out,
+        sacked_out: x.sacked_out,
+        lost_out: x.lost_out,
+        retrans_out: x.retrans_out,
+        notes: notes(s),
+    }
+}
+
+/// Describes an action with the packet it refers to (seq and whether it is a retransmission).
+pub fn describe(prev: &State, a: &Action) -> String {
+    let pk = |i: u8| {
+        let p = prev.flight[i as usize];
+        format!("seg {} ({}, sent at {} ms)", p.seg as u32 + 1, if p.rtx { "retransmission" } else { "original" }, p.sent)
+    };
+    match a {
+        Action::Deliver { pkt } => format!("deliver {} → ACK", pk(*pkt)),
+        Action::DeliverEce { pkt } => format!("deliver {} → ACK with ECE", pk(*pkt)),
+        Action::DeliverAckLost { pkt } => format!("deliver {} → its ACK is lost", pk(*pkt)),
+        Action::Drop { pkt } => format!("network drops {}", pk(*pkt)),
+        other => other.to_string(),
+    }
+}
+
+pub fn counterexample(model: &TcpModel, path: &trc_engine::Path<Action>) -> Vec<Step> {
+    let states = replay(model, path);
+    let mut out = Vec::new();
+    let mut prev: Option<&State> = None;
+    for (a, s) in &states {
+        let ev = match (a, prev) {
+            (Some(a), Some(p)) => describe(p, a),
+            _ => format!("initial state ({}), first flight sent", if s.sender.sack_ok { "SACK" } else { "no SACK" }),
+        };
+        out.push(step(ev, s));
+        prev = Some(s);
+    }
+    out
+}
+
+pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted]) -> Vec<PropResult> {
+    report
+        .properties
+        .iter()
+        .map(|p| {
+            let id = p.name.split(':').next().unwrap_or(p.name).to_string();
+            let ce = p.path.as_ref().map(|path| counterexample(model, path));
+            let sack = ce.as_ref().and_then(|c| c.first()).map(|s| s.sack);
+            let accepted = if p.verdict == Verdict::Violated {
+                baseline
+                    .iter()
+                    .find(|b| b.property == id && b.profile == model.profile.name && (b.sack.is_none() || b.sack == sack))
+                    .map(|b| b.reason.clone())
+            } else {
+                None
+            };
+            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, counterexample: ce }
+        })
+        .collect()
+}
+
+pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
+    let secs = report.elapsed.as_secs_f64();
+    println!("trc check: profile {} ({})", model.profile.name, model.profile.description);
+    println!(
+        "explored {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s){}",
+        report.unique_states,
+        report.transitions,
+        report.max_depth,
+        secs,
+        report.unique_states as f64 / secs.max(1e-9),
+        if report.complete { String::new() } else { format!(" — stopped early: {:?}", report.stop_reason) }
+    );
+    for r in results {
+        let v = match (r.verdict, &r.accepted) {
+            (Verdict::Violated, Some(_)) => "VIOLATED (accepted finding, baseline)",
+            (Verdict::Violated, None) => "VIOLATED",
+            (Verdict::Holds, _) => "holds",
+            _ => "not checked",
+        };
+        println!("  {:<70} {}", r.name, v);
+    }
+    for r in results {
+        let Some(ce) = &r.counterexample else { continue };
+        println!("\n{} — shortest counterexample ({} events){}:", r.name, ce.len() - 1, r.accepted.as_ref().map(|a| format!(" [accepted: {a}]")).unwrap_or_default());
+        for (i, s) in ce.iter().enumerate() {
+            println!("  {:>2}. t={:>5}ms {}", i, s.time_ms, s.event);
+            println!(
+                "      {:<9} cwnd {:>3} ssthresh {:>10} snd_una {:>3} snd_nxt {:>3} high_seq {:>3} retrans_stamp {:>5} undo_marker {:>3} undo_retrans {:>2} out/sacked/lost/retrans {}/{}/{}/{}",
+                s.ca_state, s.cwnd, s.ssthresh, s.snd_una, s.snd_nxt, s.high_seq, s.retrans_stamp, s.undo_marker, s.undo_retrans, s.packets_out, s.sacked_out, s.lost_out, s.retrans_out
+            );
+            for n in &s.notes {
+                println!("      → {n}");
+            }
+        }
+    }
+}
+
+pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
+    let v = serde_json::json!({
+        "profile": model.profile,
+        "config": model.cfg,
+        "unique_states": report.unique_states,
+        "transitions": report.transitions,
+        "max_depth": report.max_depth,
+        "seconds": report.elapsed.as_secs_f64(),
+        "complete": report.complete,
+        "stop_reason": format!("{:?}", report.stop_reason),
+        "properties": results,
+    });
+    println!("{}", serde_json::to_string_pretty(&v).unwrap());
+}

@@ -1,0 +1,126 @@
+//! The known-bug matrix: each historical bug is rediscovered on the profiles that had it and on
+//! none that had the fix; every property is shown to be able to fail (profile or mutant).
+
+use trc_engine::{check, replay, Options, Verdict};
+use trc_model::config::SackMode;
+use trc_model::model::TcpModel;
+use trc_model::profile::{Mutant, Profile};
+use trc_model::Config;
+
+fn cfg(sack: SackMode, ts: bool) -> Config {
+    Config { sack, timestamps: ts, ..Config::default() }
+}
+
+/// Verdict of property `id` for `profile` under `cfg`; also checks that the counterexample
+/// replays to a violating state.
+fn violated(cfg: &Config, profile: Profile, id: &str, threads: usize) -> Option<usize> {
+    let specs = trc_properties::select(&[id.to_string()]).unwrap();
+    let model = TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
+    let report = check(&model, &Options { threads, fail_fast: true, ..Options::default() }, None);
+    let p = &report.properties[0];
+    match p.verdict {
+        Verdict::Violated => {
+            let path = p.path.as_ref().unwrap();
+            let states = replay(&model, path);
+            assert!(!(specs[0].holds)(&model, &states.last().unwrap().1), "counterexample must replay to a violation");
+            Some(path.actions.len())
+        }
+        Verdict::Holds => None,
+        v => panic!("unexpected verdict {v:?}"),
+    }
+}
+
+fn mutant(m: Mutant) -> Profile {
+    let mut p = Profile::linux_6_18();
+    p.name = format!("mutant-{m:?}");
+    p.mutants = vec![m];
+    p
+}
+
+#[test]
+fn e37ab7_non_sack_spurious_undo_i1() {
+    let c = cfg(SackMode::NoSack, true);
+    assert!(violated(&c, Profile::linux_6_15(), "I1", 2).is_some(), "6.15 (e37ab7 without d0fa59) undoes a real non-SACK recovery");
+    assert!(violated(&c, Profile::linux_5_1(), "I1", 2).is_some(), "the pre-2019 packet_delayed had the same bug");
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I1", 2), None, "d0fa59897e04 fixed it");
+    assert_eq!(violated(&c, Profile::linux_6_6(), "I1", 2), None, "bc9f38 never treats a zero stamp as delayed");
+}
+
+#[test]
+fn bc9f38_tsq_held_recovery_not_undone_i1p() {
+    let c = cfg(SackMode::Sack, true);
+    assert!(violated(&c, Profile::linux_6_6(), "I1p", 2).is_some());
+    for p in [Profile::linux_6_18(), Profile::linux_6_15(), Profile::linux_5_1()] {
+        assert_eq!(violated(&c, p.clone(), "I1p", 2), None, "{} has e37ab7's (or the pre-2019) zero-stamp rule", p.name);
+    }
+}
+
+#[test]
+fn da34ac_loss_undo_on_dupack_i1() {
+    let c = cfg(SackMode::NoSack, true);
+    assert!(violated(&c, Profile::pre_da34ac(), "I1", 2).is_some());
+    assert!(violated(&c, Profile::linux_3_14(), "I1", 2).is_some());
+}
+
+#[test]
+fn f1236f22_non_sack_frto_bogus_undo_i1() {
+    let c = cfg(SackMode::NoSack, true);
+    assert!(violated(&c, Profile::pre_1236f22(), "I1", 2).is_some());
+}
+
+#[test]
+fn f686dc2_non_sack_hold_in_loss_i14() {
+    let c = cfg(SackMode::NoSack, true);
+    assert!(violated(&c, Profile::linux_5_1(), "I14", 2).is_some());
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I14", 2), None);
+    assert_eq!(violated(&c, Profile::linux_6_6(), "I14", 2), None);
+}
+
+#[test]
+fn linux_6_18_default_bounds() {
+    // Non-SACK: every property holds. SACK: only the accepted I1 findings (docs/findings.md).
+    let c = cfg(SackMode::NoSack, true);
+    for s in trc_properties::catalogue() {
+        assert_eq!(violated(&c, Profile::linux_6_18(), s.id, 2), None, "{}", s.id);
+    }
+    let c = cfg(SackMode::Sack, true);
+    for s in trc_properties::catalogue() {
+        let v = violated(&c, Profile::linux_6_18(), s.id, 2);
+        if s.id == "I1" {
+            assert!(v.is_some(), "the Eifel-undo finding is expected (baseline.toml)");
+        } else {
+            assert_eq!(v, None, "{}", s.id);
+        }
+    }
+}
+
+#[test]
+fn every_property_can_fail() {
+    let small = Config { segments: 4, initcwnd: 4, ..cfg(SackMode::Both, true) };
+    let cases = [
+        ("I2", Mutant::EnterLossAlwaysReduce),
+        ("I5", Mutant::LeakRetransOut),
+        ("I11", Mutant::UndoCwndPriorOnly),
+        ("I13", Mutant::EndCwndNoSnap),
+        ("I14", Mutant::NoNonSackHold),
+    ];
+    for (id, m) in cases {
+        assert!(violated(&small, mutant(m), id, 2).is_some(), "{id} must fail under {m:?}");
+        assert_eq!(violated(&small, Profile::linux_6_18(), id, 2), None, "{id} holds on 6.18");
+    }
+    // I1, I1p, I14 fail on historical profiles (tests above); I3 on the pre-8b8a321ff72c PRR (model/tests).
+}
+
+#[test]
+fn same_counterexample_whatever_the_thread_count() {
+    let c = cfg(SackMode::Both, true);
+    let specs = trc_properties::catalogue();
+    let model = TcpModel::new(c, Profile::linux_6_15()).with_properties(trc_properties::properties(&specs));
+    let r1 = check(&model, &Options { threads: 1, ..Options::default() }, None);
+    let r2 = check(&model, &Options { threads: 2, ..Options::default() }, None);
+    assert_eq!(r1.unique_states, r2.unique_states);
+    for (a, b) in r1.properties.iter().zip(&r2.properties) {
+        assert_eq!(a.verdict, b.verdict);
+        assert_eq!(a.path, b.path, "{}", a.name);
+    }
+}

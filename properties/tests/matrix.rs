@@ -124,3 +124,30 @@ fn same_counterexample_whatever_the_thread_count() {
         assert_eq!(a.path, b.path, "{}", a.name);
     }
 }
+
+/// I3 can fail: the pre-8b8a321ff72c PRR runs on an ACK that delivered nothing and, with nothing
+/// in flight, sets cwnd to 0 (the 4.4-era bug); the fixed PRR keeps cwnd.
+#[test]
+fn i3_fails_on_pre_8b8a321_prr() {
+    use trc_model::sender::Cx;
+    use trc_model::state::CaState;
+    let c = Config { segments: 4, initcwnd: 4, ..Config::default() };
+    for (p, expect_fail) in [(Profile::pre_8b8a321(), true), (Profile::linux_6_18(), false)] {
+        let model = TcpModel::new(c.clone(), p.clone());
+        let mut s = model.initial(true);
+        // Recovery with everything marked lost and nothing in flight.
+        let snd = &mut s.sender;
+        snd.ca_state = CaState::Recovery;
+        snd.ssthresh = 2;
+        snd.prior_cwnd = 4;
+        snd.lost_out = snd.packets_out;
+        for seg in snd.segs.iter_mut().take(4) {
+            seg.tags |= trc_model::state::tag::L;
+        }
+        snd.prr_out = 1;
+        let cx = Cx::new(&model.cfg, &model.profile, 100, false);
+        snd.tcp_cwnd_reduction(&cx, 0, 0, 0);
+        let i3 = trc_properties::select(&["I3".into()]).unwrap();
+        assert_eq!(!(i3[0].holds)(&model, &s), expect_fail, "{}: cwnd {}", p.name, s.sender.cwnd);
+    }
+}

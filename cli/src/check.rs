@@ -81,10 +81,7 @@ fn load_baseline(p: &Path) -> Result<Baseline, String> {
         return Ok(Baseline::default());
     }
     let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    toml::from_str(&src).map_err(|e| {
-        let line = e.span().map(|s| src[..s.start].lines().count().max(1)).unwrap_or(1);
-        format!("{}:{line}: {}", p.display(), e.message())
-    })
+    toml::from_str(&src).map_err(|e| crate::toml_error(p, &src, &e))
 }
 
 /// Resolves `--profile`: a built-in name, else a file.

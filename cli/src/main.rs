@@ -108,10 +108,7 @@ impl BoundArgs {
         let mut c = match &self.config {
             Some(p) => {
                 let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                toml::from_str::<Config>(&src).map_err(|e| {
-                    let line = e.span().map(|s| src[..s.start].lines().count().max(1)).unwrap_or(1);
-                    format!("{}:{line}: {}", p.display(), e.message())
-                })?
+                toml::from_str::<Config>(&src).map_err(|e| toml_error(p, &src, &e))?
             }
             None => Config::default(),
         };
@@ -158,6 +155,12 @@ impl BoundArgs {
         c.validate().map_err(|e| format!("impossible bounds: {e}"))?;
         Ok(c)
     }
+}
+
+/// `file:line: message` for a TOML error (line of the error's span start, 1-based).
+pub fn toml_error(file: &std::path::Path, src: &str, e: &toml::de::Error) -> String {
+    let line = e.span().map(|s| src[..s.start.min(src.len())].matches('\n').count() + 1).unwrap_or(1);
+    format!("{}:{line}: {}", file.display(), e.message().trim())
 }
 
 fn main() {

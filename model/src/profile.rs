@@ -131,8 +131,8 @@ pub enum Mutant {
     NoNonSackHold,
     /// `tcp_enter_loss` cuts ssthresh on every RTO (no "once per window" guard).
     EnterLossAlwaysReduce,
-    /// `tcp_set_ca_state(Open)` leaves `retrans_out` unchecked and the retransmit counter is not
-    /// decremented when a retransmitted segment is SACKed (breaks counter consistency).
+    /// `tcp_sacktag_one` forgets `retrans_out -= 1` when it SACKs a lost retransmitted segment
+    /// (breaks counter consistency).
     LeakRetransOut,
 }
 

@@ -125,8 +125,6 @@ pub struct UndoEvent {
     /// Ghost: bit k set if a retransmission of segment k had left the host since the episode
     /// began (`tcp_init_undo`) and before this undo.
     pub rtx_mask: u32,
-    /// Whether the ACK that triggered it advanced snd_una.
-    pub snd_una_advanced: bool,
 }
 
 /// What triggered an ssthresh reduction.
@@ -168,12 +166,8 @@ pub struct Events {
     pub recovery_end: Option<(u32, u32, bool)>,
     /// The state left Recovery or Loss for Open/Disorder/CWR: (from, snd_una == high_seq).
     pub left_recovery: Option<(CaState, bool)>,
-    /// Retransmissions that left the host in this step (incl. a TLP probe).
-    pub rtx_sent: u8,
     /// The non-SACK hold at `snd_una == high_seq` kept the state in this step.
     pub nonsack_hold: bool,
-    /// An RTO fired in this step.
-    pub rto: bool,
 }
 
 /// Ghost per-connection bookkeeping that is not kernel state.
@@ -181,8 +175,7 @@ pub struct Events {
 pub struct SenderGhost {
     /// `high_seq` right after the last ssthresh reduction that was not undone, and its kind.
     pub last_reduction: Option<(u32, ReductionKind)>,
-    /// The current Recovery episode (for I1'): snd_una at entry, whether any retransmission left
-    /// the host since, whether it was undone.
+    /// The current Recovery episode (for I1'): snd_una at entry, whether it was undone.
     pub episode: Option<Episode>,
     /// Bit k: a retransmission of segment k (regular or TLP) left the host since the current
     /// undo episode began (`tcp_init_undo`).
@@ -195,9 +188,9 @@ pub struct SenderGhost {
 /// A fast-recovery episode, from `tcp_enter_recovery` (from a non-Recovery state) to its end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Episode {
+    /// `snd_una` when the episode began.
     pub start_una: u32,
-    pub high_seq: u32,
-    pub rtx_left_host: bool,
+    /// Whether one of its undo entry points ran.
     pub undone: bool,
 }
 

@@ -54,15 +54,14 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
     let snd = &s.sender;
     let Some((_, _, undone)) = snd.ghost.ev.recovery_end else { return true };
     let Some(ep) = snd.ghost.episode else { return true };
-    if !snd.sack_ok || ep.rtx_left_host || undone || ep.undone {
+    if !snd.sack_ok || undone || ep.undone {
         return true;
     }
-    let from = ep.start_una.wrapping_sub(m.cfg.isn);
-    let to = ep.high_seq.wrapping_sub(m.cfg.isn);
-    // Applies only when no segment of the episode's window was ever retransmitted (all
+    // Applies only when no segment at or above the episode's start was ever retransmitted (all
     // retransmissions were held in the host) and none was really lost.
-    let retransmitted = (from..to).any(|k| snd.ghost.ever_rtx_mask & (1 << k) != 0);
-    let real_loss = (from..to).any(|k| s.ghost.orig_dropped & (1 << k) != 0);
+    let from = ep.start_una.wrapping_sub(m.cfg.isn);
+    let retransmitted = snd.ghost.ever_rtx_mask >> from != 0;
+    let real_loss = s.ghost.orig_dropped >> from != 0;
     retransmitted || real_loss
 }
 

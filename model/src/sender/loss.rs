@@ -14,7 +14,6 @@ impl Sender {
         if self.packets_out == 0 {
             return;
         }
-        self.ghost.ev.rto = true;
         self.tcp_enter_loss(cx);
         self.icsk_retransmits = self.icsk_retransmits.saturating_add(1);
         let head = self.rtx_queue(cx.cfg).start;
@@ -97,12 +96,12 @@ impl Sender {
             LossUndoAcks::SndUnaAdvanced => fl & flag::SND_UNA_ADVANCED != 0,
             LossUndoAcks::AnyAck => true,
         };
-        if undo_trigger && self.tcp_try_undo_loss(cx, false, fl) {
+        if undo_trigger && self.tcp_try_undo_loss(cx, false) {
             return;
         }
         if self.frto {
             // Step 3.b: never-retransmitted data (S)ACKed: the RTO was spurious.
-            if fl & flag::ORIG_SACK_ACKED != 0 && self.tcp_try_undo_loss(cx, true, fl) {
+            if fl & flag::ORIG_SACK_ACKED != 0 && self.tcp_try_undo_loss(cx, true) {
                 return;
             }
             if after(self.snd_nxt, self.high_seq) {
@@ -126,7 +125,7 @@ impl Sender {
             }
         }
         if recovered {
-            self.tcp_try_undo_recovery(cx, fl);
+            self.tcp_try_undo_recovery(cx);
             return;
         }
         if !self.sack_ok {

@@ -79,7 +79,8 @@ impl Sender {
     }
 
     /// `tcp_rack_mark_lost()`: run detection if RACK advanced; arm the REO timer for segments
-    /// still inside the reordering window. Returns whether the REO timer was armed.
+    /// still inside the reordering window at `remaining + TCP_TIMEOUT_MIN_US` (2 ms; jiffy
+    /// rounding not modelled), capped by the RTO. Returns whether the REO timer was armed.
     pub fn tcp_rack_mark_lost(&mut self, cx: &mut Cx) -> bool {
         if !self.rack.advanced {
             return false;

@@ -41,7 +41,7 @@ impl Sender {
                     if !self.sack_ok {
                         self.tcp_reset_reno_sack();
                     }
-                    if self.tcp_try_undo_recovery(cx, fl) {
+                    if self.tcp_try_undo_recovery(cx) {
                         return;
                     }
                     let undone = self.undo_marker == 0;
@@ -59,10 +59,10 @@ impl Sender {
                     if !self.sack_ok {
                         self.tcp_add_reno_sack(cx, num_dupack);
                     }
-                } else if self.tcp_try_undo_partial(cx, prior_snd_una, fl) {
+                } else if self.tcp_try_undo_partial(cx, prior_snd_una) {
                     return;
                 }
-                if self.tcp_try_undo_dsack(cx, fl) {
+                if self.tcp_try_undo_dsack(cx) {
                     self.tcp_try_to_open(cx, fl);
                 }
                 self.tcp_identify_packet_loss(cx, ack_flag);
@@ -92,7 +92,7 @@ impl Sender {
                 self.tcp_add_reno_sack(cx, num_dupack);
             }
             if self.ca_state <= CaState::Disorder {
-                self.tcp_try_undo_dsack(cx, fl);
+                self.tcp_try_undo_dsack(cx);
             }
             self.tcp_identify_packet_loss(cx, ack_flag);
             if !self.tcp_time_to_recover() {
@@ -190,7 +190,7 @@ impl Sender {
             self.tcp_init_cwnd_reduction(cx, ReductionKind::Recovery, lost_retrans);
         }
         if self.ca_state != CaState::Recovery {
-            self.ghost.episode = Some(Episode { start_una: self.snd_una, high_seq: self.high_seq, rtx_left_host: false, undone: false });
+            self.ghost.episode = Some(Episode { start_una: self.snd_una, undone: false });
         }
         self.tcp_set_ca_state(CaState::Recovery);
     }
@@ -249,7 +249,7 @@ impl Sender {
     }
 
     /// `tcp_undo_cwnd_reduction()`: restore cwnd/ssthresh (if `prior_ssthresh`), optionally unmark losses.
-    pub fn tcp_undo_cwnd_reduction(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind, fl: u32) {
+    pub fn tcp_undo_cwnd_reduction(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind) {
         let cwnd_before = self.cwnd;
         let ssthresh_before = self.ssthresh;
         let marker = self.undo_marker;
@@ -285,7 +285,6 @@ impl Sender {
             cwnd_after: self.cwnd,
             ssthresh_after: self.ssthresh,
             rtx_mask: self.ghost.rtx_mask,
-            snd_una_advanced: fl & flag::SND_UNA_ADVANCED != 0,
         });
     }
 
@@ -304,10 +303,10 @@ impl Sender {
 
     /// `tcp_try_undo_recovery()`: end of Recovery/Loss (`snd_una >= high_seq`). Returns true when
     /// the state is held (non-SACK at `snd_una == high_seq`).
-    pub fn tcp_try_undo_recovery(&mut self, cx: &Cx, fl: u32) -> bool {
+    pub fn tcp_try_undo_recovery(&mut self, cx: &Cx) -> bool {
         if self.tcp_may_undo(cx) {
             let kind = if self.ca_state == CaState::Loss { UndoKind::LossRecovered } else { UndoKind::Full };
-            self.tcp_undo_cwnd_reduction(cx, false, kind, fl);
+            self.tcp_undo_cwnd_reduction(cx, false, kind);
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
         }
@@ -320,10 +319,10 @@ impl Sender {
     }
 
     /// `tcp_try_undo_dsack()`: every retransmission of the episode was DSACKed.
-    pub fn tcp_try_undo_dsack(&mut self, cx: &Cx, fl: u32) -> bool {
+    pub fn tcp_try_undo_dsack(&mut self, cx: &Cx) -> bool {
         if self.undo_marker != 0 && self.undo_retrans == 0 {
             self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
-            self.tcp_undo_cwnd_reduction(cx, false, UndoKind::Dsack, fl);
+            self.tcp_undo_cwnd_reduction(cx, false, UndoKind::Dsack);
             return true;
         }
         false
@@ -331,7 +330,7 @@ impl Sender {
 
     /// `tcp_try_undo_partial()`: a partial ACK filled the hole with a delayed original.
     /// Returns true when the caller must stop processing this ACK.
-    pub fn tcp_try_undo_partial(&mut self, cx: &mut Cx, prior_snd_una: u32, fl: u32) -> bool {
+    pub fn tcp_try_undo_partial(&mut self, cx: &mut Cx, prior_snd_una: u32) -> bool {
         if self.undo_marker != 0 && self.tcp_packet_delayed(cx) {
             self.tcp_check_sack_reordering(cx, prior_snd_una, true);
             if self.retrans_out != 0 {
@@ -340,17 +339,17 @@ impl Sender {
             if !self.tcp_any_retrans_done(cx.cfg) {
                 self.retrans_stamp = 0;
             }
-            self.tcp_undo_cwnd_reduction(cx, true, UndoKind::Partial, fl);
+            self.tcp_undo_cwnd_reduction(cx, true, UndoKind::Partial);
             self.tcp_try_keep_open(cx);
         }
         false
     }
 
     /// `tcp_try_undo_loss()`: undo an RTO (`frto_undo`: F-RTO proved it spurious).
-    pub fn tcp_try_undo_loss(&mut self, cx: &Cx, frto_undo: bool, fl: u32) -> bool {
+    pub fn tcp_try_undo_loss(&mut self, cx: &Cx, frto_undo: bool) -> bool {
         if frto_undo || self.tcp_may_undo(cx) {
             let kind = if frto_undo { UndoKind::Frto } else { UndoKind::Loss };
-            self.tcp_undo_cwnd_reduction(cx, true, kind, fl);
+            self.tcp_undo_cwnd_reduction(cx, true, kind);
             self.icsk_retransmits = 0;
             if cx.prof.loss_undo_nonsack_hold && self.tcp_is_non_sack_preventing_reopen(cx) {
                 return true;

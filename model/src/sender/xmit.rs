@@ -44,8 +44,9 @@ impl Sender {
         }
     }
 
-    /// `tcp_schedule_loss_probe()`: arm the TLP timer at 2·SRTT (+ RTO_MIN with one packet out,
-    /// + TCP_TIMEOUT_MIN otherwise), capped by the RTO.
+    /// `tcp_schedule_loss_probe()`: arm the TLP timer at 2·SRTT (+ `tcp_rto_min` with one packet
+    /// out, + `TCP_TIMEOUT_MIN_US` = 2 ms otherwise; the µs form of recent kernels, older ones added
+    /// 2 jiffies), capped by the RTO. The final `usecs_to_jiffies` rounding is not modelled.
     pub fn tcp_schedule_loss_probe(&mut self, cx: &Cx, advancing_rto: bool) -> bool {
         if !cx.cfg.tlp || self.packets_out == 0 || !self.sack_ok || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             return false;
@@ -59,9 +60,9 @@ impl Sender {
         true
     }
 
-    /// `tcp_send_loss_probe()`: the TLP timer fired.
+    /// `tcp_send_loss_probe()`: the TLP timer fired (the timer slot is already clear, as
+    /// `icsk_pending` is cleared by the timer handler).
     pub fn tcp_send_loss_probe(&mut self, cx: &mut Cx) {
-        self.timer = None;
         if self.tlp_high_seq == 0 {
             self.tlp_retrans = false;
             let mut sent = false;
@@ -80,7 +81,6 @@ impl Sender {
                     self.segs[last as usize].xmit = cx.now;
                     self.total_retrans += 1;
                     cx.out.push(Tx { seg: last, rtx: true });
-                    self.ghost.ev.rtx_sent += 1;
                     self.ghost.rtx_mask |= 1 << last;
                     self.ghost.ever_rtx_mask |= 1 << last;
                     self.tlp_retrans = true;
@@ -89,7 +89,6 @@ impl Sender {
             }
             if sent {
                 self.tlp_high_seq = self.snd_nxt;
-                self.timer = None;
             }
         }
         self.tcp_rearm_rto(cx);
@@ -171,25 +170,19 @@ impl Sender {
         self.tcp_write_xmit(cx);
     }
 
-    /// `tcp_retransmit_skb()`: retransmit segment `i`. Returns false if the low-level send failed.
-    /// `retrans_stamp` and `undo_retrans` are updated even for a failed attempt (never in the model:
-    /// TSQ holds retransmissions before the attempt, in `tcp_xmit_retransmit_queue`).
-    pub fn tcp_retransmit_skb(&mut self, cx: &mut Cx, i: u32) -> bool {
+    /// `tcp_retransmit_skb()`: retransmit segment `i`. In the kernel a failed low-level send
+    /// (-EBUSY, -EAGAIN) still sets `retrans_stamp` and counts in `undo_retrans`; the model has no
+    /// such failure (TSQ holds retransmissions before the attempt, in `tcp_xmit_retransmit_queue`),
+    /// so every attempt succeeds.
+    pub fn tcp_retransmit_skb(&mut self, cx: &mut Cx, i: u32) {
         // __tcp_retransmit_skb
         self.segs[i as usize].tags |= tag::RETRANS;
         self.segs[i as usize].xmit = cx.now;
         self.total_retrans += 1;
         self.retrans_out = self.retrans_out.wrapping_add(1);
-        if self.tcp_packets_in_flight() == 1 {
-            // first packet in flight again: CA_EVENT_TX_START (tcp_event_data_sent)
-        }
         cx.out.push(Tx { seg: i, rtx: true });
-        self.ghost.ev.rtx_sent += 1;
         self.ghost.rtx_mask |= 1 << i;
         self.ghost.ever_rtx_mask |= 1 << i;
-        if let Some(ep) = self.ghost.episode.as_mut() {
-            ep.rtx_left_host = true;
-        }
         if self.retrans_stamp == 0 {
             self.retrans_stamp = cx.ts_of(cx.now);
         }
@@ -197,7 +190,6 @@ impl Sender {
             self.undo_retrans = 0;
         }
         self.undo_retrans += 1;
-        true
     }
 
     /// `tcp_xmit_retransmit_queue()`: retransmit lost segments while cwnd allows; TSQ may stop it
@@ -226,9 +218,7 @@ impl Sender {
             if cx.tsq_full {
                 break; // tcp_small_queue_check(): nothing attempted
             }
-            if !self.tcp_retransmit_skb(cx, i) {
-                break;
-            }
+            self.tcp_retransmit_skb(cx, i);
             if self.tcp_in_cwnd_reduction() {
                 self.prr_out = self.prr_out.wrapping_add(1);
             }

@@ -1,0 +1,62 @@
+//! End-to-end checks of the `trc` binary: exit codes and input errors.
+
+use std::process::Command;
+
+fn trc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn tmp(name: &str, content: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("trc-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn bad_inputs_exit_2_with_file_line() {
+    let p = tmp("p.toml", "base = \"linux-6.18\"\npacket_delayed = \"nope\"\n");
+    let (code, _, err) = trc(&["check", "--profile", &p]);
+    assert_eq!(code, 2);
+    assert!(err.contains("p.toml:2:"), "{err}");
+    let c = tmp("c.toml", "segments = 4\nbogus = 1\n");
+    let (code, _, err) = trc(&["check", "--config", &c]);
+    assert_eq!(code, 2);
+    assert!(err.contains("c.toml:2:"), "{err}");
+    let (code, _, err) = trc(&["check", "--segments", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("impossible bounds"), "{err}");
+    let (code, _, err) = trc(&["check", "--property", "I99"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown property"), "{err}");
+    let (code, _, _) = trc(&["check", "--no-such-flag"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn seed_bug_exits_1_on_6_15_and_0_on_6_18() {
+    let (code, out, _) = trc(&["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("VIOLATED") && out.contains("non-SACK hold at snd_una == high_seq") && out.contains("→ undo "), "{out}");
+    let (code, out, _) = trc(&["check", "--profile", "linux-6.18", "--no-sack", "--property", "I1"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn user_profile_file_reproduces_the_bug() {
+    let p = tmp("mypatch.toml", "base = \"linux-6.18\"\npacket_delayed = \"e37ab7\"\n");
+    let (code, out, _) = trc(&["check", "--profile", &p, "--no-sack", "--property", "I1", "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["profile"]["name"], "mypatch");
+    assert_eq!(v["properties"][0]["verdict"], "Violated");
+}
+
+#[test]
+fn default_check_exits_0_with_the_baselined_finding() {
+    let (code, out, _) = trc(&["check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("accepted finding"), "{out}");
+}

@@ -2,6 +2,7 @@
 //! succeeded), 1 a property is violated (outside the baseline) or a script failed, 2 usage or
 //! input error, 4 kernel tests skipped (no root / tun).
 
+mod bench;
 mod check;
 mod output;
 
@@ -22,6 +23,8 @@ enum Cmd {
     Check(check::CheckArgs),
     /// Check every profile against every property and print the table.
     Matrix(check::MatrixArgs),
+    /// Compare stateright's BFS with our engine on the model (states/s, memory).
+    Bench(bench::BenchArgs),
     /// List the built-in profiles.
     Profiles,
     /// List the properties.
@@ -168,6 +171,7 @@ fn main() {
     let code = match cli.cmd {
         Cmd::Check(a) => check::run_check(a),
         Cmd::Matrix(a) => check::run_matrix(a),
+        Cmd::Bench(a) => bench::run_bench(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {
                 println!("{:<20} {}", p.name, p.description);

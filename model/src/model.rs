@@ -13,6 +13,7 @@ use crate::sender::ack::AckSeg;
 use crate::sender::Cx;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use stateright::{Model, Property};
 use std::fmt;
 
@@ -67,7 +68,7 @@ pub struct State {
     pub now: u32,
     pub sender: Sender,
     /// Transmissions in flight, oldest first.
-    pub flight: Vec<Pkt>,
+    pub flight: SmallVec<[Pkt; 8]>,
     pub rcv: Receiver,
     pub tsq_full: bool,
     pub budget: Budget,
@@ -98,7 +99,7 @@ impl TcpModel {
         let mut s = State {
             now: 0,
             sender: Sender::new(cfg, sack_ok),
-            flight: Vec::new(),
+            flight: SmallVec::new(),
             rcv: Receiver::new(cfg),
             tsq_full: false,
             budget: Budget {

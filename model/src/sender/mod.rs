@@ -120,7 +120,7 @@ impl Sender {
                 crate::config::CcKind::Reno => crate::cc::Cc::Reno,
                 crate::config::CcKind::Cubic => crate::cc::Cc::Cubic,
             },
-            segs: vec![Seg::default(); cfg.total_segments() as usize],
+            segs: smallvec::smallvec![Seg::default(); cfg.total_segments() as usize],
             ghost: SenderGhost::default(),
         }
     }

@@ -1,7 +1,6 @@
-//! `trc bench`: stateright 0.31's BFS and our engine on the same `stateright::Model` (our model),
-//! in one process, over a fixed set of configurations. Peak memory of each run is measured by
-//! resetting the kernel's peak-RSS counter (`/proc/self/clear_refs` ← 5) before it and reading
-//! `VmHWM` after it.
+//! `trc bench`: stateright 0.31's BFS and our engine on the same `stateright::Model` (our model)
+//! over a fixed set of configurations. Each run happens in a child process of the same binary
+//! (`trc bench --one CASE --engine ours|stateright`), so its peak RSS (`VmHWM`) is its own.
 
 use clap::Args;
 use stateright::{Checker, Model};
@@ -22,6 +21,12 @@ pub struct BenchArgs {
     /// Skip stateright (ours only).
     #[arg(long)]
     pub ours_only: bool,
+    /// Internal: run one case with one engine and print a JSON line.
+    #[arg(long, hide = true)]
+    pub one: Option<usize>,
+    /// Internal: the engine for `--one` (`ours` or `stateright`).
+    #[arg(long, hide = true, default_value = "ours")]
+    pub engine: String,
 }
 
 /// One benchmark configuration.
@@ -45,10 +50,6 @@ fn cases(quick: bool) -> Vec<Case> {
     v
 }
 
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
 fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -57,75 +58,108 @@ fn peak_rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Row {
     states: u64,
     transitions: u64,
     secs: f64,
     peak: u64,
+    bytes_per_state: f64,
     verdicts: Vec<bool>,
 }
 
-pub fn run_bench(a: BenchArgs) -> i32 {
-    // I5 holds on linux-6.18 everywhere, so stateright cannot stop early on a discovery and both
-    // checkers explore the whole reachable graph.
+fn model_for(case: &Case) -> TcpModel {
+    // I5 and I14 hold on linux-6.18 everywhere, so stateright cannot stop early on a discovery
+    // and both checkers explore the whole reachable graph.
     let specs = trc_properties::select(&["I5".into(), "I14".into()]).expect("ids exist");
-    println!("trc bench: linux-6.18, properties I5+I14 (hold), {} threads", a.threads);
-    println!(
-        "{:<20} {:>9} {:>10} {:>8} {:>11} {:>9} {:>8} | {:>8} {:>11} {:>9} {:>8} | {:>6}",
-        "case", "states", "transit.", "ours s", "ours st/s", "ours MB", "B/state", "sr s", "sr st/s", "sr MB", "same?", "ratio"
-    );
-    for case in cases(a.quick) {
-        let model = TcpModel::new(case.cfg.clone(), Profile::linux_6_18()).with_properties(trc_properties::properties(&specs));
-        reset_peak_rss();
-        let base_rss = peak_rss_bytes();
-        let r = check(&model, &Options { threads: a.threads, ..Options::default() }, None);
-        let ours = Row {
+    TcpModel::new(case.cfg.clone(), Profile::linux_6_18()).with_properties(trc_properties::properties(&specs))
+}
+
+fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
+    let model = model_for(case);
+    if engine == "stateright" {
+        let t = Instant::now();
+        let c = model.clone().checker().threads(threads).spawn_bfs().join();
+        let secs = t.elapsed().as_secs_f64();
+        Row {
+            states: c.unique_state_count() as u64,
+            transitions: (c.state_count() as u64).saturating_sub(model.init_states().len() as u64),
+            secs,
+            peak: peak_rss_bytes(),
+            bytes_per_state: 0.0,
+            verdicts: model.properties().iter().map(|p| c.discovery(p.name).is_some()).collect(),
+        }
+    } else {
+        let r = check(&model, &Options { threads, ..Options::default() }, None);
+        Row {
             states: r.unique_states,
             transitions: r.transitions,
             secs: r.elapsed.as_secs_f64(),
-            peak: peak_rss_bytes().saturating_sub(base_rss),
+            peak: peak_rss_bytes(),
+            bytes_per_state: r.visited_set_bytes as f64 / r.unique_states.max(1) as f64,
             verdicts: r.properties.iter().map(|p| p.verdict == trc_engine::Verdict::Violated).collect(),
+        }
+    }
+}
+
+fn child(case: usize, engine: &str, threads: usize) -> Result<Row, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .args(["bench", "--one", &case.to_string(), "--engine", engine, "--threads", &threads.to_string()])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+}
+
+pub fn run_bench(a: BenchArgs) -> i32 {
+    let all = cases(false);
+    if let Some(i) = a.one {
+        let Some(case) = all.get(i) else { return crate::output::usage_error("no such bench case") };
+        println!("{}", serde_json::to_string(&run_one(case, &a.engine, a.threads)).unwrap());
+        return 0;
+    }
+    let n = cases(a.quick).len();
+    println!("trc bench: linux-6.18, properties I5+I14 (hold), {} threads, each run in its own process", a.threads);
+    println!(
+        "{:<20} {:>9} {:>10} {:>8} {:>11} {:>8} {:>8} | {:>8} {:>11} {:>8} {:>6} | {:>6}",
+        "case", "states", "transit.", "ours s", "ours st/s", "ours MB", "B/state", "sr s", "sr st/s", "sr MB", "same?", "ratio"
+    );
+    for (i, case) in all.iter().take(n).enumerate() {
+        let ours = match child(i, "ours", a.threads) {
+            Ok(r) => r,
+            Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
         };
-        let bytes_per_state = r.visited_set_bytes as f64 / r.unique_states.max(1) as f64;
         print!(
-            "{:<20} {:>9} {:>10} {:>8.2} {:>11.0} {:>9.1} {:>8.1} |",
+            "{:<20} {:>9} {:>10} {:>8.2} {:>11.0} {:>8.1} {:>8.1} |",
             case.name,
             ours.states,
             ours.transitions,
             ours.secs,
             ours.states as f64 / ours.secs.max(1e-9),
             ours.peak as f64 / 1e6,
-            bytes_per_state
+            ours.bytes_per_state
         );
         if a.ours_only {
             println!();
             continue;
         }
-        reset_peak_rss();
-        let base_rss = peak_rss_bytes();
-        let t = Instant::now();
-        let c = model.clone().checker().threads(a.threads).spawn_bfs().join();
-        let secs = t.elapsed().as_secs_f64();
-        let sr = Row {
-            states: c.unique_state_count() as u64,
-            transitions: (c.state_count() as u64).saturating_sub(model.init_states().len() as u64),
-            secs,
-            peak: peak_rss_bytes().saturating_sub(base_rss),
-            verdicts: model.properties().iter().map(|p| c.discovery(p.name).is_some()).collect(),
+        let sr = match child(i, "stateright", a.threads) {
+            Ok(r) => r,
+            Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
         };
-        let same = sr.states == ours.states && sr.verdicts == ours.verdicts;
+        let same = sr.states == ours.states && sr.transitions == ours.transitions && sr.verdicts == ours.verdicts;
         println!(
-            " {:>8.2} {:>11.0} {:>9.1} {:>8} | {:>5.1}x",
+            " {:>8.2} {:>11.0} {:>8.1} {:>6} | {:>5.1}x",
             sr.secs,
             sr.states as f64 / sr.secs.max(1e-9),
             sr.peak as f64 / 1e6,
             if same { "yes" } else { "NO" },
             sr.secs / ours.secs.max(1e-9)
         );
-        if !same {
-            eprintln!("  mismatch: ours {} states {:?}, stateright {} states (transitions {}) {:?}", ours.states, ours.verdicts, sr.states, sr.transitions, sr.verdicts);
-        }
     }
-    println!("\nratio = stateright seconds / ours seconds; B/state = our visited set (fingerprint table + parent links) per state.");
+    println!("\nratio = stateright seconds / ours seconds; MB = peak RSS of the run's process; B/state = our visited set (fingerprint table + parent links) per state.");
     0
 }

@@ -4,6 +4,8 @@
 
 mod bench;
 mod check;
+mod graph;
+mod graph_html;
 mod output;
 
 use clap::{Args, Parser, Subcommand};
@@ -25,6 +27,10 @@ enum Cmd {
     Matrix(check::MatrixArgs),
     /// Compare stateright's BFS with our engine on the model (states/s, memory).
     Bench(bench::BenchArgs),
+    /// Draw the explored state graph around a counterexample (DOT + self-contained HTML).
+    Graph(graph::GraphArgs),
+    /// Serve stateright's Explorer on 127.0.0.1 for interactive stepping (never returns).
+    Explore(graph::ExploreArgs),
     /// List the built-in profiles.
     Profiles,
     /// List the properties.
@@ -172,6 +178,8 @@ fn main() {
         Cmd::Check(a) => check::run_check(a),
         Cmd::Matrix(a) => check::run_matrix(a),
         Cmd::Bench(a) => bench::run_bench(a),
+        Cmd::Graph(a) => graph::run_graph(a),
+        Cmd::Explore(a) => graph::run_explore(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {
                 println!("{:<20} {}", p.name, p.description);

@@ -1,0 +1,462 @@
+//! The self-contained HTML page of `trc graph`: an SVG drawing laid out here (path left to
+//! right, each path state's neighbours stacked above and below it, farther neighbours in
+//! sub-columns to its right), the states as JSON (every field, serde), and a little inline JS:
+//! click a state to see all its fields, step along the path with Prev/Next (or ←/→).
+//! No network access, no external file. `#select=N` (node id) or `#step=N` (path step) in the
+//! URL selects a state on load.
+
+use crate::graph::{fmt_ssthresh, label_lines, StateGraph};
+use petgraph::graph::NodeIndex;
+use petgraph::visit::EdgeRef;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use trc_model::model::{State, TcpModel};
+
+const W: f64 = 176.0;
+const H: f64 = 66.0;
+const VGAP: f64 = 18.0;
+/// Horizontal room between consecutive path states (for the path edge's label).
+const LABEL_GAP: f64 = 210.0;
+/// Width of a sub-column of farther neighbours.
+const SUB_W: f64 = W + 60.0;
+const MARGIN: f64 = 40.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[derive(Serialize)]
+struct NodeOut<'a> {
+    id: usize,
+    path_index: Option<usize>,
+    dist: usize,
+    parent: Option<usize>,
+    fingerprint: String,
+    label: [String; 3],
+    violates: &'a [&'static str],
+    state: &'a State,
+}
+
+#[derive(Serialize)]
+struct EdgeOut<'a> {
+    from: usize,
+    to: usize,
+    event: &'a str,
+    path: bool,
+}
+
+#[derive(Serialize)]
+struct Data<'a> {
+    title: &'a str,
+    profile: &'a str,
+    path: Vec<usize>,
+    nodes: Vec<NodeOut<'a>>,
+    edges: Vec<EdgeOut<'a>>,
+}
+
+/// Node centres: `(x, y)` per node index.
+fn layout(g: &StateGraph) -> (Vec<(f64, f64)>, f64, f64) {
+    let gr = &g.graph;
+    let max_sub = gr.node_indices().map(|n| gr[n].dist.saturating_sub(1)).max().unwrap_or(0);
+    let col_w = W + LABEL_GAP + max_sub as f64 * SUB_W;
+    // Rows: 0 is the path; neighbours of (anchor, sub-column) alternate above (-) and below (+).
+    let mut count: HashMap<(usize, usize), i64> = HashMap::new();
+    let mut cell = vec![(0usize, 0usize, 0i64); gr.node_count()];
+    for n in gr.node_indices() {
+        let node = &gr[n];
+        if let Some(i) = node.path_index {
+            cell[n.index()] = (i, 0, 0);
+            continue;
+        }
+        let sub = node.dist.saturating_sub(1);
+        let k = count.entry((node.anchor, sub)).or_insert(0);
+        let row = if *k % 2 == 0 { -(*k / 2 + 1) } else { *k / 2 + 1 };
+        *k += 1;
+        cell[n.index()] = (node.anchor, sub, row);
+    }
+    let rmin = cell.iter().map(|c| c.2).min().unwrap_or(0);
+    let rmax = cell.iter().map(|c| c.2).max().unwrap_or(0);
+    let cols = cell.iter().map(|c| c.0).max().unwrap_or(0) + 1;
+    let pos = cell
+        .iter()
+        .map(|&(col, sub, row)| {
+            let x = MARGIN + 60.0 + W / 2.0 + col as f64 * col_w + sub as f64 * SUB_W;
+            let y = MARGIN + H / 2.0 + (row - rmin) as f64 * (H + VGAP);
+            (x, y)
+        })
+        .collect();
+    let width = MARGIN * 2.0 + 60.0 + cols as f64 * col_w;
+    let height = MARGIN * 2.0 + H + (rmax - rmin) as f64 * (H + VGAP);
+    (pos, width, height)
+}
+
+/// Splits `s` into lines of at most `n` characters at spaces.
+fn wrap(s: &str, n: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for w in s.split(' ') {
+        let last = lines.last_mut().unwrap();
+        if !last.is_empty() && last.chars().count() + 1 + w.chars().count() > n {
+            lines.push(w.to_string());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(w);
+        }
+    }
+    lines
+}
+
+fn svg(g: &StateGraph) -> String {
+    let gr = &g.graph;
+    let (pos, width, height) = layout(g);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg id="graph" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">
+<defs><marker id="arr" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#9a9a9a"/></marker>
+<marker id="arrp" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="12" markerHeight="12" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#c0392b"/></marker></defs>
+"##
+    );
+    // Neighbour edges first (behind everything).
+    o.push_str("<g id=\"edges\">\n");
+    for e in gr.edge_references() {
+        let w = e.weight();
+        if w.on_path {
+            continue;
+        }
+        let (sx, sy) = pos[e.source().index()];
+        let (tx, ty) = pos[e.target().index()];
+        let d = if tx > sx + W / 2.0 {
+            let (x1, x2) = (sx + W / 2.0, tx - W / 2.0);
+            let mx = (x1 + x2) / 2.0;
+            format!("M{x1:.1},{sy:.1} C{mx:.1},{sy:.1} {mx:.1},{ty:.1} {x2:.1},{ty:.1}")
+        } else if tx < sx - W / 2.0 {
+            let (x1, x2) = (sx - W / 2.0, tx + W / 2.0);
+            let mx = (x1 + x2) / 2.0;
+            format!("M{x1:.1},{sy:.1} C{mx:.1},{sy:.1} {mx:.1},{ty:.1} {x2:.1},{ty:.1}")
+        } else {
+            // Same column: a loop out to the left.
+            let (x1, x2) = (sx - W / 2.0, tx - W / 2.0);
+            let bulge = (18.0 + (ty - sy).abs() * 0.08).min(48.0);
+            format!("M{x1:.1},{sy:.1} C{:.1},{sy:.1} {:.1},{ty:.1} {x2:.1},{ty:.1}", x1 - bulge, x2 - bulge)
+        };
+        let _ = writeln!(
+            o,
+            "<path class=\"edge\" data-from=\"{}\" data-to=\"{}\" d=\"{d}\" marker-end=\"url(#arr)\"><title>{}</title></path>",
+            e.source().index(),
+            e.target().index(),
+            esc(&w.event)
+        );
+    }
+    o.push_str("</g>\n<g id=\"path-edges\">\n");
+    for e in gr.edge_references() {
+        let w = e.weight();
+        if !w.on_path {
+            continue;
+        }
+        let (sx, sy) = pos[e.source().index()];
+        let (tx, ty) = pos[e.target().index()];
+        let (x1, x2) = (sx + W / 2.0, tx - W / 2.0);
+        let step = gr[e.target()].path_index.unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "<line class=\"path-edge\" data-step=\"{step}\" x1=\"{x1:.1}\" y1=\"{sy:.1}\" x2=\"{x2:.1}\" y2=\"{ty:.1}\" marker-end=\"url(#arrp)\"><title>{}</title></line>",
+            esc(&w.event)
+        );
+        let lines = wrap(&format!("{step}. {}", w.event), 32);
+        let mx = (x1 + x2) / 2.0;
+        let _ = write!(o, "<text class=\"path-label\" data-step=\"{step}\" x=\"{mx:.1}\" text-anchor=\"middle\">");
+        for (k, l) in lines.iter().enumerate() {
+            let y = sy - 6.0 - (lines.len() - 1 - k) as f64 * 12.0;
+            let _ = write!(o, "<tspan x=\"{mx:.1}\" y=\"{y:.1}\">{}</tspan>", esc(l));
+        }
+        o.push_str("</text>\n");
+    }
+    o.push_str("</g>\n<g id=\"nodes\">\n");
+    for n in gr.node_indices() {
+        let node = &gr[n];
+        let (x, y) = pos[n.index()];
+        let mut class = format!("node ca-{:?}", node.state.sender.ca_state);
+        class.push_str(if node.path_index.is_some() { " path" } else { " nbr" });
+        if !node.violates.is_empty() {
+            class.push_str(" viol");
+        }
+        let head = match node.path_index {
+            Some(i) => format!("step {i} · #{}", n.index()),
+            None => format!("#{} · +{}", n.index(), node.dist),
+        };
+        let head = if node.violates.is_empty() {
+            head
+        } else {
+            let ids: Vec<&str> = node.violates.iter().map(|v| v.split(':').next().unwrap_or(v)).collect();
+            format!("{head}  ✗ {}", ids.join(","))
+        };
+        let [a, b, c] = label_lines(&node.state);
+        let step_attr = node.path_index.map(|i| format!(" data-step=\"{i}\"")).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "<g class=\"{class}\" id=\"n{id}\" data-id=\"{id}\"{step_attr} transform=\"translate({x:.1},{y:.1})\"><title>{t}</title><rect x=\"{rx:.1}\" y=\"{ry:.1}\" width=\"{W}\" height=\"{H}\" rx=\"7\"/><text x=\"{tx:.1}\" y=\"{y1:.1}\" class=\"head\">{h}</text><text x=\"{tx:.1}\" y=\"{y2:.1}\">{a}</text><text x=\"{tx:.1}\" y=\"{y3:.1}\">{b}</text><text x=\"{tx:.1}\" y=\"{y4:.1}\">{c}</text></g>",
+            id = n.index(),
+            t = esc(&format!("{head}\n{a}\n{b}\n{c}\nclick for all fields")),
+            rx = -W / 2.0,
+            ry = -H / 2.0,
+            tx = -W / 2.0 + 8.0,
+            y1 = -H / 2.0 + 15.0,
+            y2 = -H / 2.0 + 30.0,
+            y3 = -H / 2.0 + 45.0,
+            y4 = -H / 2.0 + 60.0,
+            h = esc(&head),
+            a = esc(&a),
+            b = esc(&b),
+            c = esc(&c),
+        );
+    }
+    o.push_str("</g>\n</svg>");
+    o
+}
+
+fn data_json(g: &StateGraph, model: &TcpModel, title: &str) -> String {
+    let gr = &g.graph;
+    let nodes = gr
+        .node_indices()
+        .map(|n| {
+            let node = &gr[n];
+            NodeOut {
+                id: n.index(),
+                path_index: node.path_index,
+                dist: node.dist,
+                parent: node.parent.map(NodeIndex::index),
+                fingerprint: format!("{:016x}", node.fp),
+                label: label_lines(&node.state),
+                violates: &node.violates,
+                state: &node.state,
+            }
+        })
+        .collect();
+    let edges = gr
+        .edge_references()
+        .map(|e| EdgeOut { from: e.source().index(), to: e.target().index(), event: &e.weight().event, path: e.weight().on_path })
+        .collect();
+    let d = Data { title, profile: &model.profile.name, path: g.path.iter().map(|n| n.index()).collect(), nodes, edges };
+    // `<` only occurs inside JSON strings, where `\u003c` means the same: no `</script>` can end the block.
+    serde_json::to_string(&d).expect("graph data serializes").replace('<', "\\u003c")
+}
+
+const CSS: &str = r#"
+*{box-sizing:border-box}
+body{margin:0;font:13px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;display:flex;flex-direction:column;height:100vh}
+header{padding:8px 14px;background:#263238;color:#fff}
+header h1{font-size:15px;margin:0}
+header .sub{font-size:12px;color:#b0bec5}
+#toolbar{display:flex;gap:10px;align-items:center;padding:6px 14px;border-bottom:1px solid #ddd;background:#fafafa}
+#toolbar button{font:inherit;padding:3px 12px;cursor:pointer}
+#step-label{font-weight:600;min-width:90px}
+#step-event{color:#555;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#main{flex:1;display:flex;min-height:0}
+#canvas{flex:1;overflow:auto;background:#fff}
+#panel{width:440px;border-left:1px solid #ddd;overflow:auto;padding:8px 12px;background:#fcfcfc}
+#panel h2{font-size:14px;margin:4px 0}
+#panel h3{font-size:12px;margin:10px 0 4px;color:#555;text-transform:uppercase;letter-spacing:.04em}
+#details-summary{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap}
+.viol-note{color:#b71c1c;font-weight:600}
+table#fields{border-collapse:collapse;width:100%;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px}
+table#fields th{text-align:left;font-weight:normal;color:#455a64;padding:1px 6px 1px 0;white-space:nowrap;vertical-align:top}
+table#fields td{padding:1px 0;word-break:break-all}
+table#fields tr.changed td,table#fields tr.changed th{background:#fff59d}
+ul.ev{margin:0;padding-left:16px}
+ul.ev li{cursor:pointer}
+ul.ev li:hover{text-decoration:underline}
+ol#steps{margin:0;padding-left:22px;font-size:12px}
+ol#steps li{cursor:pointer;padding:1px 2px}
+ol#steps li.current{background:#bbdefb;font-weight:600}
+svg text{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11px;fill:#222}
+svg text.head{font-weight:700}
+.edge{fill:none;stroke:#c4c4c4;stroke-width:1}
+.edge.hl{stroke:#1565c0;stroke-width:2}
+.path-edge{stroke:#c0392b;stroke-width:3}
+.path-edge.done{stroke:#1565c0}
+.path-label{font-size:10px;fill:#8e2a1f;paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
+.node{cursor:pointer}
+.node rect{stroke:#9e9e9e;stroke-width:1}
+.node.path rect{stroke:#c0392b;stroke-width:2.5}
+.node.ca-Open rect{fill:#e8f5e9}.node.ca-Disorder rect{fill:#fff8e1}.node.ca-Cwr rect{fill:#fff3e0}
+.node.ca-Recovery rect{fill:#e3f2fd}.node.ca-Loss rect{fill:#f3e5f5}
+.node.viol rect{fill:#ffcdd2}
+.node.viol text.head{fill:#b71c1c}
+.node.nbr{opacity:.85}
+.node.current rect{stroke:#0d47a1;stroke-width:5}
+.node.selected rect{stroke:#ff6f00;stroke-width:4;stroke-dasharray:6 3}
+.legend span{display:inline-block;padding:0 6px;margin-right:4px;border:1px solid #999;border-radius:3px;font-size:11px;color:#222}
+"#;
+
+const JS: &str = r#"
+(function(){
+const D = JSON.parse(document.getElementById('trc-data').textContent);
+const byId = new Map(D.nodes.map(n => [n.id, n]));
+const inE = new Map(), outE = new Map();
+for (const e of D.edges) {
+  (inE.get(e.to) || inE.set(e.to, []).get(e.to)).push(e);
+  (outE.get(e.from) || outE.set(e.from, []).get(e.from)).push(e);
+}
+const $ = id => document.getElementById(id);
+let step = 0, selected = null;
+function flatten(v, pre, out) {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const ks = Object.keys(v);
+    if (ks.length === 0) out.push([pre, '{}']);
+    for (const k of ks) flatten(v[k], pre ? pre + '.' + k : k, out);
+  } else if (Array.isArray(v)) {
+    if (v.length === 0) out.push([pre, '[]']);
+    else if (v.every(x => x === null || typeof x !== 'object')) out.push([pre, '[' + v.join(', ') + ']']);
+    else v.forEach((x, i) => out.push([pre + '[' + i + ']', JSON.stringify(x)]));
+  } else out.push([pre, v === null ? 'null' : String(v)]);
+  return out;
+}
+function prevOf(n) {
+  if (n.path_index !== null) return n.path_index > 0 ? byId.get(D.path[n.path_index - 1]) : null;
+  return n.parent !== null ? byId.get(n.parent) : null;
+}
+function ssth(v) { return v >= 0x7fffffff ? '∞' : String(v); }
+function evList(ul, edges, other) {
+  ul.textContent = '';
+  for (const e of edges) {
+    const li = document.createElement('li');
+    const t = byId.get(e[other]);
+    li.textContent = (e.path ? '★ ' : '') + e.event + '  → #' + t.id + (t.path_index !== null ? ' (step ' + t.path_index + ')' : '');
+    li.onclick = () => select(t.id);
+    ul.appendChild(li);
+  }
+  if (!edges.length) { const li = document.createElement('li'); li.textContent = '(none drawn)'; ul.appendChild(li); }
+}
+function select(id) {
+  const n = byId.get(id);
+  if (!n) return;
+  selected = id;
+  if (n.path_index !== null) step = n.path_index;
+  document.querySelectorAll('.node.selected').forEach(e => e.classList.remove('selected'));
+  document.querySelectorAll('.node.current').forEach(e => e.classList.remove('current'));
+  document.querySelectorAll('.edge.hl').forEach(e => e.classList.remove('hl'));
+  const g = $('n' + id);
+  g.classList.add(n.path_index !== null ? 'current' : 'selected');
+  document.querySelectorAll('.edge[data-from="' + id + '"],.edge[data-to="' + id + '"]').forEach(e => e.classList.add('hl'));
+  document.querySelectorAll('.path-edge').forEach(e => e.classList.toggle('done', +e.dataset.step <= step));
+  document.querySelectorAll('#steps li').forEach((li, i) => li.classList.toggle('current', i === step && n.path_index !== null));
+  $('step-label').textContent = 'step ' + step + ' / ' + (D.path.length - 1);
+  const pe = step > 0 ? D.edges.find(e => e.path && e.to === D.path[step]) : null;
+  $('step-event').textContent = pe ? pe.event : 'initial state';
+  $('prev').disabled = n.path_index !== null && step === 0;
+  $('next').disabled = n.path_index !== null && step === D.path.length - 1;
+  const s = n.state, x = s.sender;
+  $('details-title').textContent = (n.path_index !== null ? 'step ' + n.path_index + ' — ' : 'neighbour (+' + n.dist + ') — ') + 'state #' + n.id;
+  $('details-summary').textContent = 'ca_state ' + x.ca_state + '  cwnd ' + x.cwnd + '  ssthresh ' + ssth(x.ssthresh) +
+    '\nsnd_una ' + x.snd_una + '  snd_nxt ' + x.snd_nxt + '  high_seq ' + x.high_seq + '  t=' + s.now + 'ms' +
+    '\nfingerprint ' + n.fingerprint;
+  $('details-viol').textContent = n.violates.length ? '✗ violates ' + n.violates.join('; ') : '';
+  evList($('details-in'), inE.get(id) || [], 'from');
+  evList($('details-out'), outE.get(id) || [], 'to');
+  const p = prevOf(n);
+  const before = p ? new Map(flatten(p.state, '', [])) : null;
+  const tb = $('fields');
+  tb.textContent = '';
+  for (const [k, v] of flatten(s, '', [])) {
+    const tr = document.createElement('tr');
+    tr.dataset.field = k;
+    if (before && before.get(k) !== v) tr.className = 'changed';
+    const th = document.createElement('th'); th.textContent = k;
+    const td = document.createElement('td'); td.textContent = v;
+    tr.append(th, td); tb.appendChild(tr);
+  }
+  $('changed-note').textContent = p ? 'highlighted: changed since #' + p.id : '';
+  try { history.replaceState(null, '', '#select=' + id); } catch (e) {}
+  try { g.scrollIntoView({block: 'nearest', inline: 'nearest'}); } catch (e) {}
+}
+function go(d) { const i = Math.max(0, Math.min(D.path.length - 1, step + d)); select(D.path[i]); }
+$('prev').onclick = () => go(-1);
+$('next').onclick = () => go(1);
+document.addEventListener('keydown', e => { if (e.key === 'ArrowLeft') go(-1); else if (e.key === 'ArrowRight') go(1); });
+document.querySelectorAll('.node').forEach(g => g.addEventListener('click', () => select(+g.dataset.id)));
+const ol = $('steps');
+D.path.forEach((id, i) => {
+  const li = document.createElement('li');
+  const pe = i > 0 ? D.edges.find(e => e.path && e.to === id) : null;
+  const n = byId.get(id), x = n.state.sender;
+  li.textContent = (pe ? pe.event : 'initial state') + ' ⇒ ' + x.ca_state + ' cwnd ' + x.cwnd + ' ssthresh ' + ssth(x.ssthresh) + (n.violates.length ? '  ✗' : '');
+  li.dataset.step = i;
+  li.onclick = () => select(id);
+  ol.appendChild(li);
+});
+const m = /^#(select|step)=(\d+)$/.exec(location.hash);
+if (m && m[1] === 'select' && byId.has(+m[2])) select(+m[2]);
+else if (m && m[1] === 'step' && +m[2] < D.path.length) select(D.path[+m[2]]);
+else select(D.path[0]);
+document.body.dataset.ready = '1';
+})();
+"#;
+
+/// The whole page.
+pub fn render(g: &StateGraph, model: &TcpModel, title: &str) -> String {
+    let cfg = &model.cfg;
+    let sub = format!(
+        "{} states drawn ({} on the path), {} transitions{} · bounds: segments {}, writes {}, losses {}, ack-losses {}, reorder {}, rtos {}, tlps {}, tsq {}, ece {}, rtt {} ms · last state's ssthresh {}",
+        g.graph.node_count(),
+        g.path.len(),
+        g.graph.edge_count(),
+        if g.truncated { " (cut at --max-nodes)" } else { "" },
+        cfg.segments,
+        cfg.extra_writes,
+        cfg.max_losses,
+        cfg.max_ack_losses,
+        cfg.max_reorder,
+        cfg.max_rtos,
+        cfg.max_tlps,
+        cfg.max_tsq,
+        cfg.max_ece,
+        cfg.rtt_ms,
+        g.path.last().map(|n| fmt_ssthresh(g.graph[*n].state.sender.ssthresh)).unwrap_or_default(),
+    );
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>trc graph — {title_e}</title>
+<style>{CSS}</style></head>
+<body>
+<header><h1>{title_e}</h1><div class="sub">{sub_e}</div></header>
+<div id="toolbar"><button id="prev" title="previous path state (←)">◀ Prev</button><span id="step-label"></span><button id="next" title="next path state (→)">Next ▶</button><span id="step-event"></span>
+<span class="legend" style="margin-left:auto"><span style="background:#e8f5e9">Open</span><span style="background:#fff8e1">Disorder</span><span style="background:#fff3e0">CWR</span><span style="background:#e3f2fd">Recovery</span><span style="background:#f3e5f5">Loss</span><span style="background:#ffcdd2">violates</span><span style="border:2px solid #c0392b">path</span></span></div>
+<div id="main"><div id="canvas">{svg}</div>
+<div id="panel">
+<h2 id="details-title"></h2><div id="details-viol" class="viol-note"></div><div id="details-summary"></div>
+<h3>reached by</h3><ul class="ev" id="details-in"></ul>
+<h3>events from here</h3><ul class="ev" id="details-out"></ul>
+<h3>all fields <small id="changed-note"></small></h3><table id="fields"></table>
+<h3>path</h3><ol id="steps" start="0"></ol>
+</div></div>
+<script id="trc-data" type="application/json">{data}</script>
+<script>{JS}</script>
+</body></html>
+"#,
+        title_e = esc(title),
+        sub_e = esc(&sub),
+        svg = svg(g),
+        data = data_json(g, model, title),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_splits_at_spaces() {
+        assert_eq!(wrap("aa bb cc", 5), vec!["aa bb", "cc"]);
+        assert_eq!(wrap("abcdefgh", 3), vec!["abcdefgh"]);
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(esc("a<b>&\"c"), "a&lt;b&gt;&amp;&quot;c");
+    }
+}

@@ -1,0 +1,212 @@
+//! `trc graph`: files, exit codes, and a browser test of the HTML page (headless Chromium, as
+//! installed by `.ci/run` from Debian's `chromium` package). Without Chromium the browser test
+//! is skipped with a message, except under CI (`CI` set), where it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn trc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("trc-graph-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The seed bug's graph: `I1-linux-6.15.{dot,html}` in a fresh directory.
+fn seed_graph(name: &str) -> (PathBuf, String) {
+    let dir = tmpdir(name);
+    let (code, out, err) = trc(&["graph", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("shortest counterexample, 8 events"), "{out}");
+    let html = std::fs::read_to_string(dir.join("I1-linux-6.15.html")).unwrap();
+    (dir, html)
+}
+
+/// The JSON the page embeds.
+fn page_data(html: &str) -> serde_json::Value {
+    let start = html.find(r#"<script id="trc-data" type="application/json">"#).expect("data block") + r#"<script id="trc-data" type="application/json">"#.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+#[test]
+fn seed_bug_graph_files() {
+    let (dir, html) = seed_graph("files");
+    let data = page_data(&html);
+    let path = data["path"].as_array().unwrap();
+    assert_eq!(path.len(), 9, "8 events → 9 states");
+    assert_eq!(data["profile"], "linux-6.15");
+    // The last path state violates I1; every state carries all its fields.
+    let last = &data["nodes"][8];
+    assert!(last["violates"][0].as_str().unwrap().starts_with("I1:"), "{last}");
+    assert!(last["state"]["sender"]["segs"].is_array() && last["state"]["rcv"].is_object() && last["state"]["budget"].is_object());
+    // Neighbours are drawn and deduplicated (distinct fingerprints).
+    let nodes = data["nodes"].as_array().unwrap();
+    assert!(nodes.len() > path.len(), "depth 1 adds neighbours");
+    let mut fps: Vec<&str> = nodes.iter().map(|n| n["fingerprint"].as_str().unwrap()).collect();
+    fps.sort();
+    fps.dedup();
+    assert_eq!(fps.len(), nodes.len());
+    // Self-contained: no external resource.
+    for bad in ["<link", "<script src", "src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(bad), "page references an external resource: {bad}");
+    }
+    assert_eq!(html.matches("class=\"node ").count(), nodes.len());
+    assert_eq!(html.matches("<line class=\"path-edge\"").count(), 8);
+    let dot = std::fs::read_to_string(dir.join("I1-linux-6.15.dot")).unwrap();
+    assert!(dot.starts_with("// I1") && dot.contains("digraph trc {"), "{dot}");
+    assert_eq!(dot.matches("penwidth=2.5").count(), 8, "8 path edges highlighted");
+    assert!(dot.contains("peripheries=2"), "violating state marked");
+    // No temporary file left behind.
+    let names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn no_violation_draws_the_initial_states_and_bad_input_exits_2() {
+    let dir = tmpdir("none");
+    let (code, out, _) = trc(&["graph", "--profile", "linux-6.18", "--no-sack", "--property", "I1", "--segments", "4", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no property violated"), "{out}");
+    let html = std::fs::read_to_string(dir.join("init-linux-6.18.html")).unwrap();
+    assert_eq!(page_data(&html)["path"].as_array().unwrap().len(), 1);
+    assert!(dir.join("init-linux-6.18.dot").exists());
+    let file = dir.join("init-linux-6.18.dot");
+    let (code, _, err) = trc(&["graph", "--out", file.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a directory"), "{err}");
+    let (code, _, err) = trc(&["graph", "--property", "I99", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, _) = trc(&["graph", "--profile", "linux-0.1", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let (code, _, _) = trc(&["graph"]);
+    assert_eq!(code, 2, "--out is required");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRC_CHROMIUM") {
+        return Some(p.into());
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser", "google-chrome"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// `chromium --headless --dump-dom URL`: the DOM after the page's scripts ran.
+fn dump_dom(chromium: &Path, url: &str, profile_dir: &Path) -> String {
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--user-data-dir={}", profile_dir.display()))
+        .arg("--dump-dom")
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut s).unwrap();
+        s
+    });
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    reader.join().unwrap()
+}
+
+/// The text of the `<td>` following `data-field="FIELD"` in the dumped DOM.
+fn field(dom: &str, name: &str) -> Option<String> {
+    let i = dom.find(&format!("data-field=\"{name}\""))?;
+    let rest = &dom[i..];
+    let a = rest.find("<td>")? + 4;
+    let b = a + rest[a..].find("</td>")?;
+    Some(rest[a..b].to_string())
+}
+
+#[test]
+fn browser_renders_path_and_state_details() {
+    let Some(chromium) = find_chromium() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but chromium is not installed (.ci/run installs Debian's `chromium`)");
+        }
+        eprintln!("SKIPPED browser_renders_path_and_state_details: chromium not found (apt-get install -y chromium, or set TRC_CHROMIUM)");
+        return;
+    };
+    let (dir, html) = seed_graph("browser");
+    let data = page_data(&html);
+    let page = dir.join("I1-linux-6.15.html");
+    let profile = dir.join("chromium-profile");
+
+    // Select path step 3 through the URL, as a click would.
+    let url = format!("file://{}#select=3", page.display());
+    let dom = dump_dom(&chromium, &url, &profile);
+    assert!(dom.contains("data-ready=\"1\""), "the page's script did not finish:\n{}", &dom[..dom.len().min(2000)]);
+    let s3 = &data["nodes"][3]["state"];
+    assert!(dom.contains("id=\"details-title\">step 3 — state #3<"), "details title");
+    for (f, v) in [
+        ("sender.cwnd", s3["sender"]["cwnd"].to_string()),
+        ("sender.ssthresh", s3["sender"]["ssthresh"].to_string()),
+        ("sender.snd_una", s3["sender"]["snd_una"].to_string()),
+        ("sender.high_seq", s3["sender"]["high_seq"].to_string()),
+        ("sender.ca_state", s3["sender"]["ca_state"].as_str().unwrap().to_string()),
+        ("now", s3["now"].to_string()),
+        ("budget.losses", s3["budget"]["losses"].to_string()),
+    ] {
+        assert_eq!(field(&dom, f).as_deref(), Some(v.as_str()), "field {f} in the details panel");
+    }
+    // The path: 9 steps listed, step 3 current, path states and edges drawn, state 3 highlighted.
+    assert_eq!(dom.matches("<li data-step=").count(), 9, "9 path steps listed");
+    assert!(dom.contains("<li data-step=\"3\" class=\"current\">"), "step 3 is current in the list");
+    assert_eq!(dom.matches("class=\"node ").count(), data["nodes"].as_array().unwrap().len());
+    assert!(dom.contains("id=\"n3\"") && dom.contains("node ca-") && dom.contains(" path current\""), "state 3 highlighted as current");
+    assert!(dom.contains("id=\"step-label\">step 3 / 8<"), "step label");
+
+    // The violating last step, through `#step=`.
+    let dom = dump_dom(&chromium, &format!("file://{}#step=8", page.display()), &profile);
+    assert!(dom.contains("id=\"details-title\">step 8 — state #8<"));
+    assert!(dom.contains("✗ violates I1: no undo after a real loss"), "violation shown");
+    assert_eq!(field(&dom, "sender.cwnd").unwrap(), data["nodes"][8]["state"]["sender"]["cwnd"].to_string());
+
+    // A neighbour (not on the path).
+    let nbr = data["nodes"].as_array().unwrap().iter().find(|n| n["path_index"].is_null()).unwrap();
+    let id = nbr["id"].as_u64().unwrap();
+    let dom = dump_dom(&chromium, &format!("file://{}#select={id}", page.display()), &profile);
+    assert!(dom.contains(&format!("state #{id}<")) && dom.contains("neighbour (+1)"), "neighbour details");
+    assert!(dom.contains(" nbr selected\""), "neighbour highlighted");
+    let _ = std::fs::remove_dir_all(dir);
+}

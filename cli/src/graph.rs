@@ -1,5 +1,5 @@
-//! `trc graph` (the explored state graph around a counterexample, as DOT and as one
-//! self-contained HTML page) and `trc explore` (stateright's Explorer on localhost).
+//! `trc graph`: the explored state graph around a counterexample, as DOT and as one
+//! self-contained HTML page (`graph_html.rs`).
 //!
 //! The graph is built with petgraph: the counterexample's states are the *path*, and the states
 //! reachable from path states in at most `--depth` events (generated with `Model::actions` /
@@ -15,7 +15,7 @@ use petgraph::visit::EdgeRef;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path as FsPath, PathBuf};
-use stateright::{Checker, Expectation, Model};
+use stateright::{Expectation, Model};
 use trc_engine::{fingerprint, replay, Options, Path, Verdict};
 use trc_model::model::{Action, State, TcpModel};
 
@@ -47,21 +47,6 @@ pub struct GraphArgs {
     /// Output directory (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-}
-
-#[derive(Args, Debug)]
-pub struct ExploreArgs {
-    /// Profile: a built-in name or a TOML file.
-    #[arg(long, default_value = "linux-6.18")]
-    pub profile: String,
-    /// Register only these properties (default: the whole catalogue).
-    #[arg(long = "property", value_name = "ID")]
-    pub properties: Vec<String>,
-    #[command(flatten)]
-    pub bounds: BoundArgs,
-    /// TCP port on 127.0.0.1.
-    #[arg(long, default_value_t = 3000)]
-    pub port: u16,
 }
 
 /// A state of the drawn graph.
@@ -311,32 +296,5 @@ pub fn run_graph(a: GraphArgs) -> i32 {
         if g.truncated { format!(", cut at --max-nodes {}", a.max_nodes) } else { String::new() }
     );
     println!("wrote {}\nwrote {}", dot_path.display(), html_path.display());
-    0
-}
-
-pub fn run_explore(a: ExploreArgs) -> i32 {
-    let cfg = match a.bounds.config() {
-        Ok(c) => c,
-        Err(e) => return output::usage_error(&e),
-    };
-    let profile = match load_profile(&a.profile) {
-        Ok(p) => p,
-        Err(e) => return output::usage_error(&e),
-    };
-    let specs = match trc_properties::select(&a.properties) {
-        Ok(s) => s,
-        Err(e) => return output::usage_error(&e),
-    };
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
-    // stateright's server panics if it cannot bind: find out first.
-    match std::net::TcpListener::bind(addr) {
-        Ok(l) => drop(l),
-        Err(e) => return output::usage_error(&format!("cannot listen on {addr}: {e}")),
-    }
-    let model = TcpModel::new(cfg, profile).with_properties(trc_properties::properties(&specs));
-    println!("trc explore: profile {} — Explorer on http://{addr}/ (Ctrl-C to stop)", model.profile.name);
-    // Never returns: the server thread is joined.
-    let checker = model.checker().serve(addr);
-    let _ = checker.unique_state_count();
     0
 }

@@ -4,9 +4,11 @@
 
 mod bench;
 mod check;
+mod explore;
 mod graph;
 mod graph_html;
 mod output;
+mod replay;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -30,7 +32,9 @@ enum Cmd {
     /// Draw the explored state graph around a counterexample (DOT + self-contained HTML).
     Graph(graph::GraphArgs),
     /// Serve stateright's Explorer on 127.0.0.1 for interactive stepping (never returns).
-    Explore(graph::ExploreArgs),
+    Explore(explore::ExploreArgs),
+    /// Replay a packetdrill script on the model, checking its outbound segments and asserts.
+    Replay(replay::ReplayArgs),
     /// List the built-in profiles.
     Profiles,
     /// List the properties.
@@ -179,7 +183,8 @@ fn main() {
         Cmd::Matrix(a) => check::run_matrix(a),
         Cmd::Bench(a) => bench::run_bench(a),
         Cmd::Graph(a) => graph::run_graph(a),
-        Cmd::Explore(a) => graph::run_explore(a),
+        Cmd::Explore(a) => explore::run_explore(a),
+        Cmd::Replay(a) => replay::run_replay(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {
                 println!("{:<20} {}", p.name, p.description);

@@ -59,6 +59,8 @@ fn explorer_serves_states_on_localhost() {
     let steps: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert!(!steps.as_array().unwrap().is_empty());
     assert!(steps[0]["action"].as_str().unwrap().contains("deliver"), "{steps}");
+    let outcome = steps[0]["outcome"].as_str().unwrap();
+    assert!(outcome.starts_with("deliver seg 1 (original, sent at 0 ms) → ACK\n⇒ t=50ms"), "readable step: {outcome}");
     let (status, page) = get(port, "/").unwrap();
     assert!(status.contains("200") && page.contains("<html"), "{status}");
     let (_, st) = get(port, "/.status").unwrap();

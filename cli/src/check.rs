@@ -41,6 +41,15 @@ pub struct CheckArgs {
     /// Baseline of accepted findings (violations reported but not failing).
     #[arg(long, value_name = "FILE", default_value = "baseline.toml")]
     pub baseline: PathBuf,
+    /// Write each violated property's counterexample as DIR/<property>-<profile>.{pkt,json,dot}.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Add new violations to the regression corpus (see --regressions).
+    #[arg(long)]
+    pub save_regressions: bool,
+    /// Regression corpus directory (manifest.toml + scripts) for --save-regressions.
+    #[arg(long, value_name = "DIR", default_value = "counterexamples/regressions")]
+    pub regressions: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -157,12 +166,39 @@ pub fn run_check(a: CheckArgs) -> i32 {
     } else {
         output::print_summary(&model, &report, &results);
     }
+    if a.out.is_some() || a.save_regressions {
+        let corpus = a.save_regressions.then_some(a.regressions.as_path());
+        if let Err(e) = export_violations(&model, &report, a.out.as_deref(), corpus) {
+            return output::usage_error(&e);
+        }
+    }
     let failing = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
     if failing {
         1
     } else {
         0
     }
+}
+
+/// `--out` / `--save-regressions`: export every violated property's counterexample (messages on
+/// stderr, so `--json` output stays machine-readable).
+fn export_violations(model: &TcpModel, report: &Report<Action>, out: Option<&Path>, corpus: Option<&Path>) -> Result<(), String> {
+    for p in &report.properties {
+        let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else { continue };
+        let id = p.name.split(':').next().unwrap_or(p.name);
+        let x = trc_trace::export::export(model, path.init_index, &path.actions, id, p.name, 3).map_err(|e| format!("export of {id}: {e}"))?;
+        if let Some(dir) = out {
+            let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
+            eprintln!("trc check: wrote {} (+ .json, .dot){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });
+        }
+        if let Some(dir) = corpus {
+            match trc_trace::regress::add(dir, &x)? {
+                trc_trace::regress::Saved::Added(f) => eprintln!("trc check: added {} to the regression corpus", f.display()),
+                trc_trace::regress::Saved::AlreadyPresent(n) => eprintln!("trc check: {id} on {} already in the regression corpus ({n})", model.profile.name),
+            }
+        }
+    }
+    Ok(())
 }
 
 pub fn run_matrix(a: MatrixArgs) -> i32 {

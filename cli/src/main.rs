@@ -8,6 +8,7 @@ mod explore;
 mod graph;
 mod graph_html;
 mod output;
+mod replay;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -32,6 +33,8 @@ enum Cmd {
     Graph(graph::GraphArgs),
     /// Serve stateright's Explorer on 127.0.0.1 for interactive stepping (never returns).
     Explore(explore::ExploreArgs),
+    /// Replay a packetdrill script on the model, checking its outbound segments and asserts.
+    Replay(replay::ReplayArgs),
     /// List the built-in profiles.
     Profiles,
     /// List the properties.
@@ -181,6 +184,7 @@ fn main() {
         Cmd::Bench(a) => bench::run_bench(a),
         Cmd::Graph(a) => graph::run_graph(a),
         Cmd::Explore(a) => explore::run_explore(a),
+        Cmd::Replay(a) => replay::run_replay(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {
                 println!("{:<20} {}", p.name, p.description);

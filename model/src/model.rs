@@ -138,6 +138,14 @@ impl TcpModel {
         t <= self.cfg.horizon_ms && s.sender.timer.map_or(true, |tm| t <= tm.deadline)
     }
 
+    /// The ACK the receiver would send if packet `i` of the flight were delivered now, and the
+    /// time it would arrive; `s` is not changed (exporters and replays use it).
+    pub fn ack_for(&self, s: &State, i: usize) -> (u32, AckSeg) {
+        let mut rcv = s.rcv.clone();
+        let ack = rcv.receive(&self.cfg, &s.flight[i], s.sender.sack_ok, s.sender.ts_ok);
+        (self.arrival(s, i), ack)
+    }
+
     /// The ACK the receiver sends for delivered packet `pkt`.
     pub fn deliver(&self, s: &mut State, i: usize, ack_fate: AckFate) {
         let t = self.arrival(s, i);

@@ -1,0 +1,115 @@
+//! The model's sender driven from outside: inbound ACKs, application writes, timer expiries and
+//! the host queue at times chosen by the caller (a script, or an exporter that re-times a
+//! trace). Both export and replay run through this, so an exported script replays to the
+//! same sender states by construction.
+
+use std::collections::VecDeque;
+use trc_model::sender::ack::AckSeg;
+use trc_model::sender::Cx;
+use trc_model::state::{Timer, TimerKind};
+use trc_model::{Config, Profile, Sender};
+
+/// One transmission the model made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// Segment index (`seq - isn`).
+    pub seg: u32,
+    pub rtx: bool,
+    /// Model time (ms) it left.
+    pub at: u32,
+}
+
+/// The sender plus its clock and the transmissions not yet consumed.
+#[derive(Clone, Debug)]
+pub struct Driver {
+    pub cfg: Config,
+    pub profile: Profile,
+    pub snd: Sender,
+    /// Model time (ms) of the last event.
+    pub now: u32,
+    pub tsq_full: bool,
+    /// Transmissions not yet matched against a script line (oldest first).
+    pub out: VecDeque<Sent>,
+}
+
+impl Driver {
+    /// A connection right after the passive open; the first `cfg.segments` are written at
+    /// model time 0 and the first flight is sent (as `TcpModel::initial`).
+    pub fn start(cfg: Config, profile: Profile, sack_ok: bool) -> Driver {
+        let snd = Sender::new(&cfg, sack_ok);
+        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new() };
+        d.run(0, |s, cx| s.tcp_write_xmit(cx));
+        d
+    }
+
+    fn run(&mut self, now: u32, f: impl FnOnce(&mut Sender, &mut Cx)) -> Vec<Sent> {
+        self.now = now;
+        self.snd.ghost.ev = Default::default();
+        let mut cx = Cx::new(&self.cfg, &self.profile, now, self.tsq_full);
+        f(&mut self.snd, &mut cx);
+        let sent: Vec<Sent> = cx.out.iter().map(|t| Sent { seg: t.seg, rtx: t.rtx, at: now }).collect();
+        self.out.extend(sent.iter().copied());
+        sent
+    }
+
+    /// The pending timer.
+    pub fn timer(&self) -> Option<Timer> {
+        self.snd.timer
+    }
+
+    /// An inbound ACK at `now` (ms).
+    pub fn ack(&mut self, now: u32, ack: &AckSeg) -> Vec<Sent> {
+        self.run(now.max(self.now), |s, cx| s.tcp_ack(cx, ack))
+    }
+
+    /// Fires the pending timer at its deadline; `None` if none is armed.
+    pub fn fire(&mut self) -> Option<(TimerKind, Vec<Sent>)> {
+        let tm = self.snd.timer.take()?;
+        let at = tm.deadline.max(self.now);
+        let sent = match tm.kind {
+            TimerKind::Rto => self.run(at, |s, cx| s.tcp_retransmit_timer(cx)),
+            TimerKind::Tlp => self.run(at, |s, cx| s.tcp_send_loss_probe(cx)),
+            TimerKind::Reo => self.run(at, |s, cx| s.tcp_rack_reo_timeout(cx)),
+        };
+        Some((tm.kind, sent))
+    }
+
+    /// The application writes `segs` more segments at `now`.
+    pub fn write(&mut self, now: u32, segs: u32) -> Vec<Sent> {
+        self.snd.write_seq = self.snd.write_seq.wrapping_add(segs);
+        self.run(now.max(self.now), |s, cx| s.tcp_data_snd_check(cx))
+    }
+
+    /// The host queue fills (TSQ): model-only.
+    pub fn tsq_fill(&mut self, now: u32) {
+        self.now = now.max(self.now);
+        self.snd.ghost.ev = Default::default();
+        self.tsq_full = true;
+    }
+
+    /// The host queue drains (`tcp_tsq_handler`): model-only.
+    pub fn tsq_drain(&mut self, now: u32) -> Vec<Sent> {
+        self.tsq_full = false;
+        self.run(now.max(self.now), |s, cx| s.tcp_tsq_handler(cx))
+    }
+
+    /// `tcp_info` as the model computes it; `None` for fields the model does not compute.
+    pub fn tcpi(&self, field: &str) -> Option<i64> {
+        let s = &self.snd;
+        Some(match field {
+            "tcpi_state" => 1, // TCP_ESTABLISHED
+            "tcpi_ca_state" => s.ca_state as i64,
+            "tcpi_snd_cwnd" => s.cwnd as i64,
+            "tcpi_snd_ssthresh" => s.ssthresh as i64,
+            "tcpi_unacked" => s.packets_out as i64,
+            "tcpi_sacked" => s.sacked_out as i64,
+            "tcpi_lost" => s.lost_out as i64,
+            "tcpi_retrans" => s.retrans_out as i64,
+            "tcpi_total_retrans" => s.total_retrans as i64,
+            "tcpi_retransmits" => s.icsk_retransmits as i64,
+            "tcpi_backoff" => s.icsk_backoff as i64,
+            "tcpi_reordering" => s.reordering as i64,
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,488 @@
+//! Model trace → packetdrill script (+ JSON trace and DOT chain).
+//!
+//! The trace is re-driven through [`Driver`] at script times: events keep the model's time
+//! differences, but inbound ACKs are at least `gap_ms` after the previous event (a real kernel
+//! needs a few ms between inbound ACKs). The re-timed run must reach the same sender decisions
+//! as the trace (state, window, transmissions, timer kinds) at every step; if it does not, the
+//! export falls back to the model's exact times (noted in the header).
+
+use crate::driver::{Driver, Sent};
+use crate::{seq_bytes, MSS};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use stateright::Model;
+use trc_model::model::{Action, State, TcpModel};
+use trc_model::sender::ack::AckSeg;
+use trc_model::state::{CaState, TimerKind};
+
+/// Script TS val of model TS clock value 0 (the first flight's TSval is 200 + its model time).
+pub const TS_LABEL_BASE: u32 = 200;
+/// The peer's first TS val on data-phase ACKs.
+pub const PEER_TS_BASE: u32 = 150;
+
+/// One step of an exported trace (`.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub index: usize,
+    /// `None` for the initial state.
+    pub action: Option<Action>,
+    pub event: String,
+    /// Script time (ms after the first write) at which the step happens in the `.pkt`.
+    pub script_ms: Option<u32>,
+    pub state: State,
+}
+
+/// The full trace of a counterexample (`.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TraceFile {
+    pub property: String,
+    pub property_name: String,
+    pub profile: trc_model::Profile,
+    pub config: trc_model::Config,
+    pub init_index: usize,
+    pub sack: bool,
+    /// Index of the step where the property breaks (the last one).
+    pub violation_step: usize,
+    /// Whether a real kernel can execute the script (no model-only events).
+    pub kernel_runnable: bool,
+    pub model_only: Vec<String>,
+    pub steps: Vec<TraceStep>,
+}
+
+/// Everything written for one violated property.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    pub pkt: String,
+    pub trace: TraceFile,
+    pub dot: String,
+    /// `true` if the inbound ACKs could be spaced `gap_ms` apart; `false`: exact model times.
+    pub spaced: bool,
+}
+
+/// The states along a path: `(action, state)` with `None` for the initial state.
+pub fn states(model: &TcpModel, init_index: usize, actions: &[Action]) -> Result<Vec<(Option<Action>, State)>, String> {
+    let mut inits = model.init_states();
+    if init_index >= inits.len() {
+        return Err(format!("init index {init_index} out of range"));
+    }
+    let mut out = vec![(None, inits.swap_remove(init_index))];
+    for (i, a) in actions.iter().enumerate() {
+        let next = model.next_state(&out.last().unwrap().1, *a).ok_or_else(|| format!("action {i} ({a}) does not apply"))?;
+        out.push((Some(*a), next));
+    }
+    Ok(out)
+}
+
+/// Human description of `a` taken in `prev` (bytes in script sequence space).
+pub fn describe(prev: &State, a: &Action) -> String {
+    let pk = |i: u8| {
+        let p = prev.flight[i as usize];
+        let (s, e) = (seq_bytes(p.seg as u32), seq_bytes(p.seg as u32 + 1));
+        format!("seg {} ({s}:{e}, {} sent at {} ms)", p.seg as u32 + 1, if p.rtx { "retransmission" } else { "original" }, p.sent)
+    };
+    match a {
+        Action::Deliver { pkt } => format!("{} is delivered; its ACK arrives", pk(*pkt)),
+        Action::DeliverEce { pkt } => format!("{} is delivered; its ACK carries ECE", pk(*pkt)),
+        Action::DeliverAckLost { pkt } => format!("{} is delivered; its ACK is lost", pk(*pkt)),
+        Action::Drop { pkt } => format!("the network drops {}", pk(*pkt)),
+        Action::Rto => "the RTO fires".into(),
+        Action::Tlp => "the TLP timer fires".into(),
+        Action::Reo => "the RACK reordering timer fires".into(),
+        Action::TsqFill => "the host queue fills (TSQ)".into(),
+        Action::TsqDrain => "the host queue drains (TSQ)".into(),
+        Action::Write => "the application writes one segment".into(),
+        #[allow(unreachable_patterns)]
+        other => other.to_string(),
+    }
+}
+
+/// What the sender decided in one step, for comparing a re-timed run with the trace.
+fn decisions(snd: &trc_model::Sender) -> impl PartialEq + std::fmt::Debug {
+    (
+        snd.ca_state,
+        snd.cwnd,
+        snd.ssthresh,
+        snd.snd_una,
+        snd.snd_nxt,
+        snd.high_seq,
+        (snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out),
+        snd.undo_marker,
+        snd.timer.map(|t| t.kind),
+        snd.segs.iter().map(|s| s.tags).collect::<Vec<_>>(),
+    )
+}
+
+fn ca_name(c: CaState) -> &'static str {
+    c.tcpi_name()
+}
+
+/// Emitted lines with script times; converted to relative times at the end.
+struct Emitter {
+    out: String,
+    /// Script time (µs) of the previous timed statement.
+    prev_us: i64,
+}
+
+impl Emitter {
+    fn rel(&self, t_us: i64) -> String {
+        let d = t_us - self.prev_us;
+        fmt_rel(d)
+    }
+    fn line(&mut self, t_us: i64, text: &str) {
+        let r = self.rel(t_us);
+        let _ = writeln!(self.out, "{r:>6} {text}");
+        self.prev_us = t_us;
+    }
+    fn range(&mut self, start_us: i64, end_us: i64, text: &str) {
+        let a = self.rel(start_us);
+        let b = fmt_rel(end_us - self.prev_us);
+        let _ = writeln!(self.out, "{a}~{b} {text}");
+        self.prev_us = start_us;
+    }
+    fn comment(&mut self, text: &str) {
+        for l in text.lines() {
+            let _ = writeln!(self.out, "// {l}");
+        }
+    }
+    fn raw(&mut self, text: &str) {
+        let _ = writeln!(self.out, "{text}");
+    }
+}
+
+/// `+.25`, `+0`, `+.003`.
+pub fn fmt_rel(d_us: i64) -> String {
+    if d_us == 0 {
+        return "+0".into();
+    }
+    let s = format!("{:.6}", d_us as f64 / 1e6);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    let s = s.strip_prefix('0').unwrap_or(s);
+    format!("+{s}")
+}
+
+/// Script TS val label of a model TS clock value.
+fn label(model_ts: u32, ts_base: u32) -> u32 {
+    TS_LABEL_BASE + model_ts.wrapping_sub(ts_base)
+}
+
+struct Ctx<'a> {
+    model: &'a TcpModel,
+    sack: bool,
+    ts: bool,
+    /// Write ends (segment index) for the PSH guess.
+    write_ends: Vec<u32>,
+    peer_ts: u32,
+}
+
+impl Ctx<'_> {
+    /// `after_write`: the transmissions follow a write syscall (a real kernel pushes them with PSH).
+    fn out_lines(&mut self, e: &mut Emitter, first_at: Option<(i64, i64)>, t_us: i64, sent: &[Sent], ts_label: u32, after_write: bool) {
+        // Contiguous runs of the same kind.
+        let mut runs: Vec<(u32, u32, bool)> = Vec::new();
+        for s in sent {
+            match runs.last_mut() {
+                Some((_, end, rtx)) if *end == s.seg && *rtx == s.rtx => *end += 1,
+                _ => runs.push((s.seg, s.seg + 1, s.rtx)),
+            }
+        }
+        for (i, (a, b, rtx)) in runs.iter().enumerate() {
+            let (sa, sb) = (seq_bytes(*a), seq_bytes(*b));
+            // PSH is a guess (the model does not track it; `trc replay` does not check it): on
+            // the segments pushed by a write, and on a run ending where a write ended.
+            let psh = self.write_ends.contains(b) || (after_write && !*rtx);
+            let opts = if self.ts { format!(" <nop,nop,TS val {ts_label} ecr {}>", self.peer_ts) } else { String::new() };
+            let what = if *rtx { "retransmission" } else { "new data" };
+            let text = format!("> {} {sa}:{sb}({}) ack 1{opts}   // {what}", if psh { "P." } else { "." }, sb - sa);
+            match (i, first_at) {
+                (0, Some((s, end))) => e.range(s, end, &text),
+                _ => e.line(t_us, &text),
+            }
+        }
+    }
+
+    fn ack_line(&mut self, ack: &AckSeg, ece: bool, ts_map: &BTreeMap<u32, u32>) -> String {
+        let m = &self.model.cfg;
+        let a = seq_bytes(ack.ack.wrapping_sub(m.isn));
+        let blocks: Vec<String> = ack.sacks.iter().map(|(s, e)| format!("{}:{}", seq_bytes(s.wrapping_sub(m.isn)), seq_bytes(e.wrapping_sub(m.isn)))).collect();
+        let mut opts = Vec::new();
+        if let (true, Some(ecr)) = (self.ts, ack.tsecr) {
+            self.peer_ts += 1;
+            let lbl = ts_map.get(&ecr).copied().unwrap_or_else(|| label(ecr, m.ts_base));
+            opts.push(format!("nop,nop,TS val {} ecr {lbl}", self.peer_ts));
+        }
+        if self.sack && !blocks.is_empty() {
+            opts.push(format!("nop,nop,sack {}", blocks.join(" ")));
+        }
+        let opts = if opts.is_empty() { String::new() } else { format!(" <{}>", opts.join(",")) };
+        format!("< {} 1:1(0) ack {a} win 320{opts}", if ece { "E." } else { "." })
+    }
+}
+
+/// Exports the counterexample `actions` from `init_index` (violating property `id`).
+pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32) -> Result<Exported, String> {
+    match export_with(model, init_index, actions, id, name, gap_ms) {
+        Ok(x) => Ok(x),
+        Err(why) if gap_ms > 0 => {
+            let mut x = export_with(model, init_index, actions, id, name, 0)?;
+            x.pkt = x.pkt.replacen(
+                "// timing:",
+                &format!("// timing: exact model times (spacing ACKs {gap_ms} ms apart changed the sender's decisions: {why});\n// timing (kernel): events at the same model ms are 0 ms apart, a real kernel may process them differently;\n// timing:"),
+                1,
+            );
+            Ok(x)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32) -> Result<Exported, String> {
+    let cfg = &model.cfg;
+    let path = states(model, init_index, actions)?;
+    let init = &path[0].1;
+    let sack = init.sender.sack_ok;
+    let ts = init.sender.ts_ok;
+    let mut model_only = Vec::new();
+    for (a, _) in &path[1..] {
+        let a = a.unwrap();
+        let note = match a {
+            Action::TsqFill | Action::TsqDrain => "model-only: TSQ-held retransmits cannot be forced on a real kernel (the host-queue lines are `:` no-ops there)",
+            Action::DeliverEce { .. } => "model-only: ECE-marked ACKs need ECN negotiated, which this script's handshake does not do",
+            _ => continue,
+        };
+        if !model_only.iter().any(|n: &String| n == note) {
+            model_only.push(note.to_string());
+        }
+    }
+    let kernel_runnable = model_only.is_empty();
+    let mut write_ends = vec![cfg.segments as u32];
+    {
+        let mut w = cfg.segments as u32;
+        for (a, _) in &path[1..] {
+            if a == &Some(Action::Write) {
+                w += 1;
+                write_ends.push(w);
+            }
+        }
+    }
+    let mut cx = Ctx { model, sack, ts, write_ends, peer_ts: PEER_TS_BASE };
+    let mut d = Driver::start(cfg.clone(), model.profile.clone(), sack);
+    let mut e = Emitter { out: String::new(), prev_us: 0 };
+    let vstep = path.len() - 1;
+
+    // ---- header ----
+    let spec_statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
+    e.comment(&format!("trc counterexample: {name}"));
+    e.comment(&format!("property {id}: {spec_statement}"));
+    e.comment(&format!("profile {} ({})", model.profile.name, model.profile.description));
+    e.comment(&format!(
+        "connection: {}, {}, MSS {MSS}, {:?}, RTT {} ms, initcwnd {}, {} segment(s) written at t=0{}; F-RTO {}, TLP {}",
+        if sack { "SACK" } else { "no SACK" },
+        if ts { "timestamps" } else { "no timestamps" },
+        cfg.cc,
+        cfg.rtt_ms,
+        cfg.initcwnd,
+        cfg.segments,
+        if cfg.extra_writes > 0 { format!(" (+{} later one-segment writes allowed)", cfg.extra_writes) } else { String::new() },
+        if cfg.frto { "on" } else { "off" },
+        if cfg.tlp { "on" } else { "off" },
+    ));
+    e.comment(&format!("model segment k = bytes {}+{MSS}k .. {}+{MSS}(k+1); TS vals are labels (the runner maps them to the kernel's)", 1, 1));
+    e.comment(&format!("the property breaks at step {vstep} (the last one); the asserts after each step are the model's prediction for {}", model.profile.name));
+    e.comment("timing: inbound ACKs keep the model's time differences, at least GAP ms apart; timer-driven sends are `~` ranges".replace("GAP", &gap_ms.to_string()).as_str());
+    for n in &model_only {
+        e.comment(n);
+    }
+    if model_only.is_empty() {
+        e.comment("kernel-runnable: every event of the trace can be reproduced by a real kernel (dropped packets are simply never ACKed)");
+    }
+    e.raw("");
+    e.raw("`../common/defaults.sh`");
+    e.raw("");
+    e.line(0, "socket(..., SOCK_STREAM, IPPROTO_TCP) = 3");
+    e.line(0, "setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0");
+    e.line(0, "bind(3, ..., ...) = 0");
+    let cc = match cfg.cc {
+        trc_model::CcKind::Reno => "reno",
+        _ => "cubic",
+    };
+    e.line(0, &format!("setsockopt(3, IPPROTO_TCP, TCP_CONGESTION, \"{cc}\", {}) = 0", cc.len()));
+    e.line(0, "listen(3, 1) = 0");
+    let mut sysctls = vec![
+        format!("net.ipv4.tcp_frto={}", if cfg.frto { 2 } else { 0 }),
+        format!("net.ipv4.tcp_early_retrans={}", if cfg.tlp { 3 } else { 0 }),
+        format!("net.ipv4.tcp_reordering={}", cfg.sysctl_reordering),
+        format!("net.ipv4.tcp_max_reordering={}", cfg.sysctl_max_reordering),
+    ];
+    if !cfg.dsack {
+        sysctls.push("net.ipv4.tcp_dsack=0".into());
+    }
+    e.comment("sysctls as configured; the route's initcwnd is the model's initial window (read at the SYN)");
+    e.line(0, &format!("`sysctl -q {}`", sysctls.join(" ")));
+    e.line(0, &format!("`ip route change 192.0.2.1 dev tun0 initcwnd {}`", cfg.initcwnd));
+    let (syn, synack, ack) = match (sack, ts) {
+        (true, true) => ("<mss 1012,sackOK,TS val 100 ecr 0,nop,wscale 7>", "<mss 1460,sackOK,TS val 100 ecr 100,nop,wscale 8>", " <nop,nop,TS val 150 ecr 100>"),
+        (false, true) => ("<mss 1012,nop,nop,TS val 100 ecr 0,nop,wscale 7>", "<mss 1460,nop,nop,TS val 100 ecr 100,nop,wscale 8>", " <nop,nop,TS val 150 ecr 100>"),
+        (true, false) => ("<mss 1000,sackOK,nop,nop,nop,wscale 7>", "<mss 1460,nop,nop,sackOK,nop,wscale 8>", ""),
+        (false, false) => ("<mss 1000,nop,wscale 7>", "<mss 1460,nop,wscale 8>", ""),
+    };
+    e.line(0, &format!("< S 0:0(0) win 32792 {syn}"));
+    e.line(0, &format!("> S. 0:0(0) ack 1 {synack}"));
+    let rtt_us = cfg.rtt_ms as i64 * 1000;
+    e.line(rtt_us, &format!("< . 1:1(0) ack 1 win 320{ack}"));
+    e.line(rtt_us, "accept(3, ..., ...) = 4");
+    e.raw("");
+    // Model time m ms ↦ script time rtt + m ms (before re-timing).
+    let at = |m: u32| rtt_us + m as i64 * 1000;
+    e.comment(&format!("step 0 (t=0 ms): the application writes {} segments; the first flight leaves", cfg.segments));
+    e.line(at(0), &format!("write(4, ..., {}) = {}", cfg.segments as u32 * MSS, cfg.segments as u32 * MSS));
+    // Model TSval → script label, by send identity (trace time → re-timed time).
+    let mut ts_map: BTreeMap<u32, u32> = BTreeMap::new();
+    ts_map.insert(cfg.ts_base, label(cfg.ts_base, cfg.ts_base));
+    let first: Vec<Sent> = d.out.drain(..).collect();
+    cx.out_lines(&mut e, None, at(0), &first, label(cfg.ts_base, cfg.ts_base), true);
+    if decisions(&d.snd) != decisions(&init.sender) {
+        return Err("initial flight differs".into());
+    }
+    asserts(&mut e, at(0), &d);
+    let mut steps = vec![TraceStep { index: 0, action: None, event: "initial state: the first flight is sent".into(), script_ms: Some(0), state: init.clone() }];
+    // Re-timing: script model-time of the last event, and trace time of the last event.
+    let (mut last_t, mut last_m) = (0u32, 0u32);
+    for (i, w) in path.windows(2).enumerate() {
+        let (prev, (a, next)) = (&w[0].1, (&w[1].0.unwrap(), &w[1].1));
+        let idx = i + 1;
+        let desc = describe(prev, a);
+        let m = next.now;
+        // Re-timed model time of this step.
+        let spaced = |gap: u32| last_t + (m - last_m).max(gap);
+        let mut t = last_t + (m - last_m);
+        let mut script_ms = None;
+        let mut quiet = false;
+        let brk = if idx == vstep { format!("   <-- {id} breaks here") } else { String::new() };
+        match a {
+            Action::Drop { .. } => {
+                e.comment(&format!("step {idx} (model t={m} ms): {desc}: it is never ACKed{brk}"));
+            }
+            Action::DeliverAckLost { .. } => {
+                e.comment(&format!("step {idx} (model t={m} ms): {desc} (nothing reaches the sender){brk}"));
+            }
+            Action::Deliver { pkt } | Action::DeliverEce { pkt } => {
+                let (_, ack) = model.ack_for(prev, *pkt as usize);
+                t = spaced(gap_ms);
+                if let Some(tm) = d.timer() {
+                    if t > tm.deadline || (t == tm.deadline && gap_ms > 0) {
+                        return Err(format!("step {idx}: the ACK would arrive at {t} ms, after the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                    }
+                }
+                let ece = matches!(a, Action::DeliverEce { .. });
+                let mut ack2 = ack.clone();
+                ack2.ece = ece;
+                e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
+                let text = cx.ack_line(&ack, ece, &ts_map);
+                e.line(at(t), &text);
+                let sent = d.ack(t, &ack2);
+                for s in &sent {
+                    ts_map.insert(m + cfg.ts_base, label(t + cfg.ts_base, cfg.ts_base));
+                    let _ = s;
+                }
+                cx.out_lines(&mut e, None, at(t), &sent, label(t + cfg.ts_base, cfg.ts_base), false);
+                d.out.clear();
+                script_ms = Some(t);
+            }
+            Action::Rto | Action::Tlp | Action::Reo => {
+                let Some(tm) = d.timer() else { return Err(format!("step {idx}: no timer armed in the re-timed run")) };
+                let want = match a {
+                    Action::Rto => TimerKind::Rto,
+                    Action::Tlp => TimerKind::Tlp,
+                    _ => TimerKind::Reo,
+                };
+                if tm.kind != want {
+                    return Err(format!("step {idx}: {:?} timer armed, the trace fires {want:?}", tm.kind));
+                }
+                t = tm.deadline.max(last_t);
+                e.comment(&format!("step {idx} (model t={m} ms): {desc} (deadline {} ms after the first write){brk}", t));
+                let (_, sent) = d.fire().unwrap();
+                if sent.is_empty() {
+                    e.comment("(nothing is sent; the state is asserted after the next event)");
+                    quiet = true;
+                } else {
+                    for _ in &sent {
+                        ts_map.insert(m + cfg.ts_base, label(t + cfg.ts_base, cfg.ts_base));
+                    }
+                    cx.out_lines(&mut e, Some((at(t), at(t) + 5000)), at(t), &sent, label(t + cfg.ts_base, cfg.ts_base), false);
+                }
+                d.out.clear();
+                script_ms = Some(t);
+            }
+            Action::Write => {
+                t = spaced(0);
+                e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
+                e.line(at(t), &format!("write(4, ..., {MSS}) = {MSS}"));
+                let sent = d.write(t, 1);
+                for _ in &sent {
+                    ts_map.insert(m + cfg.ts_base, label(t + cfg.ts_base, cfg.ts_base));
+                }
+                cx.out_lines(&mut e, None, at(t), &sent, label(t + cfg.ts_base, cfg.ts_base), true);
+                d.out.clear();
+                script_ms = Some(t);
+            }
+            Action::TsqFill | Action::TsqDrain => {
+                t = spaced(0);
+                e.comment(&format!("step {idx} (model t={m} ms): {desc} — model-only, a no-op on a real kernel{brk}"));
+                let fill = matches!(a, Action::TsqFill);
+                e.line(at(t), if fill { "`: trc-model-only tsq-fill`" } else { "`: trc-model-only tsq-drain`" });
+                if fill {
+                    d.tsq_fill(t);
+                } else {
+                    let sent = d.tsq_drain(t);
+                    for _ in &sent {
+                        ts_map.insert(m + cfg.ts_base, label(t + cfg.ts_base, cfg.ts_base));
+                    }
+                    cx.out_lines(&mut e, None, at(t), &sent, label(t + cfg.ts_base, cfg.ts_base), false);
+                }
+                d.out.clear();
+                script_ms = Some(t);
+            }
+            #[allow(unreachable_patterns)]
+            _ => return Err(format!("step {idx}: {desc}: this event is not exported yet")),
+        }
+        if decisions(&d.snd) != decisions(&next.sender) {
+            return Err(format!("step {idx}: the re-timed run decides differently ({:?} vs {:?})", decisions(&d.snd), decisions(&next.sender)));
+        }
+        if script_ms.is_some() && !(quiet && idx != vstep) {
+            if idx == vstep {
+                e.comment(&format!("*** {id} breaks at step {idx}: {spec_statement}"));
+                for n in crate::notes(next) {
+                    e.comment(&format!("*** model: {n}"));
+                }
+            }
+            asserts(&mut e, at(t), &d);
+        }
+        if script_ms.is_some() {
+            last_t = t;
+            last_m = m;
+        }
+        steps.push(TraceStep { index: idx, action: Some(*a), event: desc, script_ms, state: next.clone() });
+    }
+    let trace = TraceFile {
+        property: id.to_string(),
+        property_name: name.to_string(),
+        profile: model.profile.clone(),
+        config: cfg.clone(),
+        init_index,
+        sack,
+        violation_step: vstep,
+        kernel_runnable,
+        model_only,
+        steps,
+    };
+    let dot = crate::dot(&trace);
+    Ok(Exported { pkt: e.out, trace, dot, spaced: gap_ms > 0 })
+}
+
+fn asserts(e: &mut Emitter, t_us: i64, d: &Driver) {
+    let s = &d.snd;
+    e.line(t_us, &format!("%{{ assert tcpi_ca_state == {}, tcpi_ca_state }}%", ca_name(s.ca_state)));
+    e.line(t_us, &format!("%{{ assert tcpi_snd_cwnd == {}, tcpi_snd_cwnd }}%", s.cwnd));
+    e.line(t_us, &format!("%{{ assert tcpi_snd_ssthresh == {}, tcpi_snd_ssthresh }}%", s.ssthresh));
+}

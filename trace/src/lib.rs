@@ -1,0 +1,105 @@
+//! `trc-trace`: counterexamples users can run and keep.
+//!
+//! * [`export`]: a model trace (a counterexample path) → a packetdrill script with the model's
+//!   predicted `tcpi_*` asserts after every step, the full trace as JSON, and a DOT chain.
+//! * [`replay`]: a packetdrill script (ours or one written for the kernel) → the model's sender
+//!   driven by its inbound segments, writes and timers, every outbound segment and assert
+//!   checked line by line; lines outside the model's scope are reported as such.
+//! * [`regress`]: the regression corpus (`counterexamples/regressions/manifest.toml`).
+//!
+//! Both directions run the sender through [`driver::Driver`], so an exported script replays to
+//! the states it was exported from. Script sequence space: model segment `k` is bytes
+//! `1 + 1000k .. 1 + 1000(k+1)` (MSS 1000).
+
+pub mod driver;
+pub mod export;
+pub mod regress;
+pub mod replay;
+
+use std::fmt::Write as _;
+use std::path::Path;
+use trc_model::model::State;
+
+/// Bytes per model segment in exported scripts.
+pub const MSS: u32 = 1000;
+
+/// Script sequence number of the start of model segment `k` (MSS 1000).
+pub fn seq_bytes(k: u32) -> u32 {
+    1 + k * MSS
+}
+
+/// The ghost observations of the step that produced `s`, in words.
+pub fn notes(s: &State) -> Vec<String> {
+    let ev = &s.sender.ghost.ev;
+    let mut n = Vec::new();
+    for u in &ev.undos {
+        n.push(format!("undo {:?}: cwnd {}→{}, ssthresh {}→{} (prior_cwnd {}, prior_ssthresh {})", u.kind, u.cwnd_before, u.cwnd_after, u.ssthresh_before, u.ssthresh_after, u.prior_cwnd, u.prior_ssthresh));
+    }
+    for r in &ev.reductions {
+        n.push(format!("ssthresh reduction ({:?} from {:?})", r.kind, r.from));
+    }
+    if ev.nonsack_hold {
+        n.push("non-SACK hold at snd_una == high_seq".into());
+    }
+    if ev.prr_zero_prior_cwnd {
+        n.push("PRR with prior_cwnd == 0".into());
+    }
+    n
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The path as a chain graph: one node per state (ca_state, cwnd, ssthresh, snd_una,
+/// high_seq), one edge per event; the violating state is red.
+pub fn dot(t: &export::TraceFile) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "digraph \"{}-{}\" {{", dot_escape(&t.property), dot_escape(&t.profile.name));
+    let _ = writeln!(o, "  label=\"{} on {}\"; labelloc=t; rankdir=TB; node [shape=box, fontname=monospace];", dot_escape(&t.property_name), dot_escape(&t.profile.name));
+    for st in &t.steps {
+        let x = &st.state.sender;
+        let lbl = format!(
+            "{}: t={} ms\\n{:?} cwnd {} ssthresh {}\\nsnd_una {} snd_nxt {} high_seq {}",
+            st.index, st.state.now, x.ca_state, x.cwnd, x.ssthresh, x.snd_una, x.snd_nxt, x.high_seq
+        );
+        let style = if st.index == t.violation_step { ", color=red, penwidth=2" } else { "" };
+        let _ = writeln!(o, "  s{} [label=\"{}\"{}];", st.index, lbl, style);
+    }
+    for w in t.steps.windows(2) {
+        let _ = writeln!(o, "  s{} -> s{} [label=\"{}\"];", w[0].index, w[1].index, dot_escape(&w[1].event));
+    }
+    let _ = writeln!(o, "}}");
+    o
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same directory, synced, then
+/// renamed over `path` (an existing file is replaced whole or not at all).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let base = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Writes `DIR/<property>-<profile>.{pkt,json,dot}` for one export; returns the `.pkt` path.
+pub fn write_export(dir: &Path, x: &export::Exported) -> std::io::Result<std::path::PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let stem = format!("{}-{}", x.trace.property, x.trace.profile.name);
+    let json = serde_json::to_string_pretty(&x.trace).map_err(std::io::Error::other)?;
+    write_atomic(&dir.join(format!("{stem}.json")), json.as_bytes())?;
+    write_atomic(&dir.join(format!("{stem}.dot")), x.dot.as_bytes())?;
+    let pkt = dir.join(format!("{stem}.pkt"));
+    write_atomic(&pkt, x.pkt.as_bytes())?;
+    Ok(pkt)
+}

@@ -1,0 +1,161 @@
+//! The regression corpus: `counterexamples/regressions/manifest.toml` and one exported script
+//! per known bug. Each entry names the property, the profiles on which the violation must
+//! reproduce (the script replays with every line passing) and those on which it must not (the
+//! replay fails, at or after the step where the property breaks).
+
+use crate::export::Exported;
+use crate::replay::{replay, ReplayOptions, ReplayReport, Status};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use trc_model::Profile;
+
+/// One regression.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// Short name (the bug / commit it documents).
+    pub name: String,
+    /// Property id (`I1`, ...).
+    pub property: String,
+    /// Script file, relative to the manifest.
+    pub script: String,
+    /// Profiles that must fail the property: the script replays with every checked line passing.
+    pub violated_on: Vec<String>,
+    /// Profiles that must pass the property: the replay fails, at or after the step where the
+    /// property breaks.
+    pub holds_on: Vec<String>,
+    /// A real kernel can run the script (no model-only events); the test then checks the
+    /// running kernel against the model's replay of the matching profile, assert by assert.
+    #[serde(default)]
+    pub kernel_runnable: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    #[serde(default, rename = "regression")]
+    pub regressions: Vec<Entry>,
+}
+
+pub const MANIFEST: &str = "manifest.toml";
+
+impl Manifest {
+    /// Reads `dir/manifest.toml` (empty if absent).
+    pub fn load(dir: &Path) -> Result<Manifest, String> {
+        let p = dir.join(MANIFEST);
+        if !p.exists() {
+            return Ok(Manifest::default());
+        }
+        let src = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        toml::from_str(&src).map_err(|e| format!("{}: {}", p.display(), e.message()))
+    }
+
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        let body = toml::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let text = format!("# Regression corpus: one exported counterexample per known bug (see docs/export-replay.md).\n# violated_on: profiles that must fail the property (the script replays with every line passing);\n# holds_on: profiles that must pass it (the replay fails at or after the step where it breaks).\n\n{body}");
+        crate::write_atomic(&dir.join(MANIFEST), text.as_bytes())
+    }
+}
+
+/// Line of the `*** <id> breaks at step N` comment in an exported script (1-based).
+pub fn break_line(pkt: &str) -> Option<u32> {
+    pkt.lines().position(|l| l.starts_with("// ***") && l.contains("breaks at step")).map(|i| i as u32 + 1)
+}
+
+/// Whether a replay reproduces the violation (every checked line passes).
+pub fn reproduces(r: &ReplayReport) -> bool {
+    r.failed == 0 && r.passed > 0
+}
+
+/// Classifies every built-in profile for an exported script: (violated_on, holds_on).
+pub fn classify(pkt: &str, file: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    let script = trc_pkt::parse(pkt, file).map_err(|e| e.to_string())?;
+    let (mut v, mut h) = (Vec::new(), Vec::new());
+    for p in Profile::builtin() {
+        let r = replay(&script, file, &p, &ReplayOptions::default());
+        if reproduces(&r) {
+            v.push(p.name.clone());
+        } else {
+            h.push(p.name.clone());
+        }
+    }
+    Ok((v, h))
+}
+
+/// Outcome of adding one export to the corpus.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Saved {
+    Added(PathBuf),
+    AlreadyPresent(String),
+}
+
+/// Adds an export to the corpus in `dir` unless an entry with the same script exists.
+pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut m = Manifest::load(dir)?;
+    let file = format!("{}-{}-{}.pkt", x.trace.property, x.trace.profile.name, if x.trace.sack { "sack" } else { "nosack" });
+    if let Some(e) = m.regressions.iter().find(|e| e.script == file || (e.property == x.trace.property && e.violated_on.contains(&x.trace.profile.name) && script_sack(dir, e) == Some(x.trace.sack))) {
+        return Ok(Saved::AlreadyPresent(e.name.clone()));
+    }
+    let (violated_on, holds_on) = classify(&x.pkt, &file)?;
+    let path = dir.join(&file);
+    crate::write_atomic(&path, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    m.regressions.push(Entry {
+        name: file.trim_end_matches(".pkt").to_string(),
+        property: x.trace.property.clone(),
+        script: file,
+        violated_on,
+        holds_on,
+        kernel_runnable: x.trace.kernel_runnable,
+        note: String::new(),
+    });
+    m.save(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(Saved::Added(path))
+}
+
+/// SACK mode of an entry's script (from its handshake), if readable.
+fn script_sack(dir: &Path, e: &Entry) -> Option<bool> {
+    let src = std::fs::read_to_string(dir.join(&e.script)).ok()?;
+    let syn = src.lines().find(|l| l.contains("< S "))?;
+    Some(syn.contains("sackOK"))
+}
+
+/// Checks one entry on the model; returns the problems found.
+pub fn check_entry(dir: &Path, e: &Entry) -> Vec<String> {
+    let mut bad = Vec::new();
+    let path = dir.join(&e.script);
+    let src = match std::fs::read_to_string(&path) {
+        Ok(s) => s,
+        Err(err) => return vec![format!("{}: {err}", path.display())],
+    };
+    let script = match trc_pkt::parse(&src, &e.script) {
+        Ok(s) => s,
+        Err(err) => return vec![err.to_string()],
+    };
+    let brk = break_line(&src);
+    for (names, want) in [(&e.violated_on, true), (&e.holds_on, false)] {
+        for n in names {
+            let Some(p) = Profile::by_name(n) else {
+                bad.push(format!("{}: unknown profile {n}", e.name));
+                continue;
+            };
+            let r = replay(&script, &e.script, &p, &ReplayOptions::default());
+            if reproduces(&r) != want {
+                let f = r.first_failure().map(|l| format!("first failure line {}: {} (model {})", l.line, l.text, l.actual.clone().unwrap_or_default())).unwrap_or_else(|| "no failure".into());
+                bad.push(format!("{} on {n}: expected the violation to {}reproduce; {f}", e.name, if want { "" } else { "not " }));
+            } else if !want {
+                if let (Some(b), Some(f)) = (brk, r.first_failure()) {
+                    if f.line < b {
+                        bad.push(format!("{} on {n}: fails at line {} before the step where {} breaks (line {b})", e.name, f.line, e.property));
+                    }
+                }
+            }
+            if r.lines.iter().any(|l| l.status == Status::OutOfScope) && r.stopped.is_some() {
+                bad.push(format!("{} on {n}: replay stopped: {:?}", e.name, r.stopped));
+            }
+        }
+    }
+    bad
+}

@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
 pub enum CcKind {
     /// `tcp_reno_*` (`net/ipv4/tcp_cong.c`).
     Reno,
-    /// CUBIC's loss response (`cubictcp_recalc_ssthresh`, generic undo); window growth is Reno's
-    /// until the full CUBIC/HyStart model lands (see docs/model.md).
+    /// CUBIC with HyStart (`tcp_cubic.c`): loss response, cubic window growth, HyStart.
     #[default]
     Cubic,
 }
@@ -76,6 +75,29 @@ pub struct Config {
     pub ts_base: u32,
     /// Congestion control.
     pub cc: CcKind,
+    /// Extra delays (ms) the environment may add to a delivery ("late" ACKs, so RTT samples
+    /// vary and HyStart's paths are reachable). Empty (default): every ACK is on time.
+    pub rtt_extra_ms: Vec<u32>,
+    /// Idle gaps (ms) the application may leave before a later write (`extra_writes`): the
+    /// write happens that much after the current time, with nothing in flight. Empty (default):
+    /// writes happen at the current time only.
+    pub write_gap_ms: Vec<u32>,
+    /// `HZ`: jiffies per second (CUBIC's epoch clock). 100, 250 (our machines) or 1000.
+    pub hz: u32,
+    /// µs that one model millisecond stands for in CUBIC/HyStart's clocks (jiffies, µs
+    /// `tcp_mstamp`). 1000 (default) = real time; smaller values model sub-ms paths for HyStart
+    /// only (timers and the TS clock stay in ms).
+    pub cc_us_per_ms: u32,
+    /// `sk_pacing_status != SK_PACING_NONE` (fq qdisc or internal pacing); our machines: false.
+    pub pacing: bool,
+    /// `sk_gso_max_size` in bytes (65536 without BIG TCP).
+    pub gso_max_size: u32,
+    /// CUBIC's `hystart_low_window` module parameter (16); tests lower it to keep bounds small.
+    pub hystart_low_window: u32,
+    /// CUBIC's `hystart` module parameter.
+    pub hystart: bool,
+    /// MSS in bytes (only for the pacing rate HyStart's cushion reads).
+    pub mss: u32,
 }
 
 impl Default for Config {
@@ -104,6 +126,15 @@ impl Default for Config {
             isn: 1,
             ts_base: 1,
             cc: CcKind::Cubic,
+            rtt_extra_ms: Vec::new(),
+            write_gap_ms: Vec::new(),
+            hz: 250,
+            cc_us_per_ms: 1000,
+            pacing: false,
+            gso_max_size: 65536,
+            hystart_low_window: 16,
+            hystart: true,
+            mss: 1000,
         }
     }
 }
@@ -121,6 +152,10 @@ pub enum ConfigError {
     Horizon,
     #[error("max_ece > 0 needs ecn = true")]
     EceWithoutEcn,
+    #[error("hz must be 100, 250, 500 or 1000 (got {0})")]
+    Hz(u32),
+    #[error("cc_us_per_ms must be between 1 and 1000 (got {0})")]
+    UsPerMs(u32),
 }
 
 /// Upper bound on `segments + extra_writes` (segments are tracked in a 32-bit mask).
@@ -149,6 +184,12 @@ impl Config {
         }
         if self.max_ece > 0 && !self.ecn {
             return Err(ConfigError::EceWithoutEcn);
+        }
+        if ![100, 250, 500, 1000].contains(&self.hz) {
+            return Err(ConfigError::Hz(self.hz));
+        }
+        if self.cc_us_per_ms == 0 || self.cc_us_per_ms > 1000 {
+            return Err(ConfigError::UsPerMs(self.cc_us_per_ms));
         }
         Ok(())
     }

@@ -40,6 +40,12 @@ pub enum Action {
     TsqDrain,
     /// The application writes one more segment.
     Write,
+    /// Like `Deliver`, but the packet arrives `extra` ms later than the path RTT allows
+    /// (`Config::rtt_extra_ms`): a larger RTT sample.
+    DeliverLate { pkt: u8, extra: u16 },
+    /// With nothing in flight, the application stays idle `gap` ms, then writes one more segment
+    /// (`Config::write_gap_ms`).
+    WriteAfter { gap: u16 },
 }
 
 /// Ghost truth about the network, kept beside the modelled state.
@@ -146,6 +152,15 @@ impl TcpModel {
         (self.arrival(s, i), ack)
     }
 
+    /// Delivers packet `i` `extra` ms later than the path RTT allows; its ACK arrives normally.
+    pub fn deliver_late(&self, s: &mut State, i: usize, extra: u32) {
+        let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
+        let pkt = s.flight.remove(i);
+        let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
+        let ack: AckSeg = s.rcv.receive(&self.cfg, &pkt, sack_ok, ts_ok);
+        self.step(s, t, |snd, cx| snd.tcp_ack(cx, &ack));
+    }
+
     /// The ACK the receiver sends for delivered packet `pkt`.
     pub fn deliver(&self, s: &mut State, i: usize, ack_fate: AckFate) {
         let t = self.arrival(s, i);
@@ -224,6 +239,21 @@ impl Model for TcpModel {
         }
         if b.writes > 0 {
             actions.push(Action::Write);
+            if s.sender.packets_out == 0 {
+                for &gap in &self.cfg.write_gap_ms {
+                    if gap > 0 && gap <= u16::MAX as u32 && self.in_time(s, s.now + gap) {
+                        actions.push(Action::WriteAfter { gap: gap as u16 });
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            for &extra in &self.cfg.rtt_extra_ms {
+                let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
+                if extra > 0 && extra <= u16::MAX as u32 && self.in_time(s, t) {
+                    actions.push(Action::DeliverLate { pkt: i as u8, extra: extra as u16 });
+                }
+            }
         }
     }
 
@@ -272,6 +302,16 @@ impl Model for TcpModel {
                 let now = s.now;
                 self.step(&mut s, now, |snd, cx| snd.tcp_tsq_handler(cx));
             }
+            Action::DeliverLate { pkt, extra } => self.deliver_late(&mut s, pkt as usize, extra as u32),
+            Action::WriteAfter { gap } => {
+                s.budget.writes -= 1;
+                s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
+                let now = s.now + gap as u32;
+                self.step(&mut s, now, |snd, cx| {
+                    cx.idle_ms = gap as u32;
+                    snd.tcp_data_snd_check(cx)
+                });
+            }
             Action::Write => {
                 s.budget.writes -= 1;
                 s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
@@ -304,6 +344,8 @@ impl fmt::Display for Action {
             Action::TsqFill => write!(f, "host queue fills (TSQ)"),
             Action::TsqDrain => write!(f, "host queue drains (TSQ)"),
             Action::Write => write!(f, "application writes a segment"),
+            Action::DeliverLate { pkt, extra } => write!(f, "deliver #{pkt} {extra} ms late"),
+            Action::WriteAfter { gap } => write!(f, "application idle {gap} ms, then writes a segment"),
         }
     }
 }

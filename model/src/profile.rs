@@ -92,6 +92,81 @@ pub enum RtoRetransReset {
     InTcpAck,
 }
 
+/// HyStart's clock (`bictcp_clock`): ms before the Dec 2019 series, `tcp_mstamp` µs since 5.6.
+/// The ms clock stores `delay_min` as ms<<3, uses `delay_min >> 4` as the ACK-train threshold,
+/// a 2 ms ACK spacing, and delay thresholds `clamp(delay_min >> 3, 4<<3, 16<<3)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HystartClock {
+    /// Before 5.6.
+    Ms,
+    /// "tcp_cubic: switch bictcp_clock() to usec resolution" (v5.6).
+    #[default]
+    Usec,
+}
+
+/// The TSO/GRO ACK-delay cushion (`hystart_ack_delay()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HystartCushion {
+    /// Before 42f3a8aaae66.
+    None,
+    /// 42f3a8aaae66 as posted (the seed series): added to `delay_min` when it drops.
+    DelayMin,
+    /// "tcp_cubic: refactor code to perform a divide only when needed" (v5.6): added to the
+    /// ACK-train threshold only.
+    #[default]
+    Threshold,
+}
+
+/// Which samples lower HyStart's `curr_rtt` in a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HystartCurrRtt {
+    /// Before b344579ca847: only the first `HYSTART_MIN_SAMPLES` (8).
+    First8,
+    /// b344579ca847 "tcp_cubic: fix spurious HYSTART_DELAY exit upon drop in min RTT" (v5.8).
+    #[default]
+    AllSamples,
+}
+
+/// Where a HyStart round ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HystartRoundReset {
+    /// Before 4e1fddc98d25: in `cong_avoid`, only when cwnd-limited and in slow start.
+    InCongAvoid,
+    /// 4e1fddc98d25 (v5.16): in `hystart_update` (`after(snd_una, end_seq)`).
+    #[default]
+    InHystartUpdate,
+}
+
+/// Where the `cwnd >= hystart_low_window` check is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HystartLowWindow {
+    /// Before 25c1a9ca53db: in `cubictcp_acked`, so rounds are not tracked below the low window.
+    InAcked,
+    /// 25c1a9ca53db "tcp_cubic: fix incorrect HyStart round start detection" (v6.14): in
+    /// `hystart_update`, after the round reset.
+    #[default]
+    AfterRoundReset,
+}
+
+/// CUBIC's `CA_EVENT_TX_START` handling (idle restart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CubicIdle {
+    /// Before 30927520dbae (v4.3): the epoch is not shifted, the curve runs on during idle.
+    NoShift,
+    /// 30927520dbae "tcp_cubic better follow cubic curve after idle period": shifted by the idle
+    /// time, unclamped.
+    Shift,
+    /// + the 2015 follow-up "tcp_cubic: do not set epoch_start in the future" (id unverified).
+    #[default]
+    ShiftClamped,
+}
+
 /// A decision-point set. Plain data; `Hash`/`Eq` so it can live inside the checked model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -114,6 +189,22 @@ pub struct Profile {
     /// 1236f22fbae1 (v4.18): non-SACK `tcp_clean_rtx_queue()` clears FLAG_ORIG_SACK_ACKED when
     /// retransmitted data was cumulatively ACKed.
     pub nonsack_orig_sack_fix: bool,
+    /// CUBIC/HyStart decision points (reference §15.2); absent in a file = 6.18's value.
+    #[serde(default)]
+    pub hystart_clock: HystartClock,
+    #[serde(default)]
+    pub hystart_cushion: HystartCushion,
+    /// 5.6 "make Hystart aware of pacing": the ACK-train threshold is halved only when not paced.
+    #[serde(default = "yes")]
+    pub hystart_pacing_aware: bool,
+    #[serde(default)]
+    pub hystart_curr_rtt: HystartCurrRtt,
+    #[serde(default)]
+    pub hystart_round_reset: HystartRoundReset,
+    #[serde(default)]
+    pub hystart_low_window: HystartLowWindow,
+    #[serde(default)]
+    pub cubic_idle: CubicIdle,
     /// Deliberate mutants, used only by tests to show that a property can fail.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mutants: Vec<Mutant>,
@@ -134,6 +225,16 @@ pub enum Mutant {
     /// `tcp_sacktag_one` forgets `retrans_out -= 1` when it SACKs a lost retransmitted segment
     /// (breaks counter consistency).
     LeakRetransOut,
+    /// CUBIC without the `cnt >= 2` floor of `bictcp_update`.
+    CubicNoCntFloor,
+    /// `cubictcp_recalc_ssthresh` without the `max(.., 2)`.
+    CubicNoSsthreshFloor,
+    /// `cubictcp_state` does not reset CUBIC on entering Loss.
+    CubicNoLossReset,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A named profile: `name`, one-line description, constructor.
@@ -147,7 +248,7 @@ impl Profile {
     pub fn linux_6_18() -> Profile {
         Profile {
             name: "linux-6.18".into(),
-            description: "Linux 6.16+ incl. 6.18: d0fa59897e04 non-SACK packet_delayed fix, RACK-only SACK loss detection".into(),
+            description: "Linux 6.16+ incl. 6.18: d0fa59897e04 non-SACK packet_delayed fix, RACK-only SACK loss detection, HyStart after 25c1a9ca53db".into(),
             packet_delayed: PacketDelayed::D0fa59,
             enter_loss_guard: EnterLossGuard::SndUnaGeHighSeq,
             loss_undo_acks: LossUndoAcks::SndUnaAdvanced,
@@ -158,6 +259,13 @@ impl Profile {
             enter_recovery_stamp_cleanup: true,
             loss_undo_nonsack_hold: true,
             nonsack_orig_sack_fix: true,
+            hystart_clock: HystartClock::Usec,
+            hystart_cushion: HystartCushion::Threshold,
+            hystart_pacing_aware: true,
+            hystart_curr_rtt: HystartCurrRtt::AllSamples,
+            hystart_round_reset: HystartRoundReset::InHystartUpdate,
+            hystart_low_window: HystartLowWindow::AfterRoundReset,
+            cubic_idle: CubicIdle::ShiftClamped,
             mutants: vec![],
         }
     }
@@ -261,6 +369,80 @@ impl Profile {
         }
     }
 
+    /// 6.18 with only 25c1a9ca53db reverted (6.13 HyStart).
+    pub fn pre_25c1a9() -> Profile {
+        Profile {
+            name: "pre-25c1a9ca53db".into(),
+            description: "6.18 with 25c1a9ca53db reverted (HyStart of 5.16..6.13): low-window check before the round reset".into(),
+            hystart_low_window: HystartLowWindow::InAcked,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with only 4e1fddc98d25 reverted.
+    pub fn pre_4e1fddc() -> Profile {
+        Profile {
+            name: "pre-4e1fddc98d25".into(),
+            description: "6.18 with 4e1fddc98d25 reverted: HyStart round reset in cong_avoid, only when cwnd-limited".into(),
+            hystart_round_reset: HystartRoundReset::InCongAvoid,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with only b344579ca847 reverted.
+    pub fn pre_b344579() -> Profile {
+        Profile {
+            name: "pre-b344579ca847".into(),
+            description: "6.18 with b344579ca847 reverted: only the first 8 samples of a round lower curr_rtt".into(),
+            hystart_curr_rtt: HystartCurrRtt::First8,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 5.6..5.7: the Dec 2019 usec series (the seed's), before b344579ca847, 4e1fddc98d25, 25c1a9ca53db.
+    pub fn linux_5_6() -> Profile {
+        Profile {
+            name: "linux-5.6".into(),
+            description: "5.6..5.7 HyStart: usec clock, pacing-aware ACK train, cushion in the threshold; first 8 samples only, round reset in cong_avoid, low-window check in acked".into(),
+            hystart_curr_rtt: HystartCurrRtt::First8,
+            hystart_round_reset: HystartRoundReset::InCongAvoid,
+            hystart_low_window: HystartLowWindow::InAcked,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 4.3..5.5 HyStart: the ms clock.
+    pub fn linux_5_5() -> Profile {
+        Profile {
+            name: "linux-5.5".into(),
+            description: "pre-5.6 HyStart (4.3..5.5): ms clock (delay_min ms<<3, train threshold delay_min>>4, 2 ms ACK spacing), no cushion, not pacing-aware".into(),
+            hystart_clock: HystartClock::Ms,
+            hystart_cushion: HystartCushion::None,
+            hystart_pacing_aware: false,
+            ..Profile::linux_5_6()
+        }
+    }
+
+    /// 6.18 with the pre-4.3 idle handling.
+    pub fn pre_30927520() -> Profile {
+        Profile {
+            name: "pre-30927520dbae".into(),
+            description: "6.18 with pre-4.3 CUBIC idle handling (30927520dbae reverted): no epoch shift after idle".into(),
+            cubic_idle: CubicIdle::NoShift,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// 6.18 with the 2015 "do not set epoch_start in the future" follow-up reverted.
+    pub fn pre_epoch_clamp() -> Profile {
+        Profile {
+            name: "pre-epoch-clamp".into(),
+            description: "6.18 without the 2015 'tcp_cubic: do not set epoch_start in the future' (v4.3, id unverified): idle shift unclamped".into(),
+            cubic_idle: CubicIdle::Shift,
+            ..Profile::linux_6_18()
+        }
+    }
+
     /// All built-in profiles, default first.
     pub fn builtin() -> Vec<Profile> {
         vec![
@@ -274,6 +456,13 @@ impl Profile {
             Profile::pre_0ec986(),
             Profile::pre_8b8a321(),
             Profile::pre_1236f22(),
+            Profile::linux_5_6(),
+            Profile::linux_5_5(),
+            Profile::pre_b344579(),
+            Profile::pre_4e1fddc(),
+            Profile::pre_25c1a9(),
+            Profile::pre_30927520(),
+            Profile::pre_epoch_clamp(),
         ]
     }
 
@@ -314,6 +503,13 @@ struct ProfileFile {
     enter_recovery_stamp_cleanup: Option<bool>,
     loss_undo_nonsack_hold: Option<bool>,
     nonsack_orig_sack_fix: Option<bool>,
+    hystart_clock: Option<HystartClock>,
+    hystart_cushion: Option<HystartCushion>,
+    hystart_pacing_aware: Option<bool>,
+    hystart_curr_rtt: Option<HystartCurrRtt>,
+    hystart_round_reset: Option<HystartRoundReset>,
+    hystart_low_window: Option<HystartLowWindow>,
+    cubic_idle: Option<CubicIdle>,
     mutants: Option<Vec<Mutant>>,
 }
 
@@ -356,6 +552,13 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     if let Some(v) = f.enter_recovery_stamp_cleanup { p.enter_recovery_stamp_cleanup = v; }
     if let Some(v) = f.loss_undo_nonsack_hold { p.loss_undo_nonsack_hold = v; }
     if let Some(v) = f.nonsack_orig_sack_fix { p.nonsack_orig_sack_fix = v; }
+    if let Some(v) = f.hystart_clock { p.hystart_clock = v; }
+    if let Some(v) = f.hystart_cushion { p.hystart_cushion = v; }
+    if let Some(v) = f.hystart_pacing_aware { p.hystart_pacing_aware = v; }
+    if let Some(v) = f.hystart_curr_rtt { p.hystart_curr_rtt = v; }
+    if let Some(v) = f.hystart_round_reset { p.hystart_round_reset = v; }
+    if let Some(v) = f.hystart_low_window { p.hystart_low_window = v; }
+    if let Some(v) = f.cubic_idle { p.cubic_idle = v; }
     if let Some(v) = f.mutants { p.mutants = v; }
     Ok(p)
 }

@@ -153,6 +153,9 @@ pub struct Reduction {
     pub icsk_retransmits: u8,
     /// The ACK marked a retransmission lost (FLAG_LOST_RETRANS), Loss → Recovery.
     pub lost_retrans: bool,
+    /// cwnd handed to `ssthresh()` and the value it returned.
+    pub cwnd: u32,
+    pub ssthresh: u32,
 }
 
 /// Ghost observations of the last step (cleared at the start of every step).
@@ -169,6 +172,12 @@ pub struct Events {
     pub left_recovery: Option<(CaState, bool)>,
     /// The non-SACK hold at `snd_una == high_seq` kept the state in this step.
     pub nonsack_hold: bool,
+    /// HyStart ended slow start on this step's ACK.
+    pub hystart: Option<crate::cc::HystartExit>,
+    /// CUBIC handled `CA_EVENT_TX_START` with an epoch running.
+    pub idle_restart: Option<crate::cc::IdleRestart>,
+    /// `tcp_enter_loss()` ran (an RTO).
+    pub entered_loss: bool,
 }
 
 /// Ghost per-connection bookkeeping that is not kernel state.

@@ -143,6 +143,90 @@ fn i14(_m: &TcpModel, s: &State) -> bool {
     !matches!(s.sender.ghost.ev.left_recovery, Some((_, true)))
 }
 
+// ---- CUBIC / HyStart (reference §12, §13, §16 I12, I15, I16) ---------------------------------
+
+fn cubic(s: &State) -> Option<&trc_model::cc::Cubic> {
+    match &s.sender.cc {
+        trc_model::cc::Cc::Cubic(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// I12: `ssthresh()` never returns less than 2; HyStart sets ssthresh = cwnd only in slow start.
+fn i12(_m: &TcpModel, s: &State) -> bool {
+    let ev = &s.sender.ghost.ev;
+    ev.reductions.iter().all(|r| r.ssthresh >= 2) && ev.hystart.map_or(true, |h| h.cwnd < h.ssthresh_before)
+}
+
+/// I15: HyStart exits only within a real round: its round (`end_seq`) is the true one, tracked
+/// on every ACK with an RTT sample whatever cwnd, state or cwnd-limitedness.
+fn i15(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.hystart.map_or(true, |h| h.end_seq == h.true_end_seq)
+}
+
+/// I15b: a delay exit needs every sample its detector saw in the round above the threshold
+/// (no exit because the min RTT dropped after the first samples).
+fn i15b(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.hystart.map_or(true, |h| {
+        if h.kind != trc_model::cc::HystartKind::Delay {
+            return true;
+        }
+        let (lo, hi) = if h.ms_units { (4 << 3, 16 << 3) } else { (4000, 16000) };
+        h.round_min as u64 > h.delay_min as u64 + (h.delay_min >> 3).clamp(lo, hi) as u64
+    })
+}
+
+/// I15c: an ACK-train exit needs a train of at least half the true minimum RTT (the full
+/// minimum RTT when paced), measured in real time, whatever the clock's resolution.
+fn i15c(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.hystart.map_or(true, |h| {
+        if h.kind != trc_model::cc::HystartKind::Train || h.min_rtt_us == u32::MAX {
+            return true;
+        }
+        let need = if h.paced { h.min_rtt_us as u64 } else { (h.min_rtt_us as u64 + 1) / 2 };
+        h.elapsed_us as u64 >= need
+    })
+}
+
+/// I16: CUBIC's `epoch_start` is never in the future; `cnt >= 2` (cwnd grows at most 1.5x per
+/// RTT in congestion avoidance).
+fn i16(m: &TcpModel, s: &State) -> bool {
+    let Some(c) = cubic(s) else { return true };
+    let now = trc_model::cc::CcParams::new(&m.cfg, &m.profile).jiffies(s.now);
+    // cnt is computed (and floored) whenever an epoch runs; 0 only after a reset.
+    c.epoch_start == 0 || (!trc_model::seq::after(c.epoch_start, now) && c.cnt >= 2)
+}
+
+/// I16i: no cwnd jump after idle: a send after an idle period shifts CUBIC's epoch by at least
+/// the idle time (or to now), so the curve does not run on while nothing was sent.
+fn i16i(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.idle_restart.map_or(true, |r| {
+        if r.idle_jiffies == 0 {
+            return true;
+        }
+        let shifted = r.epoch_before.wrapping_add(r.idle_jiffies);
+        let bound = if trc_model::seq::after(shifted, r.jiffies) { r.jiffies } else { shifted };
+        !before(r.epoch_after, bound)
+    })
+}
+
+/// I17: CUBIC's ssthresh after a loss is `max(cwnd·717/1024, 2)`.
+fn i17(_m: &TcpModel, s: &State) -> bool {
+    if cubic(s).is_none() {
+        return true;
+    }
+    s.sender.ghost.ev.reductions.iter().all(|r| r.ssthresh == ((r.cwnd as u64 * 717 / 1024) as u32).max(2))
+}
+
+/// I18: an RTO resets CUBIC (and HyStart): `last_max_cwnd`, the epoch, `delay_min`, `found`,
+/// `cnt` are zero after `tcp_enter_loss`; a later undo restores only cwnd/ssthresh (I11).
+fn i18(_m: &TcpModel, s: &State) -> bool {
+    if !s.sender.ghost.ev.entered_loss {
+        return true;
+    }
+    cubic(s).map_or(true, |c| c.last_max_cwnd == 0 && c.epoch_start == 0 && c.delay_min == 0 && !c.found && c.cnt == 0)
+}
+
 /// The catalogue, in id order.
 pub fn catalogue() -> Vec<Spec> {
     vec![
@@ -189,6 +273,13 @@ pub fn catalogue() -> Vec<Spec> {
             holds: i11,
         },
         Spec {
+            id: "I12",
+            name: "I12: ssthresh() >= 2; HyStart sets ssthresh = cwnd only in slow start",
+            statement: "every congestion-control ssthresh() result is at least 2, and a HyStart exit happens only with cwnd < ssthresh",
+            guards: "cubictcp_recalc_ssthresh / tcp_reno_ssthresh floor; HyStart's in_slow_start gate",
+            holds: i12,
+        },
+        Spec {
             id: "I13",
             name: "I13: recovery exit without undo leaves cwnd == ssthresh",
             statement: "tcp_end_cwnd_reduction at the end of a Recovery that was not undone sets cwnd = ssthresh",
@@ -201,6 +292,55 @@ pub fn catalogue() -> Vec<Spec> {
             statement: "a non-SACK sender does not leave Recovery or Loss on an ACK that makes snd_una == high_seq",
             guards: "RFC 6582 hold (tcp_is_non_sack_preventing_reopen, 686dc2db2a0f)",
             holds: i14,
+        },
+        Spec {
+            id: "I15",
+            name: "I15: HyStart exits only within a real round",
+            statement: "at a HyStart exit, HyStart's round (end_seq) is the true round, tracked on every ACK with an RTT sample",
+            guards: "25c1a9ca53db (low-window check before the round reset), 4e1fddc98d25 (round reset only when cwnd-limited)",
+            holds: i15,
+        },
+        Spec {
+            id: "I15b",
+            name: "I15b: no HyStart delay exit because of a min-RTT drop",
+            statement: "a delay exit needs every sample of the round seen by the detector above delay_min + clamp(delay_min/8, 4 ms, 16 ms)",
+            guards: "b344579ca847 (only the first 8 samples lowered curr_rtt)",
+            holds: i15b,
+        },
+        Spec {
+            id: "I15c",
+            name: "I15c: HyStart ACK-train exit only after half the real min RTT",
+            statement: "an ACK-train exit needs a train (real time since the round start) of at least half the true min RTT, the full min RTT when paced",
+            guards: "Dec 2019 usec clock series (ms clock below its resolution; pacing-aware threshold)",
+            holds: i15c,
+        },
+        Spec {
+            id: "I16",
+            name: "I16: CUBIC epoch_start never in the future, cnt >= 2",
+            statement: "while an epoch runs, epoch_start (jiffies) is not after now and bictcp_update's cnt is at least 2",
+            guards: "2015 'tcp_cubic: do not set epoch_start in the future'; bictcp_update cnt floor",
+            holds: i16,
+        },
+        Spec {
+            id: "I16i",
+            name: "I16i: no CUBIC cwnd jump after idle",
+            statement: "a send after an idle period moves epoch_start forward by at least the idle time (or to now)",
+            guards: "30927520dbae (v4.3, follow the cubic curve after idle)",
+            holds: i16i,
+        },
+        Spec {
+            id: "I17",
+            name: "I17: CUBIC ssthresh after loss = max(cwnd*717/1024, 2)",
+            statement: "every CUBIC ssthresh() call returns max(cwnd*717/1024, 2)",
+            guards: "cubictcp_recalc_ssthresh",
+            holds: i17,
+        },
+        Spec {
+            id: "I18",
+            name: "I18: an RTO resets CUBIC's state",
+            statement: "after tcp_enter_loss, CUBIC's last_max_cwnd, epoch_start, delay_min, cnt and HyStart's found are zero (undo restores only cwnd/ssthresh)",
+            guards: "cubictcp_state on TCP_CA_Loss",
+            holds: i18,
         },
     ]
 }

@@ -226,9 +226,13 @@ impl Sender {
                 }
             }
         }
-        let ca_rtt = last_ackt.map(|t| cx.now.wrapping_sub(t) as i64).unwrap_or(-1);
+        let ca_rtt_us = last_ackt.map(|t| cx.now.wrapping_sub(t) as i64 * cx.cfg.cc_us_per_ms as i64).unwrap_or(-1);
         if pkts_acked > 0 || first_sackt.is_some() {
-            self.cc.pkts_acked(pkts_acked, ca_rtt);
+            let mut w = self.window(cx);
+            if let Some(ex) = self.cc.pkts_acked(&mut w, pkts_acked, ca_rtt_us) {
+                self.ghost.ev.hystart = Some(ex);
+            }
+            self.ssthresh = w.ssthresh; // HyStart's exit sets ssthresh = cwnd
         }
         fl
     }

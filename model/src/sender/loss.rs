@@ -64,12 +64,13 @@ impl Sender {
     /// `tcp_enter_loss()`: RTO → Loss, ssthresh cut if not yet made in this window, cwnd = in_flight + 1.
     pub fn tcp_enter_loss(&mut self, cx: &mut Cx) {
         let new_recovery = self.ca_state < CaState::Recovery;
+        self.ghost.ev.entered_loss = true;
         self.tcp_timeout_mark_lost(cx);
         if self.tcp_enter_loss_may_reduce(cx) {
             self.prior_ssthresh = self.tcp_current_ssthresh();
             self.prior_cwnd = self.cwnd;
-            self.ssthresh = self.ca_ssthresh(ReductionKind::Loss, false);
-            self.tcp_ca_event(CaEvent::Loss);
+            self.ssthresh = self.ca_ssthresh(cx, ReductionKind::Loss, false);
+            self.tcp_ca_event(cx, CaEvent::Loss);
             self.tcp_init_undo(cx);
         }
         self.cwnd = self.tcp_packets_in_flight().wrapping_add(1);
@@ -77,7 +78,7 @@ impl Sender {
         if self.ca_state <= CaState::Disorder && self.sacked_out >= cx.cfg.sysctl_reordering {
             self.reordering = self.reordering.min(cx.cfg.sysctl_reordering);
         }
-        self.tcp_set_ca_state(CaState::Loss);
+        self.tcp_set_ca_state(cx, CaState::Loss);
         self.high_seq = self.snd_nxt;
         if self.ghost.ev.reductions.last().map_or(false, |r| r.kind == ReductionKind::Loss) {
             self.ghost.last_reduction = Some((self.high_seq, ReductionKind::Loss));

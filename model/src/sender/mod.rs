@@ -17,7 +17,7 @@ pub mod recovery;
 pub mod sacktag;
 pub mod xmit;
 
-use crate::cc::{CaEvent, CongestionOps, Window};
+use crate::cc::{CaEvent, CcParams, CongestionOps, Window};
 use crate::config::Config;
 use crate::profile::Profile;
 use crate::seq::before;
@@ -55,11 +55,14 @@ pub struct Cx<'a> {
     pub delivered: u32,
     /// `tp->lost` growth during this step (`tcp_mark_skb_lost`).
     pub lost: u32,
+    /// Ghost: ms the connection has been idle (nothing in flight) before this event, when the
+    /// environment made it wait (`write_gap_ms`); 0 otherwise.
+    pub idle_ms: u32,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: Vec::new(), delivered: 0, lost: 0 }
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: Vec::new(), delivered: 0, lost: 0, idle_ms: 0 }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.
@@ -78,7 +81,7 @@ impl Sender {
     /// application, RTT known from the handshake.
     pub fn new(cfg: &Config, sack_ok: bool) -> Sender {
         let isn = cfg.isn;
-        Sender {
+        let mut snd = Sender {
             sack_ok,
             ts_ok: cfg.timestamps,
             ca_state: CaState::Open,
@@ -116,13 +119,17 @@ impl Sender {
             is_sack_reneg: false,
             ecn_queue_cwr: false,
             timer: None,
-            cc: match cfg.cc {
-                crate::config::CcKind::Reno => crate::cc::Cc::Reno,
-                crate::config::CcKind::Cubic => crate::cc::Cc::Cubic,
-            },
+            cc: crate::cc::Cc::Reno,
             segs: smallvec::smallvec![Seg::default(); cfg.total_segments() as usize],
             ghost: SenderGhost::default(),
+        };
+        if cfg.cc == crate::config::CcKind::Cubic {
+            // cubictcp_init() when the connection is established (time 0, nothing sent yet).
+            let prof = Profile::linux_6_18();
+            let cx = Cx::new(cfg, &prof, 0, false);
+            snd.cc = crate::cc::Cc::Cubic(crate::cc::Cubic::new(&snd.window(&cx)));
         }
+        snd
     }
 
     // ---- index helpers (model-only) -------------------------------------------------------
@@ -213,16 +220,23 @@ impl Sender {
     }
 
     /// `tcp_set_ca_state()`: congestion control's `set_state` first, then the store.
-    pub fn tcp_set_ca_state(&mut self, new: CaState) {
+    pub fn tcp_set_ca_state(&mut self, cx: &Cx, new: CaState) {
         if matches!(self.ca_state, CaState::Recovery | CaState::Loss) && new <= CaState::Cwr {
             self.ghost.ev.left_recovery = Some((self.ca_state, self.snd_una == self.high_seq));
         }
-        self.cc.set_state(new);
+        let w = self.window(cx);
+        self.cc.set_state(&w, new);
         self.ca_state = new;
     }
 
+    /// `tp->lsndtime` (model ms): the last transmission of data (new or retransmitted).
+    pub fn lsndtime(&self, cfg: &Config) -> u32 {
+        let sent = self.idx(cfg, self.snd_nxt) as usize;
+        self.segs[..sent.min(self.segs.len())].iter().map(|s| s.xmit).max().unwrap_or(0)
+    }
+
     /// The window view handed to congestion control.
-    pub fn window(&self) -> Window {
+    pub fn window(&self, cx: &Cx) -> Window {
         Window {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
@@ -230,12 +244,20 @@ impl Sender {
             cwnd_clamp: u32::MAX,
             prior_cwnd: self.prior_cwnd,
             cwnd_limited: self.tcp_is_cwnd_limited(),
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            packets_out: self.packets_out,
+            ca_state: self.ca_state,
+            now_ms: cx.now,
+            lsndtime_ms: self.lsndtime(cx.cfg),
+            p: CcParams::new(cx.cfg, cx.prof),
         }
     }
 
     /// Congestion control's `ssthresh()` with the ghost record for I2.
-    pub fn ca_ssthresh(&mut self, kind: ReductionKind, lost_retrans: bool) -> u32 {
-        let w = self.window();
+    pub fn ca_ssthresh(&mut self, cx: &Cx, kind: ReductionKind, lost_retrans: bool) -> u32 {
+        let w = self.window(cx);
+        let ssthresh = self.cc.ssthresh(&w);
         self.ghost.ev.reductions.push(Reduction {
             kind,
             from: self.ca_state,
@@ -243,13 +265,18 @@ impl Sender {
             prev: self.ghost.last_reduction,
             icsk_retransmits: self.icsk_retransmits,
             lost_retrans,
+            cwnd: w.cwnd,
+            ssthresh,
         });
-        self.cc.ssthresh(&w)
+        ssthresh
     }
 
     /// `tcp_ca_event()`.
-    pub fn tcp_ca_event(&mut self, ev: CaEvent) {
-        self.cc.cwnd_event(ev);
+    pub fn tcp_ca_event(&mut self, cx: &Cx, ev: CaEvent) {
+        let w = self.window(cx);
+        if let Some(r) = self.cc.cwnd_event(&w, ev, cx.idle_ms) {
+            self.ghost.ev.idle_restart = Some(r);
+        }
     }
 
     /// RTO in ms for the current backoff: `srtt + TCP_RTO_MIN` (a stable-RTT `__tcp_set_rto`),

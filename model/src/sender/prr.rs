@@ -59,10 +59,11 @@ impl Sender {
         if self.tcp_in_cwnd_reduction() {
             self.tcp_cwnd_reduction(cx, acked_sacked, losses, fl);
         } else if self.tcp_may_raise_cwnd(cx, fl) {
-            let mut w = self.window();
+            let mut w = self.window(cx);
             self.cc.cong_avoid(&mut w, acked_sacked);
             self.cwnd = w.cwnd;
             self.cwnd_cnt = w.cwnd_cnt;
+            self.ssthresh = w.ssthresh;
         }
     }
 }

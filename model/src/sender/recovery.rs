@@ -34,7 +34,7 @@ impl Sender {
                     // reach the receiver).
                     if self.snd_una != self.high_seq {
                         self.tcp_end_cwnd_reduction(cx);
-                        self.tcp_set_ca_state(CaState::Open);
+                        self.tcp_set_ca_state(cx, CaState::Open);
                     }
                 }
                 CaState::Recovery => {
@@ -142,7 +142,7 @@ impl Sender {
         self.prior_cwnd = self.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
-        self.ssthresh = self.ca_ssthresh(kind, lost_retrans);
+        self.ssthresh = self.ca_ssthresh(cx, kind, lost_retrans);
         self.ghost.last_reduction = Some((self.high_seq, kind));
         if cx.cfg.ecn {
             self.ecn_queue_cwr = true;
@@ -157,7 +157,7 @@ impl Sender {
         {
             self.cwnd = self.ssthresh;
         }
-        self.tcp_ca_event(CaEvent::CompleteCwr);
+        self.tcp_ca_event(cx, CaEvent::CompleteCwr);
     }
 
     /// `tcp_enter_cwr()`: ECN-triggered reduction.
@@ -166,7 +166,7 @@ impl Sender {
         if self.ca_state < CaState::Cwr {
             self.undo_marker = 0;
             self.tcp_init_cwnd_reduction(cx, ReductionKind::Cwr, false);
-            self.tcp_set_ca_state(CaState::Cwr);
+            self.tcp_set_ca_state(cx, CaState::Cwr);
         }
     }
 
@@ -192,14 +192,14 @@ impl Sender {
         if self.ca_state != CaState::Recovery {
             self.ghost.episode = Some(Episode { start_una: self.snd_una, undone: false });
         }
-        self.tcp_set_ca_state(CaState::Recovery);
+        self.tcp_set_ca_state(cx, CaState::Recovery);
     }
 
     /// `tcp_try_keep_open()`: Open, or Disorder while anything is SACKed/lost/retransmitted.
     pub fn tcp_try_keep_open(&mut self, cx: &Cx) {
         let state = if self.tcp_left_out() != 0 || self.tcp_any_retrans_done(cx.cfg) { CaState::Disorder } else { CaState::Open };
         if self.ca_state != state {
-            self.tcp_set_ca_state(state);
+            self.tcp_set_ca_state(cx, state);
             self.high_seq = self.snd_nxt;
         }
     }
@@ -260,7 +260,7 @@ impl Sender {
             self.lost_out = 0;
         }
         if self.prior_ssthresh != 0 {
-            let w = self.window();
+            let w = self.window(cx);
             self.cwnd = if cx.prof.has(Mutant::UndoCwndPriorOnly) { self.prior_cwnd } else { self.cc.undo_cwnd(&w) };
             if self.prior_ssthresh > self.ssthresh {
                 self.ssthresh = self.prior_ssthresh;
@@ -313,7 +313,7 @@ impl Sender {
         if self.tcp_is_non_sack_preventing_reopen(cx) {
             return true;
         }
-        self.tcp_set_ca_state(CaState::Open);
+        self.tcp_set_ca_state(cx, CaState::Open);
         self.is_sack_reneg = false;
         false
     }
@@ -355,7 +355,7 @@ impl Sender {
                 return true;
             }
             if frto_undo || self.sack_ok {
-                self.tcp_set_ca_state(CaState::Open);
+                self.tcp_set_ca_state(cx, CaState::Open);
                 self.is_sack_reneg = false;
             }
             return true;

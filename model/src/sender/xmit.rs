@@ -105,7 +105,7 @@ impl Sender {
             self.tlp_high_seq = 0;
         } else if after(ack, self.tlp_high_seq) {
             self.tcp_init_cwnd_reduction(cx, ReductionKind::Tlp, false);
-            self.tcp_set_ca_state(CaState::Cwr);
+            self.tcp_set_ca_state(cx, CaState::Cwr);
             self.tcp_end_cwnd_reduction(cx);
             self.tcp_try_keep_open(cx);
         } else if fl & (flag::SND_UNA_ADVANCED | flag::NOT_DUP | flag::DATA_SACKED) == 0 {
@@ -117,7 +117,7 @@ impl Sender {
     fn tcp_transmit_new(&mut self, cx: &mut Cx) {
         let i = self.idx(cx.cfg, self.snd_nxt);
         if self.tcp_packets_in_flight() == 0 {
-            self.tcp_ca_event(CaEvent::TxStart);
+            self.tcp_ca_event(cx, CaEvent::TxStart);
         }
         self.segs[i as usize] = Seg { tags: 0, xmit: cx.now };
         cx.out.push(Tx { seg: i, rtx: false });

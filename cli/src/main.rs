@@ -8,6 +8,7 @@ mod explore;
 mod graph;
 mod graph_html;
 mod output;
+mod sweep;
 mod replay;
 
 use clap::{Args, Parser, Subcommand};
@@ -35,6 +36,8 @@ enum Cmd {
     Explore(explore::ExploreArgs),
     /// Replay a packetdrill script on the model, checking its outbound segments and asserts.
     Replay(replay::ReplayArgs),
+    /// Exhaustively check CUBIC's integer arithmetic (cubic_root, bictcp_update) against exact arithmetic.
+    Sweep(sweep::SweepArgs),
     /// List the built-in profiles.
     Profiles,
     /// List the properties.
@@ -185,6 +188,7 @@ fn main() {
         Cmd::Graph(a) => graph::run_graph(a),
         Cmd::Explore(a) => explore::run_explore(a),
         Cmd::Replay(a) => replay::run_replay(a),
+        Cmd::Sweep(a) => sweep::run_sweep(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {
                 println!("{:<20} {}", p.name, p.description);

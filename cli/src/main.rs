@@ -4,6 +4,7 @@
 
 mod bench;
 mod check;
+mod diff;
 mod explore;
 mod graph;
 mod graph_html;
@@ -36,6 +37,8 @@ enum Cmd {
     Explore(explore::ExploreArgs),
     /// Replay a packetdrill script on the model, checking its outbound segments and asserts.
     Replay(replay::ReplayArgs),
+    /// Differential testing: random scenarios of the model's environment on the real kernel, compared step by step.
+    Diff(diff::DiffArgs),
     /// Exhaustively check CUBIC's integer arithmetic (cubic_root, bictcp_update) against exact arithmetic.
     Sweep(sweep::SweepArgs),
     /// List the built-in profiles.
@@ -188,6 +191,7 @@ fn main() {
         Cmd::Graph(a) => graph::run_graph(a),
         Cmd::Explore(a) => explore::run_explore(a),
         Cmd::Replay(a) => replay::run_replay(a),
+        Cmd::Diff(a) => diff::run_diff(a),
         Cmd::Sweep(a) => sweep::run_sweep(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {

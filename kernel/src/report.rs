@@ -158,8 +158,9 @@ pub enum TraceEvent {
     Inbound { t_ms: f64, line: u32, segment: TraceSegment },
     /// A segment the kernel sent (`line` = the script line it matched).
     Outbound { t_ms: f64, line: Option<u32>, segment: TraceSegment },
-    /// tcp_info of the connection after a statement.
-    TcpInfo { t_ms: f64, line: u32, info: TcpInfoSnapshot },
+    /// tcp_info of the connection after a statement, with the undo counters' deltas since the
+    /// run started (`TcpExtTCPFullUndo`, ...).
+    TcpInfo { t_ms: f64, line: u32, info: TcpInfoSnapshot, counters: BTreeMap<String, i64> },
 }
 
 /// Everything a run produced.

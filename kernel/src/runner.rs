@@ -110,6 +110,8 @@ pub(crate) struct Runner<'a> {
     conn_fd: Option<RawFd>,
     script_set_cc: Option<String>,
     cc_used: Option<String>,
+    /// MIB counters when the run started (snapshots carry the undo counters' deltas).
+    mib_before: std::collections::BTreeMap<String, i64>,
     pub(crate) report: RunReport,
 }
 
@@ -139,6 +141,7 @@ impl<'a> Runner<'a> {
             conn_fd: None,
             script_set_cc: None,
             cc_used: None,
+            mib_before: std::collections::BTreeMap::new(),
             report: RunReport::new(file),
         })
     }
@@ -223,13 +226,19 @@ impl<'a> Runner<'a> {
         if let Some(fd) = self.conn_fd {
             if let Ok(info) = sys::tcp_info(fd) {
                 let t_ms = ms(self.now_us());
-                self.report.trace.push(TraceEvent::TcpInfo { t_ms, line, info: info.summary() });
+                let now = sys::read_mib();
+                let counters = sys::UNDO_COUNTERS
+                    .iter()
+                    .map(|n| (n.to_string(), now.get(*n).copied().unwrap_or(0) - self.mib_before.get(*n).copied().unwrap_or(0)))
+                    .collect();
+                self.report.trace.push(TraceEvent::TcpInfo { t_ms, line, info: info.summary(), counters });
             }
         }
     }
 
     pub(crate) fn run(&mut self, script: &Script, script_dir: &Path) {
         let before = sys::read_mib();
+        self.mib_before = before.clone();
         self.t0 = Instant::now();
         let mut prev_us: i64 = 0;
         let mut started = false;

@@ -221,10 +221,10 @@ impl Ctx<'_> {
 
 /// Exports the counterexample `actions` from `init_index` (violating property `id`).
 pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32) -> Result<Exported, String> {
-    match export_with(model, init_index, actions, id, name, gap_ms) {
+    match export_with(model, init_index, actions, id, name, gap_ms, 0) {
         Ok(x) => Ok(x),
         Err(why) if gap_ms > 0 => {
-            let mut x = export_with(model, init_index, actions, id, name, 0)?;
+            let mut x = export_with(model, init_index, actions, id, name, 0, 0)?;
             x.pkt = x.pkt.replacen(
                 "// timing:",
                 &format!("// timing: exact model times (spacing ACKs {gap_ms} ms apart changed the sender's decisions: {why});\n// timing (kernel): events at the same model ms are 0 ms apart, a real kernel may process them differently;\n// timing:"),
@@ -236,7 +236,19 @@ pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], id: &str,
     }
 }
 
-fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32) -> Result<Exported, String> {
+/// A random walk (no property) → script, for `trc diff`: as [`export`] but without a property
+/// header or break marker, and with a timer margin: an inbound ACK or write closer than
+/// `margin_ms` before the pending timer's deadline (or after a timer expiry that sent nothing)
+/// is a race a real kernel (HZ=250) may decide the other way, so the walk is refused
+/// (`Err((step, why))`) instead of falling back to exact times.
+pub fn export_walk(model: &TcpModel, init_index: usize, actions: &[Action], name: &str, gap_ms: u32, margin_ms: u32) -> Result<Exported, (usize, String)> {
+    export_with(model, init_index, actions, "", name, gap_ms, margin_ms).map_err(|e| {
+        let step = e.strip_prefix("step ").and_then(|r| r.split(':').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+        (step, e)
+    })
+}
+
+fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32, margin_ms: u32) -> Result<Exported, String> {
     let cfg = &model.cfg;
     let path = states(model, init_index, actions)?;
     let init = &path[0].1;
@@ -272,8 +284,13 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
 
     // ---- header ----
     let spec_statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
-    e.comment(&format!("trc counterexample: {name}"));
-    e.comment(&format!("property {id}: {spec_statement}"));
+    let walk = id.is_empty();
+    if walk {
+        e.comment(&format!("trc diff scenario: {name}"));
+    } else {
+        e.comment(&format!("trc counterexample: {name}"));
+        e.comment(&format!("property {id}: {spec_statement}"));
+    }
     e.comment(&format!("profile {} ({})", model.profile.name, model.profile.description));
     e.comment(&format!(
         "connection: {}, {}, MSS {MSS}, {:?}, RTT {} ms, initcwnd {}, {} segment(s) written at t=0{}; F-RTO {}, TLP {}",
@@ -288,7 +305,11 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
         if cfg.tlp { "on" } else { "off" },
     ));
     e.comment(&format!("model segment k = bytes {}+{MSS}k .. {}+{MSS}(k+1); TS vals are labels (the runner maps them to the kernel's)", 1, 1));
-    e.comment(&format!("the property breaks at step {vstep} (the last one); the asserts after each step are the model's prediction for {}", model.profile.name));
+    if walk {
+        e.comment(&format!("{vstep} steps; the asserts after each step are the model's prediction for {}", model.profile.name));
+    } else {
+        e.comment(&format!("the property breaks at step {vstep} (the last one); the asserts after each step are the model's prediction for {}", model.profile.name));
+    }
     e.comment("timing: inbound ACKs keep the model's time differences, at least GAP ms apart; timer-driven sends are `~` ranges".replace("GAP", &gap_ms.to_string()).as_str());
     for n in &model_only {
         e.comment(n);
@@ -348,6 +369,8 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
     let mut steps = vec![TraceStep { index: 0, action: None, event: "initial state: the first flight is sent".into(), script_ms: Some(0), state: init.clone() }];
     // Re-timing: script model-time of the last event, and trace time of the last event.
     let (mut last_t, mut last_m) = (0u32, 0u32);
+    // Time of the last timer expiry that sent nothing (no outbound line re-synchronises there).
+    let mut quiet_timer: Option<u32> = None;
     for (i, w) in path.windows(2).enumerate() {
         let (prev, (a, next)) = (&w[0].1, (&w[1].0.unwrap(), &w[1].1));
         let idx = i + 1;
@@ -358,7 +381,7 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
         let mut t = last_t + (m - last_m);
         let mut script_ms = None;
         let mut quiet = false;
-        let brk = if idx == vstep { format!("   <-- {id} breaks here") } else { String::new() };
+        let brk = if idx == vstep && !walk { format!("   <-- {id} breaks here") } else { String::new() };
         match a {
             Action::Drop { .. } => {
                 e.comment(&format!("step {idx} (model t={m} ms): {desc}: it is never ACKed{brk}"));
@@ -372,6 +395,14 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
                 if let Some(tm) = d.timer() {
                     if t > tm.deadline || (t == tm.deadline && gap_ms > 0) {
                         return Err(format!("step {idx}: the ACK would arrive at {t} ms, after the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                    }
+                    if margin_ms > 0 && t + margin_ms > tm.deadline {
+                        return Err(format!("step {idx}: the ACK would arrive at {t} ms, within {margin_ms} ms of the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                    }
+                }
+                if let Some(q) = quiet_timer {
+                    if margin_ms > 0 && t < q + margin_ms {
+                        return Err(format!("step {idx}: the ACK would arrive at {t} ms, within {margin_ms} ms of a timer expiry that sent nothing ({q} ms)"));
                     }
                 }
                 let ece = matches!(a, Action::DeliverEce { .. });
@@ -405,6 +436,7 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
                 if sent.is_empty() {
                     e.comment("(nothing is sent; the state is asserted after the next event)");
                     quiet = true;
+                    quiet_timer = Some(t);
                 } else {
                     for _ in &sent {
                         ts_map.insert(m + cfg.ts_base, label(t + cfg.ts_base, cfg.ts_base));
@@ -416,6 +448,11 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
             }
             Action::Write => {
                 t = spaced(0);
+                if let (Some(tm), true) = (d.timer(), margin_ms > 0) {
+                    if t + margin_ms > tm.deadline {
+                        return Err(format!("step {idx}: the write at {t} ms is within {margin_ms} ms of the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                    }
+                }
                 e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
                 e.line(at(t), &format!("write(4, ..., {MSS}) = {MSS}"));
                 let sent = d.write(t, 1);
@@ -450,7 +487,7 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
             return Err(format!("step {idx}: the re-timed run decides differently ({:?} vs {:?})", decisions(&d.snd), decisions(&next.sender)));
         }
         if script_ms.is_some() && !(quiet && idx != vstep) {
-            if idx == vstep {
+            if idx == vstep && !walk {
                 e.comment(&format!("*** {id} breaks at step {idx}: {spec_statement}"));
                 for n in crate::notes(next) {
                     e.comment(&format!("*** model: {n}"));

@@ -1,0 +1,115 @@
+//! `trc diff`: differential testing of the model against the running kernel (see
+//! docs/differential.md). The logic is in `trc_trace::diff`; this is the CLI glue.
+
+use crate::check::load_profile;
+use crate::output::usage_error;
+use clap::Args;
+use std::path::PathBuf;
+use trc_trace::diff::{run, DiffOptions, GenOptions};
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// Profile the model runs (the kernel is whatever runs here: 6.18 on our machines).
+    #[arg(long, default_value = "linux-6.18")]
+    pub profile: String,
+    /// Number of random scenarios.
+    #[arg(long, default_value_t = 20)]
+    pub scenarios: usize,
+    /// Seed: the same seed gives the same scenarios.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Only SACK connections (default: drawn per scenario).
+    #[arg(long, conflicts_with = "no_sack")]
+    pub sack: bool,
+    /// Only non-SACK connections.
+    #[arg(long)]
+    pub no_sack: bool,
+    /// Only connections with timestamps (default: drawn per scenario).
+    #[arg(long, conflicts_with = "no_ts")]
+    pub ts: bool,
+    /// Only connections without timestamps.
+    #[arg(long)]
+    pub no_ts: bool,
+    /// Longest walk (environment actions per scenario).
+    #[arg(long, default_value_t = 24)]
+    pub max_steps: usize,
+    /// Reruns of a timing-ambiguous or disagreeing scenario.
+    #[arg(long, default_value_t = 2)]
+    pub reruns: usize,
+    /// Save a shrunk script of each disagreement here (shrinking needs extra kernel runs).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write every scenario's script here (agreeing or not).
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+    /// Kernel runs allowed per shrink.
+    #[arg(long, default_value_t = 40)]
+    pub shrink_budget: usize,
+    /// Fail (exit 1) if any of ca_state, cwnd, ssthresh, segments agrees on fewer than this
+    /// percentage of compared steps.
+    #[arg(long, default_value_t = 100.0)]
+    pub bar: f64,
+    /// Print the report as JSON (per-scenario details included).
+    #[arg(long)]
+    pub json: bool,
+    /// Quiet: no per-scenario progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Exit codes: 0 agreement at or above the bar, 1 below it (or a kernel error), 2 usage error,
+/// 4 skipped (no root / tun).
+pub fn run_diff(a: DiffArgs) -> i32 {
+    let profile = match load_profile(&a.profile) {
+        Ok(p) => p,
+        Err(e) => return usage_error(&e),
+    };
+    if !(0.0..=100.0).contains(&a.bar) {
+        return usage_error("--bar must be a percentage");
+    }
+    if a.max_steps == 0 {
+        return usage_error("--max-steps must be at least 1");
+    }
+    if let Some(why) = trc_kernel::skip_reason() {
+        eprintln!("trc diff: skipped: {why}");
+        return trc_kernel::EXIT_SKIPPED;
+    }
+    let opts = DiffOptions {
+        profile,
+        scenarios: a.scenarios,
+        seed: a.seed,
+        gen: GenOptions {
+            sack: if a.sack { Some(true) } else if a.no_sack { Some(false) } else { None },
+            ts: if a.ts { Some(true) } else if a.no_ts { Some(false) } else { None },
+            max_steps: a.max_steps,
+            ..GenOptions::default()
+        },
+        reruns: a.reruns,
+        out: a.out.clone(),
+        shrink_budget: a.shrink_budget,
+        keep: a.keep.clone(),
+        ..DiffOptions::default()
+    };
+    let quiet = a.quiet || a.json;
+    let rep = run(&opts, &mut |l| {
+        if !quiet {
+            eprintln!("{l}");
+        }
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rep).unwrap());
+    } else {
+        print!("{}", rep.render());
+    }
+    let below: Vec<&str> = ["segments", "ca_state", "cwnd", "ssthresh"].into_iter().filter(|f| 100.0 * rep.rate(f) < a.bar).collect();
+    if !below.is_empty() {
+        if !a.json {
+            println!("below the {}% bar: {}", a.bar, below.join(", "));
+        }
+        return 1;
+    }
+    if rep.errors > 0 {
+        return 1;
+    }
+    0
+}

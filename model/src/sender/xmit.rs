@@ -165,9 +165,14 @@ impl Sender {
         }
     }
 
-    /// `tcp_data_snd_check()` → `tcp_push_pending_frames()`.
+    /// `tcp_data_snd_check()` → `tcp_push_pending_frames()`: `tcp_write_xmit` only runs when
+    /// there is a send head (unsent data). Without one, `tcp_cwnd_validate` is not reached, so an
+    /// ACK in a window-limited state (e.g. Loss, cwnd 1) does not latch `is_cwnd_limited` when the
+    /// application has nothing more to send (found by `trc diff`: the Eifel undo's cwnd).
     pub fn tcp_data_snd_check(&mut self, cx: &mut Cx) {
-        self.tcp_write_xmit(cx);
+        if before(self.snd_nxt, self.write_seq) {
+            self.tcp_write_xmit(cx);
+        }
     }
 
     /// `tcp_retransmit_skb()`: retransmit segment `i`. In the kernel a failed low-level send

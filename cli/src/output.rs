@@ -134,6 +134,22 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted])
         .collect()
 }
 
+/// Why an incomplete check stopped, for the summary line (empty when complete).
+fn stop_note(report: &Report<Action>) -> String {
+    use trc_engine::StopReason::*;
+    let why = match report.stop_reason {
+        Complete => return String::new(),
+        FailFast => "--fail-fast: a property was violated (its BFS level was finished, so the counterexample is still a shortest one)".to_string(),
+        MaxDepth => format!("--max-depth {} reached with unexplored successors", report.max_depth),
+        MaxStates => "the state limit was reached".to_string(),
+        MemoryBudget => format!(
+            "--max-memory: exploring the next level would exceed the budget (estimated peak {:.1} MiB so far)",
+            report.peak_memory_bytes as f64 / (1 << 20) as f64
+        ),
+    };
+    format!("\nstopped early ({:?}): {why}; \"holds\" below covers only the states explored", report.stop_reason)
+}
+
 pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
     let secs = report.elapsed.as_secs_f64();
     println!("trc check: profile {} ({})", model.profile.name, model.profile.description);
@@ -144,7 +160,7 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
         report.max_depth,
         secs,
         report.unique_states as f64 / secs.max(1e-9),
-        if report.complete { String::new() } else { format!(" — stopped early: {:?}", report.stop_reason) }
+        stop_note(report)
     );
     for r in results {
         let v = match (r.verdict, &r.accepted) {
@@ -181,6 +197,7 @@ pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "seconds": report.elapsed.as_secs_f64(),
         "complete": report.complete,
         "stop_reason": format!("{:?}", report.stop_reason),
+        "peak_memory_bytes": report.peak_memory_bytes,
         "properties": results,
     });
     println!("{}", serde_json::to_string_pretty(&v).unwrap());

@@ -46,16 +46,21 @@
 //!    into chunks; each chunk checks the properties on its states (remembering the first hit of
 //!    each property in the chunk) and generates successors, dropping those whose fingerprint is
 //!    already in the visited set (which holds exactly depths `0..=d` and is read-only during this
-//!    phase). The surviving *candidates* are kept in per-chunk buffers in `(parent rank, action
-//!    index)` order, so concatenating the chunks in chunk order gives the canonical candidate
-//!    order, whatever the chunking and the thread count.
-//! 2. **Claim** (parallel): every candidate stores its global index in a per-level lock-free
-//!    table keyed by fingerprint; `fetch_max` on the bitwise complement keeps the **minimal**
-//!    index, i.e. the first discoverer.
-//! 3. **Select** (parallel): a candidate survives iff it is the winner of its fingerprint. The
-//!    survivors, concatenated in chunk order, are the next frontier in canonical order; their
-//!    fingerprints are inserted (CAS) into the visited set and their parent links
-//!    `(parent rank << 24 | action index)` are appended to the level's link array.
+//!    phase). Of each surviving *candidate* only its fingerprint and its parent link
+//!    `(parent rank << 24 | action index)` are kept (16 bytes, in per-chunk buffers reused from
+//!    level to level); the link is also the candidate's canonical order key.
+//! 2. **Claim** (parallel): every candidate stores its link in a per-level lock-free table
+//!    keyed by fingerprint (allocated once, cleared per level); `fetch_max` on the bitwise
+//!    complement keeps the **minimal** link, i.e. the first discoverer.
+//! 3. **Select** (parallel): a candidate survives iff it is the winner of its fingerprint; the
+//!    survivors, concatenated in chunk order, are the next level in canonical order.
+//! 4. **Commit** (parallel): their fingerprints are inserted (CAS) into the visited set, their
+//!    states are *regenerated* from their parents (`actions` + `next_state` again, straight
+//!    into the next frontier's slots), and their links are appended to the level's link array.
+//!
+//! Regenerating the winners costs one more `next_state` per new state but means a level's
+//! candidates (duplicates included) never exist as full states: only two frontiers of states
+//! (the current one and the one being built) are in memory at any time.
 //!
 //! The first violation of a property is the one at the smallest depth and, within it, the
 //! smallest rank (minimum over chunks). Options that stop early do so only at level boundaries
@@ -66,12 +71,14 @@
 //!
 //! The visited set is an open-addressing table of 8-byte fingerprints kept between 50% and 70%
 //! full (11.4–16 bytes per state) plus 8 bytes of parent link per state: 19.4–24 bytes per
-//! state in total ([`Report::visited_set_bytes`]). States are kept only for the current frontier and the candidates of the level
-//! being built. Counterexample paths are rebuilt at the end by following parent links back to
+//! state in total ([`Report::visited_set_bytes`]). Full states are kept only for the current
+//! frontier and the level being built; candidates take 16 bytes each. Counterexample paths are rebuilt at the end by following parent links back to
 //! an initial state and re-running `actions`/`next_state` forwards.
 //!
-//! Fingerprints are computed exactly like stateright 0.31's (ahash with stateright's fixed
-//! seeds), so a state's fingerprint is the same in both checkers.
+//! Fingerprints ([`fingerprint`]) feed the state's `Hash` stream to [`fphash::FpHasher`], a
+//! buffering wyhash-style hasher: one store per `write_*` call and one 128-bit multiply per 16
+//! bytes (stateright's ahash mixes on every call, which dominates for a state with ~150 fields).
+//! They are therefore not the same numbers as stateright's internal fingerprints.
 //!
 //! ## Differences from stateright's `spawn_bfs`
 //! * Exploration is exhaustive even when the model has no property or every property has
@@ -82,13 +89,14 @@
 //!   run it equals stateright's `state_count() - <number of in-boundary initial states>`.
 //! * [`Path::init_index`] indexes the unfiltered `init_states()` vector.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use serde::Serialize;
 pub use stateright::Expectation;
 use stateright::Model;
 
+pub mod fphash;
 mod parallel;
 mod reference;
 mod table;
@@ -218,18 +226,12 @@ pub struct Progress {
     pub memory_bytes: u64,
 }
 
-/// The fingerprint of a state: stateright 0.31's (ahash with its fixed seeds), 0 mapped to 1.
+/// The fingerprint of a state: its `Hash` stream through [`fphash::FpHasher`]; never 0.
 #[inline]
-#[allow(clippy::manual_hash_one)] // exactly stateright's hasher calls (ahash's `hash_one` may differ)
 pub fn fingerprint<T: Hash + ?Sized>(value: &T) -> u64 {
-    const KEY1: u64 = 123_456_789_987_654_321;
-    const KEY2: u64 = 98_765_432_123_456_789;
-    let mut h = ahash::RandomState::with_seeds(KEY1, KEY2, 0, 0).build_hasher();
+    let mut h = fphash::FpHasher::default();
     value.hash(&mut h);
-    match h.finish() {
-        0 => 1,
-        fp => fp,
-    }
+    h.finish()
 }
 
 /// The states along `path`: first `(None, initial state)`, then `(Some(action), next state)`

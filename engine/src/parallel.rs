@@ -1,6 +1,7 @@
 //! The parallel level-synchronous engine (see the crate docs for the design).
 
 use std::hash::Hash;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
@@ -9,8 +10,8 @@ use stateright::{Expectation, Model, Property};
 
 use crate::table::{ClaimTable, FpTable};
 use crate::{
-    build_properties, fingerprint, is_hit, path_from_indices, Options, Progress, Report,
-    StopReason, ACTION_BITS, ACTION_MASK,
+    build_properties, fingerprint, is_hit, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
+    ACTION_MASK,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -23,19 +24,44 @@ enum Mode {
     CheckOnly,
 }
 
-/// A successor not in the visited set when generated.
-struct Cand<S> {
-    fp: u64,
-    /// `parent rank << ACTION_BITS | action index`.
-    link: u64,
-    state: S,
-}
-
-struct ChunkOut<S> {
-    cands: Vec<Cand<S>>,
+/// Per-chunk output of the expand phase, reused from level to level (no reallocation, no
+/// fresh pages once the buffers have grown). Candidates are successors that were not in the
+/// visited set when generated, in `(parent rank, action index)` order; only their fingerprint
+/// and parent link (`parent rank << ACTION_BITS | action index`, which is also their canonical
+/// order key) are kept: the winners' states are regenerated from their parents afterwards.
+#[derive(Default)]
+struct ChunkOut {
+    fps: Vec<u64>,
+    links: Vec<u64>,
     transitions: u64,
     /// Per property: first rank in this chunk that is a hit.
     hits: Vec<Option<usize>>,
+}
+
+/// Bytes per candidate (fingerprint + link).
+const CAND_BYTES: u64 = 16;
+
+impl ChunkOut {
+    fn reset(&mut self, props: usize) {
+        self.fps.clear();
+        self.links.clear();
+        self.transitions = 0;
+        self.hits.clear();
+        self.hits.resize(props, None);
+    }
+    /// Keeps the candidates that won their fingerprint's claim (in order).
+    fn select(&mut self, claim: &ClaimTable) {
+        let mut w = 0usize;
+        for k in 0..self.fps.len() {
+            if claim.winner(self.fps[k]) == self.links[k] {
+                self.fps[w] = self.fps[k];
+                self.links[w] = self.links[k];
+                w += 1;
+            }
+        }
+        self.fps.truncate(w);
+        self.links.truncate(w);
+    }
 }
 
 struct Ctx<'a, M: Model> {
@@ -51,7 +77,7 @@ struct Ctx<'a, M: Model> {
     probe_found: AtomicBool,
 }
 
-const FLUSH: u64 = 256;
+const FLUSH: u64 = 1 << 12;
 
 impl<M: Model> Ctx<'_, M>
 where
@@ -68,9 +94,10 @@ where
         }
     }
 
-    fn expand_chunk(&self, base: usize, chunk: &[M::State]) -> ChunkOut<M::State> {
+    /// Expands frontier states `base..base + chunk.len()` into `out`.
+    fn expand_chunk(&self, base: usize, chunk: &[M::State], out: &mut ChunkOut) {
         let model = self.model;
-        let mut out = ChunkOut { cands: Vec::new(), transitions: 0, hits: vec![None; self.props.len()] };
+        out.reset(self.props.len());
         let mut actions = Vec::new();
         let mut pending = 0u64;
         for (j, state) in chunk.iter().enumerate() {
@@ -89,7 +116,9 @@ where
                     actions.clear();
                     model.actions(state, &mut actions);
                     for a in actions.drain(..) {
-                        let Some(next) = model.next_state(state, a) else { continue };
+                        let Some(next) = model.next_state(state, a) else {
+                            continue;
+                        };
                         if model.within_boundary(&next) && !self.table.contains(fingerprint(&next)) {
                             self.probe_found.store(true, Relaxed);
                             break;
@@ -98,18 +127,17 @@ where
                 }
                 Mode::Expand => {
                     if self.over_budget.load(Relaxed) {
-                        if out.cands.capacity() > 0 {
-                            out.cands = Vec::new();
-                        }
                         continue;
                     }
                     assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
                     let link = (rank as u64) << ACTION_BITS;
-                    let before = out.cands.len();
+                    let before = out.fps.len();
                     actions.clear();
                     model.actions(state, &mut actions);
                     for (ai, a) in actions.drain(..).enumerate() {
-                        let Some(next) = model.next_state(state, a) else { continue };
+                        let Some(next) = model.next_state(state, a) else {
+                            continue;
+                        };
                         if !model.within_boundary(&next) {
                             continue;
                         }
@@ -119,10 +147,11 @@ where
                             continue;
                         }
                         assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
-                        out.cands.push(Cand { fp, link: link | ai as u64, state: next });
+                        out.fps.push(fp);
+                        out.links.push(link | ai as u64);
                     }
                     if self.cand_limit.is_some() {
-                        pending += (out.cands.len() - before) as u64;
+                        pending += (out.fps.len() - before) as u64;
                         if pending >= FLUSH {
                             self.flush(&mut pending);
                         }
@@ -131,17 +160,37 @@ where
             }
         }
         self.flush(&mut pending);
-        out
+    }
+}
+
+/// The states of a chunk's winners, regenerated from their parents in `frontier`, written to
+/// `dst` in order.
+fn regenerate<M: Model>(model: &M, frontier: &[M::State], out: &ChunkOut, dst: &mut [MaybeUninit<M::State>])
+where
+    M::State: Hash,
+    M::Action: Clone,
+{
+    let mut actions = Vec::new();
+    let mut parent = usize::MAX;
+    for ((slot, &link), &_fp) in dst.iter_mut().zip(&out.links).zip(&out.fps) {
+        let rank = (link >> ACTION_BITS) as usize;
+        let ai = (link & ACTION_MASK) as usize;
+        if rank != parent {
+            parent = rank;
+            actions.clear();
+            model.actions(&frontier[rank], &mut actions);
+        }
+        let next = model
+            .next_state(&frontier[rank], actions[ai].clone())
+            .expect("regenerating a successor: the model is not deterministic");
+        debug_assert_eq!(fingerprint(&next), _fp, "regenerated successor differs");
+        slot.write(next);
     }
 }
 
 /// Checks `model` exhaustively with the parallel engine. See the crate docs for the semantics;
 /// the result (apart from `elapsed`) does not depend on `opts.threads`.
-pub fn check<M>(
-    model: &M,
-    opts: &Options,
-    progress: Option<&(dyn Fn(&Progress) + Sync)>,
-) -> Report<M::Action>
+pub fn check<M>(model: &M, opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>) -> Report<M::Action>
 where
     M: Model + Sync,
     M::State: Hash + Send + Sync,
@@ -159,12 +208,7 @@ where
     pool.install(|| run(model, opts, progress, threads))
 }
 
-fn run<M>(
-    model: &M,
-    opts: &Options,
-    progress: Option<&(dyn Fn(&Progress) + Sync)>,
-    threads: usize,
-) -> Report<M::Action>
+fn run<M>(model: &M, opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, threads: usize) -> Report<M::Action>
 where
     M: Model + Sync,
     M::State: Hash + Send + Sync,
@@ -173,7 +217,6 @@ where
     let start = Instant::now();
     let props = model.properties();
     let state_bytes = (std::mem::size_of::<M::State>() + opts.state_heap_bytes) as u64;
-    let cand_bytes = (std::mem::size_of::<Cand<M::State>>() + opts.state_heap_bytes) as u64;
     let budget = opts.max_memory_bytes;
 
     // Level 0.
@@ -198,6 +241,9 @@ where
         frontier.push(s);
         init_index.push(i);
     }
+    let mut next: Vec<M::State> = Vec::new();
+    let mut outs: Vec<ChunkOut> = Vec::new();
+    let mut claim = ClaimTable::new(0);
     let mut unique = frontier.len() as u64;
     let mut transitions = 0u64;
     let mut depth = 0usize;
@@ -241,31 +287,35 @@ where
             active: &active,
             table: &table,
             mode,
-            cand_limit: budget.map(|b| b.saturating_sub(base) / cand_bytes.max(1)),
+            cand_limit: budget.map(|b| b.saturating_sub(base) / CAND_BYTES),
             cand_count: AtomicU64::new(0),
             over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX)),
             probe_found: AtomicBool::new(false),
         };
 
         // 1. Expand.
-        let chunk = frontier.len().div_ceil(threads * 8).clamp(1, 2048);
-        let mut outs: Vec<ChunkOut<M::State>> = frontier
-            .par_chunks(chunk)
+        let n = frontier.len();
+        let chunk = n.div_ceil(threads * 8).clamp(1, 1024);
+        let nchunks = n.div_ceil(chunk);
+        if outs.len() < nchunks {
+            outs.resize_with(nchunks, ChunkOut::default);
+        }
+        let outs_l = &mut outs[..nchunks];
+        outs_l
+            .par_iter_mut()
+            .zip(frontier.par_chunks(chunk))
             .enumerate()
-            .map(|(ci, c)| ctx.expand_chunk(ci * chunk, c))
-            .collect();
+            .with_max_len(1)
+            .for_each(|(ci, (o, c))| ctx.expand_chunk(ci * chunk, c, o));
 
         for (i, h) in hits.iter_mut().enumerate() {
             if h.is_none() {
-                if let Some(rank) = outs.iter().filter_map(|o| o.hits[i]).min() {
+                if let Some(rank) = outs_l.iter().filter_map(|o| o.hits[i]).min() {
                     *h = Some((depth, rank));
                 }
             }
         }
-        let violated = props
-            .iter()
-            .zip(&hits)
-            .any(|(p, h)| p.expectation == Expectation::Always && h.is_some());
+        let violated = props.iter().zip(&hits).any(|(p, h)| p.expectation == Expectation::Always && h.is_some());
         if opts.fail_fast && violated {
             break StopReason::FailFast;
         }
@@ -278,53 +328,42 @@ where
         if ctx.over_budget.load(Relaxed) {
             break StopReason::MemoryBudget;
         }
-        let level_transitions: u64 = outs.iter().map(|o| o.transitions).sum();
-        let total: usize = outs.iter().map(|o| o.cands.len()).sum();
-        peak = peak.max(base + total as u64 * cand_bytes);
+        drop(ctx);
+        let level_transitions: u64 = outs_l.iter().map(|o| o.transitions).sum();
+        let total: usize = outs_l.iter().map(|o| o.fps.len()).sum();
+        let cand_mem = total as u64 * CAND_BYTES;
+        peak = peak.max(base + cand_mem);
         if total == 0 {
             transitions += level_transitions;
             break StopReason::Complete;
         }
 
-        // 2. Claim: the minimal candidate index wins each fingerprint.
-        let claim_mem = base + total as u64 * cand_bytes + ClaimTable::bytes_for(total);
+        // 2. Claim: the minimal link (= the first discoverer in canonical order) wins each
+        // fingerprint.
+        let claim_mem = base + cand_mem + ClaimTable::bytes_for(total);
         if budget.is_some_and(|b| claim_mem > b) {
             break StopReason::MemoryBudget;
         }
         peak = peak.max(claim_mem);
-        let mut offsets = Vec::with_capacity(outs.len());
-        let mut acc = 0usize;
-        for o in &outs {
-            offsets.push(acc);
-            acc += o.cands.len();
-        }
-        {
-            let claim = ClaimTable::new(total);
-            outs.par_iter().zip(&offsets).for_each(|(o, &off)| {
-                for (k, c) in o.cands.iter().enumerate() {
-                    claim.claim(c.fp, (off + k) as u64);
-                }
-            });
-            // 3. Select the winners, in canonical order.
-            outs.par_iter_mut().zip(&offsets).for_each(|(o, &off)| {
-                let mut k = off as u64;
-                o.cands.retain(|c| {
-                    let won = claim.winner(c.fp) == k;
-                    k += 1;
-                    won
-                });
-            });
-        }
-        let winners: u64 = outs.iter().map(|o| o.cands.len() as u64).sum();
+        claim.reset(total);
+        outs_l.par_iter().with_max_len(1).for_each(|o| {
+            for (&fp, &link) in o.fps.iter().zip(&o.links) {
+                claim.claim(fp, link);
+            }
+        });
+        // 3. Select the winners, in canonical order.
+        outs_l.par_iter_mut().with_max_len(1).for_each(|o| o.select(&claim));
+        let winners: u64 = outs_l.iter().map(|o| o.fps.len() as u64).sum();
         let room = opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(unique));
         let take = winners.min(room);
         cut = winners > room;
 
-        // Memory after the commit (the old and new visited tables coexist while growing).
+        // Memory after the commit: the next frontier's states, its links, and the visited
+        // table (the old and new tables coexist while growing).
         let new_len = unique + take;
         let grow = !table.fits(new_len);
         let table_after = if grow { FpTable::capacity_for(new_len) as u64 * 8 } else { 0 };
-        let commit_mem = base + winners * cand_bytes + take * 8 + table_after;
+        let commit_mem = base + winners * CAND_BYTES + take * (8 + state_bytes) + table_after;
         if budget.is_some_and(|b| commit_mem > b) {
             break StopReason::MemoryBudget;
         }
@@ -337,39 +376,53 @@ where
             table.grow_to(FpTable::capacity_for(new_len));
         }
 
-        // Commit the next level.
+        // 4. Commit the next level: insert the winners' fingerprints, regenerate their states
+        // from their parents straight into the next frontier (in canonical order).
         let mut remaining = take as usize;
-        for o in outs.iter_mut() {
-            let k = o.cands.len().min(remaining);
-            o.cands.truncate(k);
+        for o in outs_l.iter_mut() {
+            let k = o.fps.len().min(remaining);
+            o.fps.truncate(k);
+            o.links.truncate(k);
             remaining -= k;
         }
-        outs.par_iter().for_each(|o| {
-            for c in &o.cands {
-                table.insert(c.fp);
-            }
-        });
-        let mut next = Vec::with_capacity(take as usize);
-        let mut level_links = Vec::with_capacity(take as usize);
-        for o in outs.iter_mut() {
-            for c in o.cands.drain(..) {
-                next.push(c.state);
-                level_links.push(c.link);
-            }
+        {
+            let t = &table;
+            outs_l.par_iter().with_max_len(1).for_each(|o| {
+                for &fp in &o.fps {
+                    t.insert(fp);
+                }
+            });
         }
-        drop(outs);
-        frontier = next;
+        next.clear();
+        if next.capacity() < take as usize {
+            // A fresh allocation: `reserve` would `realloc` and copy the old (dead) capacity.
+            next = Vec::with_capacity((take as usize).max(next.capacity() * 3 / 2));
+        }
+        {
+            let mut dsts: Vec<&mut [MaybeUninit<M::State>]> = Vec::with_capacity(nchunks);
+            let mut rest = &mut next.spare_capacity_mut()[..take as usize];
+            for o in outs_l.iter() {
+                let (d, r) = std::mem::take(&mut rest).split_at_mut(o.fps.len());
+                dsts.push(d);
+                rest = r;
+            }
+            let fr = &frontier[..];
+            outs_l.par_iter().zip(dsts.into_par_iter()).with_max_len(1).for_each(|(o, d)| regenerate(model, fr, o, d));
+        }
+        // SAFETY: the `take` slots were split among the chunks (their winner counts sum to
+        // `take`) and every chunk wrote all of its slots (`regenerate` panics otherwise, and a
+        // panic propagates out of `for_each` before this line).
+        unsafe { next.set_len(take as usize) };
+        let mut level_links = Vec::with_capacity(take as usize);
+        for o in outs_l.iter() {
+            level_links.extend_from_slice(&o.links);
+        }
+        std::mem::swap(&mut frontier, &mut next);
         links.push(level_links);
         link_count += take;
         unique += take;
         depth += 1;
-        report_progress(
-            depth,
-            frontier.len(),
-            unique,
-            transitions,
-            base_memory(&table, link_count, frontier.len()),
-        );
+        report_progress(depth, frontier.len(), unique, transitions, base_memory(&table, link_count, frontier.len()));
     };
 
     let properties = build_properties(&props, &hits, |(d, mut rank)| {

@@ -18,8 +18,7 @@ pub(crate) fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
     let mut v = std::mem::ManuallyDrop::new(v);
     // SAFETY: same size and alignment (asserted above), and every bit pattern of a u64
     // is a valid AtomicU64. Ownership of the allocation moves to the new Vec.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut AtomicU64, v.len(), v.capacity()) }
-        .into_boxed_slice()
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut AtomicU64, v.len(), v.capacity()) }.into_boxed_slice()
 }
 
 #[inline(always)]
@@ -114,7 +113,8 @@ impl FpTable {
     }
 }
 
-/// Per-level claim table: fingerprint -> smallest candidate index that produced it.
+/// Per-level claim table: fingerprint -> smallest candidate key (the engine uses the parent
+/// link, which orders candidates canonically) that produced it.
 /// Two words per slot: the fingerprint and the bitwise NOT of the minimal index
 /// (so that the zeroed "empty" value means "no index" and `fetch_max` computes the min).
 pub(crate) struct ClaimTable {
@@ -134,6 +134,23 @@ impl ClaimTable {
     pub(crate) fn new(n: usize) -> Self {
         let cap = Self::cap_for(n);
         ClaimTable { slots: zeroed_atomics(cap * 2), cap }
+    }
+
+    /// Empties the table and sizes it for `n` claims, reusing the allocation when it is big
+    /// enough (only the part in use is zeroed, in parallel on the current rayon pool).
+    pub(crate) fn reset(&mut self, n: usize) {
+        use rayon::prelude::*;
+        let cap = Self::cap_for(n);
+        if self.slots.len() < cap * 2 {
+            self.slots = zeroed_atomics(cap * 2);
+        } else {
+            self.slots[..cap * 2].par_chunks(1 << 15).for_each(|c| {
+                for s in c {
+                    s.store(0, Relaxed);
+                }
+            });
+        }
+        self.cap = cap;
     }
 
     #[inline]

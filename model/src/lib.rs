@@ -5,6 +5,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod inline_vec;
 pub mod model;
 pub mod net;
 pub mod profile;

@@ -13,7 +13,7 @@ use crate::sender::ack::AckSeg;
 use crate::sender::Cx;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
+use crate::inline_vec::InlineVec;
 use stateright::{Model, Property};
 use std::fmt;
 
@@ -74,7 +74,7 @@ pub struct State {
     pub now: u32,
     pub sender: Sender,
     /// Transmissions in flight, oldest first.
-    pub flight: SmallVec<[Pkt; 8]>,
+    pub flight: InlineVec<[Pkt; 8]>,
     pub rcv: Receiver,
     pub tsq_full: bool,
     pub budget: Budget,
@@ -105,7 +105,7 @@ impl TcpModel {
         let mut s = State {
             now: 0,
             sender: Sender::new(cfg, sack_ok),
-            flight: SmallVec::new(),
+            flight: InlineVec::new(),
             rcv: Receiver::new(cfg),
             tsq_full: false,
             budget: Budget {

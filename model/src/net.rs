@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::sender::ack::AckSeg;
 use crate::seq::{after, before};
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
+use crate::inline_vec::InlineVec;
 
 /// One transmission in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,12 +26,12 @@ pub struct Receiver {
     pub have: u32,
     pub ts_recent: u32,
     /// SACK blocks `[start, end)`, most recent first (at most 4, `TCP_NUM_SACKS`).
-    pub sacks: SmallVec<[(u32, u32); 4]>,
+    pub sacks: InlineVec<[(u32, u32); 4]>,
 }
 
 impl Receiver {
     pub fn new(cfg: &Config) -> Receiver {
-        Receiver { have: 0, ts_recent: cfg.ts_base, sacks: SmallVec::new() }
+        Receiver { have: 0, ts_recent: cfg.ts_base, sacks: InlineVec::new() }
     }
 
     /// `rcv_nxt`.

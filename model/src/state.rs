@@ -3,7 +3,7 @@
 
 use crate::cc::Cc;
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
+use crate::inline_vec::InlineVec;
 
 /// `icsk_ca_state`. The numeric order is used by the kernel (`<= Disorder`, `< CWR`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -161,8 +161,8 @@ pub struct Reduction {
 /// Ghost observations of the last step (cleared at the start of every step).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Events {
-    pub undos: SmallVec<[UndoEvent; 1]>,
-    pub reductions: SmallVec<[Reduction; 2]>,
+    pub undos: InlineVec<[UndoEvent; 1]>,
+    pub reductions: InlineVec<[Reduction; 2]>,
     /// PRR ran with `prior_cwnd == 0` (the kernel divides by it).
     pub prr_zero_prior_cwnd: bool,
     /// `tcp_end_cwnd_reduction` ran when leaving Recovery: (cwnd, ssthresh, undone) right after
@@ -252,7 +252,7 @@ pub struct Sender {
     /// Congestion control and its private state.
     pub cc: Cc,
     /// Segments `[0, write_seq - isn)`; entries below `snd_una` are stale.
-    pub segs: SmallVec<[Seg; 8]>,
+    pub segs: InlineVec<[Seg; 8]>,
     /// Ghost observations (not kernel state).
     pub ghost: SenderGhost,
 }

@@ -120,7 +120,7 @@ impl Sender {
             ecn_queue_cwr: false,
             timer: None,
             cc: crate::cc::Cc::Reno,
-            segs: smallvec::smallvec![Seg::default(); cfg.total_segments() as usize],
+            segs: crate::inline_vec::InlineVec::from_elem(Seg::default(), cfg.total_segments() as usize),
             ghost: SenderGhost::default(),
         };
         if cfg.cc == crate::config::CcKind::Cubic {

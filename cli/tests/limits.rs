@@ -1,0 +1,93 @@
+//! `trc check` on the real model: `--fail-fast`, `--max-memory`, `--max-depth`, and identical
+//! counterexamples with 1 and 2 threads.
+
+use std::process::Command;
+
+fn trc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn json(args: &[&str]) -> (i32, serde_json::Value) {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let (code, out, err) = trc(&a);
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")))
+}
+
+/// The properties' verdicts and counterexamples (no timings).
+fn props(v: &serde_json::Value) -> serde_json::Value {
+    v["properties"].clone()
+}
+
+#[test]
+fn fail_fast_stops_early_with_the_same_shortest_counterexample() {
+    let base = ["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--threads", "2"];
+    let (code, full) = json(&base);
+    assert_eq!(code, 1);
+    assert_eq!(full["stop_reason"], "Complete");
+    let mut ff = base.to_vec();
+    ff.push("--fail-fast");
+    let (code, r) = json(&ff);
+    assert_eq!(code, 1);
+    assert_eq!(r["stop_reason"], "FailFast");
+    assert_eq!(r["complete"], false);
+    assert!(r["unique_states"].as_u64().unwrap() < full["unique_states"].as_u64().unwrap());
+    assert_eq!(props(&r), props(&full), "fail-fast reports the same shortest counterexample");
+    let (_, text, _) = trc(&ff);
+    assert!(text.contains("stopped early (FailFast)"), "{text}");
+}
+
+#[test]
+fn max_memory_stops_cleanly_with_partial_statistics() {
+    let (code, r) = json(&["check", "--sack", "--property", "I5", "--max-memory", "2", "--threads", "2"]);
+    assert_eq!(code, 0, "no violation among the explored states");
+    assert_eq!(r["stop_reason"], "MemoryBudget");
+    assert_eq!(r["complete"], false);
+    let states = r["unique_states"].as_u64().unwrap();
+    assert!(states > 1000, "partial statistics: {states} states");
+    assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 2 << 20);
+    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "2"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("stopped early (MemoryBudget): --max-memory"), "{text}");
+    assert!(text.contains(&format!("explored {states} states")), "{text}");
+}
+
+#[test]
+fn max_depth_bounds_the_search_and_still_finds_shallow_counterexamples() {
+    let base = ["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--threads", "2"];
+    let (_, full) = json(&base);
+    let len = full["properties"][0]["counterexample"].as_array().unwrap().len() - 1;
+    let d = len.to_string();
+    let mut at = base.to_vec();
+    at.extend(["--max-depth", &d]);
+    let (code, r) = json(&at);
+    assert_eq!(code, 1);
+    assert_eq!(r["stop_reason"], "MaxDepth");
+    assert_eq!(props(&r), props(&full));
+    let shallower = (len - 1).to_string();
+    let mut below = base.to_vec();
+    below.extend(["--max-depth", &shallower]);
+    let (code, r) = json(&below);
+    assert_eq!(code, 0, "the counterexample is deeper than the bound");
+    assert_eq!(r["max_depth"], len - 1);
+}
+
+#[test]
+fn one_and_two_threads_give_identical_results() {
+    for extra in [&["--no-sack", "--profile", "linux-6.15"][..], &["--sack", "--segments", "4", "--initcwnd", "4"][..]] {
+        let mut a = vec!["check"];
+        a.extend_from_slice(extra);
+        let mut a1 = a.clone();
+        a1.extend(["--threads", "1"]);
+        let mut a2 = a.clone();
+        a2.extend(["--threads", "2"]);
+        let (c1, r1) = json(&a1);
+        let (c2, r2) = json(&a2);
+        assert_eq!(c1, c2);
+        assert_eq!(props(&r1), props(&r2), "{extra:?}");
+        for k in ["unique_states", "transitions", "max_depth", "stop_reason"] {
+            assert_eq!(r1[k], r2[k], "{k} {extra:?}");
+        }
+    }
+}

@@ -35,6 +35,11 @@ pub struct CheckArgs {
     /// Explore at most this many events deep (bounded depth).
     #[arg(long)]
     pub max_depth: Option<usize>,
+    /// Exact state-space reductions (same verdicts, same counterexample lengths, fewer states):
+    /// step observations cleared where every property holds, ghost fields no checked property
+    /// reads, dead time stamps. Counterexamples show the reduced states (see docs/performance.md).
+    #[arg(long)]
+    pub reduce: bool,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -111,8 +116,16 @@ pub fn load_profile(arg: &str) -> Result<Profile, String> {
 
 /// One exploration: model + engine + the catalogue's properties.
 pub fn explore(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>) -> Result<(TcpModel, Report<Action>), String> {
+    explore_reduced(cfg, profile, ids, opts, progress, false)
+}
+
+/// [`explore`], with every exact reduction (`--reduce`) if `reduce`.
+pub fn explore_reduced(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, reduce: bool) -> Result<(TcpModel, Report<Action>), String> {
     let specs = trc_properties::select(ids)?;
-    let model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    let mut model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    if reduce {
+        model = model.with_reduce(trc_properties::reductions(&specs));
+    }
     let report = check(&model, opts, progress);
     Ok((model, report))
 }
@@ -153,7 +166,7 @@ pub fn run_check(a: CheckArgs) -> i32 {
             pb.set_message(format!("depth {} · {} states · {} in frontier", p.depth, p.unique_states, p.frontier));
         }
     };
-    let (model, report) = match explore(&cfg, &profile, &a.properties, &opts, Some(&cb)) {
+    let (model, report) = match explore_reduced(&cfg, &profile, &a.properties, &opts, Some(&cb), a.reduce) {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };

@@ -9,6 +9,7 @@ pub mod inline_vec;
 pub mod model;
 pub mod net;
 pub mod profile;
+pub mod reduce;
 pub mod sender;
 pub mod seq;
 pub mod state;

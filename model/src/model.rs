@@ -14,7 +14,8 @@ use crate::sender::Cx;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
 use crate::inline_vec::InlineVec;
-use stateright::{Model, Property};
+use crate::reduce::Reduce;
+use stateright::{Expectation, Model, Property};
 use std::fmt;
 
 /// An environment event.
@@ -87,11 +88,39 @@ pub struct TcpModel {
     pub cfg: Config,
     pub profile: Profile,
     pub properties: Vec<Property<TcpModel>>,
+    /// Exact state-space reductions applied to every produced state (off by default).
+    pub reduce: Reduce,
 }
 
 impl TcpModel {
     pub fn new(cfg: Config, profile: Profile) -> TcpModel {
-        TcpModel { cfg, profile, properties: Vec::new() }
+        TcpModel { cfg, profile, properties: Vec::new(), reduce: Reduce::default() }
+    }
+
+    /// Turns on the given reductions (see [`crate::reduce`]).
+    pub fn with_reduce(mut self, r: Reduce) -> TcpModel {
+        self.reduce = r;
+        self
+    }
+
+    /// The canonical form of a produced state under `self.reduce`.
+    pub fn canonicalize(&self, s: &mut State) {
+        if self.reduce.is_off() {
+            return;
+        }
+        self.reduce.canonicalize(&self.cfg, s);
+        if self.reduce.ev && s.sender.ghost.ev != Events::default() && self.all_always_hold(s) {
+            let mut c = s.clone();
+            Reduce::clear_ev(&mut c);
+            if self.all_always_hold(&c) {
+                *s = c;
+            }
+        }
+    }
+
+    /// Every property is an `always` one and holds in `s` (false if any other kind is checked).
+    fn all_always_hold(&self, s: &State) -> bool {
+        self.properties.iter().all(|p| p.expectation == Expectation::Always && (p.condition)(self, s))
     }
 
     pub fn with_properties(mut self, p: Vec<Property<TcpModel>>) -> TcpModel {
@@ -193,11 +222,15 @@ impl Model for TcpModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        match self.cfg.sack {
+        let mut v = match self.cfg.sack {
             SackMode::Both => vec![self.initial(true), self.initial(false)],
             SackMode::Sack => vec![self.initial(true)],
             SackMode::NoSack => vec![self.initial(false)],
+        };
+        for s in &mut v {
+            self.canonicalize(s);
         }
+        v
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
@@ -319,6 +352,7 @@ impl Model for TcpModel {
                 self.step(&mut s, now, |snd, cx| snd.tcp_data_snd_check(cx));
             }
         }
+        self.canonicalize(&mut s);
         Some(s)
     }
 

@@ -5,6 +5,7 @@
 
 use stateright::{Expectation, Property};
 use trc_model::model::{State, TcpModel};
+use trc_model::reduce::{GhostSet, Reduce};
 use trc_model::seq::before;
 use trc_model::state::{tag, CaState, ReductionKind, UndoKind, TCP_INFINITE_SSTHRESH};
 
@@ -369,4 +370,25 @@ pub fn select(ids: &[String]) -> Result<Vec<Spec>, String> {
 /// The stateright properties for a list of specs.
 pub fn properties(specs: &[Spec]) -> Vec<Property<TcpModel>> {
     specs.iter().map(Spec::property).collect()
+}
+
+/// The persistent ghost fields property `id` reads, directly or through the step observations
+/// they feed (for [`trc_model::reduce::Reduce::dead_ghosts`]). Unknown ids read everything.
+pub fn ghost_reads(id: &str) -> GhostSet {
+    match id {
+        // UndoEvent::rtx_mask comes from SenderGhost::rtx_mask.
+        "I1" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK),
+        "I1p" => GhostSet::ORIG_DROPPED.union(GhostSet::EVER_RTX_MASK).union(GhostSet::EPISODE),
+        // Reduction::prev comes from SenderGhost::last_reduction.
+        "I2" => GhostSet::LAST_REDUCTION,
+        // HystartExit::{true_end_seq, round_min, min_rtt_us, elapsed_us} come from CUBIC's g_*.
+        "I15" | "I15b" | "I15c" => GhostSet::HYSTART,
+        "I3" | "I5" | "I11" | "I12" | "I13" | "I14" | "I16" | "I16i" | "I17" | "I18" => GhostSet::NONE,
+        _ => GhostSet::ALL,
+    }
+}
+
+/// Every exact reduction for checking `specs` (`trc check --reduce`).
+pub fn reductions(specs: &[Spec]) -> Reduce {
+    Reduce::all(specs.iter().fold(GhostSet::NONE, |a, s| a.union(ghost_reads(s.id))))
 }

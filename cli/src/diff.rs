@@ -52,6 +52,10 @@ pub struct DiffArgs {
     /// Print the report as JSON (per-scenario details included).
     #[arg(long)]
     pub json: bool,
+    /// Run only these scenario indices of the seed (comma-separated, e.g. `12,24`); `--scenarios`
+    /// is then ignored.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<usize>,
     /// Quiet: no per-scenario progress lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -88,6 +92,7 @@ pub fn run_diff(a: DiffArgs) -> i32 {
         out: a.out.clone(),
         shrink_budget: a.shrink_budget,
         keep: a.keep.clone(),
+        only: if a.only.is_empty() { None } else { Some(a.only.clone()) },
         ..DiffOptions::default()
     };
     let quiet = a.quiet || a.json;

@@ -749,11 +749,13 @@ pub struct DiffOptions {
     pub shrink_per_signature: usize,
     /// Write every scenario's script here (`<name>.pkt`), agreeing or not.
     pub keep: Option<std::path::PathBuf>,
+    /// Run only these scenario indices of the seed (`None`: `0..scenarios`).
+    pub only: Option<Vec<usize>>,
 }
 
 impl Default for DiffOptions {
     fn default() -> Self {
-        DiffOptions { profile: Profile::linux_6_18(), scenarios: 20, seed: 1, gen: GenOptions::default(), reruns: 2, out: None, shrink_budget: 40, shrink_per_signature: 1, keep: None }
+        DiffOptions { profile: Profile::linux_6_18(), scenarios: 20, seed: 1, gen: GenOptions::default(), reruns: 2, out: None, shrink_budget: 40, shrink_per_signature: 1, keep: None, only: None }
     }
 }
 
@@ -828,7 +830,9 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
         rep.fields.insert(f.to_string(), (0, 0));
     }
     let mut shrunk: HashMap<String, usize> = HashMap::new();
-    for i in 0..opts.scenarios {
+    let indices: Vec<usize> = opts.only.clone().unwrap_or_else(|| (0..opts.scenarios).collect());
+    rep.scenarios = indices.len();
+    for i in indices {
         let sc = generate(&opts.profile, opts.seed, i, &opts.gen);
         if let Some(dir) = &opts.keep {
             if let Ok(x) = export_actions(&opts.profile, &sc, &sc.actions, &opts.gen) {

@@ -49,6 +49,13 @@ pub mod tag {
     pub const E: u8 = 8;
     /// `TCPCB_RETRANS` = R | E.
     pub const RETRANS: u8 = R | E;
+    /// Not a kernel tag: the segment is off `tp->tsorted_sent_queue` (the kernel's
+    /// `list_empty(&skb->tcp_tsorted_anchor)`). Set where the kernel unlinks it
+    /// (`tcp_rack_detect_loss()` after marking it lost, `tcp_sacktag_walk()` once SACKed), cleared
+    /// where it relinks it (`tcp_update_skb_after_send()`, i.e. every (re)transmission). RACK only
+    /// walks that list, so a segment RACK marked lost whose LOST bit an undo cleared before it was
+    /// retransmitted is never examined by RACK again.
+    pub const T: u8 = 16;
 }
 
 /// One MSS-sized segment of the retransmit queue.

@@ -49,14 +49,16 @@ impl Sender {
     }
 
     /// `tcp_rack_detect_loss()`: mark lost every segment sent sufficiently before the most
-    /// recently delivered one; returns the largest remaining wait (0: none).
+    /// recently delivered one; returns the largest remaining wait (0: none). It walks
+    /// `tsorted_sent_queue` only: a segment it marks lost is unlinked (`list_del_init`, tag `T`)
+    /// until its next (re)transmission, SACKed segments are unlinked by `tcp_sacktag_walk()`.
     pub fn tcp_rack_detect_loss(&mut self, cx: &mut Cx) -> u32 {
         let reo_wnd = self.tcp_rack_reo_wnd(cx);
         let mut order: Vec<u32> = self
             .rtx_queue(cx.cfg)
             .filter(|&i| {
                 let t = self.segs[i as usize].tags;
-                t & tag::S == 0 && !(t & tag::L != 0 && t & tag::R == 0)
+                t & (tag::S | tag::T) == 0 && !(t & tag::L != 0 && t & tag::R == 0)
             })
             .collect();
         // tsorted_sent_queue: transmit order.
@@ -71,6 +73,7 @@ impl Sender {
             let remaining = self.tcp_rack_skb_timeout(cx, s.xmit, reo_wnd);
             if remaining <= 0 {
                 self.tcp_mark_skb_lost(cx, i);
+                self.segs[i as usize].tags |= tag::T;
             } else {
                 reo_timeout = reo_timeout.max(remaining as u32);
             }

@@ -42,7 +42,11 @@ impl Sender {
                     let s_end = s_start.wrapping_add(1);
                     if !before(s_start, start) && !after(s_end, end) {
                         let seg = self.segs[k as usize];
-                        let tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
+                        let mut tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
+                        if tags & tag::S != 0 {
+                            // tcp_sacktag_walk(): a SACKed skb leaves tsorted_sent_queue.
+                            tags |= tag::T;
+                        }
                         self.segs[k as usize].tags = tags;
                     }
                 }

@@ -77,7 +77,8 @@ impl Sender {
                 if !q.is_empty() && !cx.tsq_full {
                     let last = q.end - 1;
                     // __tcp_retransmit_skb: E set, no R, no retrans_out/stamp/undo_retrans.
-                    self.segs[last as usize].tags |= tag::E;
+                    // tcp_update_skb_after_send() relinks it into tsorted_sent_queue.
+                    self.segs[last as usize].tags = (self.segs[last as usize].tags | tag::E) & !tag::T;
                     self.segs[last as usize].xmit = cx.now;
                     self.total_retrans += 1;
                     cx.out.push(Tx { seg: last, rtx: true });
@@ -181,7 +182,8 @@ impl Sender {
     /// so every attempt succeeds.
     pub fn tcp_retransmit_skb(&mut self, cx: &mut Cx, i: u32) {
         // __tcp_retransmit_skb
-        self.segs[i as usize].tags |= tag::RETRANS;
+        // tcp_update_skb_after_send() relinks it into tsorted_sent_queue.
+        self.segs[i as usize].tags = (self.segs[i as usize].tags | tag::RETRANS) & !tag::T;
         self.segs[i as usize].xmit = cx.now;
         self.total_retrans += 1;
         self.retrans_out = self.retrans_out.wrapping_add(1);

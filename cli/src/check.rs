@@ -15,14 +15,8 @@ use trc_model::{Config, Profile};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// Profile: a built-in name (see `trc profiles`) or a TOML file (base profile + overrides).
-    #[arg(long, default_value = "linux-6.18")]
-    pub profile: String,
-    /// Check only these properties (ids, e.g. I1 I2); default all.
-    #[arg(long = "property", value_name = "ID")]
-    pub properties: Vec<String>,
     #[command(flatten)]
-    pub bounds: BoundArgs,
+    pub model: crate::ModelArgs,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -141,12 +135,8 @@ fn progress_bar() -> Option<ProgressBar> {
 }
 
 pub fn run_check(a: CheckArgs) -> i32 {
-    let cfg = match a.bounds.config() {
-        Ok(c) => c,
-        Err(e) => return output::usage_error(&e),
-    };
-    let profile = match load_profile(&a.profile) {
-        Ok(p) => p,
+    let (cfg, profile) = match a.model.load() {
+        Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
     let baseline = match load_baseline(&a.baseline) {
@@ -166,7 +156,7 @@ pub fn run_check(a: CheckArgs) -> i32 {
             pb.set_message(format!("depth {} · {} states · {} in frontier", p.depth, p.unique_states, p.frontier));
         }
     };
-    let (model, report) = match explore_reduced(&cfg, &profile, &a.properties, &opts, Some(&cb), a.reduce) {
+    let (model, report) = match explore_reduced(&cfg, &profile, &a.model.properties, &opts, Some(&cb), a.reduce) {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };

@@ -4,24 +4,16 @@
 //! touching the model crate: actions in words with the packet they refer to (`output::describe`)
 //! and, for each step, a one-line summary of the next state before its full `Debug` text.
 
-use crate::check::load_profile;
 use crate::graph::fmt_ssthresh;
 use crate::output::{self, describe};
-use crate::BoundArgs;
 use clap::Args;
 use stateright::{Checker, Model, Property};
 use trc_model::model::{Action, State, TcpModel};
 
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
-    /// Profile: a built-in name or a TOML file.
-    #[arg(long, default_value = "linux-6.18")]
-    pub profile: String,
-    /// Register only these properties (default: the whole catalogue).
-    #[arg(long = "property", value_name = "ID")]
-    pub properties: Vec<String>,
     #[command(flatten)]
-    pub bounds: BoundArgs,
+    pub model: crate::ModelArgs,
     /// TCP port on 127.0.0.1.
     #[arg(long, default_value_t = 3000)]
     pub port: u16,
@@ -95,15 +87,11 @@ impl Model for ExploreModel {
 }
 
 pub fn run_explore(a: ExploreArgs) -> i32 {
-    let cfg = match a.bounds.config() {
-        Ok(c) => c,
+    let (cfg, profile) = match a.model.load() {
+        Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
-    let profile = match load_profile(&a.profile) {
-        Ok(p) => p,
-        Err(e) => return output::usage_error(&e),
-    };
-    let specs = match trc_properties::select(&a.properties) {
+    let specs = match trc_properties::select(&a.model.properties) {
         Ok(s) => s,
         Err(e) => return output::usage_error(&e),
     };

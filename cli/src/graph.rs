@@ -6,9 +6,8 @@
 //! `Model::next_state`, deduplicated by `trc_engine::fingerprint`) are its *neighbours*. Node
 //! indices are assigned path first, so node `i` is path step `i`.
 
-use crate::check::{explore, load_profile};
+use crate::check::explore;
 use crate::output::{self, describe};
-use crate::BoundArgs;
 use clap::Args;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
@@ -21,14 +20,8 @@ use trc_model::model::{Action, State, TcpModel};
 
 #[derive(Args, Debug)]
 pub struct GraphArgs {
-    /// Profile: a built-in name (see `trc profiles`) or a TOML file (base profile + overrides).
-    #[arg(long, default_value = "linux-6.18")]
-    pub profile: String,
-    /// Draw the counterexample of the first violated of these properties (default: of all).
-    #[arg(long = "property", value_name = "ID")]
-    pub properties: Vec<String>,
     #[command(flatten)]
-    pub bounds: BoundArgs,
+    pub model: crate::ModelArgs,
     /// Worker threads for the check (0 = all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -235,12 +228,8 @@ fn safe(s: &str) -> String {
 }
 
 pub fn run_graph(a: GraphArgs) -> i32 {
-    let cfg = match a.bounds.config() {
-        Ok(c) => c,
-        Err(e) => return output::usage_error(&e),
-    };
-    let profile = match load_profile(&a.profile) {
-        Ok(p) => p,
+    let (cfg, profile) = match a.model.load() {
+        Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
     if a.max_nodes == 0 {
@@ -251,7 +240,7 @@ pub fn run_graph(a: GraphArgs) -> i32 {
     }
     let opts = Options { threads: a.threads, max_depth: a.max_depth, max_memory_bytes: a.max_memory.map(|m| m * 1024 * 1024), ..Options::default() };
     eprintln!("trc graph: checking profile {} ...", profile.name);
-    let (model, report) = match explore(&cfg, &profile, &a.properties, &opts, None) {
+    let (model, report) = match explore(&cfg, &profile, &a.model.properties, &opts, None) {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };

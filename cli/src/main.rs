@@ -50,6 +50,26 @@ enum Cmd {
     Kernel(trc_kernel::KernelCommand),
 }
 
+/// What to check: the profile, the properties and the bounds (shared by `check`, `graph`, `explore`).
+#[derive(Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// Profile: a built-in name (see `trc profiles`) or a TOML file (base profile + overrides).
+    #[arg(long, default_value = "linux-6.18")]
+    pub profile: String,
+    /// Only these properties (ids, e.g. I1 I2); default all.
+    #[arg(long = "property", value_name = "ID")]
+    pub properties: Vec<String>,
+    #[command(flatten)]
+    pub bounds: BoundArgs,
+}
+
+impl ModelArgs {
+    /// The configuration and the profile, or a usage error (`file:line: message` for files).
+    pub fn load(&self) -> Result<(Config, trc_model::Profile), String> {
+        Ok((self.bounds.config()?, check::load_profile(&self.profile)?))
+    }
+}
+
 /// Exploration bounds and options shared by `check` and `matrix`.
 #[derive(Args, Clone, Debug)]
 pub struct BoundArgs {

@@ -4,6 +4,7 @@ use crate::check::Accepted;
 use serde::Serialize;
 use trc_engine::{replay, Report, Verdict};
 use trc_model::model::{Action, State, TcpModel};
+use trc_trace::notes;
 
 pub fn usage_error(msg: &str) -> i32 {
     eprintln!("trc: error: {msg}");
@@ -42,23 +43,6 @@ pub struct Step {
     pub notes: Vec<String>,
 }
 
-fn notes(s: &State) -> Vec<String> {
-    let ev = &s.sender.ghost.ev;
-    let mut n = Vec::new();
-    for u in &ev.undos {
-        n.push(format!("undo {:?}: cwnd {}→{}, ssthresh {}→{} (prior_cwnd {}, prior_ssthresh {})", u.kind, u.cwnd_before, u.cwnd_after, u.ssthresh_before, u.ssthresh_after, u.prior_cwnd, u.prior_ssthresh));
-    }
-    for r in &ev.reductions {
-        n.push(format!("ssthresh reduction ({:?} from {:?})", r.kind, r.from));
-    }
-    if ev.nonsack_hold {
-        n.push("non-SACK hold at snd_una == high_seq".into());
-    }
-    if ev.prr_zero_prior_cwnd {
-        n.push("PRR with prior_cwnd == 0".into());
-    }
-    n
-}
 
 fn step(event: String, s: &State) -> Step {
     let x = &s.sender;

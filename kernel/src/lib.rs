@@ -144,6 +144,9 @@ pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Re
     if opts.handle_signals {
         sys::install_signal_handlers();
     }
+    // One kernel run at a time on this machine, across processes (tests, `trc diff`, concurrent
+    // users): runs time segments to a few ms, and two at once on 2 CPUs make both late.
+    let _machine_lock = machine_lock()?;
     let script = script.clone();
     let opts = opts.clone();
     let file = file.to_string();
@@ -175,6 +178,25 @@ pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Re
             Err(RunError::Internal(format!("runner panicked: {msg}")))
         }
     }
+}
+
+/// Where the machine-wide run lock lives (`TRC_KERNEL_LOCK` overrides).
+fn lock_path() -> PathBuf {
+    std::env::var_os("TRC_KERNEL_LOCK").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp/trc-kernel-run.lock"))
+}
+
+/// Take the exclusive advisory lock (`flock`) that serialises kernel runs machine-wide; it is
+/// released when the returned file is dropped (or the process dies).
+fn machine_lock() -> Result<std::fs::File, RunError> {
+    let path = lock_path();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| RunError::Io(format!("{}: {e}", path.display())))?;
+    f.lock().map_err(|e| RunError::Io(format!("{}: cannot lock: {e}", path.display())))?;
+    Ok(f)
 }
 
 /// Parse and run a script file.

@@ -25,22 +25,23 @@ impl Sender {
         }
         let found_dup = self.tcp_check_dsack(cx, ack, blocks, prior_snd_una, &mut st);
         if self.packets_out != 0 {
-            for (i, &(start, end)) in blocks.iter().enumerate() {
-                let dup_sack = found_dup && i == 0;
-                if !self.tcp_is_sackblock_valid(dup_sack, start, end) {
-                    continue;
-                }
-                // Ignore very old stuff early (a DSACK below prior_snd_una was counted above).
-                if !after(end, prior_snd_una) {
-                    continue;
-                }
-                // Walk the queue (which still holds [prior_snd_una, snd_una) at this point).
-                let from = self.idx(cfg, prior_snd_una);
-                let to = self.idx(cfg, self.snd_nxt);
-                for k in from..to {
+            let (sorted, used) = self.tcp_sacktag_block_order(blocks, found_dup, prior_snd_una);
+            // Walk the queue (which still holds [prior_snd_una, snd_una) at this point) once, in
+            // sequence order: the kernel's skb cursor only moves forward, so a segment inside a
+            // DSACK nested in the next block is tagged once, as a duplicate.
+            let from = self.idx(cfg, prior_snd_una);
+            let to = self.idx(cfg, self.snd_nxt);
+            let mut cursor = from;
+            for &(start, end, dup_sack) in &sorted[..used] {
+                for k in cursor..to {
                     let s_start = self.seq_of(cfg, k);
                     let s_end = s_start.wrapping_add(1);
+                    if !before(s_start, end) {
+                        break;
+                    }
                     if !before(s_start, start) && !after(s_end, end) {
+                        cursor = k + 1;
+                        let dup_sack = dup_sack || sorted[..used].iter().any(|&(ds, de, d)| d && !before(s_start, ds) && !after(s_end, de));
                         let seg = self.segs[k as usize];
                         let mut tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
                         if tags & tag::S != 0 {
@@ -57,6 +58,44 @@ impl Sender {
             self.tcp_check_sack_reordering(cx, r, false);
         }
         (st.flag, st.first_sackt)
+    }
+
+    /// The blocks `tcp_sacktag_write_queue()` walks, in the order it walks them: block 0 counts
+    /// as the DSACK if `tcp_check_dsack()` said so; blocks failing `tcp_is_sackblock_valid()`
+    /// and blocks wholly at or below `prior_snd_una` are dropped; the rest are sorted by start
+    /// sequence (the kernel's bubble sort, "order SACK blocks to allow in order walk of the
+    /// retrans queue", tracking where the DSACK block goes — `first_sack_index`).
+    ///
+    /// The order is observable: `tcp_sacktag_one()` detects reordering when a never-retransmitted
+    /// segment lies below `tcp_highest_sack_seq()` (737ff314563c "tcp: use sequence distance to
+    /// detect reordering"), and the receiver lists its most recent block first. If one ACK newly
+    /// SACKs two blocks (the ACK for the lower one was lost), walking them in wire order finds the
+    /// lower block below the higher one just tagged — false reordering, `reordering` raised,
+    /// RACK's `reo_wnd` no longer 0 — where the kernel, walking in sequence order, sees none and
+    /// marks the holes lost at once (trc diff seed 1 scenario 181).
+    fn tcp_sacktag_block_order(&self, blocks: &[(u32, u32)], found_dup: bool, prior_snd_una: u32) -> ([(u32, u32, bool); 4], usize) {
+        let mut sp = [(0u32, 0u32, false); 4];
+        let mut used = 0;
+        for (i, &(start, end)) in blocks.iter().take(4).enumerate() {
+            let dup_sack = found_dup && i == 0;
+            if !self.tcp_is_sackblock_valid(dup_sack, start, end) {
+                continue;
+            }
+            // Ignore very old stuff early (a DSACK below prior_snd_una was counted already).
+            if !after(end, prior_snd_una) {
+                continue;
+            }
+            sp[used] = (start, end, dup_sack);
+            used += 1;
+        }
+        for i in (1..used).rev() {
+            for j in 0..i {
+                if after(sp[j].0, sp[j + 1].0) {
+                    sp.swap(j, j + 1);
+                }
+            }
+        }
+        (sp, used)
     }
 
     /// `tcp_check_dsack()`: is block 0 a DSACK (below the ACK, or inside block 1)?

@@ -103,7 +103,7 @@ pub(crate) struct Runner<'a> {
     sniffer: Sniffer,
     pending: VecDeque<Captured>,
     t0: Instant,
-    shift_us: i64,
+    clock: Timeline,
     conn: Conn,
     ip_id: u16,
     fds: HashMap<i64, RawFd>,
@@ -134,7 +134,7 @@ impl<'a> Runner<'a> {
             sniffer,
             pending: VecDeque::new(),
             t0: Instant::now(),
-            shift_us: 0,
+            clock: Timeline::default(),
             conn: Conn { remote_port, ..Default::default() },
             ip_id: 1,
             fds: HashMap::new(),
@@ -159,7 +159,7 @@ impl<'a> Runner<'a> {
 
     /// Sleep until script time `t_us` (+ accumulated shift). Returns false if interrupted.
     fn wait_until(&mut self, t_us: i64) -> bool {
-        let target = t_us + self.shift_us;
+        let target = self.clock.due(t_us);
         loop {
             if sys::interrupted() {
                 return false;
@@ -240,7 +240,6 @@ impl<'a> Runner<'a> {
         let before = sys::read_mib();
         self.mib_before = before.clone();
         self.t0 = Instant::now();
-        let mut prev_us: i64 = 0;
         let mut started = false;
         for st in &script.statements {
             if sys::interrupted() {
@@ -248,39 +247,31 @@ impl<'a> Runner<'a> {
                 break;
             }
             // Script time of this statement.
-            let (t_us, any_time, range_end) = match st.time {
-                None => (prev_us, true, None),
-                Some(Time::Absolute(v)) => (v, false, None),
-                Some(Time::Relative(v)) => (prev_us + v, false, None),
-                Some(Time::Range { start, end }) => {
-                    let s = point(start, prev_us);
-                    (s, false, Some(point(end, prev_us)))
-                }
-                Some(Time::Any) => (prev_us, true, None),
-            };
-            prev_us = t_us;
+            let slot = self.clock.slot(st.time);
             if !started && st.time.is_some() {
                 // Script time 0 is the first timed statement (leading untimed
                 // setup such as defaults.sh does not count).
                 started = true;
                 self.t0 = Instant::now();
-                self.shift_us = 0;
+                self.clock.shift_us = 0;
             }
             let is_out = matches!(&st.kind, StatementKind::Packet(p) if p.direction == Direction::Out);
-            if !is_out && !any_time && !self.wait_until(t_us) {
+            if !is_out && !slot.any && !self.wait_until(slot.t_us) {
                 self.report.interrupted = true;
                 break;
             }
             match &st.kind {
-                StatementKind::Packet(p) if p.direction == Direction::In => self.inbound(st.line, st.col, t_us, p),
-                StatementKind::Packet(p) => self.outbound(st.line, st.col, t_us, range_end, any_time, p),
+                StatementKind::Packet(p) if p.direction == Direction::In => self.inbound(st.line, st.col, slot.t_us, p),
+                StatementKind::Packet(p) => self.outbound(st.line, st.col, slot, p),
                 StatementKind::Syscall(s) => {
                     self.syscall(st.line, st.col, s);
-                    self.catch_up(t_us, any_time);
+                    let now = self.now_us();
+                    self.clock.finished(slot, now);
                 }
                 StatementKind::Shell(cmd) => {
                     self.shell(st.line, st.col, cmd, script_dir);
-                    self.catch_up(t_us, any_time);
+                    let now = self.now_us();
+                    self.clock.finished(slot, now);
                 }
                 StatementKind::Python(stmts) => self.python(st.line, st.col, stmts),
             }
@@ -313,18 +304,6 @@ impl<'a> Runner<'a> {
         self.fds.clear();
         self.conn_fd = None;
         let _ = self.tun.as_raw_fd();
-    }
-
-    /// A slow syscall or shell command delays everything after it: later
-    /// relative times count from when it finished (beyond 1 ms of slack).
-    fn catch_up(&mut self, t_us: i64, any_time: bool) {
-        if any_time {
-            return;
-        }
-        let late = self.now_us() - (t_us + self.shift_us);
-        if late > 1000 {
-            self.shift_us += late;
-        }
     }
 
     // ---- packets --------------------------------------------------------------
@@ -396,7 +375,7 @@ impl<'a> Runner<'a> {
         let now = self.now_us();
         // SAFETY: frame is a valid buffer; tun fd is open.
         let rc = unsafe { libc::write(self.tun.as_raw_fd(), frame.as_ptr() as *const libc::c_void, frame.len()) };
-        let late_us = now - (t_us + self.shift_us);
+        let late_us = now - self.clock.due(t_us);
         let t_ms = ms(now);
         self.report.trace.push(TraceEvent::Inbound { t_ms, line, segment: TraceSegment::from_seg(&seg, p.seq, p.ack.unwrap_or(0)) });
         if rc != frame.len() as isize {
@@ -410,11 +389,12 @@ impl<'a> Runner<'a> {
         self.push(r);
     }
 
-    fn outbound(&mut self, line: u32, col: u32, t_us: i64, range_end: Option<i64>, any_time: bool, p: &ast::Packet) {
+    fn outbound(&mut self, line: u32, col: u32, slot: Slot, p: &ast::Packet) {
         let text = describe_script_packet(p);
         let tol = us(self.opts.tolerance);
-        let due_us = t_us + self.shift_us;
-        let end_us = range_end.map(|e| e + self.shift_us).unwrap_or(due_us);
+        let due_us = self.clock.due(slot.t_us);
+        let end_us = slot.end_us.map(|e| self.clock.due(e)).unwrap_or(due_us);
+        let any_time = slot.any;
         let deadline = self.t0 + Duration::from_micros((end_us + tol).max(0) as u64) + OUTBOUND_GRACE;
         let Some(first) = self.next_outbound(deadline) else {
             let msg = if sys::interrupted() { "interrupted".to_string() } else { format!("expected packet was not sent (waited until {:.1} ms)", ms(end_us + tol + us(OUTBOUND_GRACE))) };
@@ -514,16 +494,10 @@ impl<'a> Runner<'a> {
         if !timing_ok {
             errors.push(format!("timing: expected at {:.3} ms (±{:.1} ms) actual {:.3} ms (offset {:+.3} ms)", ms(due_us), ms(tol), ms(actual_us), ms(offset)));
         }
-        // Later relative times count from when the kernel really sent this.
-        if !any_time {
-            if range_end.is_none() {
-                self.shift_us += offset;
-            } else if actual_us > end_us {
-                self.shift_us += actual_us - end_us;
-            }
-        } else {
-            self.shift_us += offset.max(0);
-        }
+        // Later relative times count from when the kernel really sent this (also after a
+        // `~` range: an ACK scripted one RTT after a timer-driven send must reach the kernel
+        // one RTT after the real send, whatever the timer's slack).
+        self.clock.sent(slot, actual_us);
         let mut r = if errors.is_empty() {
             LineResult::pass(line, col, LineKind::PacketOut, text.clone())
         } else {
@@ -897,6 +871,74 @@ fn point(p: TimePoint, prev: i64) -> i64 {
     }
 }
 
+/// Where a statement sits in script time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// Script time of the statement (for a `~` range, its start), µs.
+    t_us: i64,
+    /// Script time of the end of a `~` range.
+    end_us: Option<i64>,
+    /// `*` or no time at all: not waited for, not timing-checked.
+    any: bool,
+}
+
+/// Script time → the run's clock (µs since the first timed statement).
+///
+/// Relative times follow packetdrill (`adjust_relative_event_times` in its `run.c`): an
+/// event's relative time counts from the moment the previous event really completed, except
+/// that an inbound packet after an inbound packet keeps the script's spacing. The runner keeps
+/// that as one accumulated `shift_us` added to script times:
+/// - an outbound line moves it by how far the captured segment was from the line's script time
+///   (for a `~` range, from the range's *start*; for `*`, only forward), so the next relative
+///   time counts from the real send;
+/// - a syscall or shell line that finished more than 1 ms late moves it by its lateness;
+/// - an inbound packet does not move it (the runner injects it at its due time).
+#[derive(Debug, Default)]
+pub(crate) struct Timeline {
+    /// Script time of the previous statement.
+    prev_us: i64,
+    /// Run time minus script time.
+    shift_us: i64,
+}
+
+impl Timeline {
+    /// The next statement's script time; relative times count from the previous statement.
+    pub(crate) fn slot(&mut self, time: Option<Time>) -> Slot {
+        let prev = self.prev_us;
+        let slot = match time {
+            None | Some(Time::Any) => Slot { t_us: prev, end_us: None, any: true },
+            Some(Time::Absolute(v)) => Slot { t_us: v, end_us: None, any: false },
+            Some(Time::Relative(v)) => Slot { t_us: prev + v, end_us: None, any: false },
+            Some(Time::Range { start, end }) => Slot { t_us: point(start, prev), end_us: Some(point(end, prev)), any: false },
+        };
+        self.prev_us = slot.t_us;
+        slot
+    }
+
+    /// Run time at which script time `t_us` is due.
+    pub(crate) fn due(&self, t_us: i64) -> i64 {
+        t_us + self.shift_us
+    }
+
+    /// The outbound line `slot` was matched by a segment captured at run time `actual_us`.
+    pub(crate) fn sent(&mut self, slot: Slot, actual_us: i64) {
+        let offset = actual_us - self.due(slot.t_us);
+        self.shift_us += if slot.any { offset.max(0) } else { offset };
+    }
+
+    /// A syscall or shell line of `slot` finished at run time `now_us`: a slow one delays
+    /// everything after it (beyond 1 ms of slack).
+    pub(crate) fn finished(&mut self, slot: Slot, now_us: i64) {
+        if slot.any {
+            return;
+        }
+        let late = now_us - self.due(slot.t_us);
+        if late > 1000 {
+            self.shift_us += late;
+        }
+    }
+}
+
 fn sockaddr(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
@@ -1126,5 +1168,98 @@ pub(crate) fn apply_overrides(opts: &RunOptions, notes: &mut Vec<String>) {
         if let Err(e) = sys::write_sysctl("net.ipv4.tcp_timestamps", if t { "1" } else { "0" }) {
             notes.push(e.to_string());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rel(v: i64) -> Option<Time> {
+        Some(Time::Relative(v))
+    }
+    /// Run time at which the next statement (at `time`) is due.
+    fn next(c: &mut Timeline, time: Option<Time>) -> i64 {
+        let s = c.slot(time);
+        c.due(s.t_us)
+    }
+    fn range(a: i64, b: i64) -> Option<Time> {
+        Some(Time::Range { start: TimePoint::Relative(a), end: TimePoint::Relative(b) })
+    }
+
+    #[test]
+    fn relative_time_after_an_exact_outbound_counts_from_the_capture() {
+        let mut c = Timeline::default();
+        let out = c.slot(rel(100_000));
+        c.sent(out, 100_700); // 0.7 ms late
+        let ack = c.slot(rel(50_000));
+        assert_eq!(c.due(ack.t_us), 150_700);
+        let early = c.slot(rel(0));
+        c.sent(early, 150_200); // captured before its due time: later times move back too
+        assert_eq!(next(&mut c, rel(3_000)), 153_200);
+    }
+
+    #[test]
+    fn relative_time_after_a_range_counts_from_the_real_send_not_the_range_start() {
+        // A timer-driven retransmission scripted as +.3~+.305 fires 8 ms late (inside the
+        // range + tolerance); the ACK scripted one RTT later must arrive one RTT after it.
+        let mut c = Timeline::default();
+        let rto = c.slot(range(300_000, 305_000));
+        assert_eq!(rto, Slot { t_us: 300_000, end_us: Some(305_000), any: false });
+        c.sent(rto, 308_000);
+        let ack = c.slot(rel(50_000));
+        assert_eq!(c.due(ack.t_us), 358_000);
+        // Inside the range: still from the send, not from the start.
+        let mut c = Timeline::default();
+        let tlp = c.slot(range(100_000, 110_000));
+        c.sent(tlp, 104_000);
+        assert_eq!(next(&mut c, rel(3_000)), 107_000);
+        // Early (the kernel's timer can also fire a little before the range start).
+        let mut c = Timeline::default();
+        let reo = c.slot(range(100_000, 105_000));
+        c.sent(reo, 99_000);
+        assert_eq!(next(&mut c, rel(3_000)), 102_000);
+    }
+
+    #[test]
+    fn the_range_keeps_its_width_and_later_lines_are_checked_against_the_send() {
+        let mut c = Timeline::default();
+        let a = c.slot(rel(10_000));
+        c.sent(a, 12_000);
+        let r = c.slot(range(100_000, 105_000));
+        // The window checked for the range line: [start, end] on the run clock.
+        assert_eq!((c.due(r.t_us), c.due(r.end_us.unwrap())), (112_000, 117_000));
+        c.sent(r, 121_000);
+        // A second segment of the same burst (+0) is due at the first one's capture.
+        let b = c.slot(rel(0));
+        assert_eq!(c.due(b.t_us), 121_000);
+    }
+
+    #[test]
+    fn inbound_packets_keep_the_script_spacing_and_any_time_only_moves_forward() {
+        let mut c = Timeline::default();
+        let i1 = c.slot(rel(50_000));
+        let i2 = c.slot(rel(3_000));
+        assert_eq!((c.due(i1.t_us), c.due(i2.t_us)), (50_000, 53_000));
+        let any = c.slot(Some(Time::Any));
+        assert!(any.any);
+        c.sent(any, 40_000); // captured before: no move
+        assert_eq!(next(&mut c, rel(0)), 53_000);
+        let any = c.slot(None);
+        c.sent(any, 60_000);
+        assert_eq!(next(&mut c, rel(1_000)), 61_000);
+    }
+
+    #[test]
+    fn slow_syscalls_shift_later_times_beyond_one_ms() {
+        let mut c = Timeline::default();
+        let w = c.slot(rel(0));
+        c.finished(w, 800);
+        assert_eq!(next(&mut c, rel(0)), 0);
+        let w = c.slot(rel(0));
+        c.finished(w, 5_000);
+        assert_eq!(next(&mut c, rel(10_000)), 15_000);
+        let abs = c.slot(Some(Time::Absolute(20_000)));
+        assert_eq!(abs.t_us, 20_000);
     }
 }

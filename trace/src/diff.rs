@@ -424,8 +424,10 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
 }
 
 /// The kernel's side: the observation at each view's assert line, and a timing problem if any.
-pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Option<String>) {
-    let mut ambiguous = None;
+pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<(u32, String)>) {
+    // Timing problems, by script line (the first one up to the first divergence makes a run
+    // ambiguous: see `trial`).
+    let mut ambiguous: Vec<(u32, String)> = Vec::new();
     for l in &k.lines {
         if l.status == trc_kernel::Status::Fail && l.kind == trc_kernel::LineKind::PacketOut {
             let m = l.message.clone().unwrap_or_default();
@@ -433,16 +435,15 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Opti
             // different timer (a decision), and the comparison shows it.
             let modest = l.offset_ms.is_some_and(|o| o.abs() <= AMBIGUOUS_OFFSET_MS);
             if modest && m.split("; ").all(|e| e.starts_with("timing:")) {
-                ambiguous.get_or_insert(format!("line {}: outbound segment outside the timing tolerance ({m})", l.line));
+                ambiguous.push((l.line, format!("line {}: outbound segment outside the timing tolerance ({m})", l.line)));
             }
         }
-        // (a few ms late is normal right after a `~` timer line: later times count from its start)
         if l.kind == trc_kernel::LineKind::PacketIn && l.offset_ms.is_some_and(|o| o > 10.0) {
-            ambiguous.get_or_insert(format!("line {}: inbound segment injected {:.1} ms late", l.line, l.offset_ms.unwrap()));
+            ambiguous.push((l.line, format!("line {}: inbound segment injected {:.1} ms late", l.line, l.offset_ms.unwrap())));
         }
     }
     if k.interrupted {
-        ambiguous.get_or_insert("run interrupted".into());
+        ambiguous.push((0, "run interrupted".into()));
     }
     // Outbound data segments in time order.
     let mut outs: Vec<(f64, u32, u32)> = Vec::new();
@@ -604,8 +605,16 @@ pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
     if k.congestion_control.as_deref() != Some(if x.trace.config.cc == CcKind::Reno { "reno" } else { "cubic" }) {
         return Err(format!("the connection used {:?}", k.congestion_control));
     }
-    let (kobs, ambiguous) = kernel_view(&k, &views);
-    Ok(Trial { comparison: compare(&views, &kobs), ambiguous })
+    let (kobs, problems) = kernel_view(&k, &views);
+    let comparison = compare(&views, &kobs);
+    // Only timing up to the diverging step's asserts can have caused the divergence. Later
+    // lines ran on diverged kernel state: a segment the model expects and the kernel never
+    // sends holds the runner for the outbound grace period (~1 s) and segments consumed out of
+    // order shift the script's clock, so later injections are "late" because of the
+    // divergence, not the other way round.
+    let upto = comparison.divergence.as_ref().map_or(u32::MAX, |d| d.line);
+    let ambiguous = problems.into_iter().find(|(line, _)| *line <= upto).map(|p| p.1);
+    Ok(Trial { comparison, ambiguous })
 }
 
 fn same(a: &Trial, b: &Trial) -> bool {

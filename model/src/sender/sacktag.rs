@@ -26,21 +26,25 @@ impl Sender {
         let found_dup = self.tcp_check_dsack(cx, ack, blocks, prior_snd_una, &mut st);
         if self.packets_out != 0 {
             let (sorted, used) = self.tcp_sacktag_block_order(blocks, found_dup, prior_snd_una);
-            // Walk the queue (which still holds [prior_snd_una, snd_una) at this point) once, in
-            // sequence order: the kernel's skb cursor only moves forward, so a segment inside a
-            // DSACK nested in the next block is tagged once, as a duplicate.
+            // Walk the queue (which still holds [prior_snd_una, snd_una) at this point) in
+            // sequence order with the kernel's skb cursor (`tcp_sacktag_skip`): it only moves
+            // forward while the previous walk stopped at a segment, so a segment inside a DSACK
+            // nested in the next block is tagged once, as a duplicate — unless that walk ran off
+            // the end of the queue.
             let from = self.idx(cfg, prior_snd_una);
             let to = self.idx(cfg, self.snd_nxt);
-            let mut cursor = from;
+            let mut cursor = Some(from);
             for &(start, end, dup_sack) in &sorted[..used] {
-                for k in cursor..to {
+                let first = self.tcp_sacktag_skip(cfg, cursor, start, from);
+                cursor = None;
+                for k in first..to {
                     let s_start = self.seq_of(cfg, k);
                     let s_end = s_start.wrapping_add(1);
                     if !before(s_start, end) {
+                        cursor = Some(k);
                         break;
                     }
                     if !before(s_start, start) && !after(s_end, end) {
-                        cursor = k + 1;
                         let dup_sack = dup_sack || sorted[..used].iter().any(|&(ds, de, d)| d && !before(s_start, ds) && !after(s_end, de));
                         let seg = self.segs[k as usize];
                         let mut tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
@@ -58,6 +62,27 @@ impl Sender {
             self.tcp_check_sack_reordering(cx, r, false);
         }
         (st.flag, st.first_sackt)
+    }
+
+    /// `tcp_sacktag_skip()`: where the walk of the block starting at `start` begins. `cursor` is
+    /// the kernel's `skb` after the previous block's `tcp_sacktag_walk()`: the first segment at or
+    /// beyond that block's end, or `None` when the walk ran off the end of the retransmit queue
+    /// (`skb_rbtree_walk_from` leaves it NULL). A cursor already past `start` is kept (the skipped
+    /// segments were walked with the previous block, a nested DSACK among them as `next_dup`);
+    /// otherwise `tcp_sacktag_bsearch()` finds the segment holding `start` — also after a walk
+    /// that ran off the end, which can go back: a DSACK block nested in a block reaching
+    /// `snd_nxt` is then walked a second time and `tcp_sacktag_one()` counts its duplicate
+    /// against `undo_retrans` twice (and, the segment now being SACKed, as reordering). As read
+    /// in 6.18's tcp_input.c (the cursor logic dates from the 2.6.25 SACK-walk rewrite; the TLP
+    /// copy counts in `undo_retrans` since 0ec986ed7bab). Found by trc diff (seed 1 scenarios 65
+    /// and 641: the DSACK of a TLP retransmission of the last segment, nested in the SACK block
+    /// that reaches snd_nxt, undoes a recovery with one fast retransmit still unproven).
+    fn tcp_sacktag_skip(&self, cfg: &crate::Config, cursor: Option<u32>, start: u32, from: u32) -> u32 {
+        match cursor {
+            Some(c) if after(self.seq_of(cfg, c), start) => c,
+            _ if before(start, self.seq_of(cfg, from)) => from,
+            _ => self.idx(cfg, start),
+        }
     }
 
     /// The blocks `tcp_sacktag_write_queue()` walks, in the order it walks them: block 0 counts

@@ -125,25 +125,46 @@ fn t3(prof: Profile) -> Run {
     r
 }
 
-/// 0ec986ed7bab counts the TLP copy in `undo_retrans`, but a DSACK nested in a SACK block that
-/// reaches snd_nxt is walked twice by `tcp_sacktag_write_queue()` (the walk of the covering block
-/// runs off the queue, `tcp_sacktag_skip()` then finds the DSACKed segment again), so it is
-/// counted twice: 2 → 0, DSACK undo, and RACK's still-lost P1 starts a new Recovery at once.
-/// The live 6.18 kernel does this (trc diff seed 1 scenarios 65 and 641, regression script
-/// `diff-nested-dsack-counted-twice.pkt`); with one more segment after the block it does not.
 #[test]
-fn t3_linux_6_18_nested_dsack_of_tlp_counts_twice() {
+fn t3_linux_6_18_dsack_of_tlp_does_not_undo() {
     let mut r = t3(Profile::linux_6_18());
     assert_eq!(r.snd.undo_retrans, 2, "init_undo counted the TLP retransmit, plus the fast retransmit");
-    r.ack(252, 1, &[(4, 5), (2, 5)], None); // DSACK for the TLP copy of P4, nested in 2..5 = snd_nxt
-    assert_eq!(r.snd.ghost.ev.undos.len(), 1);
-    assert_eq!(r.snd.ghost.ev.undos[0].kind, UndoKind::Dsack, "TcpExtTCPDSACKUndo");
-    assert_eq!(r.snd.ca_state, CaState::Recovery, "P1 is still marked lost: a new Recovery");
-    assert_eq!(r.snd.undo_retrans, 1, "the new episode counts P1's retransmission in flight");
+    // 2..5 was already SACKed by the previous ACK: the kernel's recv_sack_cache skips it, so the
+    // nested DSACK is walked once, by its own block.
+    r.ack(252, 1, &[(4, 5), (2, 5)], None); // DSACK for the TLP copy of P4
+    assert!(r.snd.ghost.ev.undos.is_empty());
+    assert_eq!(r.snd.undo_retrans, 1);
     let ssthresh = r.snd.ssthresh;
     r.ack(300, 5, &[], None); // the retransmitted P1 arrives: everything ACKed
     assert_eq!(r.snd.ca_state, CaState::Open);
     assert_eq!(r.snd.cwnd, ssthresh, "Recovery ends with cwnd = ssthresh");
+}
+
+/// T3 with the SACK of P4's original lost: the DSACK's covering block 2..5 reaches snd_nxt and
+/// is new (not in recv_sack_cache), so `tcp_sacktag_write_queue()` tags P4 as its `next_dup`,
+/// runs off the queue, and `tcp_sacktag_skip()` finds P4 again for the DSACK block itself:
+/// counted twice, 2 → 0, DSACK undo, and the still-lost P1 starts a new Recovery at once. The
+/// live 6.18 kernel does this (trc diff seed 1 scenarios 65 and 641, regression script
+/// `diff-nested-dsack-counted-twice.pkt`).
+#[test]
+fn t3_linux_6_18_nested_dsack_reaching_snd_nxt_counts_twice() {
+    let cfg = Config { segments: 4, initcwnd: 4, timestamps: false, sack: SackMode::Sack, ..Config::default() };
+    let mut r = Run::new(cfg, Profile::linux_6_18(), true);
+    r.snd.timer = None;
+    let out = r.step(102, |s, cx| s.tcp_send_loss_probe(cx));
+    assert_eq!(rtx(&out), vec![4]);
+    r.ack(150, 1, &[(2, 3)], None);
+    r.ack(150, 1, &[(2, 4)], None);
+    let tm = r.snd.timer.expect("REO timer armed");
+    r.snd.timer = None;
+    let out = r.step(tm.deadline, |s, cx| s.tcp_rack_reo_timeout(cx));
+    assert_eq!(rtx(&out), vec![1], "fast retransmit of P1");
+    assert_eq!(r.snd.undo_retrans, 2);
+    r.ack(252, 1, &[(4, 5), (2, 5)], None); // DSACK for the TLP copy of P4 (its original's SACK was lost)
+    assert_eq!(r.snd.ghost.ev.undos.len(), 1);
+    assert_eq!(r.snd.ghost.ev.undos[0].kind, UndoKind::Dsack, "TcpExtTCPDSACKUndo");
+    assert_eq!(r.snd.ca_state, CaState::Recovery, "P1 is still marked lost: a new Recovery");
+    assert_eq!(r.snd.undo_retrans, 1, "the new episode counts P1's retransmission in flight");
 }
 
 #[test]

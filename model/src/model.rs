@@ -312,18 +312,12 @@ impl Model for TcpModel {
             }
             Action::Rto | Action::Tlp | Action::Reo => {
                 let tm = s.sender.timer?;
-                s.sender.timer = None;
                 match a {
-                    Action::Rto => {
-                        s.budget.rtos -= 1;
-                        self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_retransmit_timer(cx));
-                    }
-                    Action::Tlp => {
-                        s.budget.tlps -= 1;
-                        self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_send_loss_probe(cx));
-                    }
-                    _ => self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_rack_reo_timeout(cx)),
+                    Action::Rto => s.budget.rtos -= 1,
+                    Action::Tlp => s.budget.tlps -= 1,
+                    _ => {}
                 }
+                self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
             }
             Action::TsqFill => {
                 s.budget.tsq -= 1;

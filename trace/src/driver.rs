@@ -64,13 +64,9 @@ impl Driver {
 
     /// Fires the pending timer at its deadline; `None` if none is armed.
     pub fn fire(&mut self) -> Option<(TimerKind, Vec<Sent>)> {
-        let tm = self.snd.timer.take()?;
+        let tm = self.snd.timer?;
         let at = tm.deadline.max(self.now);
-        let sent = match tm.kind {
-            TimerKind::Rto => self.run(at, |s, cx| s.tcp_retransmit_timer(cx)),
-            TimerKind::Tlp => self.run(at, |s, cx| s.tcp_send_loss_probe(cx)),
-            TimerKind::Reo => self.run(at, |s, cx| s.tcp_rack_reo_timeout(cx)),
-        };
+        let sent = self.run(at, |s, cx| s.tcp_write_timer_handler(cx, tm.kind));
         Some((tm.kind, sent))
     }
 

@@ -21,8 +21,9 @@ impl Sender {
         // only in tcp_xmit_retransmit_queue).
         self.tcp_retransmit_skb(cx, head);
         self.icsk_backoff = self.icsk_backoff.saturating_add(1);
-        let rto = self.icsk_rto(cx.cfg);
-        self.tcp_reset_xmit_timer(cx, TimerKind::Rto, rto);
+        // Re-armed from this callback, which the timer wheel runs on a bucket boundary.
+        let when = super::timer_wheel_delay_aligned(self.icsk_rto_jiffies(cx.cfg));
+        self.tcp_reset_xmit_timer(cx, TimerKind::Rto, super::jiffies_to_msecs(when, cx.cfg.hz));
     }
 
     /// `tcp_timeout_mark_lost()`: mark the head and every segment whose RACK time expired lost

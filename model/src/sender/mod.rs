@@ -279,11 +279,49 @@ impl Sender {
         }
     }
 
-    /// RTO in ms for the current backoff: `srtt + TCP_RTO_MIN` (a stable-RTT `__tcp_set_rto`),
-    /// doubled per backoff, capped at `TCP_RTO_MAX`.
+    /// `icsk_rto` in jiffies for the current backoff. `__tcp_set_rto()` stores
+    /// `usecs_to_jiffies(srtt + rttvar)`, rounded up to a whole jiffy: with the model's constant
+    /// srtt (`rtt_ms`) and rttvar at its `tcp_rto_min` floor (200 ms, which a stable RTT never
+    /// lifts) that is 250 ms → 63 jiffies at HZ=250, i.e. 252 ms. `tcp_retransmit_timer()`
+    /// doubles the jiffies value per backoff (`min(icsk_rto << 1, TCP_RTO_MAX)`): 504 ms,
+    /// 1008 ms, ... — not 500, 1000.
+    pub fn icsk_rto_jiffies(&self, cfg: &Config) -> u64 {
+        let base = crate::cc::cubic::usecs_to_jiffies((cfg.rtt_ms + TCP_RTO_MIN_MS) * 1000, cfg.hz) as u64;
+        let max = TCP_RTO_MAX_MS as u64 * cfg.hz as u64 / 1000;
+        (base << self.icsk_backoff.min(20)).min(max)
+    }
+
+    /// `icsk_rto` in ms (`jiffies_to_usecs(icsk_rto)`, what `tcp_rto_delta_us()` and the TLP
+    /// cap use): see [`Sender::icsk_rto_jiffies`].
     pub fn icsk_rto(&self, cfg: &Config) -> u32 {
-        let base = cfg.rtt_ms + TCP_RTO_MIN_MS;
-        let shifted = (base as u64) << self.icsk_backoff.min(20);
-        shifted.min(TCP_RTO_MAX_MS as u64) as u32
+        jiffies_to_msecs(self.icsk_rto_jiffies(cfg), cfg.hz)
+    }
+}
+
+/// `jiffies_to_msecs()` for HZ dividing 1000.
+pub fn jiffies_to_msecs(j: u64, hz: u32) -> u32 {
+    (j * (1000 / hz as u64)).min(u32::MAX as u64) as u32
+}
+
+/// The timer wheel (kernel/time/timer.c, `calc_wheel_index()` / `calc_index()`): the delay in
+/// jiffies after which a timer armed `when` jiffies ahead really runs, when it is armed at a
+/// jiffy that is a multiple of 8 — from the callback of a timer that sat in level 1 or above,
+/// such as an RTO (63 jiffies or more at HZ=250), since such callbacks run on a bucket
+/// boundary. A timer goes to level 0 (1-jiffy buckets) when `when` < 63 and to level 1 (8-jiffy
+/// buckets) when `when` < 504, and is filed in the first bucket of its level that expires
+/// strictly after `jiffies + when`: `when + 1` at level 0, `((when >> 3) + 1) << 3` at level 1
+/// (126 jiffies → 128: a backed-off RTO of 504 ms runs 512 ms after the RTO that armed it;
+/// 252 → 256 jiffies, 1024 ms). From level 2 up the bucket phase (64 jiffies and more) is not
+/// known to the model: `when + 1`, the earliest expiry possible. The model applies it only
+/// where it knows the arming jiffy is aligned (the RTO re-armed by `tcp_retransmit_timer`); a
+/// timer armed from an ACK or a write has an unknown phase and keeps its nominal deadline, the
+/// earliest time the kernel can fire it.
+pub fn timer_wheel_delay_aligned(when: u64) -> u64 {
+    const LVL_START_1: u64 = 63;
+    const LVL_START_2: u64 = 63 << 3;
+    if (LVL_START_1..LVL_START_2).contains(&when) {
+        ((when >> 3) + 1) << 3
+    } else {
+        when + 1
     }
 }

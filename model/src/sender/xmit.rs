@@ -17,6 +17,24 @@ impl Sender {
         self.timer = Some(Timer { kind, deadline: cx.now + when });
     }
 
+    /// `tcp_write_timer_handler()` (tcp_timer.c): the timer `kind` (`icsk_pending`) expired.
+    /// Only the RTO branch clears `icsk_pending` before calling its handler; the RACK reorder
+    /// timer (`tcp_rack_reo_timeout`, 57dde7f70df3) and the TLP (`tcp_send_loss_probe`,
+    /// 6ba8a3b19e76) run with it still set, so a `tcp_rearm_rto()` inside them takes the
+    /// `tcp_rto_delta_us()` branch: the RTO then expires `icsk_rto` after the head's last
+    /// transmission, not `icsk_rto` from now (`tcp_send_loss_probe` clears it itself once a probe
+    /// went out, "restart timer from now").
+    pub fn tcp_write_timer_handler(&mut self, cx: &mut Cx, kind: TimerKind) {
+        match kind {
+            TimerKind::Rto => {
+                self.timer = None;
+                self.tcp_retransmit_timer(cx);
+            }
+            TimerKind::Tlp => self.tcp_send_loss_probe(cx),
+            TimerKind::Reo => self.tcp_rack_reo_timeout(cx),
+        }
+    }
+
     /// `tcp_rto_delta_us()`: time left until the head's RTO would expire.
     pub fn tcp_rto_delta(&self, cx: &Cx) -> i64 {
         let head = self.rtx_queue(cx.cfg).start;
@@ -60,8 +78,10 @@ impl Sender {
         true
     }
 
-    /// `tcp_send_loss_probe()`: the TLP timer fired (the timer slot is already clear, as
-    /// `icsk_pending` is cleared by the timer handler).
+    /// `tcp_send_loss_probe()`: the TLP timer fired (`icsk_pending` still says TLP, see
+    /// `tcp_write_timer_handler`). A probe that went out clears it, so the RTO restarts from
+    /// now; without a probe (one already outstanding, or nothing could be sent) the RTO is
+    /// re-armed from the head's transmit time (`tcp_rto_delta_us`).
     pub fn tcp_send_loss_probe(&mut self, cx: &mut Cx) {
         if self.tlp_high_seq == 0 {
             self.tlp_retrans = false;
@@ -90,6 +110,7 @@ impl Sender {
             }
             if sent {
                 self.tlp_high_seq = self.snd_nxt;
+                self.timer = None;
             }
         }
         self.tcp_rearm_rto(cx);

@@ -56,6 +56,14 @@ pub mod tag {
     /// walks that list, so a segment RACK marked lost whose LOST bit an undo cleared before it was
     /// retransmitted is never examined by RACK again.
     pub const T: u8 = 16;
+    /// Not a kernel tag: the segment's last transmission precedes RACK's last `reo_wnd`
+    /// widening, i.e. `before(TCP_SKB_CB(skb)->tx.delivered, tp->rack.last_delivered)` (the
+    /// delivered count `tcp_rate_skb_sent()` stamped on it is below the one
+    /// `tcp_rack_update_reo_wnd()` recorded). Set on the unSACKed segments of the retransmit
+    /// queue by that widening, cleared by every (re)transmission and by a SACK (a SACKed segment
+    /// gives no further rate sample). Stands for the two delivered counters, which only meet in
+    /// that one comparison.
+    pub const D: u8 = 32;
 }
 
 /// One MSS-sized segment of the retransmit queue.

@@ -183,6 +183,7 @@ impl Sender {
             }
             self.packets_out = self.packets_out.wrapping_sub(1);
             pkts_acked += 1;
+            Self::tcp_rate_skb_delivered(cx, s.tags);
             fl |= flag::DATA_ACKED;
             self.segs[i as usize] = Seg { tags: 0, xmit: s.xmit };
         }

@@ -39,6 +39,23 @@ pub struct Tx {
     pub rtx: bool,
 }
 
+/// The part of `struct rate_sample` (tcp_rate.c) that `tcp_rack_update_reo_wnd()` reads:
+/// `rs->prior_delivered`, the delivered count stamped on the most recently sent segment this ACK
+/// newly (S)ACKed, only through `!rs->prior_delivered` and its comparison with
+/// `tp->rack.last_delivered`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateSample {
+    /// `rs->prior_delivered != 0`: `tcp_rate_skb_delivered()` took a segment, one not SACKed
+    /// before (a SACK zeroes `tx.delivered_mstamp`). `tp->delivered` starts at 1 on a passive
+    /// open (the SYN-ACK, in `tcp_rcv_state_process()`), so every stamp is nonzero. A DSACK
+    /// of data already (S)ACKed gives no sample.
+    pub sampled: bool,
+    /// `!before(rs->prior_delivered, tp->rack.last_delivered)`: the most recently sent of those
+    /// segments was (re)sent after RACK's last `reo_wnd` widening (no tag `D`). Since the stamps
+    /// grow with send time, this holds if any of them lacks `D`.
+    pub fresh: bool,
+}
+
 /// Everything a sender step needs from outside the sender: configuration, profile, the clock,
 /// the host queue (TSQ), the current segment's options, and where transmissions go.
 pub struct Cx<'a> {
@@ -55,6 +72,8 @@ pub struct Cx<'a> {
     pub delivered: u32,
     /// `tp->lost` growth during this step (`tcp_mark_skb_lost`).
     pub lost: u32,
+    /// What `tcp_ack()`'s `struct rate_sample` holds for `tcp_rack_update_reo_wnd()`.
+    pub rs: RateSample,
     /// Ghost: ms the connection has been idle (nothing in flight) before this event, when the
     /// environment made it wait (`write_gap_ms`); 0 otherwise.
     pub idle_ms: u32,
@@ -62,7 +81,7 @@ pub struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: Vec::new(), delivered: 0, lost: 0, idle_ms: 0 }
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: Vec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0 }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.

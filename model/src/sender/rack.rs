@@ -118,16 +118,52 @@ impl Sender {
         }
     }
 
-    /// `tcp_rack_update_reo_wnd()`: widen the reordering window after DSACKs (the kernel's
-    /// "one RTT since the last adjustment" gate is approximated by "this ACK delivered data").
-    pub fn tcp_rack_update_reo_wnd(&mut self, cx: &Cx) {
-        if cx.delivered == 0 {
+    /// `tcp_rate_skb_delivered()` (tcp_rate.c), as far as `tcp_rack_update_reo_wnd()` reads it:
+    /// a segment with `tags` (its tags before this ACK) is (S)ACKed by this ACK. A segment
+    /// SACKed before gives nothing (its `tx.delivered_mstamp` was zeroed then); otherwise it
+    /// fills the rate sample, which keeps the most recently sent segment's stamp ("tcp: ensure
+    /// to use the most recently sent skb when filling the rate sample"). Called where the kernel
+    /// calls it: for every segment `tcp_sacktag_walk()` finds inside a block (DSACK blocks
+    /// included) and for every segment `tcp_clean_rtx_queue()` removes.
+    pub fn tcp_rate_skb_delivered(cx: &mut Cx, tags: u8) {
+        if tags & tag::S != 0 {
             return;
+        }
+        cx.rs.sampled = true;
+        if tags & tag::D == 0 {
+            cx.rs.fresh = true;
+        }
+    }
+
+    /// `tcp_rack_update_reo_wnd()` (tcp_recovery.c, 1f255691d8a4 "tcp: higher throughput under
+    /// reordering with adaptive RACK reordering wnd"; unchanged in 6.18), run by `tcp_ack()`
+    /// right after `tcp_clean_rtx_queue()`. A DSACK only sets `rack.dsack_seen`
+    /// (`tcp_dsack_seen()`); the window widens by one `min_rtt/4` step on a later ACK with a rate
+    /// sample (`rs->prior_delivered`: it newly (S)ACKed data — a DSACK of data already (S)ACKed
+    /// does not), and only if that data was sent after the previous widening
+    /// (`rs->prior_delivered` not before `rack.last_delivered`): a DSACK seen within one round
+    /// trip of a widening is dropped. The widening records `rack.last_delivered =
+    /// tp->delivered`; the model tags the segments sent before it instead (tag `D`). Without a
+    /// pending DSACK the window returns to one step once `reo_wnd_persist` (16 recoveries,
+    /// `tcp_try_undo_recovery()` / `tcp_try_undo_dsack()`) has run out. Found by trc diff (seed 1
+    /// scenario 875: two DSACK-only ACKs widened the old model's window twice, 6.18 once).
+    pub fn tcp_rack_update_reo_wnd(&mut self, cx: &mut Cx) {
+        if !cx.rs.sampled {
+            return;
+        }
+        if !cx.rs.fresh {
+            self.rack.dsack_seen = false;
         }
         if self.rack.dsack_seen {
             self.rack.reo_wnd_steps = self.rack.reo_wnd_steps.saturating_add(1);
             self.rack.dsack_seen = false;
             self.rack.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
+            // rack.last_delivered = tp->delivered: everything sent so far is now "before" it.
+            for i in self.rtx_queue(cx.cfg) {
+                if self.segs[i as usize].tags & tag::S == 0 {
+                    self.segs[i as usize].tags |= tag::D;
+                }
+            }
         } else if self.rack.reo_wnd_persist == 0 {
             self.rack.reo_wnd_steps = 1;
         }

@@ -57,9 +57,11 @@ impl Sender {
                         let dup_sack = dup_sack || next_dup.is_some_and(|(ds, de)| !before(s_start, ds) && !after(s_end, de));
                         let seg = self.segs[k as usize];
                         let mut tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
+                        Self::tcp_rate_skb_delivered(cx, seg.tags);
                         if tags & tag::S != 0 {
-                            // tcp_sacktag_walk(): a SACKed skb leaves tsorted_sent_queue.
-                            tags |= tag::T;
+                            // tcp_sacktag_walk(): a SACKed skb leaves tsorted_sent_queue (and
+                            // gives no further rate sample: `D` no longer matters).
+                            tags = (tags | tag::T) & !tag::D;
                         }
                         self.segs[k as usize].tags = tags;
                     }

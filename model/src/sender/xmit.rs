@@ -98,7 +98,8 @@ impl Sender {
                     let last = q.end - 1;
                     // __tcp_retransmit_skb: E set, no R, no retrans_out/stamp/undo_retrans.
                     // tcp_update_skb_after_send() relinks it into tsorted_sent_queue.
-                    self.segs[last as usize].tags = (self.segs[last as usize].tags | tag::E) & !tag::T;
+                    // tcp_rate_skb_sent() stamps it afresh (no `D`).
+                    self.segs[last as usize].tags = (self.segs[last as usize].tags | tag::E) & !(tag::T | tag::D);
                     self.segs[last as usize].xmit = cx.now;
                     self.total_retrans += 1;
                     cx.out.push(Tx { seg: last, rtx: true });
@@ -203,8 +204,9 @@ impl Sender {
     /// so every attempt succeeds.
     pub fn tcp_retransmit_skb(&mut self, cx: &mut Cx, i: u32) {
         // __tcp_retransmit_skb
-        // tcp_update_skb_after_send() relinks it into tsorted_sent_queue.
-        self.segs[i as usize].tags = (self.segs[i as usize].tags | tag::RETRANS) & !tag::T;
+        // tcp_update_skb_after_send() relinks it into tsorted_sent_queue; tcp_rate_skb_sent()
+        // stamps it afresh (no `D`).
+        self.segs[i as usize].tags = (self.segs[i as usize].tags | tag::RETRANS) & !(tag::T | tag::D);
         self.segs[i as usize].xmit = cx.now;
         self.total_retrans += 1;
         self.retrans_out = self.retrans_out.wrapping_add(1);

@@ -98,6 +98,16 @@ pub struct Config {
     pub hystart: bool,
     /// MSS in bytes (only for the pacing rate HyStart's cushion reads).
     pub mss: u32,
+    /// Where the kernel's jiffy boundaries fall: model time 0 is this many µs after one
+    /// (`0 <= jiffy_phase_us < 10^6/hz`; default 0). Only CUBIC reads jiffies (`bictcp_update`,
+    /// the HyStart blackout, `TX_START`); a real kernel's phase is unknown, so `trc diff` refuses
+    /// walks whose decisions change with it (docs/differential.md, "CUBIC's jiffy phase").
+    #[serde(skip_serializing_if = "is_zero")]
+    pub jiffy_phase_us: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl Default for Config {
@@ -135,6 +145,7 @@ impl Default for Config {
             hystart_low_window: 16,
             hystart: true,
             mss: 1000,
+            jiffy_phase_us: 0,
         }
     }
 }
@@ -156,6 +167,8 @@ pub enum ConfigError {
     Hz(u32),
     #[error("cc_us_per_ms must be between 1 and 1000 (got {0})")]
     UsPerMs(u32),
+    #[error("jiffy_phase_us must be below one jiffy, 10^6/hz µs (got {0})")]
+    JiffyPhase(u32),
 }
 
 /// Upper bound on `segments + extra_writes` (segments are tracked in a 32-bit mask).
@@ -190,6 +203,9 @@ impl Config {
         }
         if self.cc_us_per_ms == 0 || self.cc_us_per_ms > 1000 {
             return Err(ConfigError::UsPerMs(self.cc_us_per_ms));
+        }
+        if self.jiffy_phase_us >= 1_000_000 / self.hz {
+            return Err(ConfigError::JiffyPhase(self.jiffy_phase_us));
         }
         Ok(())
     }

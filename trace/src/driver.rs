@@ -64,8 +64,13 @@ impl Driver {
 
     /// Fires the pending timer at its deadline; `None` if none is armed.
     pub fn fire(&mut self) -> Option<(TimerKind, Vec<Sent>)> {
+        self.fire_late(0)
+    }
+
+    /// Fires the pending timer `late_ms` after its deadline (a kernel timer's slack).
+    pub fn fire_late(&mut self, late_ms: u32) -> Option<(TimerKind, Vec<Sent>)> {
         let tm = self.snd.timer?;
-        let at = tm.deadline.max(self.now);
+        let at = (tm.deadline + late_ms).max(self.now);
         let sent = self.run(at, |s, cx| s.tcp_write_timer_handler(cx, tm.kind));
         Some((tm.kind, sent))
     }

@@ -227,10 +227,10 @@ impl Ctx<'_> {
 
 /// Exports the counterexample `actions` from `init_index` (violating property `id`).
 pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32) -> Result<Exported, String> {
-    match export_with(model, init_index, actions, id, name, gap_ms, 0) {
+    match export_with(model, init_index, actions, id, name, gap_ms, 0, Variant::default()) {
         Ok(x) => Ok(x),
         Err(why) if gap_ms > 0 => {
-            let mut x = export_with(model, init_index, actions, id, name, 0, 0)?;
+            let mut x = export_with(model, init_index, actions, id, name, 0, 0, Variant::default())?;
             x.pkt = x.pkt.replacen(
                 "// timing:",
                 &format!("// timing: exact model times (spacing ACKs {gap_ms} ms apart changed the sender's decisions: {why});\n// timing (kernel): events at the same model ms are 0 ms apart, a real kernel may process them differently;\n// timing:"),
@@ -246,15 +246,82 @@ pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], id: &str,
 /// header or break marker, and with a timer margin: an inbound ACK or write closer than
 /// `margin_ms` before the pending timer's deadline (or after a timer expiry that sent nothing)
 /// is a race a real kernel (HZ=250) may decide the other way, so the walk is refused
-/// (`Err((step, why))`) instead of falling back to exact times.
+/// (`Err((step, why))`) instead of falling back to exact times. So is a CUBIC walk whose re-timed
+/// run decides differently with the jiffy ticks elsewhere ([`jiffy_phase_independent`]).
 pub fn export_walk(model: &TcpModel, init_index: usize, actions: &[Action], name: &str, gap_ms: u32, margin_ms: u32) -> Result<Exported, (usize, String)> {
-    export_with(model, init_index, actions, "", name, gap_ms, margin_ms).map_err(|e| {
+    let step_of = |e: String| {
         let step = e.strip_prefix("step ").and_then(|r| r.split(':').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
         (step, e)
-    })
+    };
+    let x = export_with(model, init_index, actions, "", name, gap_ms, margin_ms, Variant::default()).map_err(step_of)?;
+    jiffy_phase_independent(model, init_index, actions, gap_ms, margin_ms).map_err(step_of)?;
+    timer_slack_independent(model, init_index, actions, gap_ms, margin_ms).map_err(step_of)?;
+    Ok(x)
 }
 
-fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32, margin_ms: u32) -> Result<Exported, String> {
+/// How the re-timed run of [`export_with`] departs from the nominal one, to test that the
+/// script means the same on a kernel whose clocks are not the model's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Variant {
+    /// The driver's `Config::jiffy_phase_us` (the trace keeps the model's).
+    jiffy_phase_us: u32,
+    /// Every timer expiry that sends something fires this much after its deadline; later events
+    /// keep their distance from it (the runner times them from the real send).
+    timer_late_ms: u32,
+}
+
+/// How late (ms) [`timer_slack_independent`] lets the timers fire.
+pub const TIMER_LATE_MS: u32 = 10;
+
+/// A timer expiry on the kernel comes after the model's deadline: the REO and TLP timers are
+/// armed with `usecs_to_jiffies()` (rounded up to a 4 ms tick at HZ=250) and run at a wheel
+/// tick, a few ms later again (seed 1 scenario 399: the first REO timer fired 2–10 ms after the
+/// model's deadline in 19 runs). The runner times the next events from the real send, so the
+/// lateness lengthens every interval between a segment sent before the expiry and one sent
+/// after it, and RACK compares such intervals with its reordering window: in 399 8001:9001
+/// (sent at 50 ms, before the REO timer) and 9001:10001 (sent by the ACK 3 ms after the REO
+/// retransmission, 64 ms) are 17 ms apart in the model, under its 24 ms window (`min_rtt/4` ·
+/// 2 steps); on the kernel they were 19–27 ms apart against ~25 ms, and when 9001:10001 is
+/// SACKed the kernel marks 8001:9001 lost at once where the model arms a REO timer. The
+/// re-timed run must decide the same with every sending timer [`TIMER_LATE_MS`] late (a RACK
+/// threshold is crossed at most once as the lateness grows). The ACK and write margins are
+/// checked with the nominal times (this run's are the lateness closer to an absolute timer).
+fn timer_slack_independent(model: &TcpModel, init_index: usize, actions: &[Action], gap_ms: u32, margin_ms: u32) -> Result<(), String> {
+    let v = Variant { timer_late_ms: TIMER_LATE_MS, ..Variant::default() };
+    export_with(model, init_index, actions, "", "late", gap_ms, margin_ms.saturating_sub(TIMER_LATE_MS), v)
+        .map_err(|e| format!("{e} [with the timers firing {TIMER_LATE_MS} ms late, as a HZ=250 kernel may: the decision depends on timer slack]"))?;
+    Ok(())
+}
+
+/// CUBIC reads `tcp_jiffies32` (HZ=250: 4 ms ticks), and where the ticks fall relative to the
+/// script is random on a real kernel. The model puts one at model time 0
+/// (`Config::jiffy_phase_us` = 0); the re-timed run must decide the same with the ticks at
+/// every other whole-ms phase (the script's times are whole ms, so these are all the ways its
+/// events can be grouped into jiffies). The case that needs it is `bictcp_update`'s
+/// once-per-jiffy rule (d6b1a8a92a14, "tcp: fix timing issue in CUBIC slope calculation"):
+/// `ca->cnt` is recomputed only on the first update of a jiffy, later ones go straight to the
+/// TCP-friendliness part. Seed 1 scenario 352: after an RTO (ssthresh 2) the ACK that grows
+/// cwnd 2 → 3 (friendliness: cnt 2) and the next ACK 3 ms later share a jiffy only with the
+/// model's phase; there cnt stays 2 and cwnd grows to 4, in the other phases cnt is recomputed
+/// (20: the cubic target is below cwnd) and cwnd stays 3, as the kernel did in 4 of 4 runs of
+/// the script (with the two ACKs 0.5 ms apart it grew to 4 in 5 of 6).
+fn jiffy_phase_independent(model: &TcpModel, init_index: usize, actions: &[Action], gap_ms: u32, margin_ms: u32) -> Result<(), String> {
+    if model.cfg.cc != trc_model::CcKind::Cubic {
+        return Ok(());
+    }
+    let tick_us = 1_000_000 / model.cfg.hz;
+    for ms in 1..tick_us / 1000 {
+        let phase = (model.cfg.jiffy_phase_us + ms * 1000) % tick_us;
+        let v = Variant { jiffy_phase_us: phase, ..Variant::default() };
+        export_with(model, init_index, actions, "", "phase", gap_ms, margin_ms, v)
+            .map_err(|e| format!("{e} [with the jiffy ticks {ms} ms later than the model's: CUBIC's per-jiffy decisions depend on the phase]"))?;
+    }
+    Ok(())
+}
+
+/// `v`: how the re-timed run departs from the nominal one ([`Variant`]).
+#[allow(clippy::too_many_arguments)]
+fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str, name: &str, gap_ms: u32, margin_ms: u32, v: Variant) -> Result<Exported, String> {
     let cfg = &model.cfg;
     let path = states(model, init_index, actions)?;
     let init = &path[0].1;
@@ -284,7 +351,7 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
         }
     }
     let mut cx = Ctx { model, sack, ts, write_ends, peer_ts: PEER_TS_BASE };
-    let mut d = Driver::start(cfg.clone(), model.profile.clone(), sack);
+    let mut d = Driver::start(trc_model::Config { jiffy_phase_us: v.jiffy_phase_us, ..cfg.clone() }, model.profile.clone(), sack);
     let mut e = Emitter { out: String::new(), prev_us: 0 };
     let vstep = path.len() - 1;
 
@@ -441,7 +508,11 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
                 }
                 t = tm.deadline.max(last_t);
                 e.comment(&format!("step {idx} (model t={m} ms): {desc} (deadline {} ms after the first write){brk}", t));
-                let (_, sent) = d.fire().unwrap();
+                // A late expiry only moves the script's clock if it sends something (the
+                // runner re-synchronises on the send); a quiet one fires at its deadline here.
+                let late = if v.timer_late_ms > 0 && d.clone().fire().is_some_and(|(_, s)| !s.is_empty()) { v.timer_late_ms } else { 0 };
+                t += late;
+                let (_, sent) = d.fire_late(late).unwrap();
                 if sent.is_empty() {
                     e.comment("(nothing is sent; the state is asserted after the next event)");
                     quiet = true;
@@ -611,5 +682,71 @@ mod tests {
         // Already SACKed before: not newly covered.
         s.segs[1].tags = tag::RETRANS | tag::S;
         assert!(!acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 114, 50, isn));
+    }
+
+    #[test]
+    fn walk_whose_cubic_decision_depends_on_the_jiffy_phase_is_refused() {
+        // Seed 1 scenario 352 (non-SACK, no TS, CUBIC): after the RTO, ssthresh 2, step 9 grows
+        // cwnd 2 -> 3 and step 10 (same model ms, 3 ms later in the script) to 4 only if both
+        // share a jiffy.
+        let cfg = trc_model::Config {
+            segments: 12,
+            initcwnd: 3,
+            max_losses: 2,
+            max_ack_losses: 2,
+            max_reorder: 2,
+            max_rtos: 1,
+            max_tlps: 0,
+            max_tsq: 0,
+            horizon_ms: 3000,
+            sack: trc_model::SackMode::NoSack,
+            timestamps: false,
+            frto: false,
+            ..Default::default()
+        };
+        let model = TcpModel::new(cfg.clone(), trc_model::Profile::linux_6_18());
+        let (d, l) = (|pkt| Action::Deliver { pkt }, |pkt| Action::DeliverAckLost { pkt });
+        let walk = [Action::Drop { pkt: 1 }, d(0), d(2), Action::Drop { pkt: 2 }, Action::Rto, l(1), l(0), d(0), d(0), d(0)];
+        assert!(export_walk(&model, 0, &walk[..9], "t", 3, 15).is_ok());
+        let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        assert_eq!(step, 10, "{why}");
+        assert!(why.contains("jiffy"), "{why}");
+        // The model's own phase exports it (cwnd 4); one ms later the ticks split the two ACKs.
+        let phase = |jiffy_phase_us| Variant { jiffy_phase_us, ..Variant::default() };
+        assert!(export_with(&model, 0, &walk, "", "t", 3, 15, phase(0)).is_ok());
+        assert!(export_with(&model, 0, &walk, "", "t", 3, 15, phase(1000)).is_err());
+        // Reno has no jiffy clock: not refused for that.
+        let reno = TcpModel::new(trc_model::Config { cc: trc_model::CcKind::Reno, ..cfg }, trc_model::Profile::linux_6_18());
+        assert!(jiffy_phase_independent(&reno, 0, &walk, 3, 15).is_ok());
+    }
+
+    #[test]
+    fn walk_whose_rack_decision_depends_on_timer_slack_is_refused() {
+        // Seed 1 scenario 399 (SACK, TS, CUBIC) up to step 14: the SACK of 9001:10001 (sent
+        // after the first REO timer) marks 8001:9001 (sent before it) lost at once only if that
+        // timer fired late enough.
+        let cfg = trc_model::Config {
+            segments: 14,
+            initcwnd: 8,
+            max_losses: 0,
+            max_ack_losses: 1,
+            max_reorder: 2,
+            max_rtos: 0,
+            max_tlps: 1,
+            max_tsq: 0,
+            horizon_ms: 3000,
+            sack: trc_model::SackMode::Sack,
+            ..Default::default()
+        };
+        let model = TcpModel::new(cfg, trc_model::Profile::linux_6_18());
+        let d = |pkt| Action::Deliver { pkt };
+        let walk = [d(2), Action::DeliverAckLost { pkt: 0 }, Action::Reo, d(2), Action::Reo, d(1), d(1), d(2), Action::Reo, d(0), d(2), d(0), d(0), d(0)];
+        assert!(export_walk(&model, 0, &walk[..13], "t", 3, 15).is_ok());
+        let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        assert_eq!(step, 14, "{why}");
+        assert!(why.contains("timer slack"), "{why}");
+        let late = |timer_late_ms| Variant { timer_late_ms, ..Variant::default() };
+        assert!(export_with(&model, 0, &walk, "", "t", 3, 15, late(0)).is_ok());
+        assert!(export_with(&model, 0, &walk, "", "t", 3, 5, late(TIMER_LATE_MS)).is_err());
     }
 }

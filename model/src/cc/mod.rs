@@ -46,6 +46,8 @@ pub struct CcParams {
     pub mss: u32,
     /// Smoothed RTT in µs (the model's path RTT is fixed).
     pub srtt_us: u32,
+    /// µs from the last jiffy boundary at or before model time 0 (`Config::jiffy_phase_us`).
+    pub jiffy_phase_us: u32,
     pub clock: HystartClock,
     pub cushion: HystartCushion,
     pub pacing_aware: bool,
@@ -70,6 +72,7 @@ impl CcParams {
             hystart: cfg.hystart,
             mss: cfg.mss,
             srtt_us: cfg.rtt_ms.saturating_mul(cfg.cc_us_per_ms),
+            jiffy_phase_us: cfg.jiffy_phase_us,
             clock: prof.hystart_clock,
             cushion: prof.hystart_cushion,
             pacing_aware: prof.hystart_pacing_aware,
@@ -88,9 +91,9 @@ impl CcParams {
         (300u32.wrapping_mul(self.hz)).wrapping_neg()
     }
 
-    /// `tcp_jiffies32` at model time `ms`.
+    /// `tcp_jiffies32` at model time `ms` (model time 0 is `jiffy_phase_us` after a tick).
     pub fn jiffies(&self, ms: u32) -> u32 {
-        let us = ms as u64 * self.us_per_ms as u64;
+        let us = ms as u64 * self.us_per_ms as u64 + self.jiffy_phase_us as u64;
         self.initial_jiffies().wrapping_add((us * self.hz as u64 / 1_000_000) as u32)
     }
 
@@ -338,5 +341,17 @@ mod tests {
         assert_eq!(p.jiffies(4).wrapping_sub(p.jiffies(0)), 1);
         assert_eq!(p.jiffies(3).wrapping_sub(p.jiffies(0)), 0);
         assert_eq!(p.now_us(7), 7000);
+    }
+
+    #[test]
+    fn jiffy_phase_moves_the_ticks() {
+        // Model time 0 is 1 ms after a tick: 404 and 407 ms fall in different jiffies (with
+        // phase 0 both are in jiffy 101 after the start).
+        let p0 = w(1, 1).p;
+        let p1 = CcParams { jiffy_phase_us: 1000, ..p0 };
+        assert_eq!(p0.jiffies(407), p0.jiffies(404));
+        assert_eq!(p1.jiffies(407).wrapping_sub(p1.jiffies(404)), 1);
+        assert_eq!(p1.jiffies(0), p0.jiffies(0));
+        assert_eq!(p1.jiffies(3).wrapping_sub(p1.jiffies(0)), 1);
     }
 }

@@ -1,5 +1,6 @@
 //! The model's step function: `actions` + `next_state` over a fixed sample of reachable states,
-//! and the per-state costs the checker adds (clone, `Hash`, the engine's `FpHasher`).
+//! and the per-state costs the checker adds (clone, `Hash`, the engine's `FpHasher`, the model's
+//! own `State::fingerprint`).
 //!
 //! `cargo bench -p trc-model --bench step`
 
@@ -87,6 +88,13 @@ fn step(c: &mut Criterion) {
                 let mut h = trc_engine::fphash::FpHasher::default();
                 s.hash(&mut h);
                 black_box(h.finish());
+            }
+        })
+    });
+    g.bench_function("State::fingerprint (per state)", |b| {
+        b.iter(|| {
+            for s in &states {
+                black_box(s.fingerprint());
             }
         })
     });

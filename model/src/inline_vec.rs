@@ -3,8 +3,8 @@
 //! `SmallVec`'s own `Clone` goes through `Extend` item by item; the checker clones a state for
 //! every transition, and the five small vectors in a state made that clone cost more than the
 //! step itself. `InlineVec` derefs to the `SmallVec` (every method works unchanged), hashes,
-//! compares and (de)serialises exactly like it, and clones with one `memcpy` while the items
-//! are inline.
+//! compares and (de)serialises exactly like it, and clones with a bitwise copy of itself while
+//! the items are inline.
 
 use serde::{Deserialize, Serialize};
 use smallvec::{Array, SmallVec};
@@ -68,9 +68,16 @@ impl<A: Array> Clone for InlineVec<A>
 where
     A::Item: Copy,
 {
-    #[inline]
+    #[inline(always)]
     fn clone(&self) -> Self {
-        InlineVec(SmallVec::from_slice(&self.0))
+        if !self.0.spilled() {
+            // SAFETY: the items are inline and `Copy` (no heap, no drop glue), so a bitwise
+            // copy of the whole `SmallVec` is an independent, valid `SmallVec` with the same
+            // items (a fixed-size copy the compiler inlines, instead of a `memcpy` call).
+            unsafe { std::ptr::read(self) }
+        } else {
+            InlineVec(SmallVec::from_slice(&self.0))
+        }
     }
 }
 
@@ -136,6 +143,16 @@ mod tests {
         v.push((5, 6)); // spills
         let w = v.clone();
         assert_eq!(v, w);
+        // Inline clone (a bitwise copy): independent of the original.
+        let mut u: InlineVec<[(u32, u8); 2]> = InlineVec::new();
+        u.push((7, 8));
+        let c = u.clone();
+        u.push((9, 9));
+        u[0] = (1, 1);
+        assert_eq!(&c[..], &[(7, 8)]);
+        let mut c2 = c.clone();
+        c2.extend([(1, 2), (3, 4)]); // the copy can spill on its own
+        assert_eq!((c.len(), c2.len()), (1, 3));
         assert_eq!(&w[..], &[(1, 2), (3, 4), (5, 6)]);
         let s: SmallVec<[(u32, u8); 2]> = SmallVec::from_slice(&w);
         let h = BuildHasherDefault::<DefaultHasher>::default();

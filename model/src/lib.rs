@@ -5,9 +5,11 @@
 
 pub mod cc;
 pub mod config;
+pub mod fingerprint;
 pub mod inline_vec;
 pub mod model;
 pub mod net;
+mod plain;
 pub mod profile;
 pub mod reduce;
 pub mod sender;

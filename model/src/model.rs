@@ -50,14 +50,14 @@ pub enum Action {
 }
 
 /// Ghost truth about the network, kept beside the modelled state.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ghost {
     /// Bit k: the network dropped segment k's original transmission.
     pub orig_dropped: u32,
 }
 
 /// Remaining environment budgets.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Budget {
     pub losses: u8,
     pub ack_losses: u8,
@@ -68,8 +68,8 @@ pub struct Budget {
     pub writes: u8,
 }
 
-/// One state of the checked system.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// One state of the checked system. (`Clone` is in `plain.rs`: a single copy.)
+#[derive(Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct State {
     /// Model time (ms).
     pub now: u32,

@@ -91,7 +91,7 @@ pub fn curve(cwnd: u32, elapsed_jiffies: i32, delay_min_jiffies: u32, hz: u32, b
 
 /// `struct bictcp` (CUBIC's private state, incl. HyStart's) plus ghost fields used only by the
 /// properties (prefixed `g_`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cubic {
     /// Increase cwnd by one after `cnt` ACKed packets.
     pub cnt: u32,

@@ -241,7 +241,7 @@ pub fn tcp_reno_undo_cwnd(w: &Window) -> u32 {
 }
 
 /// The connection's congestion control and its private state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Cc {
     Reno,
     Cubic(Cubic),

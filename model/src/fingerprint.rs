@@ -1,0 +1,391 @@
+//! [`State::fingerprint`]: a fast 64-bit fingerprint of a state for the checker engine.
+//!
+//! The derived `Hash` makes one hasher call per field (~150 for a state); this packs the state
+//! into 64-bit words instead (small fields bit-packed, two `u32`s per word, variable-length
+//! parts prefixed by their lengths), mostly at offsets the compiler knows, and folds the words
+//! four lanes at a time with wyhash-style 128-bit multiplies (one multiply per 16 bytes).
+//!
+//! The packing is injective (a prefix-free encoding: every tag and length is written before
+//! the fields it governs), so two states get the same fingerprint only if they are equal or
+//! their 64-bit hashes collide, exactly as with the `Hash`-based fingerprint: the engine finds
+//! the same unique states either way (checked by `trc bench` against stateright, which uses the
+//! derived `Hash`, and by this crate's tests). Every struct is destructured without `..`, so a
+//! field added to the state is a compile error here until it is fingerprinted too.
+//!
+//! Deterministic: no random seed, no addresses, independent of the platform's endianness.
+
+use crate::cc::{Cc, Cubic, HystartExit, IdleRestart};
+use crate::model::{Budget, Ghost, State};
+use crate::net::{Pkt, Receiver};
+use crate::state::{Episode, Events, Rack, Reduction, Sender, SenderGhost, Seg, Timer, UndoEvent};
+
+const P0: u64 = 0xa076_1d64_78bd_642f;
+const P1: u64 = 0xe703_7ed1_a0b4_28db;
+const P2: u64 = 0x8ebc_6af0_9c88_c6e3;
+const P3: u64 = 0x5899_65cc_7537_4cc3;
+const CAP: usize = 64;
+
+#[inline(always)]
+fn mum(a: u64, b: u64) -> u64 {
+    let r = a as u128 * b as u128;
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+#[inline(always)]
+fn p2(a: u32, b: u32) -> u64 {
+    a as u64 | (b as u64) << 32
+}
+
+#[inline(always)]
+fn b(x: bool) -> u64 {
+    x as u64
+}
+
+/// A small enum's discriminant (4 bits).
+#[inline(always)]
+fn e4(d: u64) -> u64 {
+    debug_assert!(d < 16);
+    d & 15
+}
+
+/// A length (16 bits).
+#[inline(always)]
+fn len16(n: usize) -> u64 {
+    u16::try_from(n).expect("fingerprint: sequence longer than 65535") as u64
+}
+
+/// Word buffer + four multiply lanes (independent dependency chains).
+struct Packer {
+    buf: [u64; CAP],
+    n: usize,
+    h: [u64; 4],
+    total: u64,
+}
+
+impl Packer {
+    #[inline(always)]
+    fn new() -> Packer {
+        Packer { buf: [0; CAP], n: 0, h: [P0, P1, P2, P3], total: 0 }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, w: u64) {
+        if self.n == CAP {
+            self.flush();
+        }
+        self.buf[self.n] = w;
+        self.n += 1;
+    }
+
+    /// Folds `buf[..upto]` (`upto` a multiple of 8): lane j takes words 8i+2j and 8i+2j+1.
+    #[inline(always)]
+    fn fold(&mut self, upto: usize) {
+        let [mut h0, mut h1, mut h2, mut h3] = self.h;
+        let mut i = 0;
+        while i + 8 <= upto {
+            let w = &self.buf[i..i + 8];
+            h0 = mum(w[0] ^ P1, w[1] ^ h0);
+            h1 = mum(w[2] ^ P2, w[3] ^ h1);
+            h2 = mum(w[4] ^ P3, w[5] ^ h2);
+            h3 = mum(w[6] ^ P0, w[7] ^ h3);
+            i += 8;
+        }
+        self.h = [h0, h1, h2, h3];
+    }
+
+    #[inline(never)]
+    fn flush(&mut self) {
+        self.fold(CAP);
+        self.total += CAP as u64;
+        self.n = 0;
+    }
+
+    #[inline(always)]
+    fn finish(&mut self) -> u64 {
+        let n = self.n;
+        // Pad with zeros to whole groups of eight words (the word count is mixed in below).
+        let padded = (n + 7) & !7;
+        for w in &mut self.buf[n..padded] {
+            *w = 0;
+        }
+        self.fold(padded);
+        let total = self.total + n as u64;
+        let [h0, h1, h2, h3] = self.h;
+        match mum(mum(h0 ^ P3, h1 ^ total) ^ P1, mum(h2 ^ P2, h3 ^ P0)) {
+            0 => 1,
+            x => x,
+        }
+    }
+}
+
+impl State {
+    /// The state's fingerprint (see the module docs); never 0. Equal states have equal
+    /// fingerprints; different states collide with probability ≈ 2^-64.
+    pub fn fingerprint(&self) -> u64 {
+        let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
+        let Sender {
+            sack_ok,
+            ts_ok,
+            ca_state,
+            snd_una,
+            snd_nxt,
+            write_seq,
+            high_seq,
+            cwnd,
+            ssthresh,
+            cwnd_cnt,
+            prior_cwnd,
+            prior_ssthresh,
+            undo_marker,
+            undo_retrans,
+            retrans_stamp,
+            packets_out,
+            sacked_out,
+            lost_out,
+            retrans_out,
+            reordering,
+            reord_seen,
+            frto,
+            icsk_retransmits,
+            icsk_backoff,
+            tlp_high_seq,
+            tlp_retrans,
+            rack,
+            prr_delivered,
+            prr_out,
+            is_cwnd_limited,
+            max_packets_out,
+            cwnd_usage_seq,
+            total_retrans,
+            dsack_dups,
+            is_sack_reneg,
+            ecn_queue_cwr,
+            timer,
+            cc,
+            segs,
+            ghost: sghost,
+        } = sender;
+        let Rack { mstamp, end_seq, rtt, advanced, reo_wnd_steps, reo_wnd_persist, dsack_seen } = rack;
+        let Receiver { have, ts_recent, sacks } = rcv;
+        let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes } = budget;
+        let Ghost { orig_dropped } = ghost;
+        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, ev } = sghost;
+        let Events {
+            undos,
+            reductions,
+            prr_zero_prior_cwnd,
+            recovery_end,
+            left_recovery,
+            nonsack_hold,
+            hystart,
+            idle_restart,
+            entered_loss,
+        } = ev;
+
+        let (timer_tag, deadline) = match timer {
+            None => (0, 0),
+            Some(Timer { kind, deadline }) => (1 + e4(*kind as u64), *deadline),
+        };
+        let cubic = match cc {
+            Cc::Reno => None,
+            Cc::Cubic(c) => Some(c),
+        };
+        let (lr_tag, lr_seq) = match last_reduction {
+            None => (0, 0),
+            Some((seq, kind)) => (1 + e4(*kind as u64), *seq),
+        };
+        let (ep_tag, ep_una) = match episode {
+            None => (0, 0),
+            Some(Episode { start_una, undone }) => (1 + b(*undone), *start_una),
+        };
+        let (re_tag, re_a, re_b) = match recovery_end {
+            None => (0, 0, 0),
+            Some((a, c, undone)) => (1 + b(*undone), *a, *c),
+        };
+        let left_tag = match left_recovery {
+            None => 0,
+            Some((from, eq)) => 1 + (e4(*from as u64) << 1 | b(*eq)),
+        };
+
+        let mut p = Packer::new();
+        // Flags, small fields, tags and lengths: everything that decides the layout below.
+        p.push(
+            b(*sack_ok)
+                | b(*ts_ok) << 1
+                | b(*frto) << 2
+                | b(*tlp_retrans) << 3
+                | b(*is_cwnd_limited) << 4
+                | b(*is_sack_reneg) << 5
+                | b(*ecn_queue_cwr) << 6
+                | b(*advanced) << 7
+                | b(*dsack_seen) << 8
+                | b(*tsq_full) << 9
+                | b(cubic.is_some()) << 10
+                | b(*prr_zero_prior_cwnd) << 11
+                | b(*nonsack_hold) << 12
+                | b(*entered_loss) << 13
+                | b(hystart.is_some()) << 14
+                | b(idle_restart.is_some()) << 15
+                | e4(*ca_state as u64) << 16
+                | timer_tag << 20
+                | lr_tag << 25
+                | ep_tag << 30
+                | re_tag << 32
+                | left_tag << 34
+                | (*reord_seen as u64) << 40
+                | (*icsk_retransmits as u64) << 48
+                | (*icsk_backoff as u64) << 56,
+        );
+        p.push(
+            *losses as u64
+                | (*ack_losses as u64) << 8
+                | (*rtos as u64) << 16
+                | (*tlps as u64) << 24
+                | (*tsq as u64) << 32
+                | (*ece as u64) << 40
+                | (*writes as u64) << 48
+                | (*reo_wnd_steps as u64) << 56,
+        );
+        p.push(
+            len16(segs.len())
+                | len16(flight.len()) << 16
+                | len16(sacks.len()) << 32
+                | (len16(undos.len()) & 0xff) << 48
+                | (len16(reductions.len()) & 0xff) << 56,
+        );
+        debug_assert!(undos.len() < 256 && reductions.len() < 256);
+        // Fixed-width fields.
+        p.push(p2(*now, *snd_una));
+        p.push(p2(*snd_nxt, *write_seq));
+        p.push(p2(*high_seq, *cwnd));
+        p.push(p2(*ssthresh, *cwnd_cnt));
+        p.push(p2(*prior_cwnd, *prior_ssthresh));
+        p.push(p2(*undo_marker, *undo_retrans as u32));
+        p.push(p2(*retrans_stamp, *packets_out));
+        p.push(p2(*sacked_out, *lost_out));
+        p.push(p2(*retrans_out, *reordering));
+        p.push(p2(*tlp_high_seq, *mstamp));
+        p.push(p2(*end_seq, *rtt));
+        p.push(p2(*prr_delivered, *prr_out));
+        p.push(p2(*max_packets_out, *cwnd_usage_seq));
+        p.push(p2(*total_retrans, *dsack_dups));
+        p.push(p2(deadline, *have));
+        p.push(p2(*ts_recent, *orig_dropped));
+        p.push(p2(*rtx_mask, *ever_rtx_mask));
+        p.push(p2(lr_seq, ep_una));
+        p.push(p2(re_a, re_b));
+        p.push(*reo_wnd_persist as u64);
+        if let Some(c) = cubic {
+            cubic_words(&mut p, c);
+        }
+        // Variable-length parts.
+        for Seg { tags, xmit } in segs.iter() {
+            p.push(*tags as u64 | (*xmit as u64) << 8);
+        }
+        for Pkt { seg, sent, rtx } in flight.iter() {
+            p.push(*sent as u64 | (*seg as u64) << 32 | b(*rtx) << 40);
+        }
+        for &(s, e) in sacks.iter() {
+            p.push(p2(s, e));
+        }
+        for u in undos.iter() {
+            let UndoEvent {
+                kind,
+                ca_state,
+                marker,
+                cwnd_before,
+                ssthresh_before,
+                prior_cwnd,
+                prior_ssthresh,
+                cwnd_after,
+                ssthresh_after,
+                rtx_mask,
+            } = u;
+            p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | (*rtx_mask as u64) << 32);
+            p.push(p2(*marker, *cwnd_before));
+            p.push(p2(*ssthresh_before, *prior_cwnd));
+            p.push(p2(*prior_ssthresh, *cwnd_after));
+            p.push(*ssthresh_after as u64);
+        }
+        for r in reductions.iter() {
+            let Reduction { kind, from, snd_una, prev, icsk_retransmits, lost_retrans, cwnd, ssthresh } = r;
+            let (prev_tag, prev_seq) = match prev {
+                None => (0, 0),
+                Some((seq, k)) => (1 + e4(*k as u64), *seq),
+            };
+            p.push(
+                e4(*kind as u64)
+                    | e4(*from as u64) << 4
+                    | prev_tag << 8
+                    | (*icsk_retransmits as u64) << 16
+                    | b(*lost_retrans) << 24
+                    | (prev_seq as u64) << 32,
+            );
+            p.push(p2(*snd_una, *cwnd));
+            p.push(*ssthresh as u64);
+        }
+        if let Some(h) = hystart {
+            let HystartExit {
+                kind,
+                ca_state,
+                cwnd,
+                ssthresh_before,
+                snd_una,
+                end_seq,
+                true_end_seq,
+                elapsed_us,
+                min_rtt_us,
+                paced,
+                round_min,
+                delay_min,
+                ms_units,
+            } = h;
+            p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | b(*paced) << 8 | b(*ms_units) << 9 | (*cwnd as u64) << 32);
+            p.push(p2(*ssthresh_before, *snd_una));
+            p.push(p2(*end_seq, *true_end_seq));
+            p.push(p2(*elapsed_us, *min_rtt_us));
+            p.push(p2(*round_min, *delay_min));
+        }
+        if let Some(IdleRestart { epoch_before, epoch_after, jiffies, idle_jiffies }) = idle_restart {
+            p.push(p2(*epoch_before, *epoch_after));
+            p.push(p2(*jiffies, *idle_jiffies));
+        }
+        p.finish()
+    }
+}
+
+#[inline(always)]
+fn cubic_words(p: &mut Packer, c: &Cubic) {
+    let Cubic {
+        cnt,
+        last_max_cwnd,
+        last_cwnd,
+        last_time,
+        bic_origin_point,
+        bic_k,
+        delay_min,
+        epoch_start,
+        ack_cnt,
+        tcp_cwnd,
+        sample_cnt,
+        found,
+        round_start,
+        end_seq,
+        last_ack,
+        curr_rtt,
+        g_end_seq,
+        g_reset_us,
+        g_min_rtt_us,
+        g_round_min,
+    } = c;
+    p.push(*sample_cnt as u64 | b(*found) << 8);
+    p.push(p2(*cnt, *last_max_cwnd));
+    p.push(p2(*last_cwnd, *last_time));
+    p.push(p2(*bic_origin_point, *bic_k));
+    p.push(p2(*delay_min, *epoch_start));
+    p.push(p2(*ack_cnt, *tcp_cwnd));
+    p.push(p2(*round_start, *end_seq));
+    p.push(p2(*last_ack, *curr_rtt));
+    p.push(p2(*g_end_seq, *g_reset_us));
+    p.push(p2(*g_min_rtt_us, *g_round_min));
+}

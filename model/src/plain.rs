@@ -1,0 +1,192 @@
+//! `Clone` for [`State`] as one bitwise copy.
+//!
+//! The checker clones a state for every transition (`next_state` starts from a copy). The
+//! derived `Clone` copies field by field (≈ 150 fields); but a state owns no heap memory unless
+//! one of its [`InlineVec`](crate::inline_vec::InlineVec)s has spilled (more items than its
+//! inline capacity), and then a bitwise copy is a valid, independent clone: one `memcpy`.
+//!
+//! [`State::is_plain`] is the safety argument in code: it destructures every struct of the
+//! state without `..` and requires every field to be `Copy` except the `InlineVec`s, whose
+//! `spilled()` it tests. A field added to the state is a compile error there until it is
+//! classified; a field that owns heap memory cannot be `Copy`.
+
+use crate::model::State;
+use crate::net::Receiver;
+use crate::state::{Events, Sender, SenderGhost};
+
+#[inline(always)]
+fn copy<T: Copy>(_: &T) {}
+
+impl State {
+    /// True when the state owns no heap memory (no spilled `InlineVec`): then a bitwise copy is
+    /// a clone.
+    #[inline(always)]
+    fn is_plain(&self) -> bool {
+        let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
+        copy(now);
+        copy(tsq_full);
+        copy(budget);
+        copy(ghost);
+        let Receiver { have, ts_recent, sacks } = rcv;
+        copy(have);
+        copy(ts_recent);
+        let Sender {
+            sack_ok,
+            ts_ok,
+            ca_state,
+            snd_una,
+            snd_nxt,
+            write_seq,
+            high_seq,
+            cwnd,
+            ssthresh,
+            cwnd_cnt,
+            prior_cwnd,
+            prior_ssthresh,
+            undo_marker,
+            undo_retrans,
+            retrans_stamp,
+            packets_out,
+            sacked_out,
+            lost_out,
+            retrans_out,
+            reordering,
+            reord_seen,
+            frto,
+            icsk_retransmits,
+            icsk_backoff,
+            tlp_high_seq,
+            tlp_retrans,
+            rack,
+            prr_delivered,
+            prr_out,
+            is_cwnd_limited,
+            max_packets_out,
+            cwnd_usage_seq,
+            total_retrans,
+            dsack_dups,
+            is_sack_reneg,
+            ecn_queue_cwr,
+            timer,
+            cc,
+            segs,
+            ghost: sghost,
+        } = sender;
+        copy(sack_ok);
+        copy(ts_ok);
+        copy(ca_state);
+        copy(snd_una);
+        copy(snd_nxt);
+        copy(write_seq);
+        copy(high_seq);
+        copy(cwnd);
+        copy(ssthresh);
+        copy(cwnd_cnt);
+        copy(prior_cwnd);
+        copy(prior_ssthresh);
+        copy(undo_marker);
+        copy(undo_retrans);
+        copy(retrans_stamp);
+        copy(packets_out);
+        copy(sacked_out);
+        copy(lost_out);
+        copy(retrans_out);
+        copy(reordering);
+        copy(reord_seen);
+        copy(frto);
+        copy(icsk_retransmits);
+        copy(icsk_backoff);
+        copy(tlp_high_seq);
+        copy(tlp_retrans);
+        copy(rack);
+        copy(prr_delivered);
+        copy(prr_out);
+        copy(is_cwnd_limited);
+        copy(max_packets_out);
+        copy(cwnd_usage_seq);
+        copy(total_retrans);
+        copy(dsack_dups);
+        copy(is_sack_reneg);
+        copy(ecn_queue_cwr);
+        copy(timer);
+        copy(cc);
+        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, ev } = sghost;
+        copy(last_reduction);
+        copy(episode);
+        copy(rtx_mask);
+        copy(ever_rtx_mask);
+        let Events {
+            undos,
+            reductions,
+            prr_zero_prior_cwnd,
+            recovery_end,
+            left_recovery,
+            nonsack_hold,
+            hystart,
+            idle_restart,
+            entered_loss,
+        } = ev;
+        copy(prr_zero_prior_cwnd);
+        copy(recovery_end);
+        copy(left_recovery);
+        copy(nonsack_hold);
+        copy(hystart);
+        copy(idle_restart);
+        copy(entered_loss);
+        !(flight.spilled() || sacks.spilled() || segs.spilled() || undos.spilled() || reductions.spilled())
+    }
+}
+
+impl Clone for State {
+    #[inline(always)]
+    fn clone(&self) -> State {
+        if self.is_plain() {
+            // SAFETY: `is_plain`: every field is `Copy` or an unspilled `InlineVec` of `Copy`
+            // items, so the state owns nothing outside itself and a bitwise copy is a clone.
+            unsafe { std::ptr::read(self) }
+        } else {
+            let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
+            State {
+                now: *now,
+                sender: sender.clone(),
+                flight: flight.clone(),
+                rcv: rcv.clone(),
+                tsq_full: *tsq_full,
+                budget: *budget,
+                ghost: *ghost,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::model::TcpModel;
+    use crate::profile::Profile;
+    use crate::state::Seg;
+    use stateright::Model;
+
+    #[test]
+    fn clone_is_equal_and_independent_spilled_or_not() {
+        let m = TcpModel::new(Config::default(), Profile::linux_6_18());
+        let s = m.init_states().remove(0);
+        assert!(s.is_plain());
+        let mut c = s.clone();
+        assert_eq!(c, s);
+        c.sender.segs.push(Seg::default());
+        c.flight.clear();
+        assert_ne!(c, s);
+        // Spill the segment queue: the clone takes the field-by-field path.
+        let mut big = s.clone();
+        while !big.sender.segs.spilled() {
+            big.sender.segs.push(Seg { tags: 1, xmit: 7 });
+        }
+        assert!(!big.is_plain());
+        let c = big.clone();
+        assert_eq!(c, big);
+        assert_eq!(c.fingerprint(), big.fingerprint());
+        drop(big);
+        assert_eq!(c.sender.segs.last().unwrap().xmit, 7);
+    }
+}

@@ -5,9 +5,9 @@
 use clap::Args;
 use stateright::{Checker, Model};
 use std::time::Instant;
-use trc_engine::{check, Options};
+use trc_engine::{check_with, Options};
 use trc_model::config::SackMode;
-use trc_model::model::TcpModel;
+use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
 
 #[derive(Args, Debug)]
@@ -90,7 +90,7 @@ fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
             verdicts: model.properties().iter().map(|p| c.discovery(p.name).is_some()).collect(),
         }
     } else {
-        let r = check(&model, &Options { threads, ..Options::default() }, None);
+        let r = check_with(&model, &Options { threads, ..Options::default() }, None, State::fingerprint);
         Row {
             states: r.unique_states,
             transitions: r.transitions,

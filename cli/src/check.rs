@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use trc_engine::{check, Options, Progress, Report, Verdict};
-use trc_model::model::{Action, TcpModel};
+use trc_engine::{check_with, Options, Progress, Report, Verdict};
+use trc_model::model::{Action, State, TcpModel};
 use trc_model::profile::parse_profile_file;
 use trc_model::{Config, Profile};
 
@@ -120,7 +120,7 @@ pub fn explore_reduced(cfg: &Config, profile: &Profile, ids: &[String], opts: &O
     if reduce {
         model = model.with_reduce(trc_properties::reductions(&specs));
     }
-    let report = check(&model, opts, progress);
+    let report = check_with(&model, opts, progress, State::fingerprint);
     Ok((model, report))
 }
 

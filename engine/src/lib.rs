@@ -102,7 +102,7 @@ mod reference;
 mod table;
 pub mod toy;
 
-pub use parallel::check;
+pub use parallel::{check, check_with};
 pub use reference::check_reference;
 
 /// Options of a check. `Options::default()`: all threads, no limit, no fail-fast.

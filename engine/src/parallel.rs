@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
-use crate::table::{ClaimTable, FpTable};
+use crate::table::{ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
     build_properties, fingerprint, is_hit, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
     ACTION_MASK,
@@ -52,7 +52,11 @@ impl ChunkOut {
     /// Keeps the candidates that won their fingerprint's claim (in order).
     fn select(&mut self, claim: &ClaimTable) {
         let mut w = 0usize;
-        for k in 0..self.fps.len() {
+        let n = self.fps.len();
+        for k in 0..n {
+            if k + PREFETCH_AHEAD < n {
+                claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
+            }
             if claim.winner(self.fps[k]) == self.links[k] {
                 self.fps[w] = self.fps[k];
                 self.links[w] = self.links[k];
@@ -64,8 +68,9 @@ impl ChunkOut {
     }
 }
 
-struct Ctx<'a, M: Model> {
+struct Ctx<'a, M: Model, F> {
     model: &'a M,
+    fp: &'a F,
     props: &'a [Property<M>],
     active: &'a [bool],
     table: &'a FpTable,
@@ -78,11 +83,10 @@ struct Ctx<'a, M: Model> {
 }
 
 const FLUSH: u64 = 1 << 12;
+/// Successors generated before they are checked against the visited set in one batch.
+const FILTER_BATCH: usize = 256;
 
-impl<M: Model> Ctx<'_, M>
-where
-    M::State: Hash,
-{
+impl<M: Model, F: Fn(&M::State) -> u64> Ctx<'_, M, F> {
     fn flush(&self, pending: &mut u64) {
         if *pending == 0 {
             return;
@@ -97,9 +101,12 @@ where
     /// Expands frontier states `base..base + chunk.len()` into `out`.
     fn expand_chunk(&self, base: usize, chunk: &[M::State], out: &mut ChunkOut) {
         let model = self.model;
+        let fingerprint = self.fp;
         out.reset(self.props.len());
         let mut actions = Vec::new();
         let mut pending = 0u64;
+        // `out.fps[..filtered]` are already checked against the visited set.
+        let mut filtered = 0usize;
         for (j, state) in chunk.iter().enumerate() {
             let rank = base + j;
             for (i, p) in self.props.iter().enumerate() {
@@ -131,7 +138,6 @@ where
                     }
                     assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
                     let link = (rank as u64) << ACTION_BITS;
-                    let before = out.fps.len();
                     actions.clear();
                     model.actions(state, &mut actions);
                     for (ai, a) in actions.drain(..).enumerate() {
@@ -142,32 +148,57 @@ where
                             continue;
                         }
                         out.transitions += 1;
-                        let fp = fingerprint(&next);
-                        if self.table.contains(fp) {
-                            continue;
-                        }
                         assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
-                        out.fps.push(fp);
+                        out.fps.push(fingerprint(&next));
                         out.links.push(link | ai as u64);
                     }
-                    if self.cand_limit.is_some() {
-                        pending += (out.fps.len() - before) as u64;
-                        if pending >= FLUSH {
-                            self.flush(&mut pending);
-                        }
+                    if out.fps.len() - filtered >= FILTER_BATCH {
+                        self.filter_visited(out, filtered, &mut pending);
+                        filtered = out.fps.len();
                     }
                 }
             }
         }
+        self.filter_visited(out, filtered, &mut pending);
         self.flush(&mut pending);
+    }
+
+    /// Drops the successors `out[from..]` already in the visited set (in order), prefetching
+    /// table slots ahead of the lookups, and counts the survivors against the memory budget.
+    fn filter_visited(&self, out: &mut ChunkOut, from: usize, pending: &mut u64) {
+        let n = out.fps.len();
+        let mut w = from;
+        for k in from..n {
+            if k + PREFETCH_AHEAD < n {
+                self.table.prefetch(out.fps[k + PREFETCH_AHEAD]);
+            }
+            let fp = out.fps[k];
+            if !self.table.contains(fp) {
+                out.fps[w] = fp;
+                out.links[w] = out.links[k];
+                w += 1;
+            }
+        }
+        out.fps.truncate(w);
+        out.links.truncate(w);
+        if self.cand_limit.is_some() {
+            *pending += (w - from) as u64;
+            if *pending >= FLUSH {
+                self.flush(pending);
+            }
+        }
     }
 }
 
 /// The states of a chunk's winners, regenerated from their parents in `frontier`, written to
 /// `dst` in order.
-fn regenerate<M: Model>(model: &M, frontier: &[M::State], out: &ChunkOut, dst: &mut [MaybeUninit<M::State>])
-where
-    M::State: Hash,
+fn regenerate<M: Model>(
+    model: &M,
+    _fingerprint: impl Fn(&M::State) -> u64,
+    frontier: &[M::State],
+    out: &ChunkOut,
+    dst: &mut [MaybeUninit<M::State>],
+) where
     M::Action: Clone,
 {
     let mut actions = Vec::new();
@@ -183,18 +214,40 @@ where
         let next = model
             .next_state(&frontier[rank], actions[ai].clone())
             .expect("regenerating a successor: the model is not deterministic");
-        debug_assert_eq!(fingerprint(&next), _fp, "regenerated successor differs");
+        debug_assert_eq!(_fingerprint(&next), _fp, "regenerated successor differs");
         slot.write(next);
     }
 }
 
 /// Checks `model` exhaustively with the parallel engine. See the crate docs for the semantics;
-/// the result (apart from `elapsed`) does not depend on `opts.threads`.
+/// the result (apart from `elapsed`) does not depend on `opts.threads`. States are
+/// fingerprinted through their `Hash` ([`crate::fingerprint`]).
 pub fn check<M>(model: &M, opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>) -> Report<M::Action>
 where
     M: Model + Sync,
     M::State: Hash + Send + Sync,
     M::Action: Send + Sync + Clone,
+{
+    check_with(model, opts, progress, fingerprint::<M::State>)
+}
+
+/// [`check`] with the model's own fingerprint function instead of the state's `Hash`.
+///
+/// `fp` must be deterministic, give equal states equal fingerprints and different states
+/// different ones with 64-bit-hash quality (a collision merges two states). The report is the
+/// same as [`check`]'s (the canonical order depends on parent ranks and action indices, not on
+/// fingerprint values), barring a collision.
+pub fn check_with<M, F>(
+    model: &M,
+    opts: &Options,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    fp: F,
+) -> Report<M::Action>
+where
+    M: Model + Sync,
+    M::State: Send + Sync,
+    M::Action: Send + Sync + Clone,
+    F: Fn(&M::State) -> u64 + Sync,
 {
     let threads = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -205,14 +258,26 @@ where
         .thread_name(|i| format!("trc-bfs-{i}"))
         .build()
         .expect("failed to build the rayon thread pool");
-    pool.install(|| run(model, opts, progress, threads))
+    // 0 marks an empty table slot.
+    let fp = |s: &M::State| match fp(s) {
+        0 => 1,
+        x => x,
+    };
+    pool.install(|| run(model, opts, progress, threads, &fp))
 }
 
-fn run<M>(model: &M, opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, threads: usize) -> Report<M::Action>
+fn run<M, F>(
+    model: &M,
+    opts: &Options,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    threads: usize,
+    fingerprint: &F,
+) -> Report<M::Action>
 where
     M: Model + Sync,
-    M::State: Hash + Send + Sync,
+    M::State: Send + Sync,
     M::Action: Send + Sync + Clone,
+    F: Fn(&M::State) -> u64 + Sync,
 {
     let start = Instant::now();
     let props = model.properties();
@@ -283,6 +348,7 @@ where
         let active: Vec<bool> = hits.iter().map(|h| h.is_none()).collect();
         let ctx = Ctx {
             model,
+            fp: fingerprint,
             props: &props,
             active: &active,
             table: &table,
@@ -347,8 +413,12 @@ where
         peak = peak.max(claim_mem);
         claim.reset(total);
         outs_l.par_iter().with_max_len(1).for_each(|o| {
-            for (&fp, &link) in o.fps.iter().zip(&o.links) {
-                claim.claim(fp, link);
+            let n = o.fps.len();
+            for k in 0..n {
+                if k + PREFETCH_AHEAD < n {
+                    claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
+                }
+                claim.claim(o.fps[k], o.links[k]);
             }
         });
         // 3. Select the winners, in canonical order.
@@ -388,8 +458,12 @@ where
         {
             let t = &table;
             outs_l.par_iter().with_max_len(1).for_each(|o| {
-                for &fp in &o.fps {
-                    t.insert(fp);
+                let n = o.fps.len();
+                for k in 0..n {
+                    if k + PREFETCH_AHEAD < n {
+                        t.prefetch(o.fps[k + PREFETCH_AHEAD]);
+                    }
+                    t.insert(o.fps[k]);
                 }
             });
         }
@@ -397,6 +471,7 @@ where
         if next.capacity() < take as usize {
             // A fresh allocation: `reserve` would `realloc` and copy the old (dead) capacity.
             next = Vec::with_capacity((take as usize).max(next.capacity() * 3 / 2));
+            crate::table::advise_huge(next.as_ptr() as *const u8, next.capacity() * std::mem::size_of::<M::State>());
         }
         {
             let mut dsts: Vec<&mut [MaybeUninit<M::State>]> = Vec::with_capacity(nchunks);
@@ -407,7 +482,7 @@ where
                 rest = r;
             }
             let fr = &frontier[..];
-            outs_l.par_iter().zip(dsts.into_par_iter()).with_max_len(1).for_each(|(o, d)| regenerate(model, fr, o, d));
+            outs_l.par_iter().zip(dsts.into_par_iter()).with_max_len(1).for_each(|(o, d)| regenerate(model, fingerprint, fr, o, d));
         }
         // SAFETY: the `take` slots were split among the chunks (their winner counts sum to
         // `take`) and every chunk wrote all of its slots (`regenerate` panics otherwise, and a

@@ -471,7 +471,6 @@ where
         if next.capacity() < take as usize {
             // A fresh allocation: `reserve` would `realloc` and copy the old (dead) capacity.
             next = Vec::with_capacity((take as usize).max(next.capacity() * 3 / 2));
-            crate::table::advise_huge(next.as_ptr() as *const u8, next.capacity() * std::mem::size_of::<M::State>());
         }
         {
             let mut dsts: Vec<&mut [MaybeUninit<M::State>]> = Vec::with_capacity(nchunks);

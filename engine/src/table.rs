@@ -12,31 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
 const _: () = assert!(std::mem::size_of::<AtomicU64>() == std::mem::size_of::<u64>());
 
-/// Asks the kernel to back the 2 MiB-aligned part of `[ptr, ptr + bytes)` with transparent
-/// huge pages (Linux, regions of 4 MiB or more; elsewhere a no-op). The tables and frontiers
-/// are written once per page soon after they are allocated; with 4 KiB pages the page faults
-/// (and the allocator's unmapping of freed buffers) cost ≈ 10–15 % of a run.
-pub(crate) fn advise_huge(ptr: *const u8, bytes: usize) {
-    #[cfg(target_os = "linux")]
-    if bytes >= 4 << 20 {
-        const HUGE: usize = 2 << 20;
-        let start = (ptr as usize).next_multiple_of(HUGE);
-        let end = (ptr as usize + bytes) & !(HUGE - 1);
-        if end > start {
-            // SAFETY: advice only, on memory this process owns; it never changes contents.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, bytes);
-}
-
 /// `n` zeroed atomics, allocated with `alloc_zeroed` (so untouched pages cost nothing).
 pub(crate) fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
     let v: Vec<u64> = vec![0u64; n];
-    advise_huge(v.as_ptr() as *const u8, n * 8);
     let mut v = std::mem::ManuallyDrop::new(v);
     // SAFETY: same size and alignment (asserted above), and every bit pattern of a u64
     // is a valid AtomicU64. Ownership of the allocation moves to the new Vec.

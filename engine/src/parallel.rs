@@ -406,7 +406,7 @@ where
 
         // 2. Claim: the minimal link (= the first discoverer in canonical order) wins each
         // fingerprint.
-        let claim_mem = base + cand_mem + ClaimTable::bytes_for(total);
+        let claim_mem = base + cand_mem + claim.bytes_after_reset(total);
         if budget.is_some_and(|b| claim_mem > b) {
             break StopReason::MemoryBudget;
         }
@@ -468,10 +468,10 @@ where
             });
         }
         next.clear();
-        if next.capacity() < take as usize {
-            // A fresh allocation: `reserve` would `realloc` and copy the old (dead) capacity.
-            next = Vec::with_capacity((take as usize).max(next.capacity() * 3 / 2));
-        }
+        // `reserve` on the empty vector: `realloc`, which for a buffer this size is `mremap`
+        // in glibc, keeping the pages already touched (a fresh allocation would touch new pages:
+        // a page fault per 4 KiB, the largest cost of writing the next frontier).
+        next.reserve(take as usize);
         {
             let mut dsts: Vec<&mut [MaybeUninit<M::State>]> = Vec::with_capacity(nchunks);
             let mut rest = &mut next.spare_capacity_mut()[..take as usize];

@@ -145,8 +145,11 @@ pub(crate) struct ClaimTable {
 }
 
 impl ClaimTable {
-    pub(crate) fn bytes_for(n: usize) -> u64 {
-        (Self::cap_for(n) * 16) as u64
+    /// Bytes allocated once [`reset`](Self::reset) has sized the table for `n` claims.
+    pub(crate) fn bytes_after_reset(&self, n: usize) -> u64 {
+        let need = Self::cap_for(n) * 2;
+        let slots = if self.slots.len() < need { need.max(self.slots.len() * 2) } else { self.slots.len() };
+        (slots * 8) as u64
     }
 
     fn cap_for(n: usize) -> usize {
@@ -164,14 +167,19 @@ impl ClaimTable {
         use rayon::prelude::*;
         let cap = Self::cap_for(n);
         if self.slots.len() < cap * 2 {
-            self.slots = zeroed_atomics(cap * 2);
-        } else {
-            self.slots[..cap * 2].par_chunks(1 << 15).for_each(|c| {
-                for s in c {
-                    s.store(0, Relaxed);
-                }
-            });
+            // Grow in place (`realloc`, i.e. `mremap` for a buffer this size: the pages already
+            // touched are kept; a fresh allocation would fault on every page again), with room
+            // to spare so that a growing BFS reallocates only every few levels.
+            let mut v = std::mem::take(&mut self.slots).into_vec();
+            let want = (cap * 2).max(v.len() * 2); // as in `bytes_after_reset`
+            v.resize_with(want, || AtomicU64::new(0));
+            self.slots = v.into_boxed_slice();
         }
+        self.slots[..cap * 2].par_chunks(1 << 15).for_each(|c| {
+            for s in c {
+                s.store(0, Relaxed);
+            }
+        });
         self.cap = cap;
     }
 

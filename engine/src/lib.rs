@@ -46,7 +46,9 @@
 //!    into chunks; each chunk checks the properties on its states (remembering the first hit of
 //!    each property in the chunk) and generates successors, dropping those whose fingerprint is
 //!    already in the visited set (which holds exactly depths `0..=d` and is read-only during this
-//!    phase). Of each surviving *candidate* only its fingerprint and its parent link
+//!    phase; looked up in batches of ~256 successors, prefetching the table slot 8 lookups
+//!    ahead, as are the claim, select and insert loops below: the tables are far larger than
+//!    the caches). Of each surviving *candidate* only its fingerprint and its parent link
 //!    `(parent rank << 24 | action index)` are kept (16 bytes, in per-chunk buffers reused from
 //!    level to level); the link is also the candidate's canonical order key.
 //! 2. **Claim** (parallel): every candidate stores its link in a per-level lock-free table
@@ -79,6 +81,10 @@
 //! buffering wyhash-style hasher: one store per `write_*` call and one 128-bit multiply per 16
 //! bytes (stateright's ahash mixes on every call, which dominates for a state with ~150 fields).
 //! They are therefore not the same numbers as stateright's internal fingerprints.
+//! [`check_with`] takes the model's own fingerprint function instead (the TCP model packs its
+//! state into words: about half the cost); any function works that gives equal states equal
+//! values and different states different ones with 64-bit-hash quality — the report does not
+//! depend on the fingerprint values, only on which states they identify.
 //!
 //! ## Differences from stateright's `spawn_bfs`
 //! * Exploration is exhaustive even when the model has no property or every property has

@@ -203,6 +203,7 @@ fn regenerate<M: Model>(
 {
     let mut actions = Vec::new();
     let mut parent = usize::MAX;
+    crate::table::populate(dst.as_ptr() as *const u8, std::mem::size_of_val(dst));
     for ((slot, &link), &_fp) in dst.iter_mut().zip(&out.links).zip(&out.fps) {
         let rank = (link >> ACTION_BITS) as usize;
         let ai = (link & ACTION_MASK) as usize;

@@ -468,7 +468,9 @@ where
                 }
             });
         }
-        next.clear();
+        // The states of two levels ago: dropped in parallel (a drop reads each state, i.e. a few
+        // cache misses per state; sequentially that was ≈ 4 % of a 2-thread run).
+        next.par_drain(..).for_each(drop);
         // `reserve` on the empty vector: `realloc`, which for a buffer this size is `mremap`
         // in glibc, keeping the pages already touched (a fresh allocation would touch new pages:
         // a page fault per 4 KiB, the largest cost of writing the next frontier).

@@ -140,6 +140,20 @@ impl Sender {
         flag & flag::NOT_DUP == 0 || flag & flag::CA_ALERT != 0 || self.ca_state != CaState::Open
     }
 
+    /// Karn's rule in `tcp_clean_rtx_queue()`: the send times of cumulatively ACKed
+    /// never-retransmitted data give the sequence and CC RTT samples only if the same ACK
+    /// covers no retransmitted data (`first_ackt && !(flag & FLAG_RETRANS_DATA_ACKED)`);
+    /// otherwise `tcp_ack_update_rtt()` falls back to the SACK sample or the TS echo, and
+    /// without either there is no sample: no `icsk_backoff` reset, no CUBIC `delay_min` update.
+    /// The condition is as old as the rtt_us rework (740b0f1841f6, v3.15); 6.18 unchanged.
+    pub fn tcp_karn_ack_times(fl: u32, first_ackt: Option<u32>, last_ackt: Option<u32>) -> (Option<u32>, Option<u32>) {
+        if fl & flag::RETRANS_DATA_ACKED != 0 {
+            (None, None)
+        } else {
+            (first_ackt, last_ackt)
+        }
+    }
+
     /// `tcp_clean_rtx_queue()`: drop cumulatively ACKed segments, account retransmissions,
     /// RTT sample (Karn), RACK advance, the non-SACK dupack bookkeeping, the CC `pkts_acked` hook.
     pub fn tcp_clean_rtx_queue(&mut self, cx: &mut Cx, prior_fack: u32, prior_snd_una: u32, first_sackt: Option<u32>) -> u32 {
@@ -191,8 +205,10 @@ impl Sender {
         if !q.is_empty() && self.segs[q.start as usize].tags & tag::S != 0 {
             fl |= flag::SACK_RENEGING;
         }
-        // RTT sample: cumulatively ACKed never-retransmitted data, else newly SACKed never
-        // retransmitted data, else the TS echo on an ACK that acked something.
+        // RTT sample: cumulatively ACKed never-retransmitted data unless the ACK also covers
+        // retransmitted data (Karn), else newly SACKed never retransmitted data, else the TS
+        // echo on an ACK that acked something (which then is the CC sample too).
+        let (first_ackt, last_ackt) = Self::tcp_karn_ack_times(fl, first_ackt, last_ackt);
         let seq_rtt = first_ackt.map(|t| cx.now.wrapping_sub(t)).or(first_sackt.map(|t| cx.now.wrapping_sub(t)));
         let ts_rtt = if seq_rtt.is_none() && cx.rx.saw_tstamp && cx.rx.rcv_tsecr != 0 && fl & flag::ACKED != 0 {
             Some(cx.ts_now().wrapping_sub(cx.rx.rcv_tsecr))
@@ -227,7 +243,8 @@ impl Sender {
                 }
             }
         }
-        let ca_rtt_us = last_ackt.map(|t| cx.now.wrapping_sub(t) as i64 * cx.cfg.cc_us_per_ms as i64).unwrap_or(-1);
+        let ca_rtt_ms = ts_rtt.or(last_ackt.map(|t| cx.now.wrapping_sub(t)));
+        let ca_rtt_us = ca_rtt_ms.map(|ms| ms as i64 * cx.cfg.cc_us_per_ms as i64).unwrap_or(-1);
         if pkts_acked > 0 || first_sackt.is_some() {
             let mut w = self.window(cx);
             if let Some(ex) = self.cc.pkts_acked(&mut w, pkts_acked, ca_rtt_us) {

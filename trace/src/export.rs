@@ -484,6 +484,7 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
                 let ece = matches!(a, Action::DeliverEce { .. });
                 let mut ack2 = ack.clone();
                 ack2.ece = ece;
+                ack2.tsecr = ack.tsecr.map(|ecr| retimed_tsecr(ecr, &ts_map, cfg.ts_base));
                 e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
                 let text = cx.ack_line(&ack, ece, &ts_map);
                 e.line(at(t), &text);
@@ -618,6 +619,25 @@ fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], id: &str
     Ok(Exported { pkt: e.out, trace, dot, spaced: gap_ms > 0 })
 }
 
+/// The TS echo the re-timed run's sender sees: the one the script's ACK line carries
+/// (`ack_line` maps the model's echo through `ts_map` to the label of the re-timed send), turned
+/// back into the re-timed run's TS clock. Feeding the model's own echo instead made the re-timed
+/// run answer a different ACK than the script's: seed 2 scenarios 53 and 202 (SACK, TS). There
+/// the RTO retransmission, the ACKs right after it and the RACK retransmission they trigger all
+/// share one model ms; re-timed, the retransmission of 6001:7001 leaves 15 ms after the RTO, and
+/// the ACK of it echoed the model's TS of that ms, which is older than the re-timed send, so
+/// `tcp_skb_spurious_retrans` held RACK back (no mark, cwnd 6). The script echoes the real
+/// send's TS; on it the kernel, like `trc replay` of the script, advances RACK and marks
+/// 11001:12001 (sent 12 ms before, reo_wnd 0 in Recovery), lost 3, cwnd 4. The nominal run
+/// does not mark it either (a same-ms tie, ordered by sequence: docs/model.md), so with the
+/// script's echo the re-timed run decides differently and the walk is refused.
+fn retimed_tsecr(ecr: u32, ts_map: &BTreeMap<u32, u32>, ts_base: u32) -> u32 {
+    match ts_map.get(&ecr) {
+        Some(&lbl) => lbl.wrapping_sub(TS_LABEL_BASE).wrapping_add(ts_base),
+        None => ecr,
+    }
+}
+
 /// How much later (ms) a re-timed ACK arrives when it (S)ACKs a retransmission exactly one path
 /// RTT after that retransmission left (see [`acks_retransmission_at_min_rtt`]).
 pub const RACK_TIE_MS: u32 = 1;
@@ -718,6 +738,44 @@ mod tests {
         // Reno has no jiffy clock: not refused for that.
         let reno = TcpModel::new(trc_model::Config { cc: trc_model::CcKind::Reno, ..cfg }, trc_model::Profile::linux_6_18());
         assert!(jiffy_phase_independent(&reno, 0, &walk, 3, 15).is_ok());
+    }
+
+    #[test]
+    fn retimed_run_sees_the_scripts_ts_echo() {
+        // Seed 2 scenario 53 (SACK, TS, CUBIC, initcwnd 7, 12 segments): step 18 ACKs the RACK
+        // retransmission of 6001:7001, which shares model ms 316 with the RTO and the ACK that
+        // sent 11001:12001. The script echoes the re-timed retransmission's TS (331 ms); with
+        // it the re-timed run marks 11001:12001 lost, the nominal run (ms tie) does not.
+        let cfg = trc_model::Config {
+            segments: 12,
+            extra_writes: 1,
+            initcwnd: 7,
+            max_losses: 4,
+            max_ack_losses: 2,
+            max_reorder: 1,
+            max_rtos: 2,
+            max_tlps: 2,
+            max_tsq: 0,
+            horizon_ms: 3000,
+            sack: trc_model::SackMode::Sack,
+            ..Default::default()
+        };
+        assert!(cfg.timestamps && cfg.cc == trc_model::CcKind::Cubic);
+        let model = TcpModel::new(cfg, trc_model::Profile::linux_6_18());
+        let d = |pkt| Action::Deliver { pkt };
+        let drop = |pkt| Action::Drop { pkt };
+        let lost = |pkt| Action::DeliverAckLost { pkt };
+        let walk = [lost(0), d(1), Action::Reo, Action::Rto, d(0), drop(3), d(0), d(0), d(0), d(1), drop(3), drop(0), drop(0), Action::Reo, lost(0), d(0), Action::Write, d(1)];
+        assert!(export_walk(&model, 0, &walk[..17], "t", 3, 15).is_ok());
+        let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        assert_eq!(step, 18, "{why}");
+        assert!(why.contains("re-timed run decides differently"), "{why}");
+        // The exact-time script (no re-timing) still exports.
+        assert!(export(&model, 0, &walk, "t", "t", 0).is_ok());
+        let mut m = BTreeMap::new();
+        m.insert(517, label(532, 1));
+        assert_eq!(retimed_tsecr(517, &m, 1), 532);
+        assert_eq!(retimed_tsecr(400, &m, 1), 400);
     }
 
     #[test]

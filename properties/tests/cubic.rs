@@ -5,31 +5,16 @@
 //! RTOs, TLPs or TSQ unless the scenario needs them, in-order delivery, short RTTs; HyStart's
 //! `hystart_low_window` keeps its default 16 where 24 segments suffice, else it is lowered.
 
-use trc_engine::{check, replay, Options, Verdict};
 use trc_model::config::SackMode;
 use trc_model::model::TcpModel;
 use trc_model::profile::{HystartClock, Mutant, Profile};
 use trc_model::Config;
 
-/// Verdict of property `id` for `profile` under `cfg`: the length of the shortest
-/// counterexample (replayed to a violating state), or None if it holds. Also returns the
-/// number of states explored.
+mod common;
+use common::{idle_after_ca, run_property};
+
 fn run(cfg: &Config, profile: Profile, id: &str) -> (Option<usize>, u64) {
-    let specs = trc_properties::select(&[id.to_string()]).unwrap();
-    let model = TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let report = check(&model, &Options { threads: 2, fail_fast: true, ..Options::default() }, None);
-    let p = &report.properties[0];
-    let v = match p.verdict {
-        Verdict::Violated => {
-            let path = p.path.as_ref().unwrap();
-            let states = replay(&model, path);
-            assert!(!(specs[0].holds)(&model, &states.last().unwrap().1), "counterexample must replay to a violation");
-            Some(path.actions.len())
-        }
-        Verdict::Holds => None,
-        v => panic!("unexpected verdict {v:?}"),
-    };
-    (v, report.unique_states)
+    run_property(cfg, profile, id, 2)
 }
 
 fn violated(cfg: &Config, profile: Profile, id: &str) -> Option<usize> {
@@ -117,22 +102,6 @@ fn pacing_aware_threshold_i15c() {
     assert_eq!(violated(&c, Profile::linux_6_18(), "I15c"), None);
 }
 
-/// After a loss, CUBIC's congestion avoidance; then the application idles `gap` ms and writes.
-fn idle_after_ca() -> Config {
-    Config {
-        sack: SackMode::Sack,
-        segments: 6,
-        initcwnd: 5,
-        extra_writes: 1,
-        write_gap_ms: vec![1000],
-        max_losses: 1,
-        max_rtos: 1,
-        max_tlps: 0,
-        max_tsq: 0,
-        max_reorder: 0,
-        ..Config::default()
-    }
-}
 
 /// 30927520dbae (v4.3): after idle the epoch was not shifted, so the curve ran on.
 #[test]

@@ -1,40 +1,20 @@
 //! The known-bug matrix: each historical bug is rediscovered on the profiles that had it and on
 //! none that had the fix; every property is shown to be able to fail (profile or mutant).
 
-use trc_engine::{check, replay, Options, Verdict};
 use trc_model::config::SackMode;
 use trc_model::model::TcpModel;
 use trc_model::profile::{Mutant, Profile};
 use trc_model::Config;
 
-fn cfg(sack: SackMode, ts: bool) -> Config {
-    Config { sack, timestamps: ts, ..Config::default() }
-}
+use trc_engine::{check, Options};
+
+mod common;
+use common::{cfg, mutant, run_property};
 
 /// Verdict of property `id` for `profile` under `cfg`; also checks that the counterexample
 /// replays to a violating state.
 fn violated(cfg: &Config, profile: Profile, id: &str, threads: usize) -> Option<usize> {
-    let specs = trc_properties::select(&[id.to_string()]).unwrap();
-    let model = TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let report = check(&model, &Options { threads, fail_fast: true, ..Options::default() }, None);
-    let p = &report.properties[0];
-    match p.verdict {
-        Verdict::Violated => {
-            let path = p.path.as_ref().unwrap();
-            let states = replay(&model, path);
-            assert!(!(specs[0].holds)(&model, &states.last().unwrap().1), "counterexample must replay to a violation");
-            Some(path.actions.len())
-        }
-        Verdict::Holds => None,
-        v => panic!("unexpected verdict {v:?}"),
-    }
-}
-
-fn mutant(m: Mutant) -> Profile {
-    let mut p = Profile::linux_6_18();
-    p.name = format!("mutant-{m:?}");
-    p.mutants = vec![m];
-    p
+    run_property(cfg, profile, id, threads).0
 }
 
 #[test]

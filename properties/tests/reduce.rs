@@ -11,16 +11,8 @@ use trc_model::model::{Action, TcpModel};
 use trc_model::profile::{Mutant, Profile};
 use trc_model::Config;
 
-fn cfg(sack: SackMode, ts: bool) -> Config {
-    Config { sack, timestamps: ts, ..Config::default() }
-}
-
-fn mutant(m: Mutant) -> Profile {
-    let mut p = Profile::linux_6_18();
-    p.name = format!("mutant-{m:?}");
-    p.mutants = vec![m];
-    p
-}
+mod common;
+use common::{cfg, idle_after_ca, mutant};
 
 fn run(model: &TcpModel) -> Report<Action> {
     check(model, &Options { threads: 2, ..Options::default() }, None)
@@ -113,19 +105,7 @@ fn sack_bug_matrix() {
 #[test]
 fn cubic_idle_and_hystart() {
     // Idle restarts read lsndtime (the stale-xmit canonical form keeps its maximum).
-    let idle = Config {
-        sack: SackMode::Sack,
-        segments: 6,
-        initcwnd: 5,
-        extra_writes: 1,
-        write_gap_ms: vec![1000],
-        max_losses: 1,
-        max_rtos: 1,
-        max_tlps: 0,
-        max_tsq: 0,
-        max_reorder: 0,
-        ..Config::default()
-    };
+    let idle = idle_after_ca();
     for (p, id) in [(Profile::pre_30927520(), "I16i"), (Profile::pre_epoch_clamp(), "I16"), (Profile::linux_6_18(), "I16i")] {
         let (_, _, v) = same(&idle, &p, &[id]);
         assert_eq!(v[0].is_some(), p.name != "linux-6.18", "{id} on {}", p.name);

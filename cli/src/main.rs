@@ -144,10 +144,13 @@ pub struct BoundArgs {
 impl BoundArgs {
     /// The configuration: defaults, then the config file, then the flags.
     pub fn config(&self) -> Result<Config, String> {
+        let mut file_src = None;
         let mut c = match &self.config {
             Some(p) => {
                 let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                toml::from_str::<Config>(&src).map_err(|e| toml_error(p, &src, &e))?
+                let c = toml::from_str::<Config>(&src).map_err(|e| toml_error(p, &src, &e))?;
+                file_src = Some((p, src));
+                c
             }
             None => Config::default(),
         };
@@ -191,9 +194,26 @@ impl BoundArgs {
         if let Some(cc) = &self.cc {
             c.cc = if cc == "reno" { CcKind::Reno } else { CcKind::Cubic };
         }
-        c.validate().map_err(|e| format!("impossible bounds: {e}"))?;
+        c.validate().map_err(|e| {
+            let msg = format!("impossible bounds: {e}");
+            // Every message starts with the offending field's name: point at its line in the
+            // config file when the file sets it (otherwise it came from a flag or a default).
+            let key: String = e.to_string().chars().take_while(|ch| ch.is_ascii_lowercase() || *ch == '_').collect();
+            match file_src.as_ref().and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l))) {
+                Some((p, line)) => format!("{}:{line}: {msg}", p.display()),
+                None => msg,
+            }
+        })?;
         Ok(c)
     }
+}
+
+/// The 1-based line of a top-level `key = ...` assignment in a TOML source.
+fn config_key_line(src: &str, key: &str) -> Option<usize> {
+    if key.is_empty() {
+        return None;
+    }
+    src.lines().position(|l| l.trim_start().strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('='))).map(|i| i + 1)
 }
 
 /// `file:line: message` for a TOML error (line of the error's span start, 1-based).

@@ -25,6 +25,10 @@ fn bad_inputs_exit_2_with_file_line() {
     let (code, _, err) = trc(&["check", "--config", &c]);
     assert_eq!(code, 2);
     assert!(err.contains("c.toml:2:"), "{err}");
+    let c = tmp("b.toml", "initcwnd = 4\nsegments = 30\n");
+    let (code, _, err) = trc(&["check", "--config", &c]);
+    assert_eq!(code, 2);
+    assert!(err.contains("b.toml:2: impossible bounds: segments"), "{err}");
     let (code, _, err) = trc(&["check", "--segments", "0"]);
     assert_eq!(code, 2);
     assert!(err.contains("impossible bounds"), "{err}");

@@ -90,7 +90,7 @@ fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
             verdicts: model.properties().iter().map(|p| c.discovery(p.name).is_some()).collect(),
         }
     } else {
-        let r = check_with(&model, &Options { threads, ..Options::default() }, None, State::fingerprint);
+        let r = check_with(&model, &Options { threads, ..Options::default() }, None, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
         Row {
             states: r.unique_states,
             transitions: r.transitions,

@@ -120,7 +120,7 @@ pub fn explore_reduced(cfg: &Config, profile: &Profile, ids: &[String], opts: &O
     if reduce {
         model = model.with_reduce(trc_properties::reductions(&specs));
     }
-    let report = check_with(&model, opts, progress, State::fingerprint);
+    let report = check_with(&model, opts, progress, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
     Ok((model, report))
 }
 

@@ -44,21 +44,25 @@
 //!
 //! 1. **Expand** (parallel): the frontier (the states of depth `d`, in canonical order) is cut
 //!    into chunks; each chunk checks the properties on its states (remembering the first hit of
-//!    each property in the chunk) and generates successors, dropping those whose fingerprint is
-//!    already in the visited set (which holds exactly depths `0..=d` and is read-only during this
-//!    phase; looked up in batches of ~256 successors, prefetching the table slot 8 lookups
-//!    ahead, as are the claim, select and insert loops below: the tables are far larger than
-//!    the caches). Of each surviving *candidate* only its fingerprint and its parent link
-//!    `(parent rank << 24 | action index)` are kept (16 bytes, in per-chunk buffers reused from
-//!    level to level); the link is also the candidate's canonical order key.
+//!    each property in the chunk) and generates successors (built in place into a scratch
+//!    state when the caller supplies [`StateHooks`]). Of each successor, the *candidate*, only
+//!    its fingerprint and its parent link `(parent rank << 24 | action index)` are kept (16
+//!    bytes, in per-chunk buffers reused from level to level); the link is also the
+//!    candidate's canonical order key. Candidates are not looked up in the visited set here:
+//!    almost all of a level's duplicates are within the level, so that lookup is done once per
+//!    distinct fingerprint in step 3.
 //! 2. **Claim** (parallel): every candidate stores its link in a per-level lock-free table
 //!    keyed by fingerprint (allocated once, cleared per level); `fetch_max` on the bitwise
-//!    complement keeps the **minimal** link, i.e. the first discoverer.
-//! 3. **Select** (parallel): a candidate survives iff it is the winner of its fingerprint; the
-//!    survivors, concatenated in chunk order, are the next level in canonical order.
-//! 4. **Commit** (parallel): their fingerprints are inserted (CAS) into the visited set, their
-//!    states are *regenerated* from their parents (`actions` + `next_state` again, straight
-//!    into the next frontier's slots), and their links are appended to the level's link array.
+//!    complement keeps the **minimal** link, i.e. the first discoverer. (Looked up in batches,
+//!    prefetching the table slot 8 candidates ahead, as in step 3: the tables are far larger
+//!    than the caches.)
+//! 3. **Select** (parallel): the claim table is scanned; each of its fingerprints is inserted
+//!    (CAS) into the visited set, which holds exactly depths `0..=d`; those that were not there
+//!    are the new states, with their winning links. Sorted, the links are the next level in
+//!    canonical order.
+//! 4. **Commit** (parallel): the new states are *regenerated* from their parents (`actions` +
+//!    `next_state` again, straight into the next frontier's slots), and their links become the
+//!    level's link array.
 //!
 //! Regenerating the winners costs one more `next_state` per new state but means a level's
 //! candidates (duplicates included) never exist as full states: only two frontiers of states
@@ -322,3 +326,69 @@ pub(crate) fn is_hit<M: Model>(model: &M, p: &stateright::Property<M>, state: &M
 
 pub(crate) const ACTION_BITS: u32 = 24;
 pub(crate) const ACTION_MASK: u64 = (1 << ACTION_BITS) - 1;
+
+/// How [`check_with`] fingerprints states and computes successors.
+///
+/// A plain `Fn(&State) -> u64` is a `Hooks`: it supplies the fingerprint, and successors come
+/// from [`Model::next_state`]. [`StateHooks`] also supplies an in-place successor function,
+/// which builds each successor straight into the engine's buffer instead of returning it by
+/// value (for a large state the moves cost as much as the step), and a test for states that own
+/// no heap memory (their drop is skipped).
+pub trait Hooks<M: Model>: Sync {
+    /// The state's fingerprint (see [`check_with`] for the requirements).
+    fn fingerprint(&self, s: &M::State) -> u64;
+    /// Writes the successor of `s` under `a` into `out` and returns true, or returns false and
+    /// leaves `out` uninitialised if `a` has none. Must agree with [`Model::next_state`].
+    #[inline]
+    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+        match model.next_state(s, a) {
+            Some(n) => {
+                out.write(n);
+                true
+            }
+            None => false,
+        }
+    }
+    /// True only if dropping `s` would do nothing (it owns no heap memory): the engine then
+    /// forgets a frontier of such states instead of dropping each one (which reads every state
+    /// once more). `false` is always correct.
+    #[inline]
+    fn drop_is_noop(&self, _s: &M::State) -> bool {
+        false
+    }
+}
+
+impl<M: Model, F: Fn(&M::State) -> u64 + Sync> Hooks<M> for F {
+    #[inline]
+    fn fingerprint(&self, s: &M::State) -> u64 {
+        self(s)
+    }
+}
+
+/// [`Hooks`] from three functions (see there).
+pub struct StateHooks<F, G, P> {
+    pub fingerprint: F,
+    pub next_state_into: G,
+    pub drop_is_noop: P,
+}
+
+impl<M, F, G, P> Hooks<M> for StateHooks<F, G, P>
+where
+    M: Model,
+    F: Fn(&M::State) -> u64 + Sync,
+    G: Fn(&M, &M::State, M::Action, &mut std::mem::MaybeUninit<M::State>) -> bool + Sync,
+    P: Fn(&M::State) -> bool + Sync,
+{
+    #[inline]
+    fn fingerprint(&self, s: &M::State) -> u64 {
+        (self.fingerprint)(s)
+    }
+    #[inline]
+    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+        (self.next_state_into)(model, s, a, out)
+    }
+    #[inline]
+    fn drop_is_noop(&self, s: &M::State) -> bool {
+        (self.drop_is_noop)(s)
+    }
+}

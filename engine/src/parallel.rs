@@ -10,7 +10,7 @@ use stateright::{Expectation, Model, Property};
 
 use crate::table::{ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
-    build_properties, fingerprint, is_hit, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
+    build_properties, fingerprint, is_hit, Hooks, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
     ACTION_MASK,
 };
 
@@ -49,28 +49,11 @@ impl ChunkOut {
         self.hits.clear();
         self.hits.resize(props, None);
     }
-    /// Keeps the candidates that won their fingerprint's claim (in order).
-    fn select(&mut self, claim: &ClaimTable) {
-        let mut w = 0usize;
-        let n = self.fps.len();
-        for k in 0..n {
-            if k + PREFETCH_AHEAD < n {
-                claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
-            }
-            if claim.winner(self.fps[k]) == self.links[k] {
-                self.fps[w] = self.fps[k];
-                self.links[w] = self.links[k];
-                w += 1;
-            }
-        }
-        self.fps.truncate(w);
-        self.links.truncate(w);
-    }
 }
 
 struct Ctx<'a, M: Model, F> {
     model: &'a M,
-    fp: &'a F,
+    hooks: &'a F,
     props: &'a [Property<M>],
     active: &'a [bool],
     table: &'a FpTable,
@@ -83,10 +66,8 @@ struct Ctx<'a, M: Model, F> {
 }
 
 const FLUSH: u64 = 1 << 12;
-/// Successors generated before they are checked against the visited set in one batch.
-const FILTER_BATCH: usize = 256;
 
-impl<M: Model, F: Fn(&M::State) -> u64> Ctx<'_, M, F> {
+impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
     fn flush(&self, pending: &mut u64) {
         if *pending == 0 {
             return;
@@ -101,12 +82,14 @@ impl<M: Model, F: Fn(&M::State) -> u64> Ctx<'_, M, F> {
     /// Expands frontier states `base..base + chunk.len()` into `out`.
     fn expand_chunk(&self, base: usize, chunk: &[M::State], out: &mut ChunkOut) {
         let model = self.model;
-        let fingerprint = self.fp;
+        let hooks = self.hooks;
         out.reset(self.props.len());
         let mut actions = Vec::new();
+        // Successors are built here, fingerprinted and dropped.
+        let mut scratch = MaybeUninit::<M::State>::uninit();
         let mut pending = 0u64;
-        // `out.fps[..filtered]` are already checked against the visited set.
-        let mut filtered = 0usize;
+        // `out.fps[..counted]` are already counted against the memory budget.
+        let mut counted = 0usize;
         for (j, state) in chunk.iter().enumerate() {
             let rank = base + j;
             for (i, p) in self.props.iter().enumerate() {
@@ -123,10 +106,15 @@ impl<M: Model, F: Fn(&M::State) -> u64> Ctx<'_, M, F> {
                     actions.clear();
                     model.actions(state, &mut actions);
                     for a in actions.drain(..) {
-                        let Some(next) = model.next_state(state, a) else {
+                        if !hooks.next_state_into(model, state, a, &mut scratch) {
                             continue;
-                        };
-                        if model.within_boundary(&next) && !self.table.contains(fingerprint(&next)) {
+                        }
+                        // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is
+                        // dropped right after this use.
+                        let next = unsafe { scratch.assume_init_ref() };
+                        let found = model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
+                        unsafe { scratch.assume_init_drop() };
+                        if found {
                             self.probe_found.store(true, Relaxed);
                             break;
                         }
@@ -141,70 +129,53 @@ impl<M: Model, F: Fn(&M::State) -> u64> Ctx<'_, M, F> {
                     actions.clear();
                     model.actions(state, &mut actions);
                     for (ai, a) in actions.drain(..).enumerate() {
-                        let Some(next) = model.next_state(state, a) else {
-                            continue;
-                        };
-                        if !model.within_boundary(&next) {
+                        if !hooks.next_state_into(model, state, a, &mut scratch) {
                             continue;
                         }
+                        // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is
+                        // dropped right after this use.
+                        let next = unsafe { scratch.assume_init_ref() };
+                        let fp = model.within_boundary(next).then(|| hooks.fingerprint(next));
+                        if !hooks.drop_is_noop(next) {
+                            unsafe { scratch.assume_init_drop() };
+                        }
+                        let Some(fp) = fp else { continue };
                         out.transitions += 1;
                         assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
-                        out.fps.push(fingerprint(&next));
+                        out.fps.push(fp);
                         out.links.push(link | ai as u64);
                     }
-                    if out.fps.len() - filtered >= FILTER_BATCH {
-                        self.filter_visited(out, filtered, &mut pending);
-                        filtered = out.fps.len();
+                    if self.cand_limit.is_some() && out.fps.len() - counted >= FLUSH as usize {
+                        pending += (out.fps.len() - counted) as u64;
+                        counted = out.fps.len();
+                        self.flush(&mut pending);
                     }
                 }
             }
         }
-        self.filter_visited(out, filtered, &mut pending);
+        pending += (out.fps.len() - counted) as u64;
         self.flush(&mut pending);
-    }
-
-    /// Drops the successors `out[from..]` already in the visited set (in order), prefetching
-    /// table slots ahead of the lookups, and counts the survivors against the memory budget.
-    fn filter_visited(&self, out: &mut ChunkOut, from: usize, pending: &mut u64) {
-        let n = out.fps.len();
-        let mut w = from;
-        for k in from..n {
-            if k + PREFETCH_AHEAD < n {
-                self.table.prefetch(out.fps[k + PREFETCH_AHEAD]);
-            }
-            let fp = out.fps[k];
-            if !self.table.contains(fp) {
-                out.fps[w] = fp;
-                out.links[w] = out.links[k];
-                w += 1;
-            }
-        }
-        out.fps.truncate(w);
-        out.links.truncate(w);
-        if self.cand_limit.is_some() {
-            *pending += (w - from) as u64;
-            if *pending >= FLUSH {
-                self.flush(pending);
-            }
-        }
     }
 }
 
-/// The states of a chunk's winners, regenerated from their parents in `frontier`, written to
-/// `dst` in order.
+/// The states of the winners with parent links `links` (in canonical order), regenerated from
+/// their parents in `frontier` and written to `dst` in order. Returns whether every one of them
+/// has a no-op drop ([`Hooks::drop_is_noop`]).
 fn regenerate<M: Model>(
     model: &M,
-    _fingerprint: impl Fn(&M::State) -> u64,
+    hooks: &impl Hooks<M>,
     frontier: &[M::State],
-    out: &ChunkOut,
+    links: &[u64],
     dst: &mut [MaybeUninit<M::State>],
-) where
+) -> bool
+where
     M::Action: Clone,
 {
     let mut actions = Vec::new();
     let mut parent = usize::MAX;
+    let mut noop = true;
     crate::table::populate(dst.as_ptr() as *const u8, std::mem::size_of_val(dst));
-    for ((slot, &link), &_fp) in dst.iter_mut().zip(&out.links).zip(&out.fps) {
+    for (slot, &link) in dst.iter_mut().zip(links) {
         let rank = (link >> ACTION_BITS) as usize;
         let ai = (link & ACTION_MASK) as usize;
         if rank != parent {
@@ -212,12 +183,12 @@ fn regenerate<M: Model>(
             actions.clear();
             model.actions(&frontier[rank], &mut actions);
         }
-        let next = model
-            .next_state(&frontier[rank], actions[ai].clone())
-            .expect("regenerating a successor: the model is not deterministic");
-        debug_assert_eq!(_fingerprint(&next), _fp, "regenerated successor differs");
-        slot.write(next);
+        let ok = hooks.next_state_into(model, &frontier[rank], actions[ai].clone(), slot);
+        assert!(ok, "regenerating a successor: the model is not deterministic");
+        // SAFETY: `next_state_into` returned true.
+        noop &= hooks.drop_is_noop(unsafe { slot.assume_init_ref() });
     }
+    noop
 }
 
 /// Checks `model` exhaustively with the parallel engine. See the crate docs for the semantics;
@@ -232,23 +203,24 @@ where
     check_with(model, opts, progress, fingerprint::<M::State>)
 }
 
-/// [`check`] with the model's own fingerprint function instead of the state's `Hash`.
+/// [`check`] with the model's own fingerprint function (and, optionally, an in-place successor
+/// function: see [`Hooks`]) instead of the state's `Hash` and [`Model::next_state`].
 ///
-/// `fp` must be deterministic, give equal states equal fingerprints and different states
-/// different ones with 64-bit-hash quality (a collision merges two states). The report is the
-/// same as [`check`]'s (the canonical order depends on parent ranks and action indices, not on
+/// The fingerprint must be deterministic, give equal states equal fingerprints and different
+/// states different ones with 64-bit-hash quality (a collision merges two states). The report is
+/// the same as [`check`]'s (the canonical order depends on parent ranks and action indices, not on
 /// fingerprint values), barring a collision.
-pub fn check_with<M, F>(
+pub fn check_with<M, H>(
     model: &M,
     opts: &Options,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
-    fp: F,
+    hooks: H,
 ) -> Report<M::Action>
 where
     M: Model + Sync,
     M::State: Send + Sync,
     M::Action: Send + Sync + Clone,
-    F: Fn(&M::State) -> u64 + Sync,
+    H: Hooks<M>,
 {
     let threads = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -259,12 +231,65 @@ where
         .thread_name(|i| format!("trc-bfs-{i}"))
         .build()
         .expect("failed to build the rayon thread pool");
-    // 0 marks an empty table slot.
-    let fp = |s: &M::State| match fp(s) {
-        0 => 1,
-        x => x,
-    };
-    pool.install(|| run(model, opts, progress, threads, &fp))
+    let hooks = NonZeroFp(hooks);
+    let hooks = &hooks;
+    pool.install(|| run(model, opts, progress, threads, hooks))
+}
+
+/// The hooks with fingerprint 0 mapped to 1 (0 marks an empty table slot).
+struct NonZeroFp<H>(H);
+
+impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
+    #[inline(always)]
+    fn fingerprint(&self, s: &M::State) -> u64 {
+        match self.0.fingerprint(s) {
+            0 => 1,
+            x => x,
+        }
+    }
+    #[inline(always)]
+    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut MaybeUninit<M::State>) -> bool {
+        self.0.next_state_into(model, s, a, out)
+    }
+    #[inline(always)]
+    fn drop_is_noop(&self, s: &M::State) -> bool {
+        self.0.drop_is_noop(s)
+    }
+}
+
+/// Which chunks of a frontier hold only states whose drop is a no-op ([`Hooks::drop_is_noop`]).
+struct DropMap {
+    chunk: usize,
+    noop: Vec<bool>,
+}
+
+impl DropMap {
+    fn all(noop: bool) -> DropMap {
+        DropMap { chunk: usize::MAX, noop: vec![noop] }
+    }
+}
+
+/// Empties `v`, keeping its capacity. The states of chunks whose drop is a no-op are forgotten;
+/// the others are dropped in place, in parallel (a drop reads each state: a few cache misses per
+/// state; `par_drain` would also move each one out).
+fn clear_in_parallel<S: Send>(v: &mut Vec<S>, map: &DropMap) {
+    let len = v.len();
+    // SAFETY: the length is set to 0 first, so the elements are treated as uninitialised from
+    // here on (a panicking drop leaks the rest instead of dropping twice); each of the `len`
+    // initialised elements is dropped at most once below, and only forgotten when its drop
+    // does nothing.
+    unsafe { v.set_len(0) };
+    if !std::mem::needs_drop::<S>() || map.noop.iter().all(|&n| n) {
+        return;
+    }
+    let chunk = map.chunk.min(len).max(1);
+    v.spare_capacity_mut()[..len].par_chunks_mut(chunk).zip(map.noop.par_iter()).for_each(|(c, &noop)| {
+        if !noop {
+            for s in c {
+                unsafe { s.assume_init_drop() };
+            }
+        }
+    });
 }
 
 fn run<M, F>(
@@ -272,13 +297,13 @@ fn run<M, F>(
     opts: &Options,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
     threads: usize,
-    fingerprint: &F,
+    hooks: &F,
 ) -> Report<M::Action>
 where
     M: Model + Sync,
     M::State: Send + Sync,
     M::Action: Send + Sync + Clone,
-    F: Fn(&M::State) -> u64 + Sync,
+    F: Hooks<M>,
 {
     let start = Instant::now();
     let props = model.properties();
@@ -295,7 +320,7 @@ where
         if !model.within_boundary(&s) {
             continue;
         }
-        let fp = fingerprint(&s);
+        let fp = hooks.fingerprint(&s);
         if table.contains(fp) {
             continue;
         }
@@ -308,7 +333,12 @@ where
         init_index.push(i);
     }
     let mut next: Vec<M::State> = Vec::new();
+    // Whether every state of `frontier` / `next` has a no-op drop.
+    let mut frontier_noop = DropMap::all(frontier.iter().all(|s| hooks.drop_is_noop(s)));
+    let mut next_noop = DropMap::all(true);
     let mut outs: Vec<ChunkOut> = Vec::new();
+    // Per claim-table scan chunk: the links of the winners it found (reused from level to level).
+    let mut selected: Vec<Vec<u64>> = Vec::new();
     let mut claim = ClaimTable::new(0);
     let mut unique = frontier.len() as u64;
     let mut transitions = 0u64;
@@ -349,7 +379,7 @@ where
         let active: Vec<bool> = hits.iter().map(|h| h.is_none()).collect();
         let ctx = Ctx {
             model,
-            fp: fingerprint,
+            hooks,
             props: &props,
             active: &active,
             table: &table,
@@ -395,7 +425,6 @@ where
         if ctx.over_budget.load(Relaxed) {
             break StopReason::MemoryBudget;
         }
-        drop(ctx);
         let level_transitions: u64 = outs_l.iter().map(|o| o.transitions).sum();
         let total: usize = outs_l.iter().map(|o| o.fps.len()).sum();
         let cand_mem = total as u64 * CAND_BYTES;
@@ -406,35 +435,80 @@ where
         }
 
         // 2. Claim: the minimal link (= the first discoverer in canonical order) wins each
-        // fingerprint.
+        // fingerprint. Candidates were not checked against the visited set (almost none of a
+        // level's successors are in it; most duplicates are within the level), so each distinct
+        // fingerprint is looked up there once, below, instead of every candidate.
         let claim_mem = base + cand_mem + claim.bytes_after_reset(total);
         if budget.is_some_and(|b| claim_mem > b) {
             break StopReason::MemoryBudget;
         }
         peak = peak.max(claim_mem);
         claim.reset(total);
-        outs_l.par_iter().with_max_len(1).for_each(|o| {
-            let n = o.fps.len();
-            for k in 0..n {
-                if k + PREFETCH_AHEAD < n {
-                    claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
+        let distinct: u64 = outs_l
+            .par_iter()
+            .with_max_len(1)
+            .map(|o| {
+                let n = o.fps.len();
+                let mut fresh = 0u64;
+                for k in 0..n {
+                    if k + PREFETCH_AHEAD < n {
+                        claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
+                    }
+                    fresh += claim.claim(o.fps[k], o.links[k]) as u64;
                 }
-                claim.claim(o.fps[k], o.links[k]);
-            }
-        });
-        // 3. Select the winners, in canonical order.
-        outs_l.par_iter_mut().with_max_len(1).for_each(|o| o.select(&claim));
-        let winners: u64 = outs_l.iter().map(|o| o.fps.len() as u64).sum();
+                fresh
+            })
+            .sum();
+
+        // 3. Select: each distinct fingerprint not yet visited is inserted into the visited set
+        // (which must first fit all of them) and its winning link kept; sorted, the links are
+        // the next level in canonical order.
+        let grow_len = unique + distinct;
+        let grow = !table.fits(grow_len);
+        let table_after = if grow { FpTable::capacity_for(grow_len) as u64 * 8 } else { 0 };
+        let select_mem = claim_mem + distinct * 8 + table_after;
+        if budget.is_some_and(|b| select_mem > b) {
+            break StopReason::MemoryBudget;
+        }
+        peak = peak.max(select_mem);
+        if grow {
+            table.grow_to(FpTable::capacity_for(grow_len));
+        }
+        let scans = claim.scan_chunks();
+        if selected.len() < scans.len() {
+            selected.resize_with(scans.len(), Vec::new);
+        }
+        {
+            let t = &table;
+            selected[..scans.len()].par_iter_mut().zip(scans.par_iter()).with_max_len(1).for_each(|(out, &range)| {
+                out.clear();
+                claim.for_each_in(range, |fp, link, next_fp| {
+                    if let Some(f) = next_fp {
+                        t.prefetch(f);
+                    }
+                    if t.insert(fp) {
+                        out.push(link);
+                    }
+                });
+            });
+        }
+        let winners: u64 = selected[..scans.len()].iter().map(|v| v.len() as u64).sum();
+        if winners == 0 {
+            transitions += level_transitions;
+            break StopReason::Complete;
+        }
+        let mut level_links = Vec::with_capacity(winners as usize);
+        for v in &selected[..scans.len()] {
+            level_links.extend_from_slice(v);
+        }
+        level_links.par_sort_unstable();
         let room = opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(unique));
         let take = winners.min(room);
         cut = winners > room;
+        level_links.truncate(take as usize);
 
-        // Memory after the commit: the next frontier's states, its links, and the visited
-        // table (the old and new tables coexist while growing).
-        let new_len = unique + take;
-        let grow = !table.fits(new_len);
-        let table_after = if grow { FpTable::capacity_for(new_len) as u64 * 8 } else { 0 };
-        let commit_mem = base + winners * CAND_BYTES + take * (8 + state_bytes) + table_after;
+        // Memory after the commit: the next frontier's states and its links.
+        let commit_mem = base + table_after + take * (8 + state_bytes);
         if budget.is_some_and(|b| commit_mem > b) {
             break StopReason::MemoryBudget;
         }
@@ -443,58 +517,31 @@ where
         if take == 0 {
             break StopReason::MaxStates;
         }
-        if grow {
-            table.grow_to(FpTable::capacity_for(new_len));
-        }
 
-        // 4. Commit the next level: insert the winners' fingerprints, regenerate their states
-        // from their parents straight into the next frontier (in canonical order).
-        let mut remaining = take as usize;
-        for o in outs_l.iter_mut() {
-            let k = o.fps.len().min(remaining);
-            o.fps.truncate(k);
-            o.links.truncate(k);
-            remaining -= k;
-        }
-        {
-            let t = &table;
-            outs_l.par_iter().with_max_len(1).for_each(|o| {
-                let n = o.fps.len();
-                for k in 0..n {
-                    if k + PREFETCH_AHEAD < n {
-                        t.prefetch(o.fps[k + PREFETCH_AHEAD]);
-                    }
-                    t.insert(o.fps[k]);
-                }
-            });
-        }
-        // The states of two levels ago: dropped in parallel (a drop reads each state, i.e. a few
-        // cache misses per state; sequentially that was ≈ 4 % of a 2-thread run).
-        next.par_drain(..).for_each(drop);
+        // 4. Commit the next level: regenerate the winners' states from their parents straight
+        // into the next frontier (in canonical order).
+        // The states of two levels ago go first (see `clear_in_parallel`).
+        clear_in_parallel(&mut next, &next_noop);
         // `reserve` on the empty vector: `realloc`, which for a buffer this size is `mremap`
         // in glibc, keeping the pages already touched (a fresh allocation would touch new pages:
         // a page fault per 4 KiB, the largest cost of writing the next frontier).
         next.reserve(take as usize);
-        {
-            let mut dsts: Vec<&mut [MaybeUninit<M::State>]> = Vec::with_capacity(nchunks);
-            let mut rest = &mut next.spare_capacity_mut()[..take as usize];
-            for o in outs_l.iter() {
-                let (d, r) = std::mem::take(&mut rest).split_at_mut(o.fps.len());
-                dsts.push(d);
-                rest = r;
-            }
+        let regen_chunk = (take as usize).div_ceil(threads * 8).clamp(1, 1024);
+        let new_noop = {
             let fr = &frontier[..];
-            outs_l.par_iter().zip(dsts.into_par_iter()).with_max_len(1).for_each(|(o, d)| regenerate(model, fingerprint, fr, o, d));
-        }
-        // SAFETY: the `take` slots were split among the chunks (their winner counts sum to
-        // `take`) and every chunk wrote all of its slots (`regenerate` panics otherwise, and a
-        // panic propagates out of `for_each` before this line).
+            level_links
+                .par_chunks(regen_chunk)
+                .zip(next.spare_capacity_mut()[..take as usize].par_chunks_mut(regen_chunk))
+                .with_max_len(1)
+                .map(|(l, d)| regenerate(model, hooks, fr, l, d))
+                .collect()
+        };
+        // SAFETY: the first `take` slots were split into chunks alongside the `take` links and
+        // `regenerate` wrote every slot of its chunk (it panics otherwise, and a panic propagates
+        // out of the parallel iterator before this line).
         unsafe { next.set_len(take as usize) };
-        let mut level_links = Vec::with_capacity(take as usize);
-        for o in outs_l.iter() {
-            level_links.extend_from_slice(&o.links);
-        }
         std::mem::swap(&mut frontier, &mut next);
+        next_noop = std::mem::replace(&mut frontier_noop, DropMap { chunk: regen_chunk, noop: new_noop });
         links.push(level_links);
         link_count += take;
         unique += take;
@@ -514,6 +561,8 @@ where
     });
     let elapsed = start.elapsed();
     report_progress(depth, frontier.len(), unique, transitions, peak);
+    clear_in_parallel(&mut frontier, &frontier_noop);
+    clear_in_parallel(&mut next, &next_noop);
     Report {
         unique_states: unique,
         transitions,

@@ -213,19 +213,20 @@ impl ClaimTable {
         prefetch(&self.slots[2 * home(fp, self.cap)]);
     }
 
+    /// The slot of `fp` and whether this call inserted it.
     #[inline]
-    fn slot_of(&self, fp: u64, insert: bool) -> usize {
+    fn slot_of(&self, fp: u64, insert: bool) -> (usize, bool) {
         let mut i = home(fp, self.cap);
         loop {
             let mut v = self.slots[2 * i].load(Relaxed);
             if v == 0 && insert {
                 match self.slots[2 * i].compare_exchange(0, fp, Relaxed, Relaxed) {
-                    Ok(_) => return i,
+                    Ok(_) => return (i, true),
                     Err(actual) => v = actual,
                 }
             }
             if v == fp {
-                return i;
+                return (i, false);
             }
             debug_assert!(v != 0, "claim lookup of an unclaimed fingerprint");
             i += 1;
@@ -235,17 +236,40 @@ impl ClaimTable {
         }
     }
 
-    /// Records that candidate `idx` reached `fp`; the minimal index wins.
+    /// Records that candidate `idx` reached `fp`; the minimal index wins. Returns whether `fp`
+    /// was new to the table (exactly one claim of each fingerprint returns true).
     #[inline]
-    pub(crate) fn claim(&self, fp: u64, idx: u64) {
-        let i = self.slot_of(fp, true);
+    pub(crate) fn claim(&self, fp: u64, idx: u64) -> bool {
+        let (i, fresh) = self.slot_of(fp, true);
         self.slots[2 * i + 1].fetch_max(!idx, Relaxed);
+        fresh
+    }
+
+    /// Slot ranges that together cover the table, for a parallel [`for_each_in`](Self::for_each_in).
+    pub(crate) fn scan_chunks(&self) -> Vec<(usize, usize)> {
+        const CHUNK: usize = 1 << 13;
+        (0..self.cap).step_by(CHUNK).map(|a| (a, (a + CHUNK).min(self.cap))).collect()
+    }
+
+    /// Calls `f(fp, winning index, fp of the entry PREFETCH_AHEAD entries later)` for every
+    /// claimed slot in `range` (the last argument is for prefetching).
+    #[inline]
+    pub(crate) fn for_each_in(&self, range: (usize, usize), mut f: impl FnMut(u64, u64, Option<u64>)) {
+        let words = &self.slots[2 * range.0..2 * range.1];
+        let n = range.1 - range.0;
+        for k in 0..n {
+            let fp = words[2 * k].load(Relaxed);
+            if fp != 0 {
+                let ahead = if k + PREFETCH_AHEAD < n { Some(words[2 * (k + PREFETCH_AHEAD)].load(Relaxed)).filter(|&x| x != 0) } else { None };
+                f(fp, !words[2 * k + 1].load(Relaxed), ahead);
+            }
+        }
     }
 
     /// The winning (minimal) candidate index for `fp`; `fp` must have been claimed.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn winner(&self, fp: u64) -> u64 {
-        let i = self.slot_of(fp, false);
+        let (i, _) = self.slot_of(fp, false);
         !self.slots[2 * i + 1].load(Relaxed)
     }
 }

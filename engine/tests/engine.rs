@@ -362,3 +362,86 @@ fn random_graph_sizes() {
         eprintln!("seed {}: {} states, {} transitions, depth {}, {:?}", g.seed, r.unique_states, r.transitions, r.max_depth, found);
     }
 }
+
+/// Live `Tracked` values (incremented on creation and clone, decremented on drop).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// A node of a random graph; every third node owns a heap allocation (and is counted in `LIVE`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Tracked {
+    node: u32,
+    heap: Option<Box<u32>>,
+}
+
+impl Tracked {
+    fn new(node: u32) -> Tracked {
+        let heap = (node % 3 == 0).then(|| {
+            LIVE.fetch_add(1, Ordering::SeqCst);
+            Box::new(node)
+        });
+        Tracked { node, heap }
+    }
+}
+
+impl Clone for Tracked {
+    fn clone(&self) -> Tracked {
+        Tracked::new(self.node)
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if self.heap.is_some() {
+            LIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// `RandomGraph` over `Tracked` states.
+struct TrackedGraph(RandomGraph);
+
+impl Model for TrackedGraph {
+    type State = Tracked;
+    type Action = u32;
+    fn init_states(&self) -> Vec<Tracked> {
+        self.0.init_states().into_iter().map(Tracked::new).collect()
+    }
+    fn actions(&self, s: &Tracked, a: &mut Vec<u32>) {
+        self.0.actions(&s.node, a)
+    }
+    fn next_state(&self, s: &Tracked, a: u32) -> Option<Tracked> {
+        self.0.next_state(&s.node, a).map(Tracked::new)
+    }
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        vec![stateright::Property::always("node is not 7", |_, s: &Tracked| s.node != 7)]
+    }
+}
+
+#[test]
+fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
+    let g = TrackedGraph(RandomGraph { nodes: 5_000, fanout: 4, seed: 11, inits: vec![0, 3, 9] });
+    let plain = check(&g, &opts(2), None);
+    assert!(plain.unique_states > 1_000, "{}", plain.unique_states);
+    let fp = |s: &Tracked| trc_engine::fingerprint(&s.node);
+    for threads in [1, 2, 3] {
+        let hooks = StateHooks {
+            fingerprint: fp,
+            // Built in place: the parent is not moved; only its node is read.
+            next_state_into: |m: &TrackedGraph, s: &Tracked, a: u32, out: &mut std::mem::MaybeUninit<Tracked>| match m.next_state(s, a) {
+                Some(n) => {
+                    out.write(n);
+                    true
+                }
+                None => false,
+            },
+            drop_is_noop: |s: &Tracked| s.heap.is_none(),
+        };
+        let r = check_with(&g, &opts(threads), None, hooks);
+        assert_eq!(norm_ref(&r), norm_ref(&plain), "threads={threads}");
+        // Every state built during the run was dropped, none twice (the counter would wrap).
+        assert_eq!(LIVE.load(Ordering::SeqCst), 0, "threads={threads}");
+    }
+    let r = check_with(&g, &opts(2), None, fp);
+    assert_eq!(norm_ref(&r), norm_ref(&plain));
+    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
+}

@@ -291,16 +291,48 @@ impl Model for TcpModel {
     }
 
     fn next_state(&self, s: &State, a: Action) -> Option<State> {
-        let mut s = s.clone();
+        let mut n = s.clone();
+        self.apply(&mut n, a).then_some(n)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        self.properties.clone()
+    }
+
+    fn format_action(&self, a: &Action) -> String {
+        format!("{a}")
+    }
+}
+
+impl TcpModel {
+    /// [`Model::next_state`] into `out`, without moving the 600-byte state around: `s` is copied
+    /// straight into `out` and the step runs there. Returns false (and leaves `out`
+    /// uninitialised) when the action has no successor. The checker's hot loop uses this.
+    pub fn next_state_into(&self, s: &State, a: Action, out: &mut std::mem::MaybeUninit<State>) -> bool {
+        let n = s.clone_into_uninit(out);
+        if self.apply(n, a) {
+            true
+        } else {
+            // SAFETY: `clone_into_uninit` initialised `out`; the caller treats it as uninitialised
+            // after a false return.
+            unsafe { out.assume_init_drop() };
+            false
+        }
+    }
+
+    /// Runs action `a` on `s` in place (`s` starts as a copy of the parent); false if `a` has no
+    /// successor (then `s` is left partly updated and must be discarded).
+    #[inline]
+    fn apply(&self, s: &mut State, a: Action) -> bool {
         match a {
-            Action::Deliver { pkt } => self.deliver(&mut s, pkt as usize, AckFate::Normal),
+            Action::Deliver { pkt } => self.deliver(s, pkt as usize, AckFate::Normal),
             Action::DeliverEce { pkt } => {
                 s.budget.ece -= 1;
-                self.deliver(&mut s, pkt as usize, AckFate::Ece)
+                self.deliver(s, pkt as usize, AckFate::Ece)
             }
             Action::DeliverAckLost { pkt } => {
                 s.budget.ack_losses -= 1;
-                self.deliver(&mut s, pkt as usize, AckFate::Lost)
+                self.deliver(s, pkt as usize, AckFate::Lost)
             }
             Action::Drop { pkt } => {
                 s.budget.losses -= 1;
@@ -311,13 +343,13 @@ impl Model for TcpModel {
                 s.sender.ghost.ev = Events::default();
             }
             Action::Rto | Action::Tlp | Action::Reo => {
-                let tm = s.sender.timer?;
+                let Some(tm) = s.sender.timer else { return false };
                 match a {
                     Action::Rto => s.budget.rtos -= 1,
                     Action::Tlp => s.budget.tlps -= 1,
                     _ => {}
                 }
-                self.step(&mut s, tm.deadline, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
+                self.step(s, tm.deadline, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
             }
             Action::TsqFill => {
                 s.budget.tsq -= 1;
@@ -327,14 +359,14 @@ impl Model for TcpModel {
             Action::TsqDrain => {
                 s.tsq_full = false;
                 let now = s.now;
-                self.step(&mut s, now, |snd, cx| snd.tcp_tsq_handler(cx));
+                self.step(s, now, |snd, cx| snd.tcp_tsq_handler(cx));
             }
-            Action::DeliverLate { pkt, extra } => self.deliver_late(&mut s, pkt as usize, extra as u32),
+            Action::DeliverLate { pkt, extra } => self.deliver_late(s, pkt as usize, extra as u32),
             Action::WriteAfter { gap } => {
                 s.budget.writes -= 1;
                 s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
                 let now = s.now + gap as u32;
-                self.step(&mut s, now, |snd, cx| {
+                self.step(s, now, |snd, cx| {
                     cx.idle_ms = gap as u32;
                     snd.tcp_data_snd_check(cx)
                 });
@@ -343,19 +375,11 @@ impl Model for TcpModel {
                 s.budget.writes -= 1;
                 s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
                 let now = s.now;
-                self.step(&mut s, now, |snd, cx| snd.tcp_data_snd_check(cx));
+                self.step(s, now, |snd, cx| snd.tcp_data_snd_check(cx));
             }
         }
-        self.canonicalize(&mut s);
-        Some(s)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        self.properties.clone()
-    }
-
-    fn format_action(&self, a: &Action) -> String {
-        format!("{a}")
+        self.canonicalize(s);
+        true
     }
 }
 

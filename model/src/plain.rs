@@ -19,9 +19,9 @@ fn copy<T: Copy>(_: &T) {}
 
 impl State {
     /// True when the state owns no heap memory (no spilled `InlineVec`): then a bitwise copy is
-    /// a clone.
+    /// a clone, and dropping it does nothing.
     #[inline(always)]
-    fn is_plain(&self) -> bool {
+    pub fn is_plain(&self) -> bool {
         let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
         copy(now);
         copy(tsq_full);
@@ -155,6 +155,24 @@ impl Clone for State {
                 budget: *budget,
                 ghost: *ghost,
             }
+        }
+    }
+}
+
+impl State {
+    /// Clones `self` into `out` (one `memcpy` when [`is_plain`](Self::is_plain)) and returns the
+    /// initialised clone, so a successor can be built in its final place without moving it.
+    #[inline(always)]
+    pub fn clone_into_uninit<'a>(&self, out: &'a mut std::mem::MaybeUninit<State>) -> &'a mut State {
+        if self.is_plain() {
+            // SAFETY: as in `clone`: a bitwise copy of a plain state is a clone; `out` is valid
+            // for one `State` and does not overlap `self` (it is a distinct `&mut`).
+            unsafe {
+                std::ptr::copy_nonoverlapping(self, out.as_mut_ptr(), 1);
+                out.assume_init_mut()
+            }
+        } else {
+            out.write(self.clone())
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
-use crate::table::{ClaimTable, FpTable, PREFETCH_AHEAD};
+use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
     build_properties, fingerprint, is_hit, Hooks, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
     ACTION_MASK,
@@ -92,6 +92,9 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
         let mut counted = 0usize;
         for (j, state) in chunk.iter().enumerate() {
             let rank = base + j;
+            if let Some(ahead) = chunk.get(j + 1) {
+                prefetch_value(ahead);
+            }
             for (i, p) in self.props.iter().enumerate() {
                 if self.active[i] && out.hits[i].is_none() && is_hit(model, p, state) {
                     out.hits[i] = Some(rank);
@@ -175,11 +178,14 @@ where
     let mut parent = usize::MAX;
     let mut noop = true;
     crate::table::populate(dst.as_ptr() as *const u8, std::mem::size_of_val(dst));
-    for (slot, &link) in dst.iter_mut().zip(links) {
+    for (k, (slot, &link)) in dst.iter_mut().zip(links).enumerate() {
         let rank = (link >> ACTION_BITS) as usize;
         let ai = (link & ACTION_MASK) as usize;
         if rank != parent {
             parent = rank;
+            if let Some(&ahead) = links.get(k + 2) {
+                prefetch_value(&frontier[(ahead >> ACTION_BITS) as usize]);
+            }
             actions.clear();
             model.actions(&frontier[rank], &mut actions);
         }

@@ -115,7 +115,7 @@ impl Receiver {
             }
         }
         let ack = self.rcv_nxt(cfg);
-        let mut blocks = Vec::new();
+        let mut blocks = smallvec::SmallVec::new();
         if sack_ok {
             let max = if ts_ok { 3 } else { 4 };
             if let Some(d) = dsack {
@@ -148,17 +148,17 @@ mod tests {
         assert_eq!(a.ack, 2);
         assert!(a.sacks.is_empty());
         let a = r.receive(&cfg, &pkt(2, 0), true, false);
-        assert_eq!((a.ack, a.sacks.clone()), (2, vec![(3, 4)]));
+        assert_eq!((a.ack, a.sacks.to_vec()), (2, vec![(3, 4)]));
         let a = r.receive(&cfg, &pkt(4, 0), true, false);
-        assert_eq!(a.sacks, vec![(5, 6), (3, 4)]);
+        assert_eq!(a.sacks.to_vec(), vec![(5, 6), (3, 4)]);
         let a = r.receive(&cfg, &pkt(3, 0), true, false);
-        assert_eq!(a.sacks, vec![(3, 6)], "merged block moves first");
+        assert_eq!(a.sacks.to_vec(), vec![(3, 6)], "merged block moves first");
         let a = r.receive(&cfg, &pkt(3, 0), true, false);
-        assert_eq!(a.sacks, vec![(4, 5), (3, 6)], "out-of-order DSACK inside block 1");
+        assert_eq!(a.sacks.to_vec(), vec![(4, 5), (3, 6)], "out-of-order DSACK inside block 1");
         let a = r.receive(&cfg, &pkt(1, 0), true, false);
-        assert_eq!((a.ack, a.sacks.clone()), (6, vec![]));
+        assert_eq!((a.ack, a.sacks.to_vec()), (6, vec![]));
         let a = r.receive(&cfg, &pkt(1, 0), true, false);
-        assert_eq!((a.ack, a.sacks), (6, vec![(2, 3)]), "DSACK below the ACK");
+        assert_eq!((a.ack, a.sacks.to_vec()), (6, vec![(2, 3)]), "DSACK below the ACK");
     }
 
     #[test]
@@ -173,6 +173,6 @@ mod tests {
         assert_eq!((a.ack, a.tsecr), (3, Some(301)));
         // the delayed original of 0 (TSval 1) is a PAWS drop, answered with a DSACK
         let a = r.receive(&cfg, &pkt(0, 0), true, true);
-        assert_eq!((a.ack, a.sacks, a.tsecr), (3, vec![(1, 2)], Some(301)));
+        assert_eq!((a.ack, a.sacks.to_vec(), a.tsecr), (3, vec![(1, 2)], Some(301)));
     }
 }

@@ -10,7 +10,7 @@ use trc_model::{Config, Profile, SackMode};
 fn ack(snd: &mut Sender, cfg: &Config, prof: &Profile, now: u32, a: u32) -> Vec<u32> {
     snd.ghost.ev = Default::default();
     let mut cx = Cx::new(cfg, prof, now, false);
-    let seg = AckSeg { ack: a, sacks: vec![], ece: false, tsecr: None };
+    let seg = AckSeg { ack: a, sacks: Default::default(), ece: false, tsecr: None };
     snd.tcp_ack(&mut cx, &seg);
     cx.out.iter().map(|t| t.seg + 1).collect()
 }

@@ -24,11 +24,11 @@ impl Run {
         self.snd.ghost.ev = Default::default();
         let mut cx = Cx::new(&self.cfg, &self.prof, now, false);
         f(&mut self.snd, &mut cx);
-        cx.out
+        cx.out.to_vec()
     }
 
     fn ack(&mut self, now: u32, ack: u32, sacks: &[(u32, u32)], tsecr: Option<u32>) -> Vec<Tx> {
-        let seg = AckSeg { ack, sacks: sacks.to_vec(), ece: false, tsecr };
+        let seg = AckSeg { ack, sacks: sacks.into(), ece: false, tsecr };
         self.step(now, |s, cx| s.tcp_ack(cx, &seg))
     }
 
@@ -182,9 +182,9 @@ fn t4(prof: Profile) -> Run {
     let cfg = Config { segments: 5, initcwnd: 5, timestamps: true, sack: SackMode::Sack, ..Config::default() };
     let mut r = Run::new(cfg, prof, true);
     // P1 is only delayed. SACKs of P2..P4 start Recovery; TSQ holds the fast retransmit.
-    let mut go = |r: &mut Run, sacks: &[(u32, u32)]| {
+    let go = |r: &mut Run, sacks: &[(u32, u32)]| {
         r.snd.ghost.ev = Default::default();
-        let seg = AckSeg { ack: 1, sacks: sacks.to_vec(), ece: false, tsecr: Some(1) };
+        let seg = AckSeg { ack: 1, sacks: sacks.into(), ece: false, tsecr: Some(1) };
         let mut cx = Cx::new(&r.cfg, &r.prof, 50, true);
         r.snd.tcp_ack(&mut cx, &seg);
         assert!(cx.out.is_empty(), "TSQ holds everything");

@@ -688,7 +688,7 @@ mod tests {
             seg.tags = if i == 1 { tag::RETRANS } else { 0 };
         }
         s.segs[1].xmit = 64; // retransmitted by the REO timer at 64 ms
-        let ack = |ack: u32, sacks: Vec<(u32, u32)>| AckSeg { ack, sacks, ece: false, tsecr: None };
+        let ack = |ack: u32, sacks: Vec<(u32, u32)>| AckSeg { ack, sacks: sacks.into(), ece: false, tsecr: None };
         // Cumulative ACK covering it, one RTT after the retransmission: the tie.
         assert!(acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 114, 50, isn));
         // SACKed instead.

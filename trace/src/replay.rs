@@ -543,7 +543,7 @@ impl Replayer<'_> {
                 }
             }
         }
-        let seg = AckSeg { ack, sacks, ece: f.ece, tsecr };
+        let seg = AckSeg { ack, sacks: sacks.into(), ece: f.ece, tsecr };
         let t = self.model_ms(t_us);
         self.fire_before(t);
         let d = self.d.as_mut().unwrap();

@@ -43,8 +43,9 @@ pub enum Rexmit {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AckSeg {
     pub ack: u32,
-    /// SACK blocks as on the wire (a DSACK, if any, first), `[start, end)`.
-    pub sacks: Vec<(u32, u32)>,
+    /// SACK blocks as on the wire (a DSACK, if any, first), `[start, end)`; at most 4
+    /// (`TCP_NUM_SACKS`), kept inline (an ACK is built on every delivery).
+    pub sacks: smallvec::SmallVec<[(u32, u32); 4]>,
     pub ece: bool,
     /// TSecr if the TS option is present.
     pub tsecr: Option<u32>,

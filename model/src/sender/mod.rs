@@ -66,7 +66,8 @@ pub struct Cx<'a> {
     /// The host queue is full: `tcp_small_queue_check` stops transmissions.
     pub tsq_full: bool,
     pub rx: RxOpt,
-    pub out: Vec<Tx>,
+    /// This step's transmissions (inline: a step runs for every transition).
+    pub out: smallvec::SmallVec<[Tx; 8]>,
     /// `tp->delivered` growth during this step (`tcp_count_delivered`); the absolute counter is
     /// not kept in the state, only differences within one step are ever used.
     pub delivered: u32,
@@ -81,7 +82,7 @@ pub struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: Vec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0 }
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0 }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.

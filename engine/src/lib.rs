@@ -107,6 +107,7 @@ pub use stateright::Expectation;
 use stateright::Model;
 
 pub mod fphash;
+mod frontier;
 mod parallel;
 mod reference;
 mod table;

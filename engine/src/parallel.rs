@@ -8,6 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
+use crate::frontier::{Frontier, Pool};
 use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
     build_properties, fingerprint, is_hit, Hooks, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
@@ -66,6 +67,8 @@ struct Ctx<'a, M: Model, F> {
 }
 
 const FLUSH: u64 = 1 << 12;
+/// Frontier blocks regenerated per wave (see step 4 in `run`).
+const WAVE_BLOCKS: usize = 64;
 
 impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
     fn flush(&self, pending: &mut u64) {
@@ -167,7 +170,7 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
 fn regenerate<M: Model>(
     model: &M,
     hooks: &impl Hooks<M>,
-    frontier: &[M::State],
+    frontier: &Frontier<M::State>,
     links: &[u64],
     dst: &mut [MaybeUninit<M::State>],
 ) -> bool
@@ -184,12 +187,12 @@ where
         if rank != parent {
             parent = rank;
             if let Some(&ahead) = links.get(k + 2) {
-                prefetch_value(&frontier[(ahead >> ACTION_BITS) as usize]);
+                prefetch_value(frontier.get((ahead >> ACTION_BITS) as usize));
             }
             actions.clear();
-            model.actions(&frontier[rank], &mut actions);
+            model.actions(frontier.get(rank), &mut actions);
         }
-        let ok = hooks.next_state_into(model, &frontier[rank], actions[ai].clone(), slot);
+        let ok = hooks.next_state_into(model, frontier.get(rank), actions[ai].clone(), slot);
         assert!(ok, "regenerating a successor: the model is not deterministic");
         // SAFETY: `next_state_into` returned true.
         noop &= hooks.drop_is_noop(unsafe { slot.assume_init_ref() });
@@ -239,7 +242,7 @@ where
         .expect("failed to build the rayon thread pool");
     let hooks = NonZeroFp(hooks);
     let hooks = &hooks;
-    pool.install(|| run(model, opts, progress, threads, hooks))
+    pool.install(|| run(model, opts, progress, hooks))
 }
 
 /// The hooks with fingerprint 0 mapped to 1 (0 marks an empty table slot).
@@ -263,46 +266,10 @@ impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
     }
 }
 
-/// Which chunks of a frontier hold only states whose drop is a no-op ([`Hooks::drop_is_noop`]).
-struct DropMap {
-    chunk: usize,
-    noop: Vec<bool>,
-}
-
-impl DropMap {
-    fn all(noop: bool) -> DropMap {
-        DropMap { chunk: usize::MAX, noop: vec![noop] }
-    }
-}
-
-/// Empties `v`, keeping its capacity. The states of chunks whose drop is a no-op are forgotten;
-/// the others are dropped in place, in parallel (a drop reads each state: a few cache misses per
-/// state; `par_drain` would also move each one out).
-fn clear_in_parallel<S: Send>(v: &mut Vec<S>, map: &DropMap) {
-    let len = v.len();
-    // SAFETY: the length is set to 0 first, so the elements are treated as uninitialised from
-    // here on (a panicking drop leaks the rest instead of dropping twice); each of the `len`
-    // initialised elements is dropped at most once below, and only forgotten when its drop
-    // does nothing.
-    unsafe { v.set_len(0) };
-    if !std::mem::needs_drop::<S>() || map.noop.iter().all(|&n| n) {
-        return;
-    }
-    let chunk = map.chunk.min(len).max(1);
-    v.spare_capacity_mut()[..len].par_chunks_mut(chunk).zip(map.noop.par_iter()).for_each(|(c, &noop)| {
-        if !noop {
-            for s in c {
-                unsafe { s.assume_init_drop() };
-            }
-        }
-    });
-}
-
 fn run<M, F>(
     model: &M,
     opts: &Options,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
-    threads: usize,
     hooks: &F,
 ) -> Report<M::Action>
 where
@@ -319,7 +286,9 @@ where
     // Level 0.
     let inits = model.init_states();
     let mut table = FpTable::with_capacity_for(inits.len() as u64);
-    let mut frontier: Vec<M::State> = Vec::new();
+    let mut pool: Pool<M::State> = Pool::new();
+    let per = pool.per_block();
+    let mut frontier: Frontier<M::State> = Frontier::new(&pool);
     let mut init_index: Vec<usize> = Vec::new();
     let mut cut = false;
     for (i, s) in inits.into_iter().enumerate() {
@@ -335,13 +304,10 @@ where
             continue;
         }
         table.insert(fp);
-        frontier.push(s);
+        let noop = hooks.drop_is_noop(&s);
+        frontier.push(&mut pool, s, noop);
         init_index.push(i);
     }
-    let mut next: Vec<M::State> = Vec::new();
-    // Whether every state of `frontier` / `next` has a no-op drop.
-    let mut frontier_noop = DropMap::all(frontier.iter().all(|s| hooks.drop_is_noop(s)));
-    let mut next_noop = DropMap::all(true);
     let mut outs: Vec<ChunkOut> = Vec::new();
     // Per claim-table scan chunk: the links of the winners it found (reused from level to level).
     let mut selected: Vec<Vec<u64>> = Vec::new();
@@ -396,20 +362,20 @@ where
             probe_found: AtomicBool::new(false),
         };
 
-        // 1. Expand.
-        let n = frontier.len();
-        let chunk = n.div_ceil(threads * 8).clamp(1, 1024);
-        let nchunks = n.div_ceil(chunk);
+        // 1. Expand (a chunk of work is a frontier block).
+        let nchunks = frontier.block_count();
         if outs.len() < nchunks {
             outs.resize_with(nchunks, ChunkOut::default);
         }
         let outs_l = &mut outs[..nchunks];
-        outs_l
-            .par_iter_mut()
-            .zip(frontier.par_chunks(chunk))
-            .enumerate()
-            .with_max_len(1)
-            .for_each(|(ci, (o, c))| ctx.expand_chunk(ci * chunk, c, o));
+        {
+            let fr = &frontier;
+            outs_l
+                .par_iter_mut()
+                .enumerate()
+                .with_max_len(1)
+                .for_each(|(ci, o)| ctx.expand_chunk(ci * per, fr.block(ci), o));
+        }
 
         for (i, h) in hits.iter_mut().enumerate() {
             if h.is_none() {
@@ -525,29 +491,28 @@ where
         }
 
         // 4. Commit the next level: regenerate the winners' states from their parents straight
-        // into the next frontier (in canonical order).
-        // The states of two levels ago go first (see `clear_in_parallel`).
-        clear_in_parallel(&mut next, &next_noop);
-        // `reserve` on the empty vector: `realloc`, which for a buffer this size is `mremap`
-        // in glibc, keeping the pages already touched (a fresh allocation would touch new pages:
-        // a page fault per 4 KiB, the largest cost of writing the next frontier).
-        next.reserve(take as usize);
-        let regen_chunk = (take as usize).div_ceil(threads * 8).clamp(1, 1024);
-        let new_noop = {
-            let fr = &frontier[..];
-            level_links
-                .par_chunks(regen_chunk)
-                .zip(next.spare_capacity_mut()[..take as usize].par_chunks_mut(regen_chunk))
-                .with_max_len(1)
-                .map(|(l, d)| regenerate(model, hooks, fr, l, d))
-                .collect()
-        };
-        // SAFETY: the first `take` slots were split into chunks alongside the `take` links and
-        // `regenerate` wrote every slot of its chunk (it panics otherwise, and a panic propagates
-        // out of the parallel iterator before this line).
-        unsafe { next.set_len(take as usize) };
-        std::mem::swap(&mut frontier, &mut next);
-        next_noop = std::mem::replace(&mut frontier_noop, DropMap { chunk: regen_chunk, noop: new_noop });
+        // into the next frontier's blocks (in canonical order), in waves of WAVE_BLOCKS blocks;
+        // after each wave the blocks of parents no later winner needs go back to the pool.
+        let mut next: Frontier<M::State> = Frontier::new(&pool);
+        for wave in level_links.chunks(per * WAVE_BLOCKS) {
+            let mut dst = Frontier::take_blocks(&mut pool, wave.len().div_ceil(per));
+            let noop: Vec<bool> = {
+                let fr = &frontier;
+                dst.par_iter_mut()
+                    .zip(wave.par_chunks(per))
+                    .with_max_len(1)
+                    .map(|(d, l)| regenerate(model, hooks, fr, l, &mut d[..l.len()]))
+                    .collect()
+            };
+            for ((d, l), noop) in dst.into_iter().zip(wave.chunks(per)).zip(noop) {
+                // `regenerate` initialised the first `l.len()` slots (it panics otherwise).
+                next.push_block(d, l.len(), noop);
+            }
+            let last_parent = (wave[wave.len() - 1] >> ACTION_BITS) as usize;
+            frontier.release_below(last_parent / per, &mut pool);
+        }
+        frontier.clear(&mut pool);
+        frontier = next;
         links.push(level_links);
         link_count += take;
         unique += take;
@@ -567,8 +532,7 @@ where
     });
     let elapsed = start.elapsed();
     report_progress(depth, frontier.len(), unique, transitions, peak);
-    clear_in_parallel(&mut frontier, &frontier_noop);
-    clear_in_parallel(&mut next, &next_noop);
+    frontier.clear(&mut pool);
     Report {
         unique_states: unique,
         transitions,

@@ -374,6 +374,7 @@ struct Tracked {
 }
 
 impl Tracked {
+    #[allow(clippy::manual_is_multiple_of)] // rust-version 1.80
     fn new(node: u32) -> Tracked {
         let heap = (node % 3 == 0).then(|| {
             LIVE.fetch_add(1, Ordering::SeqCst);

@@ -469,10 +469,26 @@ where
             transitions += level_transitions;
             break StopReason::Complete;
         }
-        let mut level_links = Vec::with_capacity(winners as usize);
-        for v in &selected[..scans.len()] {
-            level_links.extend_from_slice(v);
+        // Concatenated in parallel: a level's links are fresh memory (kept for the paths).
+        let mut level_links: Vec<u64> = Vec::with_capacity(winners as usize);
+        {
+            let spare = &mut level_links.spare_capacity_mut()[..winners as usize];
+            let mut parts = Vec::with_capacity(scans.len());
+            let mut rest = spare;
+            for v in &selected[..scans.len()] {
+                let (d, r) = std::mem::take(&mut rest).split_at_mut(v.len());
+                parts.push(d);
+                rest = r;
+            }
+            parts.into_par_iter().zip(selected[..scans.len()].par_iter()).for_each(|(d, v)| {
+                for (d, &l) in d.iter_mut().zip(v) {
+                    d.write(l);
+                }
+            });
         }
+        // SAFETY: the `winners` slots were split among the scan chunks (their lengths sum to
+        // `winners`) and each part was written in full.
+        unsafe { level_links.set_len(winners as usize) };
         level_links.par_sort_unstable();
         let room = opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(unique));
         let take = winners.min(room);

@@ -35,10 +35,23 @@ pub(crate) fn populate(ptr: *const u8, bytes: usize) {
     let _ = (ptr, bytes);
 }
 
-/// `n` zeroed atomics, allocated with `alloc_zeroed` and populated ([`populate`]).
+/// [`populate`] in slices of a few MiB on the current rayon pool: clearing fresh pages is the
+/// kernel's work on the calling thread, so one call for a whole table of hundreds of MiB left the
+/// other workers idle (a serial phase of the growth of the visited set).
+pub(crate) fn populate_parallel(ptr: *const u8, bytes: usize) {
+    use rayon::prelude::*;
+    const SLICE: usize = 4 << 20;
+    let base = ptr as usize;
+    (0..bytes.div_ceil(SLICE)).into_par_iter().for_each(|i| {
+        let start = i * SLICE;
+        populate((base + start) as *const u8, SLICE.min(bytes - start));
+    });
+}
+
+/// `n` zeroed atomics, allocated with `alloc_zeroed` and populated ([`populate_parallel`]).
 pub(crate) fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
     let v: Vec<u64> = vec![0u64; n];
-    populate(v.as_ptr() as *const u8, n * 8);
+    populate_parallel(v.as_ptr() as *const u8, n * 8);
     let mut v = std::mem::ManuallyDrop::new(v);
     // SAFETY: same size and alignment (asserted above), and every bit pattern of a u64
     // is a valid AtomicU64. Ownership of the allocation moves to the new Vec.
@@ -215,7 +228,19 @@ impl ClaimTable {
             // to spare so that a growing BFS reallocates only every few levels.
             let mut v = std::mem::take(&mut self.slots).into_vec();
             let want = (cap * 2).max(v.len() * 2); // as in `bytes_after_reset`
-            v.resize_with(want, || AtomicU64::new(0));
+            v.reserve_exact(want - v.len());
+            // The new part's pages are touched by all workers (see `populate_parallel`); it is
+            // zeroed below with the rest of the part in use, and beyond that here.
+            let add = want - v.len();
+            let spare = &mut v.spare_capacity_mut()[..add];
+            populate_parallel(spare.as_ptr() as *const u8, std::mem::size_of_val(spare));
+            spare.par_chunks_mut(1 << 15).for_each(|c| {
+                for s in c {
+                    s.write(AtomicU64::new(0));
+                }
+            });
+            // SAFETY: every slot up to `want` was just initialised.
+            unsafe { v.set_len(want) };
             self.slots = v.into_boxed_slice();
         }
         self.slots[..cap * 2].par_chunks(1 << 15).for_each(|c| {

@@ -39,6 +39,42 @@ struct ChunkOut {
     hits: Vec<Option<usize>>,
 }
 
+/// Slots of [`Seen`]; it takes at most half as many fingerprints.
+const SEEN_SLOTS: usize = 4096;
+
+/// The candidate fingerprints of the chunk being expanded (open addressing, 0 = empty; on the
+/// worker's stack): a successor already generated in this chunk is dropped before it reaches the
+/// claim (its first occurrence has the smaller link: links grow through a chunk). Most of a
+/// level's duplicates are near each other (siblings reached by commuting events), so this
+/// removes a large part of the claim table's work while it is still in the cache.
+struct Seen {
+    slots: [u64; SEEN_SLOTS],
+    len: usize,
+}
+
+impl Seen {
+    /// Whether `fp` is new to this chunk (recording it while there is room; once the set is
+    /// half full, fingerprints not in it count as new).
+    #[inline]
+    fn first(&mut self, fp: u64) -> bool {
+        let mask = SEEN_SLOTS - 1;
+        let mut i = (fp >> 52) as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => {
+                    if self.len < SEEN_SLOTS / 2 {
+                        self.slots[i] = fp;
+                        self.len += 1;
+                    }
+                    return true;
+                }
+                x if x == fp => return false,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+}
+
 /// Bytes per candidate (fingerprint + link).
 const CAND_BYTES: u64 = 16;
 
@@ -90,6 +126,7 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
         let mut actions = Vec::new();
         // Successors are built here, fingerprinted and dropped.
         let mut scratch = MaybeUninit::<M::State>::uninit();
+        let mut seen = Seen { slots: [0; SEEN_SLOTS], len: 0 };
         let mut pending = 0u64;
         // `out.fps[..counted]` are already counted against the memory budget.
         let mut counted = 0usize;
@@ -148,6 +185,9 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
                         let Some(fp) = fp else { continue };
                         out.transitions += 1;
                         assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
+                        if !seen.first(fp) {
+                            continue;
+                        }
                         out.fps.push(fp);
                         out.links.push(link | ai as u64);
                     }

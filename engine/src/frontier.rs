@@ -38,13 +38,16 @@ impl<S> Pool<S> {
     }
 
     fn take(&mut self) -> Slots<S> {
-        self.free.pop().unwrap_or_else(|| {
-            let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(self.per);
-            // SAFETY: `MaybeUninit` needs no initialisation.
-            unsafe { v.set_len(self.per) };
-            crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
-            v.into_boxed_slice()
-        })
+        self.free.pop().unwrap_or_else(|| Self::fresh(self.per))
+    }
+
+    /// A new block, its pages populated ([`crate::table::populate`]).
+    fn fresh(per: usize) -> Slots<S> {
+        let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(per);
+        // SAFETY: `MaybeUninit` needs no initialisation.
+        unsafe { v.set_len(per) };
+        crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
+        v.into_boxed_slice()
     }
 }
 
@@ -90,8 +93,18 @@ impl<S> Frontier<S> {
     }
 
     /// `n` empty blocks for the caller to fill and then [`push_block`](Self::push_block).
-    pub(crate) fn take_blocks(pool: &mut Pool<S>, n: usize) -> Vec<Slots<S>> {
-        (0..n).map(|_| pool.take()).collect()
+    /// Blocks the pool lacks are allocated by all workers (clearing fresh pages is the kernel's
+    /// work on the faulting thread).
+    pub(crate) fn take_blocks(pool: &mut Pool<S>, n: usize) -> Vec<Slots<S>>
+    where
+        S: Send,
+    {
+        use rayon::prelude::*;
+        let reuse = n.min(pool.free.len());
+        let mut v = pool.free.split_off(pool.free.len() - reuse);
+        let per = pool.per;
+        v.par_extend((reuse..n).into_par_iter().map(|_| Pool::fresh(per)));
+        v
     }
 
     /// Appends a block whose first `filled` slots the caller initialised. Only the last block

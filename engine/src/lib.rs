@@ -107,7 +107,7 @@ pub use stateright::Expectation;
 use stateright::Model;
 
 pub mod fphash;
-mod frontier;
+mod store;
 mod parallel;
 mod reference;
 mod table;

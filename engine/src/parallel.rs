@@ -3,15 +3,17 @@
 use std::hash::Hash;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
-use crate::frontier::{Frontier, Pool};
+use crate::store::{ChunkStore, Pool};
+use crate::store::stream_fence;
 use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
-    build_properties, fingerprint, is_hit, Hooks, path_from_indices, Options, Progress, Report, StopReason, ACTION_BITS,
+    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Progress, Report, StopReason, ACTION_BITS,
     ACTION_MASK,
 };
 
@@ -25,15 +27,24 @@ enum Mode {
     CheckOnly,
 }
 
-/// Per-chunk output of the expand phase, reused from level to level (no reallocation, no
-/// fresh pages once the buffers have grown). Candidates are successors that were not in the
-/// visited set when generated, in `(parent rank, action index)` order; only their fingerprint
-/// and parent link (`parent rank << ACTION_BITS | action index`, which is also their canonical
-/// order key) are kept: the winners' states are regenerated from their parents afterwards.
-#[derive(Default)]
-struct ChunkOut {
+/// A frontier state: its address in a [`ChunkStore`] of the current level.
+#[derive(Clone, Copy)]
+struct StatePtr<S>(*const S);
+// SAFETY: a frontier state is only read while its store is alive (a store is released only
+// after every chunk that reads from it has finished), so sharing the address is sharing `&S`.
+unsafe impl<S: Sync> Send for StatePtr<S> {}
+unsafe impl<S: Sync> Sync for StatePtr<S> {}
+
+/// Per-chunk output of the expand phase. Candidates are the chunk's successors that were new to
+/// the chunk, in `(parent rank, action index)` order: their fingerprints, their parent links
+/// (`parent rank << ACTION_BITS | action index`, which is also their canonical order key) and,
+/// in `store`, their states (candidate `k` is slot `k` of the store).
+struct ChunkOut<S> {
     fps: Vec<u64>,
     links: Vec<u64>,
+    store: ChunkStore<S>,
+    /// Candidate indices of the winners (after the select step), in order.
+    winners: Vec<u32>,
     transitions: u64,
     /// Per property: first rank in this chunk that is a hit.
     hits: Vec<Option<usize>>,
@@ -43,10 +54,9 @@ struct ChunkOut {
 const SEEN_SLOTS: usize = 4096;
 
 /// The candidate fingerprints of the chunk being expanded (open addressing, 0 = empty; on the
-/// worker's stack): a successor already generated in this chunk is dropped before it reaches the
-/// claim (its first occurrence has the smaller link: links grow through a chunk). Most of a
-/// level's duplicates are near each other (siblings reached by commuting events), so this
-/// removes a large part of the claim table's work while it is still in the cache.
+/// worker's stack): a successor already generated in this chunk is dropped before it is stored
+/// (its first occurrence has the smaller link: links grow through a chunk). Most of a level's
+/// duplicates are near each other (siblings reached by commuting events).
 struct Seen {
     slots: [u64; SEEN_SLOTS],
     len: usize,
@@ -75,13 +85,20 @@ impl Seen {
     }
 }
 
-/// Bytes per candidate (fingerprint + link).
+/// Bytes per candidate besides its state (fingerprint + link).
 const CAND_BYTES: u64 = 16;
 
-impl ChunkOut {
+impl<S> Default for ChunkOut<S> {
+    fn default() -> Self {
+        ChunkOut { fps: Vec::new(), links: Vec::new(), store: ChunkStore::default(), winners: Vec::new(), transitions: 0, hits: Vec::new() }
+    }
+}
+
+impl<S> ChunkOut<S> {
     fn reset(&mut self, props: usize) {
         self.fps.clear();
         self.links.clear();
+        self.winners.clear();
         self.transitions = 0;
         self.hits.clear();
         self.hits.resize(props, None);
@@ -94,6 +111,7 @@ struct Ctx<'a, M: Model, F> {
     props: &'a [Property<M>],
     active: &'a [bool],
     table: &'a FpTable,
+    pool: &'a Mutex<Pool<M::State>>,
     mode: Mode,
     /// Candidates allowed by the memory budget in this level.
     cand_limit: Option<u64>,
@@ -102,9 +120,9 @@ struct Ctx<'a, M: Model, F> {
     probe_found: AtomicBool,
 }
 
-const FLUSH: u64 = 1 << 12;
-/// Frontier blocks regenerated per wave (see step 4 in `run`).
-const WAVE_BLOCKS: usize = 64;
+const FLUSH: u64 = 1 << 10;
+/// Expansion chunks per wave (see step 1 in `run`).
+const WAVE_CHUNKS: usize = 32;
 
 impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
     fn flush(&self, pending: &mut u64) {
@@ -119,22 +137,26 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
     }
 
     /// Expands frontier states `base..base + chunk.len()` into `out`.
-    fn expand_chunk(&self, base: usize, chunk: &[M::State], out: &mut ChunkOut) {
+    fn expand_chunk(&self, base: usize, chunk: &[StatePtr<M::State>], out: &mut ChunkOut<M::State>) {
         let model = self.model;
         let hooks = self.hooks;
         out.reset(self.props.len());
+        debug_assert!(out.store.is_empty());
         let mut actions = Vec::new();
-        // Successors are built here, fingerprinted and dropped.
-        let mut scratch = MaybeUninit::<M::State>::uninit();
+        // Successors are built here (in the cache), fingerprinted, and streamed to the store if
+        // they are new to the chunk.
+        let mut scratch_box = Aligned(MaybeUninit::<M::State>::uninit());
+        let scratch = &mut scratch_box.0;
         let mut seen = Seen { slots: [0; SEEN_SLOTS], len: 0 };
         let mut pending = 0u64;
-        // `out.fps[..counted]` are already counted against the memory budget.
-        let mut counted = 0usize;
-        for (j, state) in chunk.iter().enumerate() {
+        for (j, p) in chunk.iter().enumerate() {
             let rank = base + j;
             if let Some(ahead) = chunk.get(j + 1) {
-                prefetch_value(ahead);
+                // SAFETY: a frontier address (see `StatePtr`).
+                prefetch_value(unsafe { &*ahead.0 });
             }
+            // SAFETY: a frontier address (see `StatePtr`).
+            let state = unsafe { &*p.0 };
             for (i, p) in self.props.iter().enumerate() {
                 if self.active[i] && out.hits[i].is_none() && is_hit(model, p, state) {
                     out.hits[i] = Some(rank);
@@ -149,7 +171,7 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
                     actions.clear();
                     model.actions(state, &mut actions);
                     for a in actions.drain(..) {
-                        if !hooks.next_state_into(model, state, a, &mut scratch) {
+                        if !hooks.next_state_into(model, state, a, scratch) {
                             continue;
                         }
                         // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is
@@ -169,75 +191,52 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
                     }
                     assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
                     let link = (rank as u64) << ACTION_BITS;
+                    let before = out.fps.len();
                     actions.clear();
                     model.actions(state, &mut actions);
                     for (ai, a) in actions.drain(..).enumerate() {
-                        if !hooks.next_state_into(model, state, a, &mut scratch) {
+                        if !hooks.next_state_into(model, state, a, scratch) {
                             continue;
                         }
-                        // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is
-                        // dropped right after this use.
+                        // SAFETY: `next_state_into` returned true: `scratch` is initialised.
                         let next = unsafe { scratch.assume_init_ref() };
-                        let fp = model.within_boundary(next).then(|| hooks.fingerprint(next));
-                        if !hooks.drop_is_noop(next) {
-                            unsafe { scratch.assume_init_drop() };
+                        let keep = if model.within_boundary(next) {
+                            out.transitions += 1;
+                            assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
+                            let fp = hooks.fingerprint(next);
+                            seen.first(fp).then_some(fp)
+                        } else {
+                            None
+                        };
+                        match keep {
+                            Some(fp) => {
+                                out.fps.push(fp);
+                                out.links.push(link | ai as u64);
+                                let noop = hooks.drop_is_noop(next);
+                                // SAFETY: `scratch` is initialised; its state moves to the store
+                                // and `scratch` is uninitialised again.
+                                unsafe { out.store.push_from(self.pool, scratch, noop) };
+                            }
+                            None => {
+                                if !hooks.drop_is_noop(next) {
+                                    // SAFETY: initialised, dropped once.
+                                    unsafe { scratch.assume_init_drop() };
+                                }
+                            }
                         }
-                        let Some(fp) = fp else { continue };
-                        out.transitions += 1;
-                        assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
-                        if !seen.first(fp) {
-                            continue;
-                        }
-                        out.fps.push(fp);
-                        out.links.push(link | ai as u64);
                     }
-                    if self.cand_limit.is_some() && out.fps.len() - counted >= FLUSH as usize {
-                        pending += (out.fps.len() - counted) as u64;
-                        counted = out.fps.len();
-                        self.flush(&mut pending);
+                    if self.cand_limit.is_some() {
+                        pending += (out.fps.len() - before) as u64;
+                        if pending >= FLUSH {
+                            self.flush(&mut pending);
+                        }
                     }
                 }
             }
         }
-        pending += (out.fps.len() - counted) as u64;
+        stream_fence();
         self.flush(&mut pending);
     }
-}
-
-/// The states of the winners with parent links `links` (in canonical order), regenerated from
-/// their parents in `frontier` and written to `dst` in order. Returns whether every one of them
-/// has a no-op drop ([`Hooks::drop_is_noop`]).
-fn regenerate<M: Model>(
-    model: &M,
-    hooks: &impl Hooks<M>,
-    frontier: &Frontier<M::State>,
-    links: &[u64],
-    dst: &mut [MaybeUninit<M::State>],
-) -> bool
-where
-    M::Action: Clone,
-{
-    let mut actions = Vec::new();
-    let mut parent = usize::MAX;
-    let mut noop = true;
-    crate::table::populate(dst.as_ptr() as *const u8, std::mem::size_of_val(dst));
-    for (k, (slot, &link)) in dst.iter_mut().zip(links).enumerate() {
-        let rank = (link >> ACTION_BITS) as usize;
-        let ai = (link & ACTION_MASK) as usize;
-        if rank != parent {
-            parent = rank;
-            if let Some(&ahead) = links.get(k + 2) {
-                prefetch_value(frontier.get((ahead >> ACTION_BITS) as usize));
-            }
-            actions.clear();
-            model.actions(frontier.get(rank), &mut actions);
-        }
-        let ok = hooks.next_state_into(model, frontier.get(rank), actions[ai].clone(), slot);
-        assert!(ok, "regenerating a successor: the model is not deterministic");
-        // SAFETY: `next_state_into` returned true.
-        noop &= hooks.drop_is_noop(unsafe { slot.assume_init_ref() });
-    }
-    noop
 }
 
 /// Checks `model` exhaustively with the parallel engine. See the crate docs for the semantics;
@@ -306,6 +305,17 @@ impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
     }
 }
 
+/// A value aligned for [`stream_copy`](crate::store::stream_copy)'s fast path.
+#[repr(C, align(64))]
+struct Aligned<T>(MaybeUninit<T>);
+
+/// Frontier states per expansion chunk for a level of `n` states. It must not depend on the
+/// thread count: the per-chunk dedup, and so the candidate counts and memory estimates, depend
+/// on the chunk boundaries.
+fn chunk_len(n: usize) -> usize {
+    n.div_ceil(16).clamp(1, 512)
+}
+
 fn run<M, F>(
     model: &M,
     opts: &Options,
@@ -322,13 +332,12 @@ where
     let props = model.properties();
     let state_bytes = (std::mem::size_of::<M::State>() + opts.state_heap_bytes) as u64;
     let budget = opts.max_memory_bytes;
+    let pool: Mutex<Pool<M::State>> = Mutex::new(Pool::new());
 
     // Level 0.
     let inits = model.init_states();
     let mut table = FpTable::with_capacity_for(inits.len() as u64);
-    let mut pool: Pool<M::State> = Pool::new();
-    let per = pool.per_block();
-    let mut frontier: Frontier<M::State> = Frontier::new(&pool);
+    let mut init_out: ChunkOut<M::State> = ChunkOut::default();
     let mut init_index: Vec<usize> = Vec::new();
     let mut cut = false;
     for (i, s) in inits.into_iter().enumerate() {
@@ -339,18 +348,25 @@ where
         if table.contains(fp) {
             continue;
         }
-        if opts.max_states.is_some_and(|m| frontier.len() as u64 >= m) {
+        if opts.max_states.is_some_and(|m| init_out.store.len() as u64 >= m) {
             cut = true;
             continue;
         }
         table.insert(fp);
         let noop = hooks.drop_is_noop(&s);
-        frontier.push(&mut pool, s, noop);
+        let src = Aligned(MaybeUninit::new(s));
+        // SAFETY: `src` is initialised; its state moves to the store (a `MaybeUninit` is never
+        // dropped).
+        unsafe { init_out.store.push_from(&pool, &src.0, noop) };
         init_index.push(i);
     }
-    let mut outs: Vec<ChunkOut> = Vec::new();
-    // Per claim-table scan chunk: the links of the winners it found (reused from level to level).
-    let mut selected: Vec<Vec<u64>> = Vec::new();
+    stream_fence();
+    let mut frontier: Vec<StatePtr<M::State>> = (0..init_out.store.len()).map(|k| StatePtr(init_out.store.get(k))).collect();
+    // The stores holding the frontier, and the frontier index where each one's states begin.
+    let mut fstores: Vec<ChunkOut<M::State>> = vec![init_out];
+    let mut fstart: Vec<usize> = vec![0];
+    // The chunk outputs the level being expanded writes to (reused from level to level).
+    let mut outs: Vec<ChunkOut<M::State>> = Vec::new();
     let mut claim = ClaimTable::new(0);
     let mut unique = frontier.len() as u64;
     let mut transitions = 0u64;
@@ -361,8 +377,10 @@ where
     // First hit of each property: (depth, rank).
     let mut hits: Vec<Option<(usize, usize)>> = vec![None; props.len()];
 
+    // Memory is estimated from counts that do not depend on the thread count: the visited set,
+    // the links, and each frontier state's slot and address.
     let base_memory = |table: &FpTable, link_count: u64, frontier_len: usize| {
-        table.bytes() + (link_count + init_index.len() as u64) * 8 + frontier_len as u64 * state_bytes
+        table.bytes() + (link_count + init_index.len() as u64) * 8 + frontier_len as u64 * (8 + state_bytes)
     };
     let mut peak = base_memory(&table, link_count, frontier.len());
     let report_progress = |depth: usize, frontier: usize, unique: u64, transitions: u64, mem: u64| {
@@ -395,27 +413,40 @@ where
             props: &props,
             active: &active,
             table: &table,
+            pool: &pool,
             mode,
-            cand_limit: budget.map(|b| b.saturating_sub(base) / CAND_BYTES),
+            cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + state_bytes)),
             cand_count: AtomicU64::new(0),
             over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX)),
             probe_found: AtomicBool::new(false),
         };
 
-        // 1. Expand (a chunk of work is a frontier block).
-        let nchunks = frontier.block_count();
+        // 1. Expand, in waves of WAVE_CHUNKS chunks: after each wave, the stores whose states
+        // all lie before the next wave are released (their blocks are then reused by the next
+        // waves' stores).
+        let n = frontier.len();
+        let chunk = chunk_len(n);
+        let nchunks = n.div_ceil(chunk);
         if outs.len() < nchunks {
             outs.resize_with(nchunks, ChunkOut::default);
         }
-        let outs_l = &mut outs[..nchunks];
-        {
-            let fr = &frontier;
-            outs_l
-                .par_iter_mut()
-                .enumerate()
-                .with_max_len(1)
-                .for_each(|(ci, o)| ctx.expand_chunk(ci * per, fr.block(ci), o));
+        let mut released = 0usize;
+        for w0 in (0..nchunks).step_by(WAVE_CHUNKS) {
+            let w1 = nchunks.min(w0 + WAVE_CHUNKS);
+            let fr = &frontier[..];
+            outs[w0..w1].par_iter_mut().enumerate().with_max_len(1).for_each(|(k, o)| {
+                let lo = (w0 + k) * chunk;
+                ctx.expand_chunk(lo, &fr[lo..n.min(lo + chunk)], o)
+            });
+            let done = n.min(w1 * chunk);
+            let mut upto = released;
+            while upto < fstores.len() && fstart.get(upto + 1).map_or(n, |&e| e) <= done {
+                upto += 1;
+            }
+            fstores[released..upto].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(&pool));
+            released = upto;
         }
+        let outs_l = &mut outs[..nchunks];
 
         for (i, h) in hits.iter_mut().enumerate() {
             if h.is_none() {
@@ -439,18 +470,16 @@ where
         }
         let level_transitions: u64 = outs_l.iter().map(|o| o.transitions).sum();
         let total: usize = outs_l.iter().map(|o| o.fps.len()).sum();
-        let cand_mem = total as u64 * CAND_BYTES;
-        peak = peak.max(base + cand_mem);
+        let cand_mem = base + total as u64 * (CAND_BYTES + state_bytes);
+        peak = peak.max(cand_mem);
+        transitions += level_transitions;
         if total == 0 {
-            transitions += level_transitions;
             break StopReason::Complete;
         }
 
         // 2. Claim: the minimal link (= the first discoverer in canonical order) wins each
-        // fingerprint. Candidates were not checked against the visited set (almost none of a
-        // level's successors are in it; most duplicates are within the level), so each distinct
-        // fingerprint is looked up there once, below, instead of every candidate.
-        let claim_mem = base + cand_mem + claim.bytes_after_reset(total);
+        // fingerprint.
+        let claim_mem = cand_mem + claim.bytes_after_reset(total);
         if budget.is_some_and(|b| claim_mem > b) {
             break StopReason::MemoryBudget;
         }
@@ -472,13 +501,12 @@ where
             })
             .sum();
 
-        // 3. Select: each distinct fingerprint not yet visited is inserted into the visited set
-        // (which must first fit all of them) and its winning link kept; sorted, the links are
-        // the next level in canonical order.
+        // 3. Each distinct fingerprint is inserted into the visited set (which must first fit
+        // all of them); one that was already there loses its claim.
         let grow_len = unique + distinct;
         let grow = !table.fits(grow_len);
         let table_after = if grow { FpTable::capacity_for(grow_len) as u64 * 8 } else { 0 };
-        let select_mem = claim_mem + distinct * 8 + table_after;
+        let select_mem = claim_mem + table_after;
         if budget.is_some_and(|b| select_mem > b) {
             break StopReason::MemoryBudget;
         }
@@ -486,94 +514,94 @@ where
         if grow {
             table.grow_to(FpTable::capacity_for(grow_len));
         }
-        let scans = claim.scan_chunks();
-        if selected.len() < scans.len() {
-            selected.resize_with(scans.len(), Vec::new);
-        }
         {
             let t = &table;
-            selected[..scans.len()].par_iter_mut().zip(scans.par_iter()).with_max_len(1).for_each(|(out, &range)| {
-                out.clear();
-                claim.for_each_in(range, |fp, link, next_fp| {
+            let c = &claim;
+            claim.scan_chunks().into_par_iter().with_max_len(1).for_each(|range| {
+                c.retain_in(range, |fp, next_fp| {
                     if let Some(f) = next_fp {
                         t.prefetch(f);
                     }
-                    if t.insert(fp) {
-                        out.push(link);
-                    }
+                    t.insert(fp)
                 });
             });
         }
-        let winners: u64 = selected[..scans.len()].iter().map(|v| v.len() as u64).sum();
+
+        // 4. Select: a candidate is a new state iff it holds its fingerprint's claim; the
+        // chunks' winners, in order, are the next level in canonical order.
+        outs_l.par_iter_mut().with_max_len(1).for_each(|o| {
+            let n = o.fps.len();
+            for k in 0..n {
+                if k + PREFETCH_AHEAD < n {
+                    claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
+                }
+                if claim.winner(o.fps[k]) == o.links[k] {
+                    o.winners.push(k as u32);
+                }
+            }
+        });
+        let winners: u64 = outs_l.iter().map(|o| o.winners.len() as u64).sum();
         if winners == 0 {
-            transitions += level_transitions;
             break StopReason::Complete;
         }
-        // Concatenated in parallel: a level's links are fresh memory (kept for the paths).
-        let mut level_links: Vec<u64> = Vec::with_capacity(winners as usize);
-        {
-            let spare = &mut level_links.spare_capacity_mut()[..winners as usize];
-            let mut parts = Vec::with_capacity(scans.len());
-            let mut rest = spare;
-            for v in &selected[..scans.len()] {
-                let (d, r) = std::mem::take(&mut rest).split_at_mut(v.len());
-                parts.push(d);
-                rest = r;
-            }
-            parts.into_par_iter().zip(selected[..scans.len()].par_iter()).for_each(|(d, v)| {
-                for (d, &l) in d.iter_mut().zip(v) {
-                    d.write(l);
-                }
-            });
-        }
-        // SAFETY: the `winners` slots were split among the scan chunks (their lengths sum to
-        // `winners`) and each part was written in full.
-        unsafe { level_links.set_len(winners as usize) };
-        level_links.par_sort_unstable();
         let room = opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(unique));
         let take = winners.min(room);
         cut = winners > room;
-        level_links.truncate(take as usize);
-
-        // Memory after the commit: the next frontier's states and its links.
-        let commit_mem = base + table_after + take * (8 + state_bytes);
-        if budget.is_some_and(|b| commit_mem > b) {
-            break StopReason::MemoryBudget;
-        }
-        peak = peak.max(commit_mem);
-        transitions += level_transitions;
         if take == 0 {
             break StopReason::MaxStates;
         }
 
-        // 4. Commit the next level: regenerate the winners' states from their parents straight
-        // into the next frontier's blocks (in canonical order), in waves of WAVE_BLOCKS blocks;
-        // after each wave the blocks of parents no later winner needs go back to the pool.
-        let mut next: Frontier<M::State> = Frontier::new(&pool);
-        for wave in level_links.chunks(per * WAVE_BLOCKS) {
-            let mut dst = Frontier::take_blocks(&mut pool, wave.len().div_ceil(per));
-            let noop: Vec<bool> = {
-                let fr = &frontier;
-                dst.par_iter_mut()
-                    .zip(wave.par_chunks(per))
-                    .with_max_len(1)
-                    .map(|(d, l)| regenerate(model, hooks, fr, l, &mut d[..l.len()]))
-                    .collect()
-            };
-            for ((d, l), noop) in dst.into_iter().zip(wave.chunks(per)).zip(noop) {
-                // `regenerate` initialised the first `l.len()` slots (it panics otherwise).
-                next.push_block(d, l.len(), noop);
-            }
-            let last_parent = (wave[wave.len() - 1] >> ACTION_BITS) as usize;
-            frontier.release_below(last_parent / per, &mut pool);
+        // 5. Commit: the winners (the first `take` of them) become the frontier, read in place
+        // from the chunk stores; their links become the level's link array.
+        let mut starts = Vec::with_capacity(nchunks);
+        let mut acc = 0usize;
+        for o in outs_l.iter_mut() {
+            starts.push(acc);
+            let k = o.winners.len().min(take as usize - acc);
+            o.winners.truncate(k);
+            acc += k;
         }
-        frontier.clear(&mut pool);
-        frontier = next;
+        let mut next_ptrs: Vec<StatePtr<M::State>> = Vec::with_capacity(take as usize);
+        let mut level_links: Vec<u64> = Vec::with_capacity(take as usize);
+        {
+            let ps = &mut next_ptrs.spare_capacity_mut()[..take as usize];
+            let ls = &mut level_links.spare_capacity_mut()[..take as usize];
+            let mut parts = Vec::with_capacity(nchunks);
+            let (mut pr, mut lr) = (ps, ls);
+            for o in outs_l.iter() {
+                let (p, p2) = std::mem::take(&mut pr).split_at_mut(o.winners.len());
+                let (l, l2) = std::mem::take(&mut lr).split_at_mut(o.winners.len());
+                parts.push((p, l));
+                pr = p2;
+                lr = l2;
+            }
+            parts.into_par_iter().zip(outs_l.par_iter()).with_max_len(1).for_each(|((p, l), o)| {
+                for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
+                    p.write(StatePtr(o.store.get(k as usize)));
+                    l.write(o.links[k as usize]);
+                }
+            });
+        }
+        // SAFETY: the `take` slots of both vectors were split among the chunks (their winner
+        // counts sum to `take`) and every part was written in full.
+        unsafe {
+            next_ptrs.set_len(take as usize);
+            level_links.set_len(take as usize);
+        }
+        // The rest of the old level's stores, then the swap: the chunk outputs just written hold
+        // the new frontier; the old ones (now empty) are reused for the next level.
+        fstores[released..].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(&pool));
+        std::mem::swap(&mut fstores, &mut outs);
+        fstores.truncate(nchunks);
+        fstart = starts;
+        frontier = next_ptrs;
         links.push(level_links);
         link_count += take;
         unique += take;
         depth += 1;
-        report_progress(depth, frontier.len(), unique, transitions, base_memory(&table, link_count, frontier.len()));
+        let mem = base_memory(&table, link_count, frontier.len());
+        peak = peak.max(mem);
+        report_progress(depth, frontier.len(), unique, transitions, mem);
     };
 
     let properties = build_properties(&props, &hits, |(d, mut rank)| {
@@ -588,7 +616,8 @@ where
     });
     let elapsed = start.elapsed();
     report_progress(depth, frontier.len(), unique, transitions, peak);
-    frontier.clear(&mut pool);
+    frontier.clear();
+    fstores.par_iter_mut().chain(outs.par_iter_mut()).with_max_len(1).for_each(|o| o.store.release(&pool));
     Report {
         unique_states: unique,
         transitions,

@@ -295,23 +295,27 @@ impl ClaimTable {
         (0..self.cap).step_by(CHUNK).map(|a| (a, (a + CHUNK).min(self.cap))).collect()
     }
 
-    /// Calls `f(fp, winning index, fp of the entry PREFETCH_AHEAD entries later)` for every
-    /// claimed slot in `range` (the last argument is for prefetching).
+    /// Calls `f(fp, fp of the entry PREFETCH_AHEAD entries later)` for every claimed slot in
+    /// `range` (the second argument is for prefetching); where `f` returns false, the slot's
+    /// claim is dropped (no candidate wins it).
     #[inline]
-    pub(crate) fn for_each_in(&self, range: (usize, usize), mut f: impl FnMut(u64, u64, Option<u64>)) {
+    pub(crate) fn retain_in(&self, range: (usize, usize), mut f: impl FnMut(u64, Option<u64>) -> bool) {
         let words = &self.slots[2 * range.0..2 * range.1];
         let n = range.1 - range.0;
         for k in 0..n {
             let fp = words[2 * k].load(Relaxed);
             if fp != 0 {
                 let ahead = if k + PREFETCH_AHEAD < n { Some(words[2 * (k + PREFETCH_AHEAD)].load(Relaxed)).filter(|&x| x != 0) } else { None };
-                f(fp, !words[2 * k + 1].load(Relaxed), ahead);
+                if !f(fp, ahead) {
+                    words[2 * k + 1].store(0, Relaxed);
+                }
             }
         }
     }
 
-    /// The winning (minimal) candidate index for `fp`; `fp` must have been claimed.
-    #[cfg(test)]
+    /// The winning (minimal) candidate index for `fp`; `fp` must have been claimed. After
+    /// [`retain_in`](Self::retain_in) dropped `fp`, `u64::MAX` (no candidate's index).
+    #[inline]
     pub(crate) fn winner(&self, fp: u64) -> u64 {
         let (i, _) = self.slot_of(fp, false);
         !self.slots[2 * i + 1].load(Relaxed)

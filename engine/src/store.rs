@@ -48,15 +48,17 @@ impl<S> Pool<S> {
         Pool { free: Vec::new() }
     }
 
-    pub(crate) fn take(&mut self) -> Slots<S> {
-        self.free.pop().unwrap_or_else(|| {
-            let per = per_block::<S>();
-            let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(per);
-            // SAFETY: `MaybeUninit` needs no initialisation.
-            unsafe { v.set_len(per) };
-            crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
-            v.into_boxed_slice()
-        })
+    /// A block from `pool`, or a new one (allocated and populated outside the lock).
+    pub(crate) fn take(pool: &Mutex<Pool<S>>) -> Slots<S> {
+        if let Some(b) = pool.lock().unwrap().free.pop() {
+            return b;
+        }
+        let per = per_block::<S>();
+        let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(per);
+        // SAFETY: `MaybeUninit` needs no initialisation.
+        unsafe { v.set_len(per) };
+        crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
+        v.into_boxed_slice()
     }
 }
 
@@ -92,7 +94,7 @@ impl<S> ChunkStore<S> {
     pub(crate) unsafe fn push_from(&mut self, pool: &Mutex<Pool<S>>, src: &MaybeUninit<S>, noop: bool) {
         let per = per_block::<S>();
         if self.len % per == 0 && self.len / per == self.blocks.len() {
-            self.blocks.push(pool.lock().unwrap().take());
+            self.blocks.push(Pool::take(pool));
         }
         let dst = self.blocks[self.len / per][self.len % per].as_mut_ptr();
         // SAFETY: `src` is initialised (the caller's contract); `dst` is a free slot of a block

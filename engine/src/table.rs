@@ -19,7 +19,7 @@ const _: () = assert!(std::mem::size_of::<AtomicU64>() == std::mem::size_of::<u6
 /// the kernel (growing the visited set took longer with 2 threads than with 1).
 pub(crate) fn populate(ptr: *const u8, bytes: usize) {
     #[cfg(target_os = "linux")]
-    if bytes >= 64 << 10 {
+    if bytes >= 16 << 10 {
         const PAGE: usize = 4096;
         let start = (ptr as usize).next_multiple_of(PAGE);
         let end = (ptr as usize + bytes) & !(PAGE - 1);

@@ -43,30 +43,34 @@
 //! order level by level:
 //!
 //! 1. **Expand** (parallel): the frontier (the states of depth `d`, in canonical order) is cut
-//!    into chunks; each chunk checks the properties on its states (remembering the first hit of
-//!    each property in the chunk) and generates successors (built in place into a scratch
-//!    state when the caller supplies [`StateHooks`]). Of each successor, the *candidate*, only
-//!    its fingerprint and its parent link `(parent rank << 24 | action index)` are kept (16
-//!    bytes, in per-chunk buffers reused from level to level); the link is also the
-//!    candidate's canonical order key. Candidates are not looked up in the visited set here:
-//!    almost all of a level's duplicates are within the level, so that lookup is done once per
-//!    distinct fingerprint in step 3.
+//!    into chunks (their boundaries depend only on the level's size, not on the thread count);
+//!    each chunk checks the properties on its states (remembering the first hit of each
+//!    property in the chunk) and generates successors into a scratch state (in place when the
+//!    caller supplies [`StateHooks`]). A successor already generated earlier in the same chunk
+//!    is dropped (a small set on the worker's stack; the earlier one has the smaller key, and
+//!    most of a level's duplicates are siblings met within a chunk). The others, the chunk's
+//!    *candidates*, are kept in order: fingerprint and parent link `(parent rank << 24 | action
+//!    index)` (16 bytes; the link is also the candidate's canonical order key) and the state
+//!    itself, copied with non-temporal stores into the chunk's store (blocks recycled through a
+//!    pool). Candidates are not looked up in the visited set here: almost none of a level's
+//!    successors are in it, so that lookup is done once per distinct fingerprint in step 3.
+//!    The chunks run in waves; after each wave the stores holding frontier states that no later
+//!    chunk reads go back to the pool, so about one level of states is in memory.
 //! 2. **Claim** (parallel): every candidate stores its link in a per-level lock-free table
 //!    keyed by fingerprint (allocated once, cleared per level); `fetch_max` on the bitwise
 //!    complement keeps the **minimal** link, i.e. the first discoverer. (Looked up in batches,
-//!    prefetching the table slot 8 candidates ahead, as in step 3: the tables are far larger
-//!    than the caches.)
-//! 3. **Select** (parallel): the claim table is scanned; each of its fingerprints is inserted
-//!    (CAS) into the visited set, which holds exactly depths `0..=d`; those that were not there
-//!    are the new states, with their winning links. Sorted, the links are the next level in
-//!    canonical order.
-//! 4. **Commit** (parallel): the new states are *regenerated* from their parents (`actions` +
-//!    `next_state` again, straight into the next frontier's slots), and their links become the
-//!    level's link array.
+//!    prefetching the table slot 8 candidates ahead, as in steps 3 and 4: the tables are far
+//!    larger than the caches.)
+//! 3. **Visited** (parallel): the claim table is scanned; each of its fingerprints is inserted
+//!    (CAS) into the visited set, which holds exactly depths `0..=d`; one that was already
+//!    there loses its claim.
+//! 4. **Select** (parallel): each chunk keeps, in order, the candidates that hold their
+//!    fingerprint's claim. Chunk by chunk, they are the states of depth `d+1` in canonical
+//!    order, read in place from the stores; their links become the level's link array.
 //!
-//! Regenerating the winners costs one more `next_state` per new state but means a level's
-//! candidates (duplicates included) never exist as full states: only two frontiers of states
-//! (the current one and the one being built) are in memory at any time.
+//! A level's duplicates across chunks are stored (and dropped when their store is released),
+//! which costs memory traffic but no second `next_state`; an earlier version regenerated the
+//! winners from their parents instead (docs/performance.md compares them).
 //!
 //! The first violation of a property is the one at the smallest depth and, within it, the
 //! smallest rank (minimum over chunks). Options that stop early do so only at level boundaries
@@ -78,8 +82,9 @@
 //! The visited set is an open-addressing table of 8-byte fingerprints kept between 50% and 70%
 //! full (11.4–16 bytes per state) plus 8 bytes of parent link per state: 19.4–24 bytes per
 //! state in total ([`Report::visited_set_bytes`]). Full states are kept only for the current
-//! frontier and the level being built; candidates take 16 bytes each. Counterexample paths are rebuilt at the end by following parent links back to
-//! an initial state and re-running `actions`/`next_state` forwards.
+//! frontier (as it is being expanded) and the level being built; candidates take 16 bytes each
+//! besides their states. Counterexample paths are rebuilt at the end by following parent links
+//! back to an initial state and re-running `actions`/`next_state` forwards.
 //!
 //! Fingerprints ([`fingerprint`]) feed the state's `Hash` stream to [`fphash::FpHasher`], a
 //! buffering wyhash-style hasher: one store per `write_*` call and one 128-bit multiply per 16

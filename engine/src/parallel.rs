@@ -362,6 +362,8 @@ where
     }
     stream_fence();
     let mut frontier: Vec<StatePtr<M::State>> = (0..init_out.store.len()).map(|k| StatePtr(init_out.store.get(k))).collect();
+    // The frontier array of the previous level, reused for the next one (fresh pages cost).
+    let mut spare_ptrs: Vec<StatePtr<M::State>> = Vec::new();
     // The stores holding the frontier, and the frontier index where each one's states begin.
     let mut fstores: Vec<ChunkOut<M::State>> = vec![init_out];
     let mut fstart: Vec<usize> = vec![0];
@@ -561,7 +563,9 @@ where
             o.winners.truncate(k);
             acc += k;
         }
-        let mut next_ptrs: Vec<StatePtr<M::State>> = Vec::with_capacity(take as usize);
+        let mut next_ptrs = std::mem::take(&mut spare_ptrs);
+        next_ptrs.clear();
+        next_ptrs.reserve(take as usize);
         let mut level_links: Vec<u64> = Vec::with_capacity(take as usize);
         {
             let ps = &mut next_ptrs.spare_capacity_mut()[..take as usize];
@@ -594,7 +598,7 @@ where
         std::mem::swap(&mut fstores, &mut outs);
         fstores.truncate(nchunks);
         fstart = starts;
-        frontier = next_ptrs;
+        spare_ptrs = std::mem::replace(&mut frontier, next_ptrs);
         links.push(level_links);
         link_count += take;
         unique += take;

@@ -356,8 +356,9 @@ pub trait Hooks<M: Model>: Sync {
         }
     }
     /// True only if dropping `s` would do nothing (it owns no heap memory): the engine then
-    /// forgets a frontier of such states instead of dropping each one (which reads every state
-    /// once more). `false` is always correct.
+    /// forgets a store of such states instead of dropping each one (which reads every state
+    /// once more), and does not drop a scratch successor it discards. `false` is always
+    /// correct.
     #[inline]
     fn drop_is_noop(&self, _s: &M::State) -> bool {
         false

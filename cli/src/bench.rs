@@ -21,6 +21,11 @@ pub struct BenchArgs {
     /// Skip stateright (ours only).
     #[arg(long)]
     pub ours_only: bool,
+    /// Run each case this many times, ours and stateright alternating, and report the medians
+    /// (the ratio column: the median of the per-pair ratios, with their range). Single runs vary
+    /// by ±10 % on a VM.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
     /// Internal: run one case with one engine and print a JSON line.
     #[arg(long, hide = true)]
     pub one: Option<usize>,
@@ -102,6 +107,14 @@ fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
     }
 }
 
+/// The run with the median time (its other figures come with it).
+fn median_row(runs: &[Row]) -> Row {
+    let mut v: Vec<&Row> = runs.iter().collect();
+    v.sort_by(|a, b| a.secs.total_cmp(&b.secs));
+    let m = v[v.len() / 2];
+    Row { verdicts: m.verdicts.clone(), ..*m }
+}
+
 fn child(case: usize, engine: &str, threads: usize) -> Result<Row, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::process::Command::new(exe)
@@ -128,10 +141,21 @@ pub fn run_bench(a: BenchArgs) -> i32 {
         "case", "states", "transit.", "ours s", "ours st/s", "ours MB", "B/state", "sr s", "sr st/s", "sr MB", "same?", "ratio"
     );
     for (i, case) in all.iter().take(n).enumerate() {
-        let ours = match child(i, "ours", a.threads) {
-            Ok(r) => r,
-            Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
-        };
+        let mut ours_runs: Vec<Row> = Vec::new();
+        let mut sr_runs: Vec<Row> = Vec::new();
+        for _ in 0..a.repeat {
+            match child(i, "ours", a.threads) {
+                Ok(r) => ours_runs.push(r),
+                Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
+            }
+            if !a.ours_only {
+                match child(i, "stateright", a.threads) {
+                    Ok(r) => sr_runs.push(r),
+                    Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
+                }
+            }
+        }
+        let ours = median_row(&ours_runs);
         print!(
             "{:<20} {:>9} {:>10} {:>8.2} {:>11.0} {:>8.1} {:>8.1} |",
             case.name,
@@ -146,19 +170,26 @@ pub fn run_bench(a: BenchArgs) -> i32 {
             println!();
             continue;
         }
-        let sr = match child(i, "stateright", a.threads) {
-            Ok(r) => r,
-            Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
+        let sr = median_row(&sr_runs);
+        let same = ours_runs.iter().chain(&sr_runs).all(|r| r.states == ours.states && r.transitions == ours.transitions && r.verdicts == ours.verdicts);
+        let mut ratios: Vec<f64> = ours_runs.iter().zip(&sr_runs).map(|(o, s)| s.secs / o.secs.max(1e-9)).collect();
+        ratios.sort_by(f64::total_cmp);
+        let ratio = if ratios.len() > 1 {
+            format!("{:>5.1}x ({:.1}-{:.1})", ratios[ratios.len() / 2], ratios[0], ratios[ratios.len() - 1])
+        } else {
+            format!("{:>5.1}x", ratios[0])
         };
-        let same = sr.states == ours.states && sr.transitions == ours.transitions && sr.verdicts == ours.verdicts;
         println!(
-            " {:>8.2} {:>11.0} {:>8.1} {:>6} | {:>5.1}x",
+            " {:>8.2} {:>11.0} {:>8.1} {:>6} | {}",
             sr.secs,
             sr.states as f64 / sr.secs.max(1e-9),
             sr.peak as f64 / 1e6,
             if same { "yes" } else { "NO" },
-            sr.secs / ours.secs.max(1e-9)
+            ratio
         );
+    }
+    if a.repeat > 1 {
+        println!("\n{} runs per case and checker, alternating; seconds are the medians (st/s and MB from those runs), same? = every run agreed.", a.repeat);
     }
     println!("\nratio = stateright seconds / ours seconds; MB = peak RSS of the run's process; B/state = our visited set (fingerprint table + parent links) per state.");
     0

@@ -91,3 +91,22 @@ fn one_and_two_threads_give_identical_results() {
         }
     }
 }
+
+#[test]
+fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
+    let (code, out, err) = trc(&["bench", "--quick", "--repeat", "2", "--threads", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains(" | ") && !l.starts_with("case")).collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    for r in &rows {
+        // Same unique states, transitions and verdicts in every run of both checkers, and a
+        // median ratio with its range.
+        assert!(r.contains(" yes "), "{r}");
+        let ratio = r.rsplit(" | ").next().unwrap();
+        assert!(ratio.contains("x (") && ratio.ends_with(')'), "{r}");
+    }
+    assert!(out.contains("2 runs per case and checker"), "{out}");
+    let (code, _, err) = trc(&["bench", "--quick", "--repeat", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--repeat"), "{err}");
+}

@@ -154,19 +154,29 @@ impl BoundArgs {
             }
             None => Config::default(),
         };
-        macro_rules! set { ($f:ident, $g:ident) => { if let Some(v) = self.$f { c.$g = v; } }; }
-        set!(segments, segments);
-        set!(writes, extra_writes);
-        set!(initcwnd, initcwnd);
-        set!(losses, max_losses);
-        set!(ack_losses, max_ack_losses);
-        set!(reorder, max_reorder);
-        set!(rtos, max_rtos);
-        set!(tlps, max_tlps);
-        set!(tsq, max_tsq);
-        set!(ece, max_ece);
-        set!(horizon_ms, horizon_ms);
-        set!(rtt_ms, rtt_ms);
+        // The `Config` fields a flag set, with the flag (an error about such a field names the
+        // flag, not the config file's line, whose value the flag replaced).
+        let mut from_flag: Vec<(&str, &str)> = Vec::new();
+        macro_rules! set {
+            ($f:ident, $g:ident, $flag:literal) => {
+                if let Some(v) = self.$f {
+                    c.$g = v;
+                    from_flag.push((stringify!($g), $flag));
+                }
+            };
+        }
+        set!(segments, segments, "--segments");
+        set!(writes, extra_writes, "--writes");
+        set!(initcwnd, initcwnd, "--initcwnd");
+        set!(losses, max_losses, "--losses");
+        set!(ack_losses, max_ack_losses, "--ack-losses");
+        set!(reorder, max_reorder, "--reorder");
+        set!(rtos, max_rtos, "--rtos");
+        set!(tlps, max_tlps, "--tlps");
+        set!(tsq, max_tsq, "--tsq");
+        set!(ece, max_ece, "--ece");
+        set!(horizon_ms, horizon_ms, "--horizon-ms");
+        set!(rtt_ms, rtt_ms, "--rtt-ms");
         if self.sack {
             c.sack = SackMode::Sack;
         }
@@ -196,9 +206,13 @@ impl BoundArgs {
         }
         c.validate().map_err(|e| {
             let msg = format!("impossible bounds: {e}");
-            // Every message starts with the offending field's name: point at its line in the
-            // config file when the file sets it (otherwise it came from a flag or a default).
+            // Every message starts with the offending field's name: name the flag that set it, or
+            // point at its line in the config file when the file sets it (otherwise it is a
+            // default).
             let key: String = e.to_string().chars().take_while(|ch| ch.is_ascii_lowercase() || *ch == '_').collect();
+            if let Some((_, flag)) = from_flag.iter().find(|(field, _)| *field == key) {
+                return format!("{flag}: {msg}");
+            }
             match file_src.as_ref().and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l))) {
                 Some((p, line)) => format!("{}:{line}: {msg}", p.display()),
                 None => msg,

@@ -31,7 +31,14 @@ fn bad_inputs_exit_2_with_file_line() {
     assert!(err.contains("b.toml:2: impossible bounds: segments"), "{err}");
     let (code, _, err) = trc(&["check", "--segments", "0"]);
     assert_eq!(code, 2);
-    assert!(err.contains("impossible bounds"), "{err}");
+    assert!(err.contains("--segments: impossible bounds: segments"), "{err}");
+    // A flag that overrides the file's value is what the error names, not the file's line.
+    let c = tmp("f.toml", "initcwnd = 4
+segments = 6
+");
+    let (code, _, err) = trc(&["check", "--config", &c, "--segments", "30"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--segments: impossible bounds: segments") && !err.contains("f.toml:2"), "{err}");
     let (code, _, err) = trc(&["check", "--property", "I99"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown property"), "{err}");

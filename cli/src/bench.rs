@@ -63,7 +63,7 @@ fn peak_rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct Row {
     states: u64,
     transitions: u64,
@@ -111,8 +111,7 @@ fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
 fn median_row(runs: &[Row]) -> Row {
     let mut v: Vec<&Row> = runs.iter().collect();
     v.sort_by(|a, b| a.secs.total_cmp(&b.secs));
-    let m = v[v.len() / 2];
-    Row { verdicts: m.verdicts.clone(), ..*m }
+    v[v.len() / 2].clone()
 }
 
 fn child(case: usize, engine: &str, threads: usize) -> Result<Row, String> {

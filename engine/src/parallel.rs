@@ -9,8 +9,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
-use crate::store::{ChunkStore, Pool};
-use crate::store::stream_fence;
+use crate::store::{stream_fence, ChunkStore, Pool};
 use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
     build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Progress, Report, StopReason, ACTION_BITS,
@@ -538,7 +537,7 @@ where
                     claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
                 }
                 if claim.winner(o.fps[k]) == o.links[k] {
-                    o.winners.push(k as u32);
+                    o.winners.push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
                 }
             }
         });

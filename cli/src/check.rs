@@ -189,7 +189,9 @@ fn export_violations(model: &TcpModel, report: &Report<Action>, out: Option<&Pat
     for p in &report.properties {
         let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else { continue };
         let id = p.name.split(':').next().unwrap_or(p.name);
-        let x = trc_trace::export::export(model, path.init_index, &path.actions, id, p.name, 3).map_err(|e| format!("export of {id}: {e}"))?;
+        let statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
+        let subject = trc_trace::export::Subject { id, name: p.name, statement };
+        let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
             eprintln!("trc check: wrote {} (+ .json, .dot){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });

@@ -1,11 +1,11 @@
 //! `trc diff`: differential testing of the model against the running kernel (see
-//! docs/differential.md). The logic is in `trc_trace::diff`; this is the CLI glue.
+//! docs/differential.md). The logic is in the `trc-diff` crate; this is the CLI glue.
 
 use crate::check::load_profile;
 use crate::output::usage_error;
 use clap::Args;
 use std::path::PathBuf;
-use trc_trace::diff::{run, DiffOptions, GenOptions};
+use trc_diff::{run, DiffOptions, GenOptions};
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {

@@ -6,14 +6,11 @@
 //!   driven by its inbound segments, writes and timers, every outbound segment and assert
 //!   checked line by line; lines outside the model's scope are reported as such.
 //! * [`regress`]: the regression corpus (`counterexamples/regressions/manifest.toml`).
-//! * [`diff`]: differential testing against the real kernel (`trc diff`): seeded random walks
-//!   of the model's environment, exported, run on the kernel and compared step by step.
 //!
 //! Both directions run the sender through [`driver::Driver`], so an exported script replays to
 //! the states it was exported from. Script sequence space: model segment `k` is bytes
 //! `1 + 1000k .. 1 + 1000(k+1)` (MSS 1000).
 
-pub mod diff;
 pub mod driver;
 pub mod export;
 pub mod regress;

@@ -6,7 +6,7 @@ use trc_engine::{check, Options, Verdict};
 use trc_model::config::SackMode;
 use trc_model::model::TcpModel;
 use trc_model::{Config, Profile};
-use trc_trace::export::{export, Exported};
+use trc_trace::export::{export, Exported, Subject};
 use trc_trace::regress::break_line;
 use trc_trace::replay::{replay, ReplayOptions, ReplayReport};
 
@@ -19,7 +19,7 @@ fn exported(sack: SackMode, profile: Profile, id: &str) -> Exported {
     let p = &report.properties[0];
     assert_eq!(p.verdict, Verdict::Violated, "{id} must be violated on {}", model.profile.name);
     let path = p.path.as_ref().unwrap();
-    export(&model, path.init_index, &path.actions, specs[0].id, specs[0].name, 3).unwrap()
+    export(&model, path.init_index, &path.actions, Subject { id: specs[0].id, name: specs[0].name, statement: specs[0].statement }, 3).unwrap()
 }
 
 fn replay_on(x: &Exported, profile: &Profile) -> ReplayReport {

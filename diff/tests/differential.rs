@@ -3,7 +3,7 @@
 //! segments, ca_state, cwnd and ssthresh. Skipped (with a message) without root or /dev/net/tun.
 //! See docs/differential.md.
 
-use trc_trace::diff::{run, DiffOptions, GenOptions, Verdict};
+use trc_diff::{run, DiffOptions, GenOptions, Verdict};
 
 /// The committed seed and the number of scenarios per (SACK, timestamps) combination.
 const SEED: u64 = 11;

@@ -1,0 +1,254 @@
+//! Generation: seeded random walks over the model's own enabled environment actions, from a
+//! randomly drawn configuration, kept to what a real kernel can be made to reproduce and what
+//! exports with a safe timing margin.
+
+use serde::Serialize;
+use stateright::Model;
+use trc_model::model::{Action, State, TcpModel};
+use trc_model::{CcKind, Config, Profile, SackMode};
+use trc_trace::export;
+
+/// splitmix64: a tiny deterministic PRNG (same seed → same scenarios on every platform).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        lo + (self.next_u64() % (hi - lo + 1) as u64) as u32
+    }
+    pub fn chance(&mut self, pct: u32) -> bool {
+        self.range(0, 99) < pct
+    }
+}
+
+/// How scenarios are drawn.
+#[derive(Clone, Debug)]
+pub struct GenOptions {
+    /// `Some(b)`: every scenario has SACK `b`; `None`: drawn per scenario.
+    pub sack: Option<bool>,
+    /// `Some(b)`: timestamps `b`; `None`: drawn per scenario.
+    pub ts: Option<bool>,
+    /// Longest walk (actions).
+    pub max_steps: usize,
+    /// Minimum spacing of inbound ACKs in the script (ms).
+    pub gap_ms: u32,
+    /// Minimum distance of an inbound ACK or write from a pending timer's deadline (ms).
+    pub margin_ms: u32,
+    /// RTT samples up to `rtt_ms` + this keep the kernel's RTO/TLP timeouts comparable with the
+    /// model's (constant srtt); after a larger one no RTO or TLP fires in the walk.
+    pub srtt_slack_ms: u32,
+}
+
+impl Default for GenOptions {
+    fn default() -> Self {
+        GenOptions { sack: None, ts: None, max_steps: 24, gap_ms: 3, margin_ms: 15, srtt_slack_ms: 25 }
+    }
+}
+
+/// One generated scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scenario {
+    pub index: usize,
+    /// The scenario's own seed (derived from the run seed and the index).
+    pub seed: u64,
+    pub cfg: Config,
+    pub sack: bool,
+    pub actions: Vec<Action>,
+}
+
+impl Scenario {
+    pub fn name(&self) -> String {
+        format!("{:04}-{}-{}", self.index, if self.sack { "sack" } else { "nosack" }, if self.cfg.timestamps { "ts" } else { "nots" })
+    }
+    pub fn model(&self, profile: &Profile) -> TcpModel {
+        TcpModel::new(self.cfg.clone(), profile.clone())
+    }
+}
+
+/// Seed of scenario `index` of a run with seed `seed` (independent of the number of scenarios).
+pub fn scenario_seed(seed: u64, index: usize) -> u64 {
+    let mut r = Rng::new(seed ^ (index as u64).wrapping_mul(0xA076_1D64_78BD_642F));
+    r.next_u64()
+}
+
+/// Whether the exporter can turn `a` into something a real kernel reproduces.
+pub fn kernel_reproducible(a: &Action) -> bool {
+    !matches!(a, Action::TsqFill | Action::TsqDrain | Action::DeliverEce { .. } | Action::DeliverLate { .. } | Action::WriteAfter { .. })
+}
+
+/// The configuration of a scenario (bounds a real kernel reproduces within the timing margin).
+pub fn draw_config(r: &mut Rng, g: &GenOptions) -> (Config, bool) {
+    let sack = g.sack.unwrap_or_else(|| r.chance(50));
+    let timestamps = g.ts.unwrap_or_else(|| r.chance(50));
+    let segments = r.range(2, 14) as u8;
+    let cfg = Config {
+        segments,
+        extra_writes: r.range(0, 3) as u8,
+        initcwnd: r.range(2, 10),
+        max_losses: r.range(0, 4) as u8,
+        max_ack_losses: r.range(0, 3) as u8,
+        max_reorder: r.range(0, 3) as u8,
+        max_rtos: r.range(0, 2) as u8,
+        max_tlps: r.range(0, 2) as u8,
+        max_tsq: 0,
+        max_ece: 0,
+        horizon_ms: 3000,
+        rtt_ms: 50,
+        sack: if sack { SackMode::Sack } else { SackMode::NoSack },
+        timestamps,
+        frto: r.chance(85),
+        tlp: r.chance(85),
+        dsack: true,
+        ecn: false,
+        cc: if r.chance(20) { CcKind::Reno } else { CcKind::Cubic },
+        ..Config::default()
+    };
+    (cfg, sack)
+}
+
+fn weight(a: &Action, flight: usize) -> u32 {
+    match a {
+        Action::Deliver { pkt: 0 } => 40,
+        Action::Deliver { .. } => 8,
+        Action::DeliverAckLost { .. } => 4,
+        Action::Drop { .. } => (24 / flight.max(1) as u32).max(2),
+        Action::Rto | Action::Tlp | Action::Reo => 12,
+        Action::Write => 4,
+        _ => 0,
+    }
+}
+
+/// Whether delivering `a` gives the kernel an RTT sample far above the path RTT (a packet held in
+/// the network, or a TSecr echoing an old TSval). The model's srtt (hence RTO and TLP timeout)
+/// is constant (docs/model.md); the kernel's grows with such a sample, so later RTO/TLP expiries
+/// would no longer happen at comparable times. Conservative: any newly ACKed or SACKed segment
+/// sent more than `rtt + slack` ago, or an advancing ACK whose TSecr is that old.
+pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> bool {
+    let Action::Deliver { pkt } = a else { return false };
+    let (t, ack) = model.ack_for(s, *pkt as usize);
+    let lim = model.cfg.rtt_ms + slack_ms;
+    let snd = &s.sender;
+    let isn = model.cfg.isn;
+    let old = |seq: u32| snd.segs.get(seq.wrapping_sub(isn) as usize).is_some_and(|g| t.saturating_sub(g.xmit) > lim);
+    let advances = trc_model::seq::after(ack.ack, snd.snd_una);
+    if advances {
+        if let (true, Some(ecr)) = (snd.ts_ok, ack.tsecr) {
+            if t.saturating_sub(ecr.wrapping_sub(model.cfg.ts_base)) > lim {
+                return true;
+            }
+        }
+        let mut q = snd.snd_una;
+        while trc_model::seq::before(q, ack.ack) {
+            if old(q) {
+                return true;
+            }
+            q = q.wrapping_add(1);
+        }
+    }
+    for &(a0, b0) in &ack.sacks {
+        let mut q = a0;
+        while trc_model::seq::before(q, b0) {
+            let sacked = snd.segs.get(q.wrapping_sub(isn) as usize).is_some_and(|g| g.tags & trc_model::state::tag::S != 0);
+            if !sacked && !trc_model::seq::before(q, ack.ack) && old(q) {
+                return true;
+            }
+            q = q.wrapping_add(1);
+        }
+    }
+    false
+}
+
+/// Generates scenario `index` of the run with seed `seed`.
+pub fn generate(profile: &Profile, seed: u64, index: usize, g: &GenOptions) -> Scenario {
+    let sseed = scenario_seed(seed, index);
+    let mut r = Rng::new(sseed);
+    let (cfg, sack) = draw_config(&mut r, g);
+    let model = TcpModel::new(cfg.clone(), profile.clone());
+    let mut s: State = model.init_states().swap_remove(0);
+    let mut actions: Vec<Action> = Vec::new();
+    // Once the kernel's srtt may differ from the model's constant one, no RTO/TLP may fire.
+    let mut srtt_disturbed = false;
+    while actions.len() < g.max_steps {
+        let mut cands = Vec::new();
+        model.actions(&s, &mut cands);
+        cands.retain(kernel_reproducible);
+        if srtt_disturbed {
+            cands.retain(|a| !matches!(a, Action::Rto | Action::Tlp));
+        }
+        let mut chosen = None;
+        while !cands.is_empty() {
+            let ws: Vec<u32> = cands.iter().map(|a| weight(a, s.flight.len())).collect();
+            let total: u32 = ws.iter().sum();
+            if total == 0 {
+                break;
+            }
+            let mut x = r.range(0, total - 1);
+            let mut i = 0;
+            while x >= ws[i] {
+                x -= ws[i];
+                i += 1;
+            }
+            let a = cands.remove(i);
+            let mut walk = actions.clone();
+            walk.push(a);
+            if export::export_walk(&model, 0, &walk, "probe", g.gap_ms, g.margin_ms).is_ok() {
+                chosen = Some(a);
+                break;
+            }
+        }
+        let Some(a) = chosen else { break };
+        srtt_disturbed |= disturbs_srtt(&model, &s, &a, g.srtt_slack_ms);
+        match model.next_state(&s, a) {
+            Some(n) => s = n,
+            None => break,
+        }
+        actions.push(a);
+        // An idle connection with nothing left to do ends the walk early, sometimes.
+        if s.flight.is_empty() && s.sender.timer.is_none() && r.chance(50) {
+            break;
+        }
+    }
+    Scenario { index, seed: sseed, cfg, sack, actions }
+}
+
+/// Applies `actions` leniently (skipping any that is not enabled) and keeps the longest prefix
+/// that exports; the normalized walk.
+pub fn normalize(model: &TcpModel, actions: &[Action], g: &GenOptions) -> Vec<Action> {
+    let mut s: State = model.init_states().swap_remove(0);
+    let mut out = Vec::new();
+    let mut disturbed = false;
+    for a in actions {
+        let mut en = Vec::new();
+        model.actions(&s, &mut en);
+        if !en.contains(a) || (disturbed && matches!(a, Action::Rto | Action::Tlp)) {
+            continue;
+        }
+        disturbed |= disturbs_srtt(model, &s, a, g.srtt_slack_ms);
+        if let Some(n) = model.next_state(&s, *a) {
+            s = n;
+            out.push(*a);
+        }
+    }
+    loop {
+        match export::export_walk(model, 0, &out, "probe", g.gap_ms, g.margin_ms) {
+            Ok(_) => return out,
+            Err((step, _)) if step >= 1 && step <= out.len() => out.truncate(step - 1),
+            Err(_) => {
+                out.clear();
+                return out;
+            }
+        }
+    }
+}
+

@@ -8,6 +8,12 @@ use std::path::PathBuf;
 use trc_diff::{run, DiffOptions, GenOptions};
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("sack", |a| a.help("Only SACK connections (default: drawn per scenario)")),
+    mut_arg("no_sack", |a| a.help("Only non-SACK connections (default: drawn per scenario)")),
+    mut_arg("ts", |a| a.help("Only connections with timestamps (default: drawn per scenario)")),
+    mut_arg("no_ts", |a| a.help("Only connections without timestamps (default: drawn per scenario)"))
+)]
 pub struct DiffArgs {
     /// Profile the model runs (the kernel is whatever runs here: 6.18 on our machines).
     #[arg(long, default_value = "linux-6.18")]
@@ -18,18 +24,8 @@ pub struct DiffArgs {
     /// Seed: the same seed gives the same scenarios.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Only SACK connections (default: drawn per scenario).
-    #[arg(long, conflicts_with = "no_sack")]
-    pub sack: bool,
-    /// Only non-SACK connections.
-    #[arg(long)]
-    pub no_sack: bool,
-    /// Only connections with timestamps (default: drawn per scenario).
-    #[arg(long, conflicts_with = "no_ts")]
-    pub ts: bool,
-    /// Only connections without timestamps.
-    #[arg(long)]
-    pub no_ts: bool,
+    #[command(flatten)]
+    pub conn: crate::conn::ConnFlags,
     /// Longest walk (environment actions per scenario).
     #[arg(long, default_value_t = 24)]
     pub max_steps: usize,
@@ -83,8 +79,8 @@ pub fn run_diff(a: DiffArgs) -> i32 {
         scenarios: a.scenarios,
         seed: a.seed,
         gen: GenOptions {
-            sack: if a.sack { Some(true) } else if a.no_sack { Some(false) } else { None },
-            ts: if a.ts { Some(true) } else if a.no_ts { Some(false) } else { None },
+            sack: a.conn.sack(),
+            ts: a.conn.ts(),
             max_steps: a.max_steps,
             ..GenOptions::default()
         },

@@ -4,10 +4,12 @@
 
 mod bench;
 mod check;
+mod conn;
 mod diff;
 mod explore;
 mod graph;
 mod graph_html;
+mod kernel;
 mod output;
 mod sweep;
 mod replay;
@@ -47,7 +49,7 @@ enum Cmd {
     Properties,
     /// Drive the real kernel with packetdrill-format scripts.
     #[command(subcommand)]
-    Kernel(trc_kernel::KernelCommand),
+    Kernel(kernel::KernelCommand),
 }
 
 /// What to check: the profile, the properties and the bounds (shared by `check`, `graph`, `explore`).
@@ -72,6 +74,12 @@ impl ModelArgs {
 
 /// Exploration bounds and options shared by `check` and `matrix`.
 #[derive(Args, Clone, Debug)]
+#[command(
+    mut_arg("sack", |a| a.help("Explore only SACK connections (default: both)")),
+    mut_arg("no_sack", |a| a.help("Explore only non-SACK connections (default: both)")),
+    mut_arg("ts", |a| a.help("Timestamps on (default)")),
+    mut_arg("no_ts", |a| a.help("Timestamps off"))
+)]
 pub struct BoundArgs {
     /// TOML file with a `Config` (bounds and options); flags override it.
     #[arg(long, value_name = "FILE")]
@@ -112,18 +120,9 @@ pub struct BoundArgs {
     /// Path RTT in ms.
     #[arg(long)]
     pub rtt_ms: Option<u32>,
-    /// Explore only SACK connections.
-    #[arg(long, conflicts_with = "no_sack")]
-    pub sack: bool,
-    /// Explore only non-SACK connections.
-    #[arg(long)]
-    pub no_sack: bool,
-    /// Timestamps on (default).
-    #[arg(long, conflicts_with = "no_ts")]
-    pub ts: bool,
-    /// Timestamps off.
-    #[arg(long)]
-    pub no_ts: bool,
+    /// SACK and timestamps of the explored connections (default: both SACK modes, timestamps on).
+    #[command(flatten)]
+    pub conn: crate::conn::ConnFlags,
     /// F-RTO off (tcp_frto=0).
     #[arg(long)]
     pub no_frto: bool,
@@ -177,17 +176,13 @@ impl BoundArgs {
         set!(ece, max_ece, "--ece");
         set!(horizon_ms, horizon_ms, "--horizon-ms");
         set!(rtt_ms, rtt_ms, "--rtt-ms");
-        if self.sack {
-            c.sack = SackMode::Sack;
+        match self.conn.sack() {
+            Some(true) => c.sack = SackMode::Sack,
+            Some(false) => c.sack = SackMode::NoSack,
+            None => {}
         }
-        if self.no_sack {
-            c.sack = SackMode::NoSack;
-        }
-        if self.ts {
-            c.timestamps = true;
-        }
-        if self.no_ts {
-            c.timestamps = false;
+        if let Some(ts) = self.conn.ts() {
+            c.timestamps = ts;
         }
         if self.no_frto {
             c.frto = false;
@@ -259,7 +254,7 @@ fn main() {
             }
             0
         }
-        Cmd::Kernel(k) => trc_kernel::main(k),
+        Cmd::Kernel(k) => kernel::main(k),
     };
     std::process::exit(code);
 }

@@ -11,6 +11,8 @@
 //!   congestion control the connection really used.
 //! * [`skip_reason`] says why runs are impossible here (not root, no `/dev/net/tun`).
 //!
+//! A library only: the `trc kernel` command line is `cli/src/kernel.rs`.
+//!
 //! # Isolation
 //! Each run happens in a dedicated thread that `unshare(CLONE_NEWNET)`s into an anonymous
 //! namespace containing only `lo` and `tun0` (192.168.0.1, peer 192.0.2.1). Nothing is
@@ -19,8 +21,6 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use clap::{Args, Subcommand};
 
 pub mod packet;
 pub mod report;
@@ -34,47 +34,6 @@ pub use tcpinfo::{TcpInfoRaw, TcpInfoSnapshot};
 
 /// Exit code for "skipped" (not root, no tun).
 pub const EXIT_SKIPPED: i32 = 4;
-
-/// `trc kernel ...` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum KernelCommand {
-    /// Run a packetdrill-format script against the running kernel.
-    Run(RunArgs),
-}
-
-/// Arguments of `trc kernel run`.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// The script to run.
-    pub file: std::path::PathBuf,
-    /// Force net.ipv4.tcp_sack=1 in the namespace (after the script's own settings).
-    #[arg(long, conflicts_with = "no_sack")]
-    pub sack: bool,
-    /// Force net.ipv4.tcp_sack=0 in the namespace.
-    #[arg(long)]
-    pub no_sack: bool,
-    /// Force net.ipv4.tcp_timestamps=1 in the namespace.
-    #[arg(long, conflicts_with = "no_ts")]
-    pub ts: bool,
-    /// Force net.ipv4.tcp_timestamps=0 in the namespace.
-    #[arg(long)]
-    pub no_ts: bool,
-    /// Congestion control set with TCP_CONGESTION on every socket the script creates.
-    #[arg(long, default_value = "cubic", value_parser = ["cubic", "reno", "bbr"])]
-    pub cc: String,
-    /// Timing tolerance for outbound packets, in milliseconds.
-    #[arg(long, default_value_t = DEFAULT_TOLERANCE_MS)]
-    pub tolerance_ms: f64,
-    /// Let the tun device take TSO super-packets instead of MSS-sized segments.
-    #[arg(long)]
-    pub tso: bool,
-    /// Write the trace (segments, tcp_info snapshots, verdicts) as JSON here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Print each line's verdict as it happens.
-    #[arg(long, short)]
-    pub verbose: bool,
-}
 
 /// Default outbound timing tolerance: timer-driven sends land 10-30 ms late at HZ=250.
 pub const DEFAULT_TOLERANCE_MS: f64 = 40.0;
@@ -226,81 +185,4 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> std::io
         let _ = std::fs::remove_file(&tmp);
     }
     res
-}
-
-/// Entry point used by the CLI; returns the process exit code.
-pub fn main(cmd: KernelCommand) -> i32 {
-    match cmd {
-        KernelCommand::Run(args) => run_cli(args),
-    }
-}
-
-fn run_cli(args: RunArgs) -> i32 {
-    if !(args.tolerance_ms.is_finite() && args.tolerance_ms >= 0.0 && args.tolerance_ms <= 10_000.0) {
-        eprintln!("trc kernel run: --tolerance-ms must be between 0 and 10000");
-        return 2;
-    }
-    // Parse first: a malformed script is exit 2 even where runs would be skipped.
-    let src = match std::fs::read_to_string(&args.file) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("trc kernel run: {}: {e}", args.file.display());
-            return 2;
-        }
-    };
-    let name = args.file.display().to_string();
-    let script = match trc_pkt::parse(&src, &name) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
-    if let Some(r) = skip_reason() {
-        eprintln!("trc kernel run: {r}");
-        return EXIT_SKIPPED;
-    }
-    let opts = RunOptions {
-        sack: if args.sack { Some(true) } else if args.no_sack { Some(false) } else { None },
-        timestamps: if args.ts { Some(true) } else if args.no_ts { Some(false) } else { None },
-        cc: args.cc.clone(),
-        tolerance: Duration::from_micros((args.tolerance_ms * 1000.0) as u64),
-        tso: args.tso,
-        script_dir: args.file.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".")),
-        verbose: args.verbose,
-        handle_signals: true,
-    };
-    let report = match run_script(&script, &name, &opts) {
-        Ok(r) => r,
-        Err(RunError::Skipped(r)) => {
-            eprintln!("trc kernel run: {r}");
-            return EXIT_SKIPPED;
-        }
-        Err(e) => {
-            eprintln!("trc kernel run: {e}");
-            return 1;
-        }
-    };
-    if !args.verbose {
-        print!("{}", report.render());
-    } else {
-        // Lines were printed live; print the summary part only.
-        let full = report.render();
-        let summary: Vec<&str> = full.lines().filter(|l| !l.starts_with("PASS ") && !l.starts_with("FAIL ") && !l.starts_with("SKIP ") && !l.starts_with("     ")).collect();
-        println!("{}", summary.join("\n"));
-    }
-    if let Some(out) = &args.json {
-        if let Err(e) = write_json_atomic(out, &report) {
-            eprintln!("trc kernel run: cannot write {}: {e}", out.display());
-            return 1;
-        }
-    }
-    if report.interrupted {
-        return 130;
-    }
-    if report.passed {
-        0
-    } else {
-        1
-    }
 }

@@ -231,6 +231,29 @@ pub fn toml_error(file: &std::path::Path, src: &str, e: &toml::de::Error) -> Str
     format!("{}:{line}: {}", file.display(), e.message().trim())
 }
 
+/// A script's text, or `file: why` (unreadable, or not UTF-8 — with the line of the first bad
+/// byte).
+pub fn read_source(path: &std::path::Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        format!("{}:{line}: not valid UTF-8", path.display())
+    })
+}
+
+/// Why the script's `%{ }%` blocks could not be evaluated here (no python3), if they could not.
+pub fn python_problem(script: &trc_pkt::Script) -> Option<String> {
+    if !script.statements.iter().any(|s| matches!(s.kind, trc_pkt::StatementKind::Python(_))) {
+        return None;
+    }
+    let py = script.options.iter().find(|o| o.name == "code_command").and_then(|o| o.value.clone()).unwrap_or_else(|| "python3".into());
+    match std::process::Command::new(&py).args(["-c", "pass"]).output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some(format!("the script has %{{ }}% blocks and `{py}` cannot be run: packetdrill evaluates them with python3, so install it")),
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {

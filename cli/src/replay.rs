@@ -1,5 +1,5 @@
 //! `trc replay FILE.pkt --profile P`: drive the model with a packetdrill script and check its
-//! outbound segments and `tcpi_*` asserts line by line (see docs/export-replay.md).
+//! outbound segments and `%{ }%` asserts line by line (see docs/export-replay.md).
 
 use crate::check::load_profile;
 use crate::output::usage_error;
@@ -8,33 +8,34 @@ use std::path::PathBuf;
 use trc_trace::replay::{replay, ReplayOptions};
 
 #[derive(Args, Debug)]
+#[command(after_help = "The script means what it means to packetdrill (timing, sequence mapping, TSO merging), \
+with %{ }% blocks evaluated by python3 on the model's values. A block that reads a tcpi_* field the model does not \
+compute, and any line the model cannot check, is out of scope, never a pass. The %{ }% blocks are Python: \
+they run with your privileges.\n\nExit codes: 0 every line ran and every check passed, 1 a check failed, \
+2 malformed script, unknown profile or no python3, 3 incomplete (something was out of scope, or the replay \
+stopped at a line the model does not cover).")]
 pub struct ReplayArgs {
     /// The script (ours from `trc check --out`, or one written for the kernel).
     pub file: PathBuf,
     /// Profile: a built-in name or a TOML profile file.
     #[arg(long, default_value = "linux-6.18")]
     pub profile: String,
-    /// Outbound timing tolerance in ms (as `trc kernel run`).
-    #[arg(long, default_value_t = 40.0)]
-    pub tolerance_ms: f64,
+    /// packetdrill's --tolerance_usecs (default 4000).
+    #[arg(long, value_name = "USECS")]
+    pub tolerance_usecs: Option<u32>,
     /// Print the per-line report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Exit codes: 0 every checked line passed (and at least one was checked), 1 some line failed
-/// or nothing could be checked, 2 malformed script / unknown profile.
 pub fn run_replay(a: ReplayArgs) -> i32 {
     let profile = match load_profile(&a.profile) {
         Ok(p) => p,
         Err(e) => return usage_error(&e),
     };
-    if !(a.tolerance_ms.is_finite() && (0.0..=10_000.0).contains(&a.tolerance_ms)) {
-        return usage_error("--tolerance-ms must be between 0 and 10000");
-    }
-    let src = match std::fs::read_to_string(&a.file) {
+    let src = match crate::read_source(&a.file) {
         Ok(s) => s,
-        Err(e) => return usage_error(&format!("{}: {e}", a.file.display())),
+        Err(e) => return usage_error(&e),
     };
     let name = a.file.display().to_string();
     let script = match trc_pkt::parse(&src, &name) {
@@ -44,7 +45,11 @@ pub fn run_replay(a: ReplayArgs) -> i32 {
             return 2;
         }
     };
-    let r = replay(&script, &name, &profile, &ReplayOptions { tolerance_ms: a.tolerance_ms });
+    if let Some(e) = crate::python_problem(&script) {
+        return usage_error(&e);
+    }
+    let packetdrill = a.tolerance_usecs.map(|t| vec![("tolerance_usecs".to_string(), Some(t.to_string()))]).unwrap_or_default();
+    let r = replay(&script, &name, &profile, &ReplayOptions { packetdrill });
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap());
     } else {

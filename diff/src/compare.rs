@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use trc_kernel::{RunReport, TraceEvent};
 use trc_model::state::UndoKind;
-use trc_pkt::ast::{Direction, PyStmt, StatementKind};
+use trc_pkt::ast::{Direction, StatementKind};
 use trc_trace::export::Exported;
 use trc_trace::MSS;
 
@@ -111,7 +111,7 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
                     pending.push((first + k, false));
                 }
             }
-            StatementKind::Python(stmts) if stmts.iter().any(|s| matches!(s, PyStmt::Assert { field, .. } if field == "tcpi_ca_state")) => {
+            StatementKind::Python(code) if trc_pkt::python::mentions(code, "tcpi_ca_state") => {
                 let step = step_of_line.get(st.line as usize).copied().unwrap_or(0);
                 let ts = x.trace.steps.get(step).ok_or_else(|| format!("line {}: step {step} not in the trace", st.line))?;
                 while counted <= step {
@@ -161,13 +161,13 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
     // Timing problems, by script line (the first one up to the first divergence makes a run
     // ambiguous: see `trial`).
     let mut ambiguous: Vec<(u32, String)> = Vec::new();
-    for l in &k.lines {
+    for l in &k.script.lines {
         if l.status == trc_kernel::Status::Fail && l.kind == trc_kernel::LineKind::PacketOut {
             let m = l.message.clone().unwrap_or_default();
             // Only a modest offset is ambiguous; a segment hundreds of ms off was sent by a
             // different timer (a decision), and the comparison shows it.
             let modest = l.offset_ms.is_some_and(|o| o.abs() <= AMBIGUOUS_OFFSET_MS);
-            if modest && m.split("; ").all(|e| e.starts_with("timing:")) {
+            if modest && m.split("; ").all(|e| e.starts_with("timing error:")) {
                 ambiguous.push((l.line, format!("line {}: outbound segment outside the timing tolerance ({m})", l.line)));
             }
         }
@@ -175,7 +175,7 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
             ambiguous.push((l.line, format!("line {}: inbound segment injected {:.1} ms late", l.line, l.offset_ms.unwrap())));
         }
     }
-    if k.interrupted {
+    if k.script.interrupted {
         ambiguous.push((0, "run interrupted".into()));
     }
     // Outbound data segments in time order.

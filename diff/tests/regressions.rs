@@ -6,14 +6,15 @@
 use std::path::{Path, PathBuf};
 use trc_model::Profile;
 use trc_trace::regress::Manifest;
-use trc_trace::replay::{replay, ReplayOptions, Status};
+use trc_pkt::report::{LineKind, Status};
+use trc_trace::replay::{replay, ReplayOptions};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/regressions")
 }
 
-/// Assert-by-assert comparison of the live kernel with the model's linux-6.18 replay.
-/// Returns (asserts compared, agreeing, differences as text).
+/// Block-by-block comparison of the live kernel with the model's linux-6.18 replay of the same
+/// `%{ }%` asserts. Returns (blocks compared, agreeing, differences as text).
 pub fn kernel_vs_model(path: &Path) -> Result<(usize, usize, Vec<String>), String> {
     let src = std::fs::read_to_string(path).unwrap();
     let name = path.display().to_string();
@@ -22,26 +23,20 @@ pub fn kernel_vs_model(path: &Path) -> Result<(usize, usize, Vec<String>), Strin
     let opts = trc_kernel::RunOptions { script_dir: path.parent().unwrap().to_path_buf(), ..Default::default() };
     let k = trc_kernel::run_script(&script, &name, &opts).map_err(|e| e.to_string())?;
     let (mut n, mut agree, mut diffs) = (0, 0, Vec::new());
-    for kl in k.lines.iter().filter(|l| l.kind == trc_kernel::LineKind::Assert) {
-        let Some(ml) = model.lines.iter().find(|m| m.line == kl.line && m.text == kl.text) else {
-            diffs.push(format!("line {}: {} not checked by the model", kl.line, kl.text));
+    for kl in k.script.lines.iter().filter(|l| l.kind == LineKind::Code && l.is_check()) {
+        let Some(ml) = model.lines().iter().find(|m| m.line == kl.line && m.kind == LineKind::Code) else {
+            diffs.push(format!("line {}: {} not reached by the model", kl.line, kl.text));
             continue;
         };
         n += 1;
-        let kv = kl.actual.clone().unwrap_or_default();
-        let mv = ml.actual.clone().unwrap_or_default();
-        let kpass = kl.status == trc_kernel::Status::Pass;
-        let mpass = ml.status == Status::Pass;
-        // Same verdict and, for failures, the same value.
-        let mval = mv.rsplit(" = ").next().unwrap_or("").to_string();
-        let kval = kv.split(' ').next().unwrap_or("").to_string();
-        if kpass == mpass && (kpass || kval == mval) {
+        // Same verdict and, for failures, the same values.
+        if kl.status == ml.status && (kl.status == Status::Pass || kl.values == ml.values) {
             agree += 1;
         } else {
-            diffs.push(format!("line {}: {} — kernel {} ({kv}), model linux-6.18 {} ({mv})", kl.line, kl.text, if kpass { "pass" } else { "fail" }, if mpass { "pass" } else { "fail" }));
+            diffs.push(format!("line {}: {} — kernel {:?} {:?}, model linux-6.18 {:?} {:?}", kl.line, kl.text, kl.status, kl.values, ml.status, ml.values));
         }
     }
-    for kl in k.lines.iter().filter(|l| l.kind == trc_kernel::LineKind::PacketOut && l.status == trc_kernel::Status::Fail) {
+    for kl in k.script.lines.iter().filter(|l| l.kind == LineKind::PacketOut && l.status == Status::Fail) {
         diffs.push(format!("line {} (packet, kernel): {} — {}", kl.line, kl.text, kl.message.clone().unwrap_or_default()));
     }
     Ok((n, agree, diffs))
@@ -59,7 +54,7 @@ fn kernel_agrees_with_the_linux_6_18_replay() {
     let mut unexpected = Vec::new();
     for e in m.regressions.iter().filter(|e| e.kernel_runnable) {
         let (n, agree, diffs) = kernel_vs_model(&dir.join(&e.script)).unwrap();
-        report.push(format!("{}: {agree}/{n} asserts agree", e.name));
+        report.push(format!("{}: {agree}/{n} assert blocks agree", e.name));
         for d in &diffs {
             report.push(format!("    {d}"));
             let line: u32 = d.trim_start_matches("line ").split([' ', ':']).next().and_then(|x| x.parse().ok()).unwrap_or(0);

@@ -1,42 +1,47 @@
-//! The real-kernel runner: executes packetdrill-format scripts against the running Linux kernel
-//! inside a private network namespace with its own tun device.
+//! The real-kernel runner: executes packetdrill scripts against the running Linux kernel inside
+//! a private network namespace with its own tun device — the kernel backend of the one script
+//! engine (`trc_pkt::engine`), which gives scripts packetdrill's meaning.
 //!
-//! # API (for a model-vs-kernel differ)
-//! * [`run_script`]`(&Script, &RunOptions) -> Result<RunReport, RunError>` runs an already
+//! # API (for the differential tester and the kernel check)
+//! * [`run_script`]`(&Script, file, &RunOptions) -> Result<RunReport, RunError>` runs an already
 //!   parsed [`trc_pkt::Script`]; [`run_file`] parses a file first.
-//! * [`RunReport`] holds one [`LineResult`] per checked statement (pass/fail, expected vs
-//!   actual, timing offset, tcp_info at assert/print points), a time-ordered [`TraceEvent`]
-//!   list (every injected and captured segment in script sequence space, and a tcp_info
-//!   snapshot after each statement), the undo-counter deltas of the namespace and the
-//!   congestion control the connection really used.
-//! * [`skip_reason`] says why runs are impossible here (not root, no `/dev/net/tun`).
+//! * [`RunReport`] holds the engine's [`Report`] (one [`LineResult`] per statement, the
+//!   [`Verdict`]), a time-ordered [`TraceEvent`] list (every injected and captured segment in
+//!   script sequence space, and tcp_info with the undo counters' deltas after each statement),
+//!   the run's undo-counter deltas and the congestion control the connection really used.
+//! * [`skip_reason`] says why runs are impossible here (not root, no `/dev/net/tun`, no
+//!   `CAP_SYS_ADMIN`).
 //!
-//! A library only: the `trc kernel` command line is `cli/src/kernel.rs`.
+//! # The network, as packetdrill's
+//! `tun0` with a virtio-net header and TSO offloads (the kernel hands it TSO/GSO super-packets;
+//! the engine merges and splits lines as packetdrill does), 192.168.0.1/16, the peer 192.0.2.1
+//! routed via 192.168.0.1, ports 8080. One difference, on purpose: the route carries
+//! `congctl cubic` by default ([`RunOptions::cc`]), because a namespace here cannot make cubic
+//! its default and the gtests' `defaults.sh` expects it to be.
 //!
 //! # Isolation
 //! Each run happens in a dedicated thread that `unshare(CLONE_NEWNET)`s into an anonymous
-//! namespace containing only `lo` and `tun0` (192.168.0.1, peer 192.0.2.1). Nothing is
-//! added to `ip netns list`; the namespace and the non-persistent tun device disappear when
-//! the thread's fds are closed, on every exit path (see [`sys`]).
+//! namespace containing only `lo` and `tun0`. Nothing is added to `ip netns list`; the
+//! namespace and the non-persistent tun device disappear when the thread's fds are closed, on
+//! every exit path (see [`sys`]). Shell lines run confined ([`shell`]): a script is code that
+//! runs as root.
+//!
+//! A library only: the `trc kernel` command line is `cli/src/kernel.rs`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub mod packet;
 pub mod report;
 mod runner;
+pub mod shell;
 pub mod sys;
 pub mod tcpinfo;
 
-pub use report::{LineKind, LineResult, RunReport, Status, TraceEvent, TraceSegment};
-pub use runner::builtin_defaults;
+pub use report::{LineKind, LineResult, Report, RunReport, Status, TraceEvent, TraceSegment, Verdict};
 pub use tcpinfo::{TcpInfoRaw, TcpInfoSnapshot};
 
 /// Exit code for "skipped" (not root, no tun).
 pub const EXIT_SKIPPED: i32 = 4;
-
-/// Default outbound timing tolerance: timer-driven sends land 10-30 ms late at HZ=250.
-pub const DEFAULT_TOLERANCE_MS: f64 = 40.0;
 
 /// How to run a script.
 #[derive(Debug, Clone)]
@@ -45,33 +50,51 @@ pub struct RunOptions {
     pub sack: Option<bool>,
     /// `Some(b)`: force net.ipv4.tcp_timestamps likewise.
     pub timestamps: Option<bool>,
-    /// Congestion control set on each socket with TCP_CONGESTION (`cubic`).
-    pub cc: String,
-    /// Outbound timing tolerance.
-    pub tolerance: Duration,
-    /// Enable TSO on the tun (packets arrive as super-packets).
-    pub tso: bool,
+    /// The congestion control of the route to the peer (`congctl`), i.e. of every connection
+    /// that does not set `TCP_CONGESTION` itself; `None`: the namespace default (bbr here).
+    pub cc: Option<String>,
+    /// packetdrill command-line options, applied after the script's own (`tolerance_usecs`,
+    /// `strict_segments`, `define`, ...).
+    pub packetdrill: Vec<(String, Option<String>)>,
     /// Directory shell commands run in (the script's directory).
     pub script_dir: PathBuf,
-    /// Print verdicts while running.
-    pub verbose: bool,
+    /// Refuse shell lines (the run stops at the first one).
+    pub no_shell: bool,
     /// Install SIGINT/SIGTERM handlers that stop the run cleanly.
     pub handle_signals: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions {
-            sack: None,
-            timestamps: None,
-            cc: "cubic".into(),
-            tolerance: Duration::from_micros((DEFAULT_TOLERANCE_MS * 1000.0) as u64),
-            tso: false,
-            script_dir: PathBuf::from("."),
-            verbose: false,
-            handle_signals: false,
-        }
+        RunOptions { sack: None, timestamps: None, cc: Some("cubic".into()), packetdrill: Vec::new(), script_dir: PathBuf::from("."), no_shell: false, handle_signals: false }
     }
+}
+
+/// trc's `counterexamples/common/defaults.sh`: the namespace settings its scripts (and the
+/// scripts it exports) expect at `../common/defaults.sh`, in the gtests' layout.
+pub const DEFAULTS_SH: &str = include_str!("../../counterexamples/common/defaults.sh");
+
+/// Makes `base/common/defaults.sh` ([`DEFAULTS_SH`]) and returns `base/scripts`, a directory
+/// where a script's `../common/defaults.sh` resolves (for scripts run from memory: exports,
+/// `trc diff` scenarios).
+pub fn prepare_script_dir(base: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let common = base.join("common");
+    std::fs::create_dir_all(&common)?;
+    let d = common.join("defaults.sh");
+    if std::fs::read_to_string(&d).ok().as_deref() != Some(DEFAULTS_SH) {
+        std::fs::write(&d, DEFAULTS_SH)?;
+    }
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755))?;
+    let scripts = base.join("scripts");
+    std::fs::create_dir_all(&scripts)?;
+    Ok(scripts)
+}
+
+/// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant (the gtests use
+/// them); a script or the command line may override them.
+pub fn run_all_defines() -> Vec<(String, Option<String>)> {
+    ["TFO_COOKIE=3021b9d889017eeb", "CODE=host_unreachable", "CMSG_LEVEL_IP=SOL_IP", "CMSG_TYPE_RECVERR=IP_RECVERR"].iter().map(|d| ("define".to_string(), Some(d.to_string()))).collect()
 }
 
 /// Why a run did not produce a report.
@@ -82,6 +105,9 @@ pub enum RunError {
     Skipped(String),
     #[error("{0}")]
     Parse(#[from] trc_pkt::ParseError),
+    /// A bad `--option` (script or command line).
+    #[error("{0}")]
+    Usage(String),
     #[error("{0}")]
     Io(String),
     #[error("namespace/tun setup failed: {0}")]
@@ -97,6 +123,9 @@ pub fn skip_reason() -> Option<String> {
 
 /// Run a parsed script against the kernel. `file` names the script in messages.
 pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Result<RunReport, RunError> {
+    let mut cli = run_all_defines();
+    cli.extend(opts.packetdrill.iter().cloned());
+    let settings = trc_pkt::engine::Settings::resolve(script, file, &cli).map_err(RunError::Usage)?;
     if let Some(r) = skip_reason() {
         return Err(RunError::Skipped(r));
     }
@@ -120,14 +149,15 @@ pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Re
             }
             let mut notes = Vec::new();
             runner::apply_overrides(&opts, &mut notes);
-            let mut r = runner::Runner::new(&opts, file).map_err(|e| RunError::Setup(e.to_string()))?;
-            r.report.notes.extend(notes);
-            r.report.tolerance_ms = opts.tolerance.as_secs_f64() * 1000.0;
-            r.run(&script, &opts.script_dir);
-            let mut report = std::mem::replace(&mut r.report, RunReport::new(String::new()));
-            drop(r); // closes the sockets, stops the reader, closes the tun
-            report.finish();
-            Ok(report)
+            let dir = opts.script_dir.clone();
+            let mut b = runner::KernelBackend::new(&opts, &dir, file.clone()).map_err(|e| RunError::Setup(e.to_string()))?;
+            b.report.notes.extend(notes);
+            let report = trc_pkt::engine::run(&script, &file, settings, &mut b);
+            b.finish();
+            let mut r = std::mem::replace(&mut b.report, RunReport::new(String::new()));
+            r.script = report;
+            drop(b); // closes the sockets, stops the reader, closes the tun
+            Ok(r)
         })
         .map_err(|e| RunError::Internal(format!("cannot spawn runner thread: {e}")))?;
     match handle.join() {

@@ -1,32 +1,8 @@
 //! IPv4 + TCP segment building, parsing and checksums (no root needed).
 
 use serde::Serialize;
-use std::fmt;
 use std::net::Ipv4Addr;
-
-/// TCP flag bits as they sit in byte 13 of the TCP header.
-pub const FIN: u8 = 0x01;
-pub const SYN: u8 = 0x02;
-pub const RST: u8 = 0x04;
-pub const PSH: u8 = 0x08;
-pub const ACK: u8 = 0x10;
-pub const URG: u8 = 0x20;
-pub const ECE: u8 = 0x40;
-pub const CWR: u8 = 0x80;
-
-/// A TCP option as carried on the wire (values are raw wire values).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum WireOption {
-    Eol,
-    Nop,
-    Mss { mss: u16 },
-    WScale { shift: u8 },
-    SackOk,
-    Sack { blocks: Vec<(u32, u32)> },
-    Timestamp { val: u32, ecr: u32 },
-    Unknown { kind: u8, data: Vec<u8> },
-}
+pub use trc_pkt::wire::*;
 
 /// A parsed or to-be-built TCP/IPv4 segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,57 +38,6 @@ impl Segment {
     }
 }
 
-/// packetdrill letters for a flag byte, e.g. `P.` or `S.`.
-pub fn flags_to_string(flags: u8) -> String {
-    let mut s = String::new();
-    for (bit, c) in [(SYN, 'S'), (FIN, 'F'), (RST, 'R'), (PSH, 'P'), (ACK, '.'), (URG, 'U'), (ECE, 'E'), (CWR, 'W')] {
-        if flags & bit != 0 {
-            s.push(c);
-        }
-    }
-    if s.is_empty() {
-        s.push('-');
-    }
-    s
-}
-
-impl fmt::Display for WireOption {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WireOption::Eol => write!(f, "eol"),
-            WireOption::Nop => write!(f, "nop"),
-            WireOption::Mss { mss } => write!(f, "mss {mss}"),
-            WireOption::WScale { shift } => write!(f, "wscale {shift}"),
-            WireOption::SackOk => write!(f, "sackOK"),
-            WireOption::Sack { blocks } => {
-                write!(f, "sack")?;
-                for (a, b) in blocks {
-                    write!(f, " {a}:{b}")?;
-                }
-                Ok(())
-            }
-            WireOption::Timestamp { val, ecr } => write!(f, "TS val {val} ecr {ecr}"),
-            WireOption::Unknown { kind, data } => write!(f, "opt{kind}[{}]", data.len()),
-        }
-    }
-}
-
-/// Format in packetdrill style: `P. 1:1001(1000) ack 1 win 502 <nop,nop,TS val 1 ecr 2>`.
-pub fn describe(flags: u8, seq: u32, len: usize, ack: Option<u32>, win: Option<u16>, opts: &[WireOption]) -> String {
-    let mut s = format!("{} {}:{}({})", flags_to_string(flags), seq, seq.wrapping_add(len as u32), len);
-    if let Some(a) = ack {
-        s.push_str(&format!(" ack {a}"));
-    }
-    if let Some(w) = win {
-        s.push_str(&format!(" win {w}"));
-    }
-    if !opts.is_empty() {
-        let o: Vec<String> = opts.iter().map(|o| o.to_string()).collect();
-        s.push_str(&format!(" <{}>", o.join(",")));
-    }
-    s
-}
-
 /// Internet checksum (RFC 1071) over `data`, starting from partial sum `init`.
 pub fn ones_complement_sum(data: &[u8], init: u32) -> u32 {
     let mut sum = init;
@@ -146,92 +71,6 @@ pub fn tcp_checksum(src: Ipv4Addr, dst: Ipv4Addr, tcp: &[u8]) -> u16 {
     pseudo[9] = 6;
     pseudo[10..12].copy_from_slice(&(tcp.len() as u16).to_be_bytes());
     fold_checksum(ones_complement_sum(tcp, ones_complement_sum(&pseudo, 0)))
-}
-
-/// Serialize TCP options, padded with EOL (zero) bytes to a multiple of 4.
-pub fn encode_options(opts: &[WireOption]) -> Result<Vec<u8>, String> {
-    let mut b = Vec::new();
-    for o in opts {
-        match o {
-            WireOption::Eol => b.push(0),
-            WireOption::Nop => b.push(1),
-            WireOption::Mss { mss } => {
-                b.extend_from_slice(&[2, 4]);
-                b.extend_from_slice(&mss.to_be_bytes());
-            }
-            WireOption::WScale { shift } => b.extend_from_slice(&[3, 3, *shift]),
-            WireOption::SackOk => b.extend_from_slice(&[4, 2]),
-            WireOption::Sack { blocks } => {
-                b.extend_from_slice(&[5, (2 + 8 * blocks.len()) as u8]);
-                for (l, r) in blocks {
-                    b.extend_from_slice(&l.to_be_bytes());
-                    b.extend_from_slice(&r.to_be_bytes());
-                }
-            }
-            WireOption::Timestamp { val, ecr } => {
-                b.extend_from_slice(&[8, 10]);
-                b.extend_from_slice(&val.to_be_bytes());
-                b.extend_from_slice(&ecr.to_be_bytes());
-            }
-            WireOption::Unknown { kind, data } => {
-                b.push(*kind);
-                b.push((data.len() + 2) as u8);
-                b.extend_from_slice(data);
-            }
-        }
-    }
-    while b.len() % 4 != 0 {
-        b.push(0);
-    }
-    if b.len() > 40 {
-        return Err(format!("TCP options too long: {} bytes (max 40)", b.len()));
-    }
-    Ok(b)
-}
-
-/// Parse a TCP option area.
-pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, String> {
-    let mut out = Vec::new();
-    while let Some(&kind) = b.first() {
-        match kind {
-            0 => {
-                // EOL: the rest is padding.
-                break;
-            }
-            1 => {
-                out.push(WireOption::Nop);
-                b = &b[1..];
-            }
-            _ => {
-                if b.len() < 2 || (b[1] as usize) < 2 || b[1] as usize > b.len() {
-                    return Err(format!("malformed TCP option kind {kind}"));
-                }
-                let len = b[1] as usize;
-                let d = &b[2..len];
-                let o = match (kind, len) {
-                    (2, 4) => WireOption::Mss { mss: u16::from_be_bytes([d[0], d[1]]) },
-                    (3, 3) => WireOption::WScale { shift: d[0] },
-                    (4, 2) => WireOption::SackOk,
-                    (5, l) if (l - 2) % 8 == 0 => WireOption::Sack {
-                        blocks: d
-                            .chunks_exact(8)
-                            .map(|c| {
-                                (u32::from_be_bytes([c[0], c[1], c[2], c[3]]), u32::from_be_bytes([c[4], c[5], c[6], c[7]]))
-                            })
-                            .collect(),
-                    },
-                    (8, 10) => WireOption::Timestamp {
-                        val: u32::from_be_bytes([d[0], d[1], d[2], d[3]]),
-                        ecr: u32::from_be_bytes([d[4], d[5], d[6], d[7]]),
-                    },
-                    _ => WireOption::Unknown { kind, data: d.to_vec() },
-                };
-                out.push(o);
-                b = &b[len..];
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Build a complete IPv4 datagram carrying `seg` with a zero-filled payload,

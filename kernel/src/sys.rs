@@ -27,8 +27,15 @@ const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
 const TUN_F_CSUM: libc::c_ulong = 0x01;
 const TUN_F_TSO4: libc::c_ulong = 0x02;
+const TUN_F_TSO6: libc::c_ulong = 0x04;
+const TUN_F_TSO_ECN: libc::c_ulong = 0x08;
+/// `struct virtio_net_hdr` in front of every frame on an `IFF_VNET_HDR` tun.
+pub const VNET_HDR_LEN: usize = 10;
+/// The prefix length of the local address (packetdrill's `--netmask_ip=255.255.0.0`).
+pub const LOCAL_PREFIX: u8 = 16;
 
 /// Why the kernel runner cannot run here (exit code 4, "skipped").
 pub fn environment_problem() -> Option<String> {
@@ -42,7 +49,24 @@ pub fn environment_problem() -> Option<String> {
     if !std::path::Path::new("/dev/net/tun").exists() {
         return Some("skipped: /dev/net/tun does not exist".into());
     }
+    if !has_capability(CAP_SYS_ADMIN) {
+        return Some("skipped: root without CAP_SYS_ADMIN (an unprivileged container?): no private network namespace can be made".into());
+    }
+    if !["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].iter().any(|p| std::path::Path::new(p).exists()) {
+        return Some("skipped: iproute2's `ip` is not installed (the runner routes the peer with it)".into());
+    }
     None
+}
+
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// Whether the effective capability set (`CapEff` of /proc/self/status) has `cap`.
+fn has_capability(cap: u32) -> bool {
+    let Ok(s) = std::fs::read_to_string("/proc/self/status") else { return false };
+    s.lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|bits| bits & (1 << cap) != 0)
 }
 
 fn last_err(what: &str) -> io::Error {
@@ -133,10 +157,14 @@ pub fn read_sysctl(name: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
-/// Create the tun device in the current (private) namespace, address it
-/// 192.168.0.1 with the peer 192.0.2.1 (a point-to-point host route), bring
-/// it and `lo` up. Returns the tun fd (non-blocking).
-pub fn setup_tun(tso: bool) -> io::Result<OwnedFd> {
+/// Create the tun device in the current (private) namespace as packetdrill does
+/// (`netdev.c`: `IFF_TUN | IFF_NO_PI | IFF_VNET_HDR`, offloads `TUN_F_CSUM | TUN_F_TSO4 |
+/// TUN_F_TSO6 | TUN_F_TSO_ECN`, so the kernel hands it unsegmented TSO/GSO packets), address it
+/// 192.168.0.1/16, bring it and `lo` up, and route the peer 192.0.2.1 through it via
+/// 192.168.0.1. `congctl`: a congestion control for that route (`ip route ... congctl`), so a
+/// connection without `TCP_CONGESTION` gets it as the namespace default would give it (a
+/// namespace cannot make cubic its default here). Returns the tun fd (non-blocking).
+pub fn setup_tun(congctl: Option<&str>) -> io::Result<OwnedFd> {
     // No IPv6 on the tun: keeps router solicitations etc. off the wire.
     let _ = write_sysctl("net.ipv6.conf.default.disable_ipv6", "1");
     let path = CString::new("/dev/net/tun").unwrap();
@@ -148,13 +176,11 @@ pub fn setup_tun(tso: bool) -> io::Result<OwnedFd> {
     // SAFETY: fresh fd we own.
     let tun = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut r = IfReq::new(TUN_NAME);
-    r.set_flags(IFF_TUN | IFF_NO_PI);
+    r.set_flags(IFF_TUN | IFF_NO_PI | IFF_VNET_HDR);
     ioctl_ifreq(tun.as_raw_fd(), TUNSETIFF, &mut r, "TUNSETIFF")?;
-    if tso {
-        // SAFETY: TUNSETOFFLOAD takes an integer argument.
-        if unsafe { libc::ioctl(tun.as_raw_fd(), TUNSETOFFLOAD as _, TUN_F_CSUM | TUN_F_TSO4) } != 0 {
-            return Err(last_err("TUNSETOFFLOAD"));
-        }
+    // SAFETY: TUNSETOFFLOAD takes an integer argument.
+    if unsafe { libc::ioctl(tun.as_raw_fd(), TUNSETOFFLOAD as _, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN) } != 0 {
+        return Err(last_err("TUNSETOFFLOAD"));
     }
     let ctl = dgram_socket()?;
     set_up(ctl.as_raw_fd(), "lo")?;
@@ -162,9 +188,17 @@ pub fn setup_tun(tso: bool) -> io::Result<OwnedFd> {
     r.set_addr(LOCAL_IP);
     ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFADDR, &mut r, "SIOCSIFADDR")?;
     let mut r = IfReq::new(TUN_NAME);
-    r.set_addr(REMOTE_IP);
-    ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFDSTADDR, &mut r, "SIOCSIFDSTADDR")?;
+    r.set_addr(Ipv4Addr::from(u32::MAX << (32 - LOCAL_PREFIX)));
+    ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFNETMASK, &mut r, "SIOCSIFNETMASK")?;
     set_up(ctl.as_raw_fd(), TUN_NAME)?;
+    let mut route = vec!["-4".to_string(), "route".into(), "add".into(), REMOTE_IP.to_string(), "dev".into(), TUN_NAME.into(), "via".into(), LOCAL_IP.to_string()];
+    if let Some(cc) = congctl {
+        route.extend(["congctl".to_string(), cc.to_string()]);
+    }
+    let out = std::process::Command::new("ip").args(&route).output().map_err(|e| io::Error::new(e.kind(), format!("ip {}: {e} (iproute2 is needed)", route.join(" "))))?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!("ip {}: {}", route.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+    }
     Ok(tun)
 }
 
@@ -205,8 +239,8 @@ pub const UNDO_COUNTERS: &[&str] = &[
     "TcpExtTCPLostRetransmit",
 ];
 
-/// TCP_INFO of a socket.
-pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfoRaw> {
+/// TCP_INFO of a socket, and how many bytes of it the kernel filled in.
+pub fn tcp_info(fd: RawFd) -> io::Result<(TcpInfoRaw, usize)> {
     let mut info = TcpInfoRaw::default();
     let mut len = std::mem::size_of::<TcpInfoRaw>() as libc::socklen_t;
     // SAFETY: buffer and length describe `info`.
@@ -216,7 +250,7 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfoRaw> {
     if rc != 0 {
         return Err(last_err("getsockopt(TCP_INFO)"));
     }
-    Ok(info)
+    Ok((info, len as usize))
 }
 
 pub fn get_congestion(fd: RawFd) -> io::Result<String> {
@@ -287,35 +321,4 @@ pub fn install_signal_handlers() {
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// errno name for a number (the common ones scripts use).
-pub fn errno_name(e: i32) -> String {
-    let n = match e {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EINTR => "EINTR",
-        libc::EBADF => "EBADF",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EFAULT => "EFAULT",
-        libc::EINVAL => "EINVAL",
-        libc::EPIPE => "EPIPE",
-        libc::ENOTSOCK => "ENOTSOCK",
-        libc::ENOPROTOOPT => "ENOPROTOOPT",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::EADDRINUSE => "EADDRINUSE",
-        libc::ENETUNREACH => "ENETUNREACH",
-        libc::ECONNABORTED => "ECONNABORTED",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::EISCONN => "EISCONN",
-        libc::ENOTCONN => "ENOTCONN",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::ECONNREFUSED => "ECONNREFUSED",
-        libc::EALREADY => "EALREADY",
-        libc::EINPROGRESS => "EINPROGRESS",
-        _ => return format!("errno {e}"),
-    };
-    n.to_string()
 }

@@ -87,76 +87,70 @@ pub struct TcpInfoRaw {
     pub tcpi_total_rto: u16,
     pub tcpi_total_rto_recoveries: u16,
     pub tcpi_total_rto_time: u32,
-    /// Room for fields newer kernels append (AccECN counters in 6.18+).
-    pub _tail: [u32; 16],
+    /// The AccECN counters (Linux 6.18).
+    pub tcpi_received_ce: u32,
+    pub tcpi_delivered_e1_bytes: u32,
+    pub tcpi_delivered_e0_bytes: u32,
+    pub tcpi_delivered_ce_bytes: u32,
+    pub tcpi_received_e1_bytes: u32,
+    pub tcpi_received_e0_bytes: u32,
+    pub tcpi_received_ce_bytes: u32,
+    /// `tcpi_ecn_mode:2, tcpi_accecn_opt_seen:2, tcpi_accecn_fail_mode:4, tcpi_options2:24`.
+    pub ecn_bits: u32,
+    /// Room for fields newer kernels append.
+    pub _tail: [u32; 8],
 }
 
-/// Names of the fields exposed to scripts, in struct order.
-pub const FIELD_NAMES: &[&str] = &[
-    "tcpi_state",
-    "tcpi_ca_state",
-    "tcpi_retransmits",
-    "tcpi_probes",
-    "tcpi_backoff",
-    "tcpi_options",
-    "tcpi_snd_wscale",
-    "tcpi_rcv_wscale",
-    "tcpi_delivery_rate_app_limited",
-    "tcpi_fastopen_client_fail",
-    "tcpi_rto",
-    "tcpi_ato",
-    "tcpi_snd_mss",
-    "tcpi_rcv_mss",
-    "tcpi_unacked",
-    "tcpi_sacked",
-    "tcpi_lost",
-    "tcpi_retrans",
-    "tcpi_fackets",
-    "tcpi_last_data_sent",
-    "tcpi_last_ack_sent",
-    "tcpi_last_data_recv",
-    "tcpi_last_ack_recv",
-    "tcpi_pmtu",
-    "tcpi_rcv_ssthresh",
-    "tcpi_rtt",
-    "tcpi_rttvar",
-    "tcpi_snd_ssthresh",
-    "tcpi_snd_cwnd",
-    "tcpi_advmss",
-    "tcpi_reordering",
-    "tcpi_rcv_rtt",
-    "tcpi_rcv_space",
-    "tcpi_total_retrans",
-    "tcpi_pacing_rate",
-    "tcpi_max_pacing_rate",
-    "tcpi_bytes_acked",
-    "tcpi_bytes_received",
-    "tcpi_segs_out",
-    "tcpi_segs_in",
-    "tcpi_notsent_bytes",
-    "tcpi_min_rtt",
-    "tcpi_data_segs_in",
-    "tcpi_data_segs_out",
-    "tcpi_delivery_rate",
-    "tcpi_busy_time",
-    "tcpi_rwnd_limited",
-    "tcpi_sndbuf_limited",
-    "tcpi_delivered",
-    "tcpi_delivered_ce",
-    "tcpi_bytes_sent",
-    "tcpi_bytes_retrans",
-    "tcpi_dsack_dups",
-    "tcpi_reord_seen",
-    "tcpi_rcv_ooopack",
-    "tcpi_snd_wnd",
-    "tcpi_rcv_wnd",
-    "tcpi_rehash",
-    "tcpi_total_rto",
-    "tcpi_total_rto_recoveries",
-    "tcpi_total_rto_time",
-];
+/// Where each field ends in the struct: a field is there only if the kernel returned that many
+/// bytes (an older kernel returns a shorter `struct tcp_info`).
+fn end_offset(name: &str) -> usize {
+    use std::mem::offset_of;
+    macro_rules! end {
+        ($f:ident, $t:ty) => {
+            offset_of!(TcpInfoRaw, $f) + std::mem::size_of::<$t>()
+        };
+    }
+    match name {
+        "tcpi_state" | "tcpi_ca_state" | "tcpi_retransmits" | "tcpi_probes" | "tcpi_backoff" | "tcpi_options" | "tcpi_snd_wscale" | "tcpi_rcv_wscale" | "tcpi_delivery_rate_app_limited" => 8,
+        "tcpi_total_rto" | "tcpi_total_rto_recoveries" => end!(tcpi_total_rto_recoveries, u16),
+        "tcpi_ecn_mode" | "tcpi_accecn_opt_seen" | "tcpi_accecn_fail_mode" | "tcpi_options2" => end!(ecn_bits, u32),
+        "tcpi_received_ce" => end!(tcpi_received_ce, u32),
+        "tcpi_delivered_e1_bytes" => end!(tcpi_delivered_e1_bytes, u32),
+        "tcpi_delivered_e0_bytes" => end!(tcpi_delivered_e0_bytes, u32),
+        "tcpi_delivered_ce_bytes" => end!(tcpi_delivered_ce_bytes, u32),
+        "tcpi_received_e1_bytes" => end!(tcpi_received_e1_bytes, u32),
+        "tcpi_received_e0_bytes" => end!(tcpi_received_e0_bytes, u32),
+        "tcpi_received_ce_bytes" => end!(tcpi_received_ce_bytes, u32),
+        "tcpi_total_rto_time" => end!(tcpi_total_rto_time, u32),
+        "tcpi_rehash" => end!(tcpi_rehash, u32),
+        "tcpi_snd_wnd" => end!(tcpi_snd_wnd, u32),
+        "tcpi_rcv_wnd" => end!(tcpi_rcv_wnd, u32),
+        "tcpi_rcv_ooopack" => end!(tcpi_rcv_ooopack, u32),
+        "tcpi_bytes_sent" | "tcpi_bytes_retrans" | "tcpi_dsack_dups" | "tcpi_reord_seen" => end!(tcpi_reord_seen, u32),
+        "tcpi_delivered" | "tcpi_delivered_ce" => end!(tcpi_delivered_ce, u32),
+        "tcpi_busy_time" | "tcpi_rwnd_limited" | "tcpi_sndbuf_limited" => end!(tcpi_sndbuf_limited, u64),
+        "tcpi_delivery_rate" => end!(tcpi_delivery_rate, u64),
+        _ => end!(tcpi_data_segs_out, u32),
+    }
+}
 
 impl TcpInfoRaw {
+    /// Every `tcpi_*` name packetdrill binds that the kernel filled in (`len`: the length
+    /// `getsockopt` returned), and the names it did not.
+    pub fn values(&self, len: usize) -> (BTreeMap<String, u64>, Vec<String>) {
+        let mut have = BTreeMap::new();
+        let mut missing = Vec::new();
+        for n in trc_pkt::symbols::TCPI_FIELDS {
+            match self.get(n) {
+                Some(v) if end_offset(n) <= len => {
+                    have.insert(n.to_string(), v as u64);
+                }
+                _ => missing.push(n.to_string()),
+            }
+        }
+        (have, missing)
+    }
+
     /// Value of a field by its packetdrill name; `None` for an unknown name.
     pub fn get(&self, name: &str) -> Option<i64> {
         let v: i64 = match name {
@@ -221,6 +215,17 @@ impl TcpInfoRaw {
             "tcpi_total_rto" => self.tcpi_total_rto as i64,
             "tcpi_total_rto_recoveries" => self.tcpi_total_rto_recoveries as i64,
             "tcpi_total_rto_time" => self.tcpi_total_rto_time as i64,
+            "tcpi_received_ce" => self.tcpi_received_ce as i64,
+            "tcpi_delivered_e1_bytes" => self.tcpi_delivered_e1_bytes as i64,
+            "tcpi_delivered_e0_bytes" => self.tcpi_delivered_e0_bytes as i64,
+            "tcpi_delivered_ce_bytes" => self.tcpi_delivered_ce_bytes as i64,
+            "tcpi_received_e1_bytes" => self.tcpi_received_e1_bytes as i64,
+            "tcpi_received_e0_bytes" => self.tcpi_received_e0_bytes as i64,
+            "tcpi_received_ce_bytes" => self.tcpi_received_ce_bytes as i64,
+            "tcpi_ecn_mode" => (self.ecn_bits & 3) as i64,
+            "tcpi_accecn_opt_seen" => ((self.ecn_bits >> 2) & 3) as i64,
+            "tcpi_accecn_fail_mode" => ((self.ecn_bits >> 4) & 0xf) as i64,
+            "tcpi_options2" => (self.ecn_bits >> 8) as i64,
             _ => return None,
         };
         Some(v)
@@ -231,7 +236,7 @@ impl TcpInfoRaw {
         TcpInfoSnapshot {
             state: self.tcpi_state,
             ca_state: self.tcpi_ca_state,
-            ca_state_name: ca_state_name(self.tcpi_ca_state as i64).to_string(),
+            ca_state_name: trc_pkt::symbols::ca_state_name(self.tcpi_ca_state as u64).unwrap_or("?").to_string(),
             snd_cwnd: self.tcpi_snd_cwnd,
             snd_ssthresh: self.tcpi_snd_ssthresh,
             unacked: self.tcpi_unacked,
@@ -249,11 +254,6 @@ impl TcpInfoRaw {
             dsack_dups: self.tcpi_dsack_dups,
             bytes_retrans: self.tcpi_bytes_retrans,
         }
-    }
-
-    /// All named fields as a map (for `--json`).
-    pub fn all_fields(&self) -> BTreeMap<String, i64> {
-        FIELD_NAMES.iter().filter_map(|n| self.get(n).map(|v| (n.to_string(), v))).collect()
     }
 }
 
@@ -281,44 +281,6 @@ pub struct TcpInfoSnapshot {
     pub bytes_retrans: u64,
 }
 
-pub fn ca_state_name(v: i64) -> &'static str {
-    match v {
-        0 => "TCP_CA_Open",
-        1 => "TCP_CA_Disorder",
-        2 => "TCP_CA_CWR",
-        3 => "TCP_CA_Recovery",
-        4 => "TCP_CA_Loss",
-        _ => "?",
-    }
-}
-
-/// Symbolic constants usable on the right-hand side of asserts.
-pub fn symbol_value(name: &str) -> Option<i64> {
-    if let Some(v) = trc_pkt::symbol_value(name) {
-        return Some(v);
-    }
-    Some(match name {
-        "TCPI_OPT_TIMESTAMPS" => 1,
-        "TCPI_OPT_SACK" => 2,
-        "TCPI_OPT_WSCALE" => 4,
-        "TCPI_OPT_ECN" => 8,
-        "TCPI_OPT_ECN_SEEN" => 16,
-        "TCPI_OPT_SYN_DATA" => 32,
-        "True" => 1,
-        "False" => 0,
-        _ => return None,
-    })
-}
-
-/// Format a value: CA states by name, the rest as numbers.
-pub fn format_value(field: &str, v: i64) -> String {
-    if field == "tcpi_ca_state" {
-        format!("{} ({v})", ca_state_name(v))
-    } else {
-        v.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,20 +303,25 @@ mod tests {
         assert_eq!(offset_of!(TcpInfoRaw, tcpi_snd_wnd), 228);
         assert_eq!(offset_of!(TcpInfoRaw, tcpi_total_rto), 240);
         assert_eq!(offset_of!(TcpInfoRaw, tcpi_total_rto_time), 244);
-        assert!(size_of::<TcpInfoRaw>() >= 248);
+        assert_eq!(offset_of!(TcpInfoRaw, tcpi_received_ce), 248);
+        assert_eq!(offset_of!(TcpInfoRaw, ecn_bits), 276);
+        assert!(size_of::<TcpInfoRaw>() >= 280);
     }
 
     #[test]
     fn every_named_field_resolves() {
         let t = TcpInfoRaw { tcpi_snd_cwnd: 7, tcpi_ca_state: 3, wscale_bits: 0x87, ..Default::default() };
-        for n in FIELD_NAMES {
+        for n in trc_pkt::symbols::TCPI_FIELDS {
             assert!(t.get(n).is_some(), "{n}");
         }
+        // A 6.1-sized struct (up to tcpi_rcv_wnd) lacks the newer names.
+        let (have, missing) = t.values(236);
+        assert!(have.contains_key("tcpi_snd_cwnd") && have.contains_key("tcpi_rcv_wnd"));
+        assert!(missing.contains(&"tcpi_rehash".to_string()) && missing.contains(&"tcpi_received_ce".to_string()));
+        assert_eq!(t.values(std::mem::size_of::<TcpInfoRaw>()).1, Vec::<String>::new());
         assert_eq!(t.get("tcpi_snd_cwnd"), Some(7));
         assert_eq!(t.get("tcpi_snd_wscale"), Some(7));
         assert_eq!(t.get("tcpi_rcv_wscale"), Some(8));
         assert_eq!(t.get("tcpi_bogus"), None);
-        assert_eq!(format_value("tcpi_ca_state", 3), "TCP_CA_Recovery (3)");
-        assert_eq!(symbol_value("TCP_CA_Loss"), Some(4));
     }
 }

@@ -11,7 +11,22 @@ use serde::{Deserialize, Serialize};
 /// A whole packetdrill script.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Script {
+    /// The `--name=value` lines at the top (packetdrill's in-script command-line options).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<ScriptOption>,
     pub statements: Vec<Statement>,
+}
+
+/// One `--name[=value]` option line at the top of a script (before any event). packetdrill
+/// applies them before its own command line, which overrides them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptOption {
+    pub line: u32,
+    pub col: u32,
+    /// Without the leading `--`, e.g. `tolerance_usecs`.
+    pub name: String,
+    /// The text after `=` (quotes removed), if any.
+    pub value: Option<String>,
 }
 
 impl Script {
@@ -19,6 +34,7 @@ impl Script {
     /// comparison, e.g. round-trip tests).
     pub fn without_positions(&self) -> Script {
         Script {
+            options: self.options.iter().map(|o| ScriptOption { line: 0, col: 0, ..o.clone() }).collect(),
             statements: self
                 .statements
                 .iter()
@@ -97,8 +113,9 @@ pub enum StatementKind {
     Syscall(Syscall),
     /// Text between backticks, verbatim (may contain newlines).
     Shell(String),
-    /// A `%{ ... }%` block, parsed into statements.
-    Python(Vec<PyStmt>),
+    /// A `%{ ... }%` block: Python code, verbatim but for the spaces and tabs packetdrill strips
+    /// at both ends. It is run by `python3` (see `crate::python`).
+    Python(String),
 }
 
 /// Packet direction, from the point of view of the kernel under test.
@@ -180,6 +197,34 @@ pub enum TcpOption {
     Sack(Vec<(u32, u32)>),
     /// `eol`
     Eol,
+    /// `md5 HEX`: TCP MD5 signature (kind 19), the digest as written (hex, up to 16 bytes).
+    Md5(String),
+    /// `FO [COOKIE]`: TCP Fast Open (kind 34); the cookie as written (hex digits, or a name that a
+    /// `-D NAME=hex` definition replaces, e.g. `TFO_COOKIE`).
+    FastOpen(Option<String>),
+    /// `FOEXP [COOKIE]`: the experimental Fast Open option (kind 254, magic 0xF989).
+    FastOpenExp(Option<String>),
+}
+
+impl TcpOption {
+    /// Bytes on the wire, as packetdrill counts them when it checks that an option list pads the
+    /// TCP header to a multiple of 4 bytes. A cookie or digest that is a not-yet-resolved name
+    /// (a `-D` definition) counts as 8 bytes (the length of every definition packetdrill's
+    /// runners pass).
+    pub fn wire_len(&self) -> usize {
+        let hex_bytes = |h: &str| if h.bytes().all(|b| b.is_ascii_hexdigit()) && h.len() % 2 == 0 { h.len() / 2 } else { 8 };
+        match self {
+            TcpOption::Nop | TcpOption::Eol => 1,
+            TcpOption::Mss(_) => 4,
+            TcpOption::WScale(_) => 3,
+            TcpOption::SackOk => 2,
+            TcpOption::Sack(b) => 2 + 8 * b.len(),
+            TcpOption::Timestamp { .. } => 10,
+            TcpOption::Md5(d) => 2 + hex_bytes(d),
+            TcpOption::FastOpen(c) => 2 + c.as_deref().map_or(0, hex_bytes),
+            TcpOption::FastOpenExp(c) => 4 + c.as_deref().map_or(0, hex_bytes),
+        }
+    }
 }
 
 /// A system call line: `name(args) = result [ERRNO [(note)]]`.
@@ -232,66 +277,4 @@ pub enum Expr {
 pub struct StructField {
     pub name: Option<String>,
     pub value: Expr,
-}
-
-/// Comparison operator in `assert tcpi_X OP V`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CmpOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "==",
-            CmpOp::Ne => "!=",
-            CmpOp::Lt => "<",
-            CmpOp::Le => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::Ge => ">=",
-        }
-    }
-
-    /// Evaluate `lhs OP rhs`.
-    pub fn eval(self, lhs: i64, rhs: i64) -> bool {
-        match self {
-            CmpOp::Eq => lhs == rhs,
-            CmpOp::Ne => lhs != rhs,
-            CmpOp::Lt => lhs < rhs,
-            CmpOp::Le => lhs <= rhs,
-            CmpOp::Gt => lhs > rhs,
-            CmpOp::Ge => lhs >= rhs,
-        }
-    }
-}
-
-/// Right-hand side of an assert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PyValue {
-    Int(i64),
-    /// A symbolic name such as `TCP_CA_Recovery` (see [`crate::tcpinfo::symbol_value`]).
-    Name(String),
-}
-
-/// A statement inside a `%{ ... }%` block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PyStmt {
-    /// `assert tcpi_X OP V[, message]`. `field` is the full name, e.g.
-    /// `tcpi_ca_state`; `message` is the verbatim text after the comma.
-    Assert {
-        field: String,
-        op: CmpOp,
-        value: PyValue,
-        message: Option<String>,
-    },
-    /// `print(tcpi_X)`; holds the full field name.
-    Print(String),
-    /// Any other python statement, verbatim (trimmed). Out of scope for the
-    /// checker; callers should report it.
-    Other(String),
 }

@@ -19,6 +19,8 @@ pub(crate) enum Tok {
     Code(String),
     /// `...`
     Ellipsis,
+    /// `--name` or `--name=value` (a script option line; the value's quotes removed).
+    Opt(String, Option<String>),
     /// Any other single character.
     Punct(char),
     Eof,
@@ -41,6 +43,7 @@ impl Tok {
             Tok::Shell(s) => format!("shell command `{}`", clip(s)),
             Tok::Code(_) => "%{ }% block".to_string(),
             Tok::Ellipsis => "'...'".to_string(),
+            Tok::Opt(n, _) => format!("option '--{}'", clip(n)),
             Tok::Punct(c) => format!("'{c}'"),
             Tok::Eof => "end of input".to_string(),
         }
@@ -274,6 +277,22 @@ impl Lexer {
                         }
                     }
                 }
+            }
+            '-' if next == Some('-') && self.peek_char(2).is_some_and(is_word_char) => {
+                self.advance();
+                self.advance();
+                let name = self.take_while(is_word_char);
+                if self.peek_char(0) != Some('=') {
+                    return mk(Tok::Opt(name, None));
+                }
+                self.advance();
+                let value = if self.peek_char(0) == Some('"') {
+                    self.advance();
+                    self.delimited('"', "quote '\"'", line, col)?
+                } else {
+                    self.take_while(|c| !c.is_whitespace())
+                };
+                mk(Tok::Opt(name, Some(value)))
             }
             '.' if next == Some('.') && self.peek_char(2) == Some('.') => {
                 self.advance();

@@ -14,8 +14,12 @@
 //! * [`write`]`(&Script) -> String`: canonical text. For every accepted
 //!   script, `parse(write(parse(s)))` equals `parse(s)` up to positions
 //!   (compare with [`Script::without_positions`]).
-//! * [`tcpinfo`]: `tcpi_*` field names ([`TcpInfoField`]) and symbolic
-//!   constants such as `TCP_CA_Recovery` ([`symbol_value`]).
+//! * [`engine::run`]: the one script engine — packetdrill's meaning of a script (time and
+//!   tolerance, sequence and TS mapping, outbound matching with TSO merging, system-call
+//!   results, `%{ }%` blocks by Python) over an [`engine::Backend`]: the kernel runner
+//!   (`trc-kernel`) or the model replay (`trc-trace`). [`report`] holds the per-line results and
+//!   the verdict rule, [`time`] the clock, [`python`] the Python evaluation, [`symbols`] the
+//!   names (constants, errnos, `tcpi_*` fields), [`wire`] TCP flags and options as carried.
 //!
 //! # Supported subset
 //! As in packetdrill, the script is free-form: whitespace and newlines only
@@ -25,8 +29,10 @@
 //!   `.1`, `1.5`; relative `+0`, `+.020`; ranges `.1~.2` and `+.01~+.02`;
 //!   `*`. Ranges and `*` are only accepted on outbound packets (as in
 //!   packetdrill). More than six fractional digits are rejected unless the
-//!   extra digits are zero. A time is optional only before a shell command
-//!   or `%{ }%` block (e.g. a leading `` `../common/defaults.sh` ``).
+//!   extra digits are zero. Only the first and the last statement may be
+//!   untimed, and only if they are shell commands: packetdrill's init
+//!   command (e.g. a leading `` `../common/defaults.sh` ``) and cleanup
+//!   command.
 //! * **TCP segments**: `<` (inbound) / `>` (outbound), optional IP ECN
 //!   marker `[noecn]`, `[ect0]`, `[ect1]`, `[ect01]` (outbound only), `[ce]`;
 //!   flags from `S F R P U E W` optionally followed by `.` (ACK), or `.`
@@ -42,32 +48,38 @@
 //!   (`"cubic"`), `A|B` bit-or, arrays `[1]`, structs `{...}` /
 //!   `{l_onoff=1, l_linger=0}`, calls `htons(8080)`.
 //! * **Shell commands** in backticks, verbatim, possibly spanning lines.
-//! * **`%{ ... }%` blocks**, split on newlines and `;` into
-//!   [`PyStmt::Assert`] (`assert tcpi_X OP V[, message]`, OP one of
-//!   `== != < <= > >=`, V an integer or a name such as `TCP_CA_Loss`),
-//!   [`PyStmt::Print`] (`print(tcpi_X)`) and [`PyStmt::Other`] for anything
-//!   else (kept verbatim, compound statements with their indented body), so
-//!   that callers can reject them as out of scope.
+//! * **`%{ ... }%` blocks**: Python code, kept verbatim (spaces and tabs
+//!   at both ends stripped, as packetdrill does); evaluated by [`python`].
+//! * **`--name[=value]` option lines** before the first event (kept in
+//!   [`Script::options`]; [`engine::Settings`] interprets them).
+//! * **Init and cleanup commands**: only the first and the last statement
+//!   may be untimed, and only if they are shell commands.
+//! * TCP options also `md5 HEX`, `FO [COOKIE]`, `FOEXP [COOKIE]`; an option
+//!   list must pad the header to a multiple of 4 bytes (at most 40), and an
+//!   inbound packet must give `win`, as packetdrill requires.
 //!
 //! # Rejected (with a `ParseError`)
-//! `--option` lines, UDP/ICMP packets, encapsulation prefixes (`ipv4`,
+//! UDP/ICMP packets, encapsulation prefixes (`ipv4`,
 //! `gre`, `mpls`), explicit ports, `tos`/`flowlabel`/`ttl` IP info, AccECN
-//! `ack_and_ace` flags, the `md5`/`FO`/`FOEXP` TCP options, fuzz clauses,
+//! `ack_and_ace` flags and the AccECN option, fuzz clauses,
 //! negative or over-precise times, numbers out of range for their field
 //! (e.g. `win` > 65535, `mss` > 65535, `wscale` > 255), inconsistent
 //! `seq:end(len)`, `<...>` and `[ect01]` on inbound packets, and expression
 //! nesting deeper than 64 levels.
 
 pub mod ast;
+pub mod engine;
 pub mod error;
 mod lexer;
 mod parser;
-mod python;
-pub mod tcpinfo;
+pub mod python;
+pub mod report;
+pub mod symbols;
+pub mod time;
+pub mod wire;
 pub mod writer;
 
 pub use ast::*;
 pub use error::ParseError;
 pub use parser::parse;
-pub use tcpinfo::{py_value, symbol_value, TcpInfoField};
 pub use writer::write;

@@ -4,7 +4,6 @@
 use crate::ast::*;
 use crate::error::ParseError;
 use crate::lexer::{LexError, Lexer, Tok, Token};
-use crate::python;
 
 /// Maximum nesting depth of `[...]`, `{...}` and call expressions.
 const MAX_DEPTH: u32 = 64;
@@ -20,6 +19,7 @@ pub fn parse(src: &str, file_name: &str) -> Result<Script, ParseError> {
         file: file_name,
         depth: 0,
     };
+    let options = p.options()?;
     let mut statements = Vec::new();
     loop {
         if p.peek()?.tok == Tok::Eof {
@@ -27,8 +27,22 @@ pub fn parse(src: &str, file_name: &str) -> Result<Script, ParseError> {
         }
         statements.push(p.statement()?);
     }
-    Ok(Script { statements })
+    // packetdrill's grammar: `opt_init_command events opt_cleanup_command`.
+    let n = statements.len();
+    if let Some(st) = statements.iter().enumerate().find(|(i, s)| s.time.is_none() && *i != 0 && *i + 1 != n).map(|(_, s)| s) {
+        return Err(ParseError {
+            file: file_name.to_string(),
+            line: st.line,
+            col: st.col,
+            expected: "an event time (only the first and the last statement, the init and cleanup commands, may be untimed)".into(),
+            found: "an untimed shell command".into(),
+        });
+    }
+    Ok(Script { options, statements })
 }
+
+/// The largest TCP option list packetdrill builds (a 60-byte TCP header).
+const MAX_OPTION_BYTES: usize = 40;
 
 struct Parser<'f> {
     lx: Lexer,
@@ -222,18 +236,32 @@ impl<'f> Parser<'f> {
         Ok(Time::Range { start, end })
     }
 
+    /// The `--name[=value]` lines before the first event. As in packetdrill's grammar, a value
+    /// is an integer, a word, a quoted string or an address; a fractional number (such as
+    /// `--tolerance_percent=12.5`) is a parse error there (it is allowed on the command line).
+    fn options(&mut self) -> Result<Vec<ScriptOption>, ParseError> {
+        let mut out = Vec::new();
+        while let Tok::Opt(name, value) = self.peek()?.tok.clone() {
+            let t = self.bump()?;
+            if let Some(v) = &value {
+                let numeric = v.chars().all(|c| c.is_ascii_digit() || c == '.');
+                if v.is_empty() || (numeric && v.matches('.').count() == 1) {
+                    return Err(self.err_at(&t, format!("a value for --{name} (an integer, a word, a \"string\" or an address; fractions are only allowed on the command line)")));
+                }
+            }
+            out.push(ScriptOption { line: t.line, col: t.col, name, value });
+        }
+        Ok(out)
+    }
+
     fn statement(&mut self) -> Result<Statement, ParseError> {
         let first = self.peek()?.clone();
         let (line, col) = (first.line, first.col);
         let time = match &first.tok {
-            Tok::Shell(_) | Tok::Code(_) => None,
+            Tok::Shell(_) => None,
             Tok::Num(_) | Tok::Punct('+') | Tok::Punct('*') => Some(self.time()?),
-            Tok::Punct('-') => {
-                return Err(self.err_at(
-                    &first,
-                    "event time, shell command or %{ }% block (negative times and --option lines are not supported)",
-                ))
-            }
+            Tok::Punct('-') => return Err(self.err_at(&first, "event time, shell command or %{ }% block (negative times are not allowed)")),
+            Tok::Opt(..) => return Err(self.err_at(&first, "event time, shell command or %{ }% block (--option lines must come before the first event)")),
             _ => {
                 return Err(self.err_at(&first, "event time, shell command or %{ }% block"));
             }
@@ -254,9 +282,10 @@ impl<'f> Parser<'f> {
                 StatementKind::Shell(s)
             }
             Tok::Code(c) if end_time.is_none() => {
-                let c = c.clone();
+                // packetdrill strips spaces and tabs (not newlines) at both ends.
+                let c = c.trim_matches([' ', '\t']).to_string();
                 self.bump()?;
-                StatementKind::Python(python::parse_block(&c))
+                StatementKind::Python(c)
             }
             Tok::Word(_) => StatementKind::Syscall(self.syscall(end_time)?),
             _ if end_time.is_some() => return Err(self.err_at(&action, "system call after 'start...end' time")),
@@ -416,6 +445,28 @@ impl<'f> Parser<'f> {
                 options = Some(TcpOptions::List(list));
             }
         }
+        if direction == Direction::In && win.is_none() {
+            return Err(ParseError {
+                file: self.file.to_string(),
+                line: d.line,
+                col: d.col,
+                expected: "'win N' on an inbound packet (packetdrill requires the window of every injected segment)".into(),
+                found: "no window".into(),
+            });
+        }
+        if let Some(TcpOptions::List(list)) = &options {
+            let bytes: usize = list.iter().map(TcpOption::wire_len).sum();
+            if bytes > MAX_OPTION_BYTES || bytes % 4 != 0 {
+                let found = if bytes > MAX_OPTION_BYTES { format!("{bytes} bytes of options") } else { format!("{bytes} bytes of options, {} excess", bytes % 4) };
+                return Err(ParseError {
+                    file: self.file.to_string(),
+                    line: d.line,
+                    col: d.col,
+                    expected: format!("TCP options padded to a multiple of 4 bytes and at most {MAX_OPTION_BYTES} (add nop or eol)"),
+                    found,
+                });
+            }
+        }
         Ok(Packet {
             direction,
             ecn,
@@ -459,14 +510,27 @@ impl<'f> Parser<'f> {
                 }
                 TcpOption::Sack(blocks)
             }
-            "md5" | "FO" | "FOEXP" => {
-                return Err(self.err_at(
-                    &t,
-                    "TCP option mss, sackOK, nop, wscale, TS, sack or eol (md5 and fast-open options are not supported)",
-                ))
-            }
-            _ => return Err(self.err_at(&t, "TCP option (mss, sackOK, nop, wscale, TS, sack, eol)")),
+            "md5" => match self.cookie()? {
+                Some(d) => TcpOption::Md5(d),
+                None => return Err(self.err_at(&t, "an md5 digest (hex) after 'md5'")),
+            },
+            "FO" => TcpOption::FastOpen(self.cookie()?),
+            "FOEXP" => TcpOption::FastOpenExp(self.cookie()?),
+            _ => return Err(self.err_at(&t, "TCP option (mss, sackOK, nop, wscale, TS, sack, eol, md5, FO, FOEXP)")),
         })
+    }
+
+    /// An optional Fast Open cookie or MD5 digest: a word or number token (hex digits, or a name
+    /// a `-D` definition replaces).
+    fn cookie(&mut self) -> Result<Option<String>, ParseError> {
+        match &self.peek()?.tok {
+            Tok::Word(w) | Tok::Num(w) => {
+                let w = w.clone();
+                self.bump()?;
+                Ok(Some(w))
+            }
+            _ => Ok(None),
+        }
     }
 
     fn syscall(&mut self, end_time: Option<Time>) -> Result<Syscall, ParseError> {

@@ -11,6 +11,15 @@ use std::fmt::Write as _;
 /// Render a whole script, one statement per line, ending with a newline.
 pub fn write(script: &Script) -> String {
     let mut out = String::new();
+    for o in &script.options {
+        out.push_str("--");
+        out.push_str(&o.name);
+        if let Some(v) = &o.value {
+            let plain = !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '"');
+            let _ = if plain { write!(out, "={v}") } else { write!(out, "=\"{v}\"") };
+        }
+        out.push('\n');
+    }
     for s in &script.statements {
         out.push_str(&write_statement(s));
         out.push('\n');
@@ -41,7 +50,11 @@ pub fn write_statement(s: &Statement) -> String {
             out.push_str(cmd);
             out.push('`');
         }
-        StatementKind::Python(stmts) => out.push_str(&write_python(stmts)),
+        StatementKind::Python(code) => {
+            out.push_str("%{ ");
+            out.push_str(code);
+            out.push_str(" }%");
+        }
     }
     out
 }
@@ -136,6 +149,9 @@ pub fn write_option(o: &TcpOption) -> String {
             s
         }
         TcpOption::Eol => "eol".into(),
+        TcpOption::Md5(d) => format!("md5 {d}"),
+        TcpOption::FastOpen(c) => c.as_ref().map_or_else(|| "FO".to_string(), |c| format!("FO {c}")),
+        TcpOption::FastOpenExp(c) => c.as_ref().map_or_else(|| "FOEXP".to_string(), |c| format!("FOEXP {c}")),
     }
 }
 
@@ -207,38 +223,4 @@ pub fn write_syscall(c: &Syscall) -> String {
         }
     }
     s
-}
-
-pub fn write_py_stmt(p: &PyStmt) -> String {
-    match p {
-        PyStmt::Assert {
-            field,
-            op,
-            value,
-            message,
-        } => {
-            let v = match value {
-                PyValue::Int(i) => i.to_string(),
-                PyValue::Name(n) => n.clone(),
-            };
-            let mut s = format!("assert {field} {} {v}", op.as_str());
-            if let Some(m) = message {
-                let _ = write!(s, ", {m}");
-            }
-            s
-        }
-        PyStmt::Print(f) => format!("print({f})"),
-        PyStmt::Other(t) => t.clone(),
-    }
-}
-
-/// `%{ stmt }%` for a single one-line statement, otherwise one statement
-/// per line between `%{` and `}%`.
-pub fn write_python(stmts: &[PyStmt]) -> String {
-    let lines: Vec<String> = stmts.iter().map(write_py_stmt).collect();
-    match lines.as_slice() {
-        [] => "%{ }%".into(),
-        [one] if !one.contains('\n') => format!("%{{ {one} }}%"),
-        _ => format!("%{{\n{}\n}}%", lines.join("\n")),
-    }
 }

@@ -34,9 +34,11 @@ fn bad_times() {
     check("+.0000001 close(3) = 0", "bad.pkt:1:2:", &["microsecond"]);
     check("\n +.02~.03 > . 1:1(0)", "bad.pkt:2:7:", &["relative range end"]);
     check("+.03~+.02 > . 1:1(0)", "bad.pkt:1:6:", &["range end not before range start"]);
-    check("* < . 1:1(0) ack 1", "bad.pkt:1:3:", &["outbound packet", "found '<'"]);
+    check("* < . 1:1(0) ack 1 win 9", "bad.pkt:1:3:", &["outbound packet", "found '<'"]);
     check("+.1~+.2 close(3) = 0", "bad.pkt:1:9:", &["outbound packet"]);
-    check("--tolerance_usecs=1000\n", "bad.pkt:1:1:", &["--option"]);
+    check("0 close(3) = 0\n--tolerance_usecs=1000\n", "bad.pkt:2:1:", &["--option lines must come before the first event"]);
+    check("--tolerance_percent=12.5\n0 close(3) = 0", "bad.pkt:1:1:", &["fractions are only allowed on the command line"]);
+    check("0 close(3) = 0\n`x`\n+0 close(3) = 0", "bad.pkt:2:1:", &["only the first and the last statement"]);
     check("99999999999999 close(3) = 0", "bad.pkt:1:1:", &["time"]);
 }
 
@@ -44,7 +46,7 @@ fn bad_times() {
 fn bad_statement_starts() {
     check("close(3) = 0", "bad.pkt:1:1:", &["event time", "found 'close'"]);
     check("0 1:1(0)", "bad.pkt:1:3:", &["packet", "found number '1'"]);
-    check("0 < . 1:1(0)\n\n  junk", "bad.pkt:3:3:", &["found 'junk'"]);
+    check("0 < . 1:1(0) win 9\n\n  junk", "bad.pkt:3:3:", &["found 'junk'"]);
 }
 
 #[test]
@@ -72,8 +74,8 @@ fn unsupported_features_are_reported() {
     check("0 < [tos 0x1] S 0:0(0)", "bad.pkt:1:6:", &["ECN marker", "tos"]);
     check("0 < [ect01] S 0:0(0)", "bad.pkt:1:6:", &["inbound"]);
     check("0 < [ce S 0:0(0)", "bad.pkt:1:9:", &["']' after the ECN marker"]);
-    check("0 < S 0:0(0) <md5 abcd>", "bad.pkt:1:15:", &["md5 and fast-open options are not supported"]);
-    check("0 < S 0:0(0) <FO 1234>", "bad.pkt:1:15:", &["not supported"]);
+    check("0 < S 0:0(0) win 9 <md5>", "bad.pkt:1:21:", &["an md5 digest"]);
+    check("0 < S 0:0(0) win 9 <ECN e0b 1>", "bad.pkt:1:21:", &["TCP option", "found 'ECN'"]);
 }
 
 #[test]

@@ -1,14 +1,31 @@
-//! Golden tests on real packetdrill scripts (see tests/data/README.md).
+//! Golden tests on real packetdrill scripts: public gtests read from the vendored packetdrill
+//! tree and the two scripts attached to the 2025 netdev thread (the seed), read where they are
+//! (`../shared/`, see `trc-testkit`) and never copied into the repository. Skipped with a
+//! message where that material is absent (a user's clone).
 
 use trc_pkt::*;
 
-fn data(name: &str) -> String {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+/// The script called `name`, or `None` (skip) when the shared material is not here.
+fn data(name: &str) -> Option<String> {
+    let res = match name {
+        "fr-non-sack-hold-at-high-seq.pkt" | "frto-real-timeout-nonsack-hold-at-high-seq.pkt" => trc_testkit::seed_attachment(name),
+        _ => trc_testkit::gtests().and_then(|g| {
+            let dir = ["fast_recovery", "fast_retransmit", "cubic", "sack", "ecn"].iter().map(|d| g.join("tcp").join(d).join(name)).find(|p| p.is_file());
+            let p = dir.ok_or_else(|| format!("{name} not in {}", g.display()))?;
+            std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+        }),
+    };
+    match res {
+        Ok(s) => Some(s),
+        Err(why) => {
+            trc_testkit::skip(name, &why);
+            None
+        }
+    }
 }
 
-fn parse_data(name: &str) -> Script {
-    parse(&data(name), name).unwrap_or_else(|e| panic!("{e}"))
+fn parse_data(name: &str) -> Option<Script> {
+    data(name).map(|src| parse(&src, name).unwrap_or_else(|e| panic!("{e}")))
 }
 
 const ALL: &[&str] = &[
@@ -40,23 +57,12 @@ fn census(s: &Script) -> (usize, usize, usize, usize) {
 #[test]
 fn all_scripts_parse_and_round_trip() {
     for name in ALL {
-        let s = parse_data(name);
+        let Some(s) = parse_data(name) else { continue };
         let text = write(&s);
         let again = parse(&text, "rewritten").unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
         assert_eq!(again.without_positions(), s.without_positions(), "{name}");
         // The canonical form is a fixed point of the writer.
         assert_eq!(write(&again), text, "{name}");
-        // No `Other` python in these scripts except the `%`-formatted
-        // message, which still parses as an Assert.
-        for st in &s.statements {
-            if let StatementKind::Python(p) = &st.kind {
-                assert!(
-                    p.iter().all(|x| !matches!(x, PyStmt::Other(_))),
-                    "{name}:{}: {p:?}",
-                    st.line
-                );
-            }
-        }
         // Serde round trip through JSON.
         let json = serde_json::to_string(&s).unwrap();
         let back: Script = serde_json::from_str(&json).unwrap();
@@ -80,13 +86,14 @@ fn census_of_each_script() {
         ("sack-shift-sacked-2-6-8-3-9-nofack.pkt", (15, 6, 1, 8)),
     ];
     for (name, c) in expect {
-        assert_eq!(census(&parse_data(name)), c, "{name}");
+        let Some(s) = parse_data(name) else { continue };
+        assert_eq!(census(&s), c, "{name}");
     }
 }
 
 #[test]
 fn fr_non_sack_details() {
-    let s = parse_data("fr-non-sack-hold-at-high-seq.pkt");
+    let Some(s) = parse_data("fr-non-sack-hold-at-high-seq.pkt") else { return };
     let st = &s.statements;
     // `../common/defaults.sh` on line 6, no time.
     assert_eq!((st[0].line, st[0].col, st[0].time), (6, 1, None));
@@ -122,36 +129,20 @@ fn fr_non_sack_details() {
     assert_eq!(cwnd.col, 3);
     assert_eq!(
         cwnd.kind,
-        StatementKind::Python(vec![PyStmt::Assert {
-            field: "tcpi_snd_cwnd".into(),
-            op: CmpOp::Eq,
-            value: PyValue::Int(10),
-            message: Some("tcpi_snd_cwnd".into()),
-        }])
+        StatementKind::Python("assert tcpi_snd_cwnd == 10,  tcpi_snd_cwnd".into())
     );
     // Last statement: `   +0 `nstat`` on line 78.
     let last = st.last().unwrap();
     assert_eq!((last.line, last.col), (78, 4));
     assert_eq!(last.kind, StatementKind::Shell("nstat".into()));
-    // Every ca_state assert resolves to a known constant.
-    let states: Vec<i64> = st
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StatementKind::Python(p) => Some(p),
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|p| match p {
-            PyStmt::Assert { field, value, .. } if field == "tcpi_ca_state" => py_value(value),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(states, vec![3, 3, 0]);
+    // Three blocks assert the CA state.
+    let states = st.iter().filter(|s| matches!(&s.kind, StatementKind::Python(p) if python::mentions(p, "tcpi_ca_state"))).count();
+    assert_eq!(states, 3);
 }
 
 #[test]
 fn frto_details() {
-    let s = parse_data("frto-real-timeout-nonsack-hold-at-high-seq.pkt");
+    let Some(s) = parse_data("frto-real-timeout-nonsack-hold-at-high-seq.pkt") else { return };
     // ` +.22 > . 1:1001(1000) ack 1` (RTO retransmit of the head).
     let rto = s.statements.iter().find(|s| s.time == Some(Time::Relative(220_000))).unwrap();
     match &rto.kind {
@@ -161,46 +152,23 @@ fn frto_details() {
         }
         k => panic!("{k:?}"),
     }
-    // The three asserts after the probes are acked.
-    let loss: Vec<&PyStmt> = s
+    // The three asserts after the probes are acked, verbatim.
+    let loss: Vec<&str> = s
         .statements
         .iter()
         .filter_map(|s| match &s.kind {
-            StatementKind::Python(p) => Some(p),
+            StatementKind::Python(p) => Some(p.as_str()),
             _ => None,
         })
-        .flatten()
         .take(3)
         .collect();
-    assert_eq!(
-        loss,
-        vec![
-            &PyStmt::Assert {
-                field: "tcpi_ca_state".into(),
-                op: CmpOp::Eq,
-                value: PyValue::Name("TCP_CA_Loss".into()),
-                message: Some("tcpi_ca_state".into())
-            },
-            &PyStmt::Assert {
-                field: "tcpi_snd_cwnd".into(),
-                op: CmpOp::Eq,
-                value: PyValue::Int(2),
-                message: Some("tcpi_snd_cwnd".into())
-            },
-            &PyStmt::Assert {
-                field: "tcpi_snd_ssthresh".into(),
-                op: CmpOp::Eq,
-                value: PyValue::Int(7),
-                message: Some("tcpi_snd_ssthresh".into())
-            },
-        ]
-    );
+    assert_eq!(loss, vec!["assert tcpi_ca_state == TCP_CA_Loss, tcpi_ca_state", "assert tcpi_snd_cwnd == 2, tcpi_snd_cwnd", "assert tcpi_snd_ssthresh == 7, tcpi_snd_ssthresh"]);
 }
 
 #[test]
 fn packetdrill_tree_details() {
     // SACK blocks.
-    let s = parse_data("sack-shift-sacked-2-6-8-3-9-nofack.pkt");
+    let Some(s) = parse_data("sack-shift-sacked-2-6-8-3-9-nofack.pkt") else { return };
     let sacks: Vec<&TcpOptions> = s
         .statements
         .iter()
@@ -216,12 +184,12 @@ fn packetdrill_tree_details() {
     ])));
     // Five asserts in one multi-line block at the end.
     match &s.statements.last().unwrap().kind {
-        StatementKind::Python(p) => assert_eq!(p.len(), 5),
+        StatementKind::Python(p) => assert_eq!(p.matches("assert").count(), 5),
         k => panic!("{k:?}"),
     }
 
     // Time ranges and `<...>`.
-    let s = parse_data("cubic-rto-ss-ca-cwnd-bump.pkt");
+    let Some(s) = parse_data("cubic-rto-ss-ca-cwnd-bump.pkt") else { return };
     let ranges = s
         .statements
         .iter()
@@ -234,24 +202,16 @@ fn packetdrill_tree_details() {
         })
         .count();
     assert_eq!(ranges, 2);
-    let s = parse_data("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt");
+    let Some(s) = parse_data("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt") else { return };
     assert!(s.statements.iter().any(|s| matches!(
         &s.kind,
         StatementKind::Packet(p) if p.options == Some(TcpOptions::Any)
     )));
     // A %-formatted assert message is kept verbatim.
-    assert!(s.statements.iter().any(|s| s.kind
-        == StatementKind::Python(vec![PyStmt::Assert {
-            field: "tcpi_ca_state".into(),
-            op: CmpOp::Eq,
-            value: PyValue::Name("TCP_CA_Recovery".into()),
-            message: Some(
-                "'ca_state: %d min_rtt: %d rtt: %d' % (tcpi_ca_state, tcpi_min_rtt, tcpi_rtt)".into()
-            ),
-        }])));
+    assert!(s.statements.iter().any(|s| matches!(&s.kind, StatementKind::Python(p) if p.contains("'ca_state: %d min_rtt: %d rtt: %d' % (tcpi_ca_state, tcpi_min_rtt, tcpi_rtt)"))));
 
     // ECN, multi-line shell and a blocking connect.
-    let s = parse_data("ecn-uses-ect0.pkt");
+    let Some(s) = parse_data("ecn-uses-ect0.pkt") else { return };
     assert_eq!(
         s.statements[0].kind,
         StatementKind::Shell("../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=1  # fully enabled\n".into())
@@ -264,8 +224,9 @@ fn packetdrill_tree_details() {
 
 #[test]
 fn canonical_text_of_a_script_prefix() {
-    let s = parse_data("fr-non-sack-hold-at-high-seq.pkt");
+    let Some(s) = parse_data("fr-non-sack-hold-at-high-seq.pkt") else { return };
     let head = Script {
+        options: vec![],
         statements: s.statements[..10].to_vec(),
     };
     assert_eq!(

@@ -17,12 +17,14 @@ fn check_no_panic_and_round_trip(src: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Mutation seeds: scripts of our own corpus (the public gtests are read from the vendored
+/// packetdrill tree by the golden tests, not copied here).
 const SEEDS: &[&str] = &[
-    include_str!("data/fr-non-sack-hold-at-high-seq.pkt"),
-    include_str!("data/frto-real-timeout-nonsack-hold-at-high-seq.pkt"),
-    include_str!("data/cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt"),
-    include_str!("data/ecn-uses-ect0.pkt"),
-    include_str!("data/sack-shift-sacked-2-6-8-3-9-nofack.pkt"),
+    include_str!("../../counterexamples/kernel/fr-sack.pkt"),
+    include_str!("../../counterexamples/kernel/tlp.pkt"),
+    include_str!("../../counterexamples/kernel/frto-spurious-undo.pkt"),
+    include_str!("../../counterexamples/regressions/I1-linux-6.15-nosack.pkt"),
+    include_str!("../../counterexamples/regressions/diff-nested-dsack-counted-twice.pkt"),
 ];
 
 /// Fragments that are likely to create interesting near-valid inputs.
@@ -31,6 +33,7 @@ const SNIPPETS: &[&str] = &[
     "}%", "/*", "*/", "//", "\n", " ", "0", "+.020", "1:1001(1000)", "ack 1", "win 320", "<mss 1000,nop>",
     "S.", "P.", "[ect0]", "sack 1:2 3:4", "TS val 1 ecr 2", "socket(", "= -1 EAGAIN (x)", "assert tcpi_lost == 1",
     "print(tcpi_rtt)", ";", "#", "if x:\n    ", "4294967296", "-9223372036854775809", "0x", "é", "\t", "\r",
+    "--tolerance_usecs=7000", "--strict_segments", "FO TFO_COOKIE", "md5 0011", "<mss 1000,sackOK,nop,nop>",
 ];
 
 #[derive(Debug, Clone)]
@@ -134,6 +137,7 @@ fn flags() -> impl Strategy<Value = TcpFlags> {
 }
 
 fn tcp_option() -> impl Strategy<Value = TcpOption> {
+    let hex = "([0-9a-f]{2}){1,8}";
     prop_oneof![
         any::<u16>().prop_map(TcpOption::Mss),
         Just(TcpOption::SackOk),
@@ -142,7 +146,21 @@ fn tcp_option() -> impl Strategy<Value = TcpOption> {
         (any::<u32>(), any::<u32>()).prop_map(|(val, ecr)| TcpOption::Timestamp { val, ecr }),
         prop::collection::vec((any::<u32>(), any::<u32>()), 0..4).prop_map(TcpOption::Sack),
         Just(TcpOption::Eol),
+        hex.prop_map(TcpOption::Md5),
+        prop::option::of(hex).prop_map(TcpOption::FastOpen),
+        prop::option::of("TFO_COOKIE|([0-9a-f]{2}){1,8}").prop_map(TcpOption::FastOpenExp),
     ]
+}
+
+/// An option list as packetdrill accepts it: padded with nops to a multiple of 4 bytes, at most
+/// 40.
+fn option_list() -> impl Strategy<Value = Vec<TcpOption>> {
+    prop::collection::vec(tcp_option(), 0..5).prop_filter_map("at most 40 bytes", |mut l| {
+        while l.iter().map(TcpOption::wire_len).sum::<usize>() % 4 != 0 {
+            l.push(TcpOption::Nop);
+        }
+        (l.iter().map(TcpOption::wire_len).sum::<usize>() <= 40).then_some(l)
+    })
 }
 
 fn packet(direction: Direction) -> impl Strategy<Value = Packet> {
@@ -158,7 +176,7 @@ fn packet(direction: Direction) -> impl Strategy<Value = Packet> {
     let options = prop_oneof![
         Just(None),
         Just(if out { Some(TcpOptions::Any) } else { None }),
-        prop::collection::vec(tcp_option(), 0..5).prop_map(|l| Some(TcpOptions::List(l))),
+        option_list().prop_map(|l| Some(TcpOptions::List(l))),
     ];
     (
         ecn,
@@ -171,6 +189,8 @@ fn packet(direction: Direction) -> impl Strategy<Value = Packet> {
         options,
     )
         .prop_map(move |(ecn, flags, seq, len, ack, win, urg, options)| {
+            // packetdrill requires the window of an inbound packet.
+            let win = if out { win } else { Some(win.unwrap_or(0)) };
             let seq = seq.min(u32::MAX - len);
             Packet {
                 direction,
@@ -231,40 +251,20 @@ fn syscall() -> impl Strategy<Value = Syscall> {
         })
 }
 
-fn py_stmt() -> impl Strategy<Value = PyStmt> {
-    let field = "tcpi_[a-z_]{1,12}";
-    let op = prop_oneof![
-        Just(CmpOp::Eq),
-        Just(CmpOp::Ne),
-        Just(CmpOp::Lt),
-        Just(CmpOp::Le),
-        Just(CmpOp::Gt),
-        Just(CmpOp::Ge)
-    ];
-    let value = prop_oneof![
-        any::<i64>().prop_map(PyValue::Int),
-        "[A-Za-z_][A-Za-z0-9_]{0,14}".prop_map(PyValue::Name)
-    ];
-    let message = prop::option::of("[a-z_]{1,8}(, ?[a-z_]{1,8})?|'[a-z %:]{0,10}'");
-    prop_oneof![
-        (field, op, value, message).prop_map(|(field, op, value, message)| PyStmt::Assert {
-            field,
-            op,
-            value,
-            message
-        }),
-        field.prop_map(PyStmt::Print),
-        prop::sample::select(vec![
-            "x = 1",
-            "import os",
-            "print(x)",
-            "assert tcpi_rtt > 1 and tcpi_rtt < 9",
-            "if tcpi_lost > 0: print(tcpi_lost)",
-            "if x:\n    print(tcpi_lost)\n    y = 2",
-            "f('a;b', [1,\n 2])",
-        ])
-        .prop_map(|s| PyStmt::Other(s.to_string())),
-    ]
+/// `%{ }%` code as the parser keeps it (no spaces or tabs at either end).
+fn python_code() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "",
+        "assert tcpi_ca_state == TCP_CA_Recovery, tcpi_ca_state",
+        "assert (tcpi_ca_state, tcpi_snd_cwnd) == (TCP_CA_Loss, 1)",
+        "x = 1",
+        "print(tcpi_rtt)",
+        "assert tcpi_rtt > 1 and tcpi_rtt < 9",
+        "if tcpi_lost > 0: print(tcpi_lost)",
+        "\nif x:\n    print(tcpi_lost)\n    y = 2\n",
+        "f('a;b', [1,\n 2])",
+    ])
+    .prop_map(str::to_string)
 }
 
 fn statement() -> impl Strategy<Value = Statement> {
@@ -273,10 +273,8 @@ fn statement() -> impl Strategy<Value = Statement> {
             .prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
         (plain_time(), packet(Direction::In)).prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
         (plain_time(), syscall()).prop_map(|(t, c)| (Some(t), StatementKind::Syscall(c))),
-        (prop::option::of(plain_time()), "[a-z0-9 ./=_\n-]{0,20}")
-            .prop_map(|(t, s)| (t, StatementKind::Shell(s))),
-        (prop::option::of(plain_time()), prop::collection::vec(py_stmt(), 0..4))
-            .prop_map(|(t, p)| (t, StatementKind::Python(p))),
+        (plain_time(), "[a-z0-9 ./=_\n-]{0,20}").prop_map(|(t, s)| (Some(t), StatementKind::Shell(s))),
+        (plain_time(), python_code()).prop_map(|(t, p)| (Some(t), StatementKind::Python(p))),
     ];
     kind_and_time.prop_map(|(time, kind)| Statement {
         line: 0,
@@ -286,8 +284,25 @@ fn statement() -> impl Strategy<Value = Statement> {
     })
 }
 
+/// An untimed init or cleanup command.
+fn untimed_shell() -> impl Strategy<Value = Statement> {
+    "[a-z0-9 ./=_\n-]{0,20}".prop_map(|s| Statement { line: 0, col: 0, time: None, kind: StatementKind::Shell(s) })
+}
+
+fn script_option() -> impl Strategy<Value = ScriptOption> {
+    ("[a-z][a-z0-9_]{0,12}", prop::option::of("[0-9]{1,6}|[a-z_][a-z0-9_]{0,8}|a b|1\\.2\\.3\\.4")).prop_map(|(name, value)| ScriptOption { line: 0, col: 0, name, value })
+}
+
 fn script() -> impl Strategy<Value = Script> {
-    prop::collection::vec(statement(), 0..8).prop_map(|statements| Script { statements })
+    (prop::collection::vec(script_option(), 0..3), prop::option::of(untimed_shell()), prop::collection::vec(statement(), 0..8), prop::option::of(untimed_shell())).prop_map(|(options, init, body, cleanup)| {
+        let mut statements: Vec<Statement> = init.into_iter().collect();
+        statements.extend(body);
+        // A cleanup command needs something before it to not be the init command too.
+        if !statements.is_empty() {
+            statements.extend(cleanup);
+        }
+        Script { options, statements }
+    })
 }
 
 fn cases() -> u32 {

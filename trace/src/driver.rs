@@ -3,10 +3,10 @@
 //! trace). Both export and replay run through this, so an exported script replays to the
 //! same sender states by construction.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use trc_model::sender::ack::AckSeg;
 use trc_model::sender::Cx;
-use trc_model::state::{Timer, TimerKind};
+use trc_model::state::{Timer, TimerKind, UndoKind};
 use trc_model::{Config, Profile, Sender};
 
 /// One transmission the model made.
@@ -30,14 +30,31 @@ pub struct Driver {
     pub tsq_full: bool,
     /// Transmissions not yet matched against a script line (oldest first).
     pub out: VecDeque<Sent>,
+    /// The MIB counters the model maintains, as `nstat` names them (cumulative).
+    pub counters: BTreeMap<&'static str, i64>,
 }
+
+/// The TcpExt counters an undo bumps (`tcp_try_undo_recovery`, `tcp_try_undo_partial`,
+/// `tcp_try_undo_dsack`, `tcp_try_undo_loss`; F-RTO's also counts `TCPSpuriousRTOs`).
+pub fn undo_counters(kind: UndoKind) -> &'static [&'static str] {
+    match kind {
+        UndoKind::Full => &["TcpExtTCPFullUndo"],
+        UndoKind::Partial => &["TcpExtTCPPartialUndo"],
+        UndoKind::Loss | UndoKind::LossRecovered => &["TcpExtTCPLossUndo"],
+        UndoKind::Frto => &["TcpExtTCPLossUndo", "TcpExtTCPSpuriousRTOs"],
+        UndoKind::Dsack => &["TcpExtTCPDSACKUndo"],
+    }
+}
+
+/// The counters [`Driver::counters`] maintains.
+pub const MODELLED_COUNTERS: &[&str] = &["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPLossUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPSpuriousRTOs"];
 
 impl Driver {
     /// A connection right after the passive open; the first `cfg.segments` are written at
     /// model time 0 and the first flight is sent (as `TcpModel::initial`).
     pub fn start(cfg: Config, profile: Profile, sack_ok: bool) -> Driver {
         let snd = Sender::new(&cfg, sack_ok);
-        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new() };
+        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new(), counters: BTreeMap::new() };
         d.run(0, |s, cx| s.tcp_write_xmit(cx));
         d
     }
@@ -47,6 +64,11 @@ impl Driver {
         self.snd.ghost.ev = Default::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, self.tsq_full);
         f(&mut self.snd, &mut cx);
+        for u in &self.snd.ghost.ev.undos {
+            for c in undo_counters(u.kind) {
+                *self.counters.entry(c).or_default() += 1;
+            }
+        }
         let sent: Vec<Sent> = cx.out.iter().map(|t| Sent { seg: t.seg, rtx: t.rtx, at: now }).collect();
         self.out.extend(sent.iter().copied());
         sent

@@ -182,9 +182,12 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// `after_write`: the transmissions follow a write syscall (a real kernel pushes them with PSH).
-    fn out_lines(&mut self, e: &mut Emitter, first_at: Option<(i64, i64)>, t_us: i64, sent: &[Sent], ts_label: u32, after_write: bool) {
-        // Contiguous runs of the same kind.
+    /// One line per contiguous run of the same kind (new data or retransmission). With one MSS
+    /// per skb (the script sets `gso_max_segs 1`, see [`Exporter::handshake`]) the kernel sends
+    /// one packet per segment and sets PSH only on the segment that ends an application write
+    /// (`tcp_push` → `tcp_mark_push` on the write queue's tail); a line's flags are those of its
+    /// last packet, as packetdrill merges them.
+    fn out_lines(&mut self, e: &mut Emitter, first_at: Option<(i64, i64)>, t_us: i64, sent: &[Sent], ts_label: u32) {
         let mut runs: Vec<(u32, u32, bool)> = Vec::new();
         for s in sent {
             match runs.last_mut() {
@@ -194,9 +197,7 @@ impl Ctx<'_> {
         }
         for (i, (a, b, rtx)) in runs.iter().enumerate() {
             let (sa, sb) = (seq_bytes(*a), seq_bytes(*b));
-            // PSH is a guess (the model does not track it; `trc replay` does not check it): on
-            // the segments pushed by a write, and on a run ending where a write ended.
-            let psh = self.write_ends.contains(b) || (after_write && !*rtx);
+            let psh = self.write_ends.contains(b);
             let opts = if self.ts { format!(" <nop,nop,TS val {ts_label} ecr {}>", self.peer_ts) } else { String::new() };
             let what = if *rtx { "retransmission" } else { "new data" };
             let text = format!("> {} {sa}:{sb}({}) ack 1{opts}   // {what}", if psh { "P." } else { "." }, sb - sa);
@@ -517,6 +518,8 @@ impl<'a> Exporter<'a> {
         };
         e.line(0, &format!("setsockopt(3, IPPROTO_TCP, TCP_CONGESTION, \"{cc}\", {}) = 0", cc.len()));
         e.line(0, "listen(3, 1) = 0");
+        e.comment("one MSS per skb, as the model has it: the kernel then sends one packet per segment, PSH on a write's last");
+        e.line(0, "`ip link set dev tun0 gso_max_segs 1`");
         let mut sysctls = vec![
             format!("net.ipv4.tcp_frto={}", if cfg.frto { 2 } else { 0 }),
             format!("net.ipv4.tcp_early_retrans={}", if cfg.tlp { 3 } else { 0 }),
@@ -528,7 +531,7 @@ impl<'a> Exporter<'a> {
         }
         e.comment("sysctls as configured; the route's initcwnd is the model's initial window (read at the SYN)");
         e.line(0, &format!("`sysctl -q {}`", sysctls.join(" ")));
-        e.line(0, &format!("`ip route change 192.0.2.1 dev tun0 initcwnd {}`", cfg.initcwnd));
+        e.line(0, &format!("`ip route change 192.0.2.1 via 192.168.0.1 dev tun0 initcwnd {}`", cfg.initcwnd));
         let (syn, synack, ack) = match (self.cx.sack, self.cx.ts) {
             (true, true) => ("<mss 1012,sackOK,TS val 100 ecr 0,nop,wscale 7>", "<mss 1460,sackOK,TS val 100 ecr 100,nop,wscale 8>", " <nop,nop,TS val 150 ecr 100>"),
             (false, true) => ("<mss 1012,nop,nop,TS val 100 ecr 0,nop,wscale 7>", "<mss 1460,nop,nop,TS val 100 ecr 100,nop,wscale 8>", " <nop,nop,TS val 150 ecr 100>"),
@@ -550,7 +553,7 @@ impl<'a> Exporter<'a> {
         self.e.comment(&format!("step 0 (t=0 ms): the application writes {} segments; the first flight leaves", cfg.segments));
         self.e.line(t0, &format!("write(4, ..., {}) = {}", cfg.segments as u32 * MSS, cfg.segments as u32 * MSS));
         let first: Vec<Sent> = self.d.out.drain(..).collect();
-        self.cx.out_lines(&mut self.e, None, t0, &first, label(cfg.ts_base, cfg.ts_base), true);
+        self.cx.out_lines(&mut self.e, None, t0, &first, label(cfg.ts_base, cfg.ts_base));
         let init = &self.path[0].1;
         if decisions(&self.d.snd) != decisions(&init.sender) {
             return Err("initial flight differs".into());
@@ -633,7 +636,7 @@ impl<'a> Exporter<'a> {
         self.e.line(at, &text);
         let sent = self.d.ack(t, &ack2);
         self.map_ts(&sent, m, t);
-        self.cx.out_lines(&mut self.e, None, at, &sent, label(t + cfg.ts_base, cfg.ts_base), false);
+        self.cx.out_lines(&mut self.e, None, at, &sent, label(t + cfg.ts_base, cfg.ts_base));
         self.d.out.clear();
         Ok(Emitted { t, script_ms: Some(t), quiet: false })
     }
@@ -665,7 +668,7 @@ impl<'a> Exporter<'a> {
         } else {
             self.map_ts(&sent, m, t);
             let at = self.at(t);
-            self.cx.out_lines(&mut self.e, Some((at, at + 5000)), at, &sent, label(t + base, base), false);
+            self.cx.out_lines(&mut self.e, Some((at, at + 5000)), at, &sent, label(t + base, base));
         }
         self.d.out.clear();
         Ok(Emitted { t, script_ms: Some(t), quiet })
@@ -695,7 +698,7 @@ impl<'a> Exporter<'a> {
         self.e.line(at, &format!("write(4, ..., {MSS}) = {MSS}"));
         let sent = self.d.write(t, 1);
         self.map_ts(&sent, m, t);
-        self.cx.out_lines(&mut self.e, None, at, &sent, label(t + base, base), true);
+        self.cx.out_lines(&mut self.e, None, at, &sent, label(t + base, base));
         self.d.out.clear();
         Ok(Emitted { t, script_ms: Some(t), quiet: false })
     }
@@ -712,7 +715,7 @@ impl<'a> Exporter<'a> {
         } else {
             let sent = self.d.tsq_drain(t);
             self.map_ts(&sent, m, t);
-            self.cx.out_lines(&mut self.e, None, at, &sent, label(t + base, base), false);
+            self.cx.out_lines(&mut self.e, None, at, &sent, label(t + base, base));
         }
         self.d.out.clear();
         Emitted { t, script_ms: Some(t), quiet: false }

@@ -15,6 +15,7 @@ pub mod driver;
 pub mod export;
 pub mod regress;
 pub mod replay;
+pub mod shell;
 
 use std::fmt::Write as _;
 use std::path::Path;

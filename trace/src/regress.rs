@@ -4,7 +4,7 @@
 //! replay fails, at or after the step where the property breaks).
 
 use crate::export::Exported;
-use crate::replay::{replay, ReplayOptions, ReplayReport, Status};
+use crate::replay::{replay, ReplayOptions, ReplayReport};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use trc_model::Profile;
@@ -76,9 +76,9 @@ pub fn break_line(pkt: &str) -> Option<u32> {
     pkt.lines().position(|l| l.starts_with("// ***") && l.contains("breaks at step")).map(|i| i as u32 + 1)
 }
 
-/// Whether a replay reproduces the violation (every checked line passes).
+/// Whether a replay reproduces the violation: every line run and every check passed.
 pub fn reproduces(r: &ReplayReport) -> bool {
-    r.failed == 0 && r.passed > 0
+    matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. })
 }
 
 /// Classifies every built-in profile for an exported script: (violated_on, holds_on).
@@ -167,8 +167,8 @@ pub fn check_entry(dir: &Path, e: &Entry) -> Vec<String> {
                     }
                 }
             }
-            if r.lines.iter().any(|l| l.status == Status::OutOfScope) && r.stopped.is_some() {
-                bad.push(format!("{} on {n}: replay stopped: {:?}", e.name, r.stopped));
+            if let Some(stopped) = &r.script.stopped {
+                bad.push(format!("{} on {n}: replay stopped: {stopped:?}", e.name));
             }
         }
     }

@@ -1,141 +1,82 @@
-//! Script → model: drive the model's sender with a packetdrill script's inbound segments,
-//! writes and elapsed time, and check its outbound segments and `tcpi_*` asserts line by line.
+//! Script → model: the model backend of the one script engine (`trc_pkt::engine`). The engine
+//! gives the script packetdrill's meaning (time, tolerance, sequence and TS mapping, outbound
+//! matching, Python asserts); this backend drives the model's sender ([`Driver`]) with the
+//! script's inbound segments, writes and elapsed time, and hands back what the model sends and
+//! what it knows for `%{ }%` blocks.
 //!
-//! Time follows the kernel runner (`trc kernel run`): relative times count from the previous
-//! statement, and later times shift by how late (or early) an outbound segment really left, so
-//! a script behaves the same against the model and against a kernel. The pending timer fires
-//! when script time passes its deadline before an inbound segment, syscall or assert, or when
-//! an outbound line waits for a segment that only the timer can send (within the tolerance).
+//! Model time: 0 is the first write (the model starts established, its first flight leaves at
+//! the first write). The pending timer fires when script time passes its deadline before an
+//! event, or when an outbound line waits for a segment only the timer can send.
 //!
-//! Anything the model does not cover is reported as out of scope with the line and the
-//! reason; lines that make the rest of the script meaningless for the model (active open,
-//! data from the peer, FIN/RST, an unsupported setting) stop the replay there.
+//! What the model does not cover is reported, never passed: a line it cannot check is out of
+//! scope (the run is then incomplete), and a line after which the rest of the script means
+//! nothing to the model (an active open, data or a FIN from the peer, a setting it does not
+//! model) halts the replay there.
 
 use crate::driver::{Driver, Sent};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use trc_model::sender::ack::AckSeg;
 use trc_model::{CcKind, Config, Profile};
-use trc_pkt::ast::{Direction, Expr, Packet, PyStmt, PyValue, Script, Statement, StatementKind, TcpOption, TcpOptions, Time, TimePoint};
+use trc_pkt::ast::{Expr, Packet, Script, StatementKind, Syscall};
+use trc_pkt::engine::{self, Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, Settings, SysCtx, SysResult, Unknown};
+use trc_pkt::report::{LineResult, Report, Status};
+use trc_pkt::wire::{self, WireOption, ACK, ECE, FIN, RST, SYN};
 
-/// Verdict of one line (or one assert of a line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    /// Checked against the model: agrees.
-    Pass,
-    /// Checked against the model: disagrees.
-    Fail,
-    /// Not something the model can check or drive.
-    OutOfScope,
-    /// An input applied to the model (setup, inbound segment, write, model-only event).
-    Applied,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct LineReport {
-    pub line: u32,
-    pub col: u32,
-    pub status: Status,
-    pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actual: Option<String>,
-    /// Why it failed / is out of scope, or what was applied.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Model time (ms after the first write) when the line was processed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_ms: Option<u32>,
-}
-
+/// The result of a replay: the engine's report plus what the model was configured with.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplayReport {
-    pub file: String,
+    pub script: Report,
     pub profile: String,
-    /// The configuration derived from the script (None before the connection existed).
+    /// The configuration derived from the script (`None` if no data was written).
     pub config: Option<Config>,
     pub sack: Option<bool>,
-    pub lines: Vec<LineReport>,
-    /// The replay stopped here (line, reason); later lines were not looked at.
-    pub stopped: Option<(u32, String)>,
     /// Model transmissions no outbound line consumed.
     pub unmatched: Vec<String>,
-    pub passed: usize,
-    pub failed: usize,
-    pub out_of_scope: usize,
 }
 
 impl ReplayReport {
-    /// 0: at least one line checked and none failed; 1 otherwise.
+    /// 0 passed, 1 failed, 3 incomplete (see `trc_pkt::report`).
     pub fn exit_code(&self) -> i32 {
-        if self.failed == 0 && self.passed > 0 {
-            0
-        } else {
-            1
-        }
+        self.script.verdict.exit_code()
+    }
+
+    pub fn lines(&self) -> &[LineResult] {
+        &self.script.lines
+    }
+
+    /// Checks that passed / failed.
+    pub fn passed(&self) -> usize {
+        self.script.counts().0
+    }
+    pub fn failed(&self) -> usize {
+        self.script.counts().1
     }
 
     /// The first failing line.
-    pub fn first_failure(&self) -> Option<&LineReport> {
-        self.lines.iter().find(|l| l.status == Status::Fail)
+    pub fn first_failure(&self) -> Option<&LineResult> {
+        self.script.lines.iter().find(|l| l.status == Status::Fail)
     }
 
-    /// Line-by-line text rendering.
     pub fn render(&self) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::new();
-        let _ = writeln!(o, "trc replay: {} on profile {}", self.file, self.profile);
-        for l in &self.lines {
-            let tag = match l.status {
-                Status::Pass => "PASS ",
-                Status::Fail => "FAIL ",
-                Status::OutOfScope => "OUT  ",
-                Status::Applied => "     ",
-            };
-            let t = l.model_ms.map(|m| format!("[{m:>5} ms] ")).unwrap_or_else(|| " ".repeat(11));
-            let _ = writeln!(o, "{tag}{:>4}: {t}{}", l.line, l.text);
-            if l.status == Status::Fail {
-                if let Some(e) = &l.expected {
-                    let _ = writeln!(o, "           expected: {e}");
-                }
-                if let Some(a) = &l.actual {
-                    let _ = writeln!(o, "           model:    {a}");
-                }
-            }
-            if let Some(r) = &l.reason {
-                if l.status != Status::Applied || r.starts_with("model-only") {
-                    let what = if l.status == Status::OutOfScope { format!("out of scope: line {}, {r}", l.line) } else { r.clone() };
-                    let _ = writeln!(o, "           {what}");
-                }
-            }
-        }
-        if let Some((line, why)) = &self.stopped {
-            let _ = writeln!(o, "stopped at line {line}: out of scope: {why} (later lines not replayed)");
-        }
+        let mut o = format!("trc replay: {} on profile {}\n", self.script.file, self.profile);
+        o.push_str(&self.script.render());
         for u in &self.unmatched {
-            let _ = writeln!(o, "note: model transmission not matched by any line: {u}");
+            o.push_str(&format!("note: model transmission not matched by any line: {u}\n"));
         }
-        let _ = writeln!(o, "{} passed, {} failed, {} out of scope{}", self.passed, self.failed, self.out_of_scope, if self.passed == 0 { " — nothing checked" } else { "" });
         o
     }
 }
 
 /// Replay options.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
-    /// Outbound timing tolerance (ms), as the kernel runner's.
-    pub tolerance_ms: f64,
+    /// packetdrill command-line options, applied after the script's own (e.g.
+    /// `tolerance_usecs`).
+    pub packetdrill: Vec<(String, Option<String>)>,
 }
 
-impl Default for ReplayOptions {
-    fn default() -> Self {
-        ReplayOptions { tolerance_ms: 40.0 }
-    }
-}
-
-/// Sysctls the replay understands (namespace defaults of the runner's defaults.sh first).
+/// The sysctls the model reads (a fresh namespace's values; `defaults.sh` sets the same ones).
 #[derive(Clone, Debug)]
 struct Sysctls {
     sack: bool,
@@ -149,69 +90,62 @@ struct Sysctls {
 
 impl Default for Sysctls {
     fn default() -> Self {
-        // A fresh namespace (kernel defaults); defaults.sh sets the same values for these.
         Sysctls { sack: true, ts: true, frto: true, tlp: true, dsack: true, reordering: 3, max_reordering: 300 }
     }
 }
 
-struct Replayer<'a> {
-    profile: &'a Profile,
-    opts: &'a ReplayOptions,
-    r: ReplayReport,
-    sys: Sysctls,
-    initcwnd: u32,
-    cc: CcKind,
-    // handshake
-    syn: Option<(i64, Packet)>,
-    rtt_ms: Option<u32>,
-    accepted: bool,
+/// The passive open as the script performed it.
+#[derive(Clone, Debug, Default)]
+struct Handshake {
+    /// Script µs of the inbound SYN (the model answers at once).
+    syn_us: Option<i64>,
     sack_ok: bool,
     ts_ok: bool,
     ecn: bool,
     mss: u32,
-    total_segs: u32,
-    // data phase
-    d: Option<Driver>,
-    w0_us: i64,
-    shift_us: i64,
-    ts_map: HashMap<u32, u32>,
-    first_ts: Option<(u32, u32)>,
+    /// The peer's ISN.
+    remote_isn: u32,
+    /// The SYN-ACK was consumed by an outbound line.
+    synack_sent: bool,
+    rtt_ms: Option<u32>,
+    accepted: bool,
 }
 
-fn text_of(st: &Statement) -> String {
-    let s = trc_pkt::write(&Script { statements: vec![st.clone()] });
-    s.trim().lines().next().unwrap_or("").to_string()
+/// The model backend.
+struct ModelBackend<'a> {
+    profile: &'a Profile,
+    sys: Sysctls,
+    initcwnd: u32,
+    cc: CcKind,
+    hs: Handshake,
+    /// Total bytes the script writes (the model needs its segment count up front).
+    total_bytes: i64,
+    d: Option<Driver>,
+    /// Script µs of model time 0 (the first write).
+    w0_us: i64,
+    now_us: i64,
+    /// Undo counters (TcpExt names) when `nstat -n` last ran.
+    nstat_base: BTreeMap<&'static str, i64>,
+    config: Option<Config>,
 }
 
 /// Replays `script` on `profile`.
 pub fn replay(script: &Script, file: &str, profile: &Profile, opts: &ReplayOptions) -> ReplayReport {
-    let mut rp = Replayer {
-        profile,
-        opts,
-        r: ReplayReport { file: file.into(), profile: profile.name.clone(), config: None, sack: None, lines: vec![], stopped: None, unmatched: vec![], passed: 0, failed: 0, out_of_scope: 0 },
-        sys: Sysctls::default(),
-        initcwnd: 10,
-        cc: CcKind::Cubic,
-        syn: None,
-        rtt_ms: None,
-        accepted: false,
-        sack_ok: false,
-        ts_ok: false,
-        ecn: false,
-        mss: 1000,
-        total_segs: 0,
-        d: None,
-        w0_us: 0,
-        shift_us: 0,
-        ts_map: HashMap::new(),
-        first_ts: None,
+    let mut b = ModelBackend::new(profile, script);
+    let (report, unmatched) = match Settings::resolve(script, file, &opts.packetdrill) {
+        Ok(settings) => {
+            let r = engine::run(script, file, settings, &mut b);
+            let u = b.d.as_ref().map(|d| d.out.iter().map(|s| fmt_sent(s, b.hs.mss)).collect()).unwrap_or_default();
+            (r, u)
+        }
+        Err(e) => {
+            let mut r = Report::new(file);
+            r.stopped = Some((0, e));
+            r.finish();
+            (r, Vec::new())
+        }
     };
-    rp.run(script);
-    let r = &mut rp.r;
-    r.passed = r.lines.iter().filter(|l| l.status == Status::Pass).count();
-    r.failed = r.lines.iter().filter(|l| l.status == Status::Fail).count();
-    r.out_of_scope = r.lines.iter().filter(|l| l.status == Status::OutOfScope).count();
-    rp.r
+    ReplayReport { script: report, profile: profile.name.clone(), config: b.config.clone(), sack: b.config.as_ref().map(|_| b.hs.sack_ok), unmatched }
 }
 
 /// Parses and replays a file; `Err` is a malformed script (`file:line:col: ...`) or I/O error.
@@ -222,68 +156,35 @@ pub fn replay_file(path: &std::path::Path, profile: &Profile, opts: &ReplayOptio
     Ok(replay(&script, &name, profile, opts))
 }
 
-enum Flow {
-    Go,
-    Stop(String),
+fn stop(why: impl Into<String>) -> Halt {
+    Halt::Stop(why.into())
 }
 
-impl Replayer<'_> {
-    fn push(&mut self, st: &Statement, status: Status, reason: Option<String>) {
-        let model_ms = self.d.as_ref().map(|d| d.now);
-        self.r.lines.push(LineReport { line: st.line, col: st.col, status, text: text_of(st), expected: None, actual: None, reason, model_ms });
+impl<'a> ModelBackend<'a> {
+    fn new(profile: &'a Profile, script: &Script) -> ModelBackend<'a> {
+        let total_bytes = script
+            .statements
+            .iter()
+            .filter_map(|st| match &st.kind {
+                StatementKind::Syscall(s) if matches!(s.name.as_str(), "write" | "send") => match s.args.get(2) {
+                    Some(Expr::Int(n)) => Some(*n),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .sum();
+        ModelBackend { profile, sys: Sysctls::default(), initcwnd: 10, cc: CcKind::Cubic, hs: Handshake { mss: 536, ..Default::default() }, total_bytes, d: None, w0_us: 0, now_us: 0, nstat_base: BTreeMap::new(), config: None }
     }
 
+    /// Model ms of script µs `t_us` (rounded to the nearest ms).
     fn model_ms(&self, t_us: i64) -> u32 {
-        let v = t_us + self.shift_us - self.w0_us;
-        ((v.max(0) + 500) / 1000) as u32
-    }
-
-    fn run(&mut self, script: &Script) {
-        let mut prev_us: i64 = 0;
-        // Pre-scan: total data written (segment bookkeeping needs it up front).
-        let mut total_bytes: i64 = 0;
-        for st in &script.statements {
-            if let StatementKind::Syscall(s) = &st.kind {
-                if matches!(s.name.as_str(), "write" | "send") {
-                    if let Some(Expr::Int(n)) = s.args.get(2) {
-                        total_bytes += n;
-                    }
-                }
-            }
-        }
-        for st in &script.statements {
-            let (t_us, any, range_end) = match st.time {
-                None => (prev_us, true, None),
-                Some(Time::Absolute(v)) => (v, false, None),
-                Some(Time::Relative(v)) => (prev_us + v, false, None),
-                Some(Time::Range { start, end }) => (point(start, prev_us), false, Some(point(end, prev_us))),
-                Some(Time::Any) => (prev_us, true, None),
-            };
-            prev_us = t_us;
-            let flow = match &st.kind {
-                StatementKind::Shell(cmd) => self.shell(st, t_us, cmd),
-                StatementKind::Syscall(s) => self.syscall(st, t_us, s, total_bytes),
-                StatementKind::Packet(p) if p.direction == Direction::In => self.inbound(st, t_us, p),
-                StatementKind::Packet(p) => self.outbound(st, t_us, range_end, any, p),
-                StatementKind::Python(stmts) => self.python(st, t_us, stmts),
-            };
-            if let Flow::Stop(why) = flow {
-                self.push(st, Status::OutOfScope, Some(why.clone()));
-                self.r.stopped = Some((st.line, why));
-                break;
-            }
-        }
-        if let Some(d) = &self.d {
-            for s in &d.out {
-                self.r.unmatched.push(fmt_sent(s, self.mss));
-            }
-        }
+        (((t_us - self.w0_us).max(0) + 500) / 1000) as u32
     }
 
     /// Fires the pending timer while its deadline is before model time `t`.
     fn fire_before(&mut self, t: u32) {
         let Some(d) = self.d.as_mut() else { return };
-        for _ in 0..16 {
+        for _ in 0..64 {
             match d.timer() {
                 Some(tm) if tm.deadline < t => {
                     d.fire();
@@ -293,79 +194,7 @@ impl Replayer<'_> {
         }
     }
 
-    fn shell(&mut self, st: &Statement, t_us: i64, cmd: &str) -> Flow {
-        let c = cmd.trim();
-        if c.ends_with("defaults.sh") {
-            self.push(st, Status::Applied, Some("namespace defaults (sack, timestamps, F-RTO, TLP on)".into()));
-            return Flow::Go;
-        }
-        if let Some(rest) = c.strip_prefix(": trc-model-only ") {
-            let Some(d) = self.d.as_mut() else { return Flow::Stop("model-only event before any data was written".into()) };
-            let t = ((t_us + self.shift_us - self.w0_us).max(0) + 500) / 1000;
-            match rest.trim() {
-                "tsq-fill" => d.tsq_fill(t as u32),
-                "tsq-drain" => {
-                    d.tsq_drain(t as u32);
-                }
-                other => return Flow::Stop(format!("unknown model-only event `{other}`")),
-            }
-            self.push(st, Status::Applied, Some(format!("model-only: {} (a no-op on a real kernel)", rest.trim())));
-            return Flow::Go;
-        }
-        if let Some(rest) = c.strip_prefix("sysctl") {
-            let mut notes = Vec::new();
-            for tok in rest.split_whitespace().filter(|t| !t.starts_with('-')) {
-                let Some((k, v)) = tok.split_once('=') else { continue };
-                let k = k.trim_start_matches("net.ipv4.").replace('/', ".");
-                let n: i64 = v.trim().parse().unwrap_or(-1);
-                match k.as_str() {
-                    "tcp_sack" => self.sys.sack = n != 0,
-                    "tcp_timestamps" => self.sys.ts = n != 0,
-                    "tcp_frto" => self.sys.frto = n != 0,
-                    "tcp_early_retrans" => self.sys.tlp = (3..=4).contains(&n),
-                    "tcp_dsack" => self.sys.dsack = n != 0,
-                    "tcp_reordering" if n > 0 => self.sys.reordering = n as u32,
-                    "tcp_max_reordering" if n > 0 => self.sys.max_reordering = n as u32,
-                    "tcp_recovery" if n & 1 == 0 => return Flow::Stop("net.ipv4.tcp_recovery without RACK: the model is RACK-only (6.17+)".into()),
-                    "tcp_recovery" => {}
-                    "tcp_ecn" | "tcp_min_tso_segs" | "tcp_tso_win_divisor" | "tcp_pacing_ss_ratio" | "tcp_pacing_ca_ratio" | "tcp_slow_start_after_idle" | "tcp_rmem" | "tcp_wmem" | "tcp_notsent_lowat" => {
-                        notes.push(format!("{k} is not modelled"))
-                    }
-                    other => notes.push(format!("{other} is not modelled")),
-                }
-            }
-            self.sync_cfg();
-            self.push(st, Status::Applied, if notes.is_empty() { None } else { Some(notes.join("; ")) });
-            return Flow::Go;
-        }
-        if c.starts_with("ip route") || c.starts_with("ip ro ") {
-            let toks: Vec<&str> = c.split_whitespace().collect();
-            if let Some(i) = toks.iter().position(|t| *t == "initcwnd") {
-                if let Some(v) = toks.get(i + 1).and_then(|v| v.parse::<u32>().ok()) {
-                    if self.syn.is_some() {
-                        self.push(st, Status::OutOfScope, Some("initcwnd changed after the SYN has no effect on this connection".into()));
-                    } else {
-                        self.initcwnd = v.max(1);
-                        self.push(st, Status::Applied, Some(format!("initcwnd {v}")));
-                    }
-                    return Flow::Go;
-                }
-            }
-            self.push(st, Status::OutOfScope, Some("route attributes other than initcwnd are not modelled".into()));
-            return Flow::Go;
-        }
-        if c.starts_with("nstat") {
-            self.push(st, Status::OutOfScope, Some("MIB counters are not modelled (the model's undo events are in `trc check` output)".into()));
-            return Flow::Go;
-        }
-        if c.starts_with("ss ") || c.starts_with("echo ") || c == ":" || c.starts_with(": ") {
-            self.push(st, Status::OutOfScope, Some("shell command without effect on the connection: not checked".into()));
-            return Flow::Go;
-        }
-        // Anything else (qdisc changes, other tools) may change what the kernel does.
-        Flow::Stop(format!("shell command `{}` is not modelled and may change the connection's behaviour", c.lines().next().unwrap_or("")))
-    }
-
+    /// The settings into a running driver's configuration.
     fn sync_cfg(&mut self) {
         if let Some(d) = self.d.as_mut() {
             d.cfg.frto = self.sys.frto;
@@ -373,208 +202,339 @@ impl Replayer<'_> {
             d.cfg.dsack = self.sys.dsack;
             d.cfg.sysctl_reordering = self.sys.reordering;
             d.cfg.sysctl_max_reordering = self.sys.max_reordering;
+            d.cfg.cc = self.cc;
         }
     }
 
-    fn syscall(&mut self, st: &Statement, t_us: i64, s: &trc_pkt::ast::Syscall, total_bytes: i64) -> Flow {
-        match s.name.as_str() {
-            "socket" | "bind" | "listen" => {
-                self.push(st, Status::Applied, None);
-                Flow::Go
-            }
-            "setsockopt" => {
-                let opt = s.args.get(2);
-                match opt {
-                    Some(Expr::Word(w)) if w == "SO_REUSEADDR" => {
-                        self.push(st, Status::Applied, None);
-                    }
-                    Some(Expr::Word(w)) if w == "TCP_CONGESTION" => match s.args.get(3) {
-                        Some(Expr::Str(cc)) if cc == "cubic" || cc == "reno" => {
-                            self.cc = if cc == "reno" { CcKind::Reno } else { CcKind::Cubic };
-                            if let Some(d) = self.d.as_mut() {
-                                d.cfg.cc = self.cc;
-                            }
-                            self.push(st, Status::Applied, Some(format!("congestion control {cc}")));
-                        }
-                        other => return Flow::Stop(format!("congestion control {:?} is not modelled (cubic, reno)", other)),
-                    },
-                    _ => self.push(st, Status::OutOfScope, Some("socket option not modelled".into())),
-                }
-                Flow::Go
-            }
-            "accept" => {
-                if self.rtt_ms.is_none() {
-                    return Flow::Stop("accept before the handshake completed".into());
-                }
-                self.accepted = true;
-                self.push(st, Status::Applied, None);
-                Flow::Go
-            }
-            "connect" => Flow::Stop("active open (connect) is not modelled: the model starts from a passive open".into()),
-            "write" | "send" => {
-                if !self.accepted {
-                    return Flow::Stop("write before the connection is established and accepted".into());
-                }
-                let Some(Expr::Int(n)) = s.args.get(2) else { return Flow::Stop("write size is not a literal".into()) };
-                let n = *n as u32;
-                if n == 0 || n % self.mss != 0 {
-                    return Flow::Stop(format!("write of {n} bytes is not a whole number of {}-byte (MSS) segments", self.mss));
-                }
-                let segs = n / self.mss;
-                if self.d.is_none() {
-                    let total = (total_bytes as u32) / self.mss;
-                    if total > trc_model::config::MAX_SEGMENTS {
-                        return Flow::Stop(format!("{total} segments of data: the model tracks at most {}", trc_model::config::MAX_SEGMENTS));
-                    }
-                    self.total_segs = total;
-                    let cfg = Config {
-                        segments: segs as u8,
-                        extra_writes: (total - segs) as u8,
-                        initcwnd: self.initcwnd,
-                        rtt_ms: self.rtt_ms.unwrap_or(50).max(1),
-                        timestamps: self.ts_ok,
-                        frto: self.sys.frto,
-                        tlp: self.sys.tlp,
-                        dsack: self.sys.dsack,
-                        ecn: self.ecn,
-                        sysctl_reordering: self.sys.reordering,
-                        sysctl_max_reordering: self.sys.max_reordering,
-                        cc: self.cc,
-                        sack: if self.sack_ok { trc_model::SackMode::Sack } else { trc_model::SackMode::NoSack },
-                        ..Config::default()
-                    };
-                    self.w0_us = t_us + self.shift_us;
-                    self.r.config = Some(cfg.clone());
-                    self.r.sack = Some(self.sack_ok);
-                    self.d = Some(Driver::start(cfg, self.profile.clone(), self.sack_ok));
-                    self.push(st, Status::Applied, Some(format!("{segs} segment(s) written; model time 0")));
-                } else {
-                    let t = self.model_ms(t_us);
-                    self.fire_before(t);
-                    let d = self.d.as_mut().unwrap();
-                    d.write(t, segs);
-                    self.push(st, Status::Applied, Some(format!("{segs} segment(s) written")));
-                }
-                Flow::Go
-            }
-            "getsockopt" | "fcntl" | "ioctl" => {
-                self.push(st, Status::OutOfScope, Some(format!("{} results are not modelled", s.name)));
-                Flow::Go
-            }
-            other => Flow::Stop(format!("system call `{other}` is not modelled")),
-        }
+    /// The undo counters the model's undo events bump so far (TcpExt names).
+    fn counters(&self) -> BTreeMap<&'static str, i64> {
+        self.d.as_ref().map(|d| d.counters.clone()).unwrap_or_default()
     }
 
-    fn inbound(&mut self, st: &Statement, t_us: i64, p: &Packet) -> Flow {
-        let f = &p.flags;
-        if f.syn {
-            if f.ack {
-                return Flow::Stop("inbound SYN-ACK: active open is not modelled".into());
-            }
-            let mut mss = 536u32;
-            let (mut sack, mut ts) = (false, false);
-            if let Some(TcpOptions::List(l)) = &p.options {
-                for o in l {
-                    match o {
-                        TcpOption::Mss(m) => mss = *m as u32,
-                        TcpOption::SackOk => sack = true,
-                        TcpOption::Timestamp { .. } => ts = true,
-                        _ => {}
-                    }
-                }
-            }
-            self.sack_ok = sack && self.sys.sack;
-            self.ts_ok = ts && self.sys.ts;
-            self.ecn = f.ece && f.cwr;
-            self.mss = mss.min(1460) - if self.ts_ok { 12 } else { 0 };
-            self.syn = Some((t_us, p.clone()));
-            self.push(st, Status::Applied, Some(format!("passive open: {}, {}, MSS {}", if self.sack_ok { "SACK" } else { "no SACK" }, if self.ts_ok { "timestamps" } else { "no timestamps" }, self.mss)));
-            return Flow::Go;
+    /// The first write: the model starts with the whole script's data (it tracks segments
+    /// written up front and later writes), its first flight leaving now.
+    fn start(&mut self, segs: u32) -> Result<Outcome1, Halt> {
+        let mss = self.hs.mss;
+        let total = u32::try_from(self.total_bytes / mss as i64).unwrap_or(u32::MAX);
+        if total > trc_model::config::MAX_SEGMENTS {
+            return Err(stop(format!("{total} segments of data: the model tracks at most {}", trc_model::config::MAX_SEGMENTS)));
         }
-        if f.fin || f.rst {
-            return Flow::Stop("FIN/RST from the peer is not modelled".into());
+        let cfg = Config {
+            segments: segs as u8,
+            extra_writes: (total - segs) as u8,
+            initcwnd: self.initcwnd,
+            rtt_ms: self.hs.rtt_ms.unwrap_or(50).max(1),
+            timestamps: self.hs.ts_ok,
+            frto: self.sys.frto,
+            tlp: self.sys.tlp,
+            dsack: self.sys.dsack,
+            ecn: self.hs.ecn,
+            sysctl_reordering: self.sys.reordering,
+            sysctl_max_reordering: self.sys.max_reordering,
+            cc: self.cc,
+            sack: if self.hs.sack_ok { trc_model::SackMode::Sack } else { trc_model::SackMode::NoSack },
+            ..Config::default()
+        };
+        self.w0_us = self.now_us;
+        self.config = Some(cfg.clone());
+        self.d = Some(Driver::start(cfg, self.profile.clone(), self.hs.sack_ok));
+        Ok(Outcome1::applied(Some(format!("{segs} segment(s) written; model time 0"))))
+    }
+
+    fn write(&mut self, n: i64) -> Result<SysResult, Halt> {
+        if !self.hs.accepted {
+            return Err(stop("write before the connection is established and accepted"));
         }
-        if p.len > 0 {
-            return Flow::Stop("data from the peer is not modelled (the model's peer only ACKs)".into());
+        let mss = self.hs.mss as i64;
+        if n <= 0 || n % mss != 0 {
+            return Err(stop(format!("write of {n} bytes is not a whole number of {mss}-byte (MSS) segments")));
         }
-        if self.rtt_ms.is_none() {
-            // Third packet of the handshake: its delay from the SYN-ACK is the path RTT.
-            let Some((t_syn, _)) = &self.syn else { return Flow::Stop("ACK before any SYN".into()) };
-            let rtt = ((t_us - t_syn + 500) / 1000).max(1) as u32;
-            self.rtt_ms = Some(rtt);
-            self.push(st, Status::Applied, Some(format!("handshake complete: RTT {rtt} ms")));
-            return Flow::Go;
-        }
+        let segs = (n / mss) as u32;
         if self.d.is_none() {
-            self.push(st, Status::OutOfScope, Some("ACK before any data was written: ignored".into()));
-            return Flow::Go;
+            return self.start(segs).map(SysResult::Other);
         }
-        let Some(a) = p.ack else { return Flow::Stop("inbound segment without ACK".into()) };
-        if p.win == Some(0) {
-            return Flow::Stop("zero window is not modelled".into());
+        let t = self.model_ms(self.now_us);
+        self.fire_before(t);
+        self.d.as_mut().unwrap().write(t, segs);
+        Ok(SysResult::Other(Outcome1::applied(Some(format!("{segs} segment(s) written")))))
+    }
+
+    fn setsockopt(&mut self, s: &Syscall) -> Result<SysResult, Halt> {
+        match (s.args.get(2), s.args.get(3)) {
+            (Some(Expr::Word(w)), _) if w == "SO_REUSEADDR" => Ok(SysResult::Other(Outcome1::applied(None))),
+            (Some(Expr::Word(w)), Some(Expr::Str(cc))) if w == "TCP_CONGESTION" => {
+                self.cc = match cc.as_str() {
+                    "cubic" => CcKind::Cubic,
+                    "reno" => CcKind::Reno,
+                    other => return Err(stop(format!("congestion control \"{other}\" is not modelled (cubic, reno)"))),
+                };
+                self.sync_cfg();
+                Ok(SysResult::Other(Outcome1::applied(Some(format!("congestion control {cc}")))))
+            }
+            _ => Ok(SysResult::Other(Outcome1::out_of_scope("this socket option is not modelled"))),
         }
-        let mss = self.mss;
+    }
+
+    /// `getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "name", len)`: the model's congestion control.
+    fn getsockopt(&mut self, s: &Syscall) -> Result<SysResult, Halt> {
+        match (s.args.get(2), s.args.get(3)) {
+            (Some(Expr::Word(w)), Some(Expr::Str(want))) if w == "TCP_CONGESTION" => {
+                let have = if self.cc == CcKind::Reno { "reno" } else { "cubic" };
+                let problems = if want == have { vec![] } else { vec![format!("value \"{have}\", expected \"{want}\"")] };
+                Ok(SysResult::Returned { ret: 0, errno: 0, notes: vec![], problems })
+            }
+            _ => Ok(SysResult::Other(Outcome1::out_of_scope("getsockopt results other than TCP_CONGESTION are not modelled"))),
+        }
+    }
+
+    /// The inbound SYN of the passive open: what it negotiates (with the sysctls).
+    fn syn(&mut self, p: &LivePacket) -> Outcome1 {
+        let mut mss = 536u32;
+        let (mut sack, mut ts) = (false, false);
+        for o in &p.options {
+            match o {
+                WireOption::Mss { mss: m } => mss = u32::from(*m),
+                WireOption::SackOk => sack = true,
+                WireOption::Timestamp { .. } => ts = true,
+                _ => {}
+            }
+        }
+        self.hs.sack_ok = sack && self.sys.sack;
+        self.hs.ts_ok = ts && self.sys.ts;
+        self.hs.ecn = p.flags & ECE != 0 && p.flags & wire::CWR != 0;
+        self.hs.mss = mss.min(1460) - if self.hs.ts_ok { 12 } else { 0 };
+        self.hs.remote_isn = p.seq;
+        self.hs.syn_us = Some(self.now_us);
+        Outcome1::applied(Some(format!("passive open: {}, {}, MSS {}", if self.hs.sack_ok { "SACK" } else { "no SACK" }, if self.hs.ts_ok { "timestamps" } else { "no timestamps" }, self.hs.mss)))
+    }
+
+    /// An ACK for the running model: segments from bytes, SACK blocks, the TS echo.
+    fn data_ack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        let mss = self.hs.mss;
         let to_seq = |b: u32| -> Option<u32> { (b.wrapping_sub(1) % mss == 0).then(|| 1 + b.wrapping_sub(1) / mss) };
-        let Some(ack) = to_seq(a) else { return Flow::Stop(format!("ack {a} is not on a {mss}-byte segment boundary")) };
+        let ack = to_seq(p.ack).ok_or_else(|| stop(format!("ack {} is not on a {mss}-byte segment boundary", p.ack)))?;
         let mut sacks = Vec::new();
         let mut tsecr = None;
-        if let Some(TcpOptions::List(l)) = &p.options {
-            for o in l {
-                match o {
-                    TcpOption::Sack(bl) => {
-                        for (s, e) in bl {
-                            match (to_seq(*s), to_seq(*e)) {
-                                (Some(s), Some(e)) => sacks.push((s, e)),
-                                _ => return Flow::Stop(format!("SACK block {s}:{e} is not on {mss}-byte segment boundaries")),
-                            }
+        for o in &p.options {
+            match o {
+                WireOption::Sack { blocks } => {
+                    for (s, e) in blocks {
+                        match (to_seq(*s), to_seq(*e)) {
+                            (Some(s), Some(e)) => sacks.push((s, e)),
+                            _ => return Err(stop(format!("SACK block {s}:{e} is not on {mss}-byte segment boundaries"))),
                         }
                     }
-                    TcpOption::Timestamp { ecr, .. } => {
-                        let v = if let Some(v) = self.ts_map.get(ecr) {
-                            *v
-                        } else if let Some((fs, fl)) = self.first_ts {
-                            ecr.wrapping_sub(fs).wrapping_add(fl)
-                        } else {
-                            *ecr
-                        };
-                        tsecr = Some(v);
-                    }
-                    _ => {}
                 }
+                WireOption::Timestamp { ecr, .. } => tsecr = Some(*ecr),
+                _ => {}
             }
         }
-        let seg = AckSeg { ack, sacks: sacks.into(), ece: f.ece, tsecr };
-        let t = self.model_ms(t_us);
+        let seg = AckSeg { ack, sacks: sacks.into(), ece: p.flags & ECE != 0, tsecr };
+        let t = self.model_ms(self.now_us);
         self.fire_before(t);
-        let d = self.d.as_mut().unwrap();
-        d.ack(t, &seg);
-        self.push(st, Status::Applied, None);
-        Flow::Go
+        self.d.as_mut().unwrap().ack(t, &seg);
+        Ok(Outcome1::applied(None))
     }
 
-    fn outbound(&mut self, st: &Statement, t_us: i64, range_end: Option<i64>, any: bool, p: &Packet) -> Flow {
-        if p.flags.syn {
-            // SYN-ACK of the passive open: the model starts established.
-            self.push(st, Status::Applied, Some("SYN-ACK (the model starts after the handshake; not checked)".into()));
-            return Flow::Go;
+    /// A shell line, command by command.
+    fn shell_line(&mut self, cmd: &str) -> Result<Outcome1, Halt> {
+        let mut notes = Vec::new();
+        let mut checks: Vec<Outcome1> = Vec::new();
+        for simple in crate::shell::simple_commands(cmd) {
+            match crate::shell::interpret(&simple) {
+                crate::shell::Effect::Defaults => self.sys = Sysctls::default(),
+                crate::shell::Effect::Sysctl(settings) => {
+                    for (k, v) in settings {
+                        if let Some(n) = self.sysctl(&k, &v)? {
+                            notes.push(n);
+                        }
+                    }
+                    self.sync_cfg();
+                }
+                crate::shell::Effect::InitCwnd(n) => {
+                    if self.hs.syn_us.is_some() {
+                        checks.push(Outcome1::out_of_scope("initcwnd changed after the SYN has no effect on this connection"));
+                    } else {
+                        self.initcwnd = n.max(1);
+                        notes.push(format!("initcwnd {n}"));
+                    }
+                }
+                crate::shell::Effect::NstatReset => self.nstat_base = self.counters(),
+                crate::shell::Effect::NstatCheck { counter, value } => {
+                    checks.push(self.nstat_check(&counter, value));
+                    // nstat (without -n) prints and also takes a new baseline.
+                    self.nstat_base = self.counters();
+                }
+                crate::shell::Effect::Sleep(us) => self.now_us += us,
+                crate::shell::Effect::ModelOnly(ev) => notes.push(self.model_only(&ev)?),
+                crate::shell::Effect::None(why) => notes.push(why),
+                crate::shell::Effect::NotModelled(why) => return Err(stop(why)),
+            }
+        }
+        let mut o = checks.iter().find(|c| c.status == Status::Fail).or_else(|| checks.iter().find(|c| c.status == Status::OutOfScope)).or_else(|| checks.first()).cloned().unwrap_or_else(|| Outcome1::applied(None));
+        o.notes.extend(notes);
+        Ok(o)
+    }
+
+    /// One `name=value` sysctl; a note if it does not matter to the model.
+    fn sysctl(&mut self, name: &str, v: &str) -> Result<Option<String>, Halt> {
+        let k = name.trim_start_matches("net.ipv4.").trim_start_matches("/proc/sys/net/ipv4/").replace('/', ".");
+        let n: i64 = v.trim().parse().unwrap_or(-1);
+        match k.as_str() {
+            "tcp_sack" => self.sys.sack = n != 0,
+            "tcp_timestamps" => self.sys.ts = n != 0,
+            "tcp_frto" => self.sys.frto = n != 0,
+            "tcp_early_retrans" => self.sys.tlp = (3..=4).contains(&n),
+            "tcp_dsack" => self.sys.dsack = n != 0,
+            "tcp_reordering" if n > 0 => self.sys.reordering = n as u32,
+            "tcp_max_reordering" if n > 0 => self.sys.max_reordering = n as u32,
+            "tcp_recovery" if n & 1 == 0 => return Err(stop("net.ipv4.tcp_recovery without RACK: the model is RACK-only (6.17+)")),
+            "tcp_recovery" => {}
+            other => return Ok(Some(format!("{other} is not modelled"))),
+        }
+        Ok(None)
+    }
+
+    /// `nstat | grep NAME | grep -q " N "`: the counter's increase since `nstat -n` is N.
+    fn nstat_check(&self, counter: &str, value: Option<i64>) -> Outcome1 {
+        if !crate::driver::MODELLED_COUNTERS.contains(&counter) {
+            return Outcome1::out_of_scope(format!("{counter} is not a counter the model maintains"));
+        }
+        let now = self.counters();
+        let delta = now.get(counter).copied().unwrap_or(0) - self.nstat_base.get(counter).copied().unwrap_or(0);
+        let ok = match value {
+            Some(v) => delta == v,
+            None => delta != 0,
+        };
+        let want = value.map(|v| v.to_string()).unwrap_or_else(|| "non-zero".into());
+        if ok {
+            let mut o = Outcome1::pass();
+            o.notes.push(format!("{counter} = {delta} since nstat -n"));
+            o
+        } else {
+            Outcome1::fail(format!("{counter} rose by {delta}, the script expects {want}"))
+        }
+    }
+
+    fn model_only(&mut self, ev: &str) -> Result<String, Halt> {
+        let t = self.model_ms(self.now_us);
+        let d = self.d.as_mut().ok_or_else(|| stop("model-only event before any data was written"))?;
+        match ev {
+            "tsq-fill" => d.tsq_fill(t),
+            "tsq-drain" => {
+                d.tsq_drain(t);
+            }
+            other => return Err(stop(format!("unknown model-only event `{other}`"))),
+        }
+        Ok(format!("model-only: {ev} (a no-op on a real kernel)"))
+    }
+
+    /// The model's next transmission as a captured packet.
+    fn captured(&self, s: Sent) -> Captured {
+        let d = self.d.as_ref().unwrap();
+        let mss = self.hs.mss;
+        let options = if self.hs.ts_ok { vec![WireOption::Nop, WireOption::Nop, WireOption::Timestamp { val: s.at.wrapping_add(d.cfg.ts_base), ecr: 0 }] } else { vec![] };
+        Captured {
+            at_us: self.w0_us + s.at as i64 * 1000,
+            flags: ACK,
+            seq: 1 + s.seg * mss,
+            ack: self.hs.remote_isn.wrapping_add(1),
+            win: 0,
+            urg: 0,
+            tos: 0,
+            options,
+            payload_len: mss,
+            unknown: Unknown { psh: true, win: true, tos: true },
+            note: Some(if s.rtx { "model: retransmission".into() } else { "model: new data".into() }),
+            applied: None,
+        }
+    }
+}
+
+impl Backend for ModelBackend<'_> {
+    fn now_us(&mut self) -> i64 {
+        self.now_us
+    }
+
+    fn start_clock(&mut self) {
+        self.now_us = 0;
+    }
+
+    fn wait_until(&mut self, t_us: i64) -> Result<(), Halt> {
+        if self.d.is_some() {
+            let t = self.model_ms(t_us);
+            self.fire_before(t);
+        }
+        self.now_us = self.now_us.max(t_us);
+        Ok(())
+    }
+
+    fn inbound(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        if p.flags & SYN != 0 {
+            if p.flags & ACK != 0 {
+                return Err(stop("inbound SYN-ACK: active open is not modelled (the model starts from a passive open)"));
+            }
+            return Ok(self.syn(p));
+        }
+        if p.flags & (FIN | RST) != 0 {
+            return Err(stop("FIN/RST from the peer is not modelled"));
+        }
+        if p.payload_len > 0 {
+            return Err(stop("data from the peer is not modelled (the model's peer only ACKs)"));
+        }
+        if self.hs.rtt_ms.is_none() {
+            // The handshake's last ACK: its delay from the SYN is the path RTT.
+            let syn = self.hs.syn_us.ok_or_else(|| stop("ACK before any SYN"))?;
+            let rtt = ((self.now_us - syn + 500) / 1000).max(1) as u32;
+            self.hs.rtt_ms = Some(rtt);
+            return Ok(Outcome1::applied(Some(format!("handshake complete: RTT {rtt} ms"))));
         }
         if self.d.is_none() {
-            return Flow::Stop("outbound segment before any data was written".into());
+            return Ok(Outcome1::out_of_scope("ACK before any data was written: ignored by the model"));
         }
-        if p.flags.fin || p.flags.rst {
-            return Flow::Stop("FIN/RST from the sender is not modelled".into());
+        if p.flags & ACK == 0 {
+            return Err(stop("inbound segment without ACK"));
         }
-        if p.len == 0 {
-            self.push(st, Status::OutOfScope, Some("pure ACKs from the sender are not modelled".into()));
-            return Flow::Go;
+        if p.win == 0 {
+            return Err(stop("zero window is not modelled"));
         }
-        let tol = (self.opts.tolerance_ms * 1000.0) as i64;
-        let due = t_us + self.shift_us;
-        let end = range_end.map(|e| e + self.shift_us).unwrap_or(due);
-        let end_ms = ((end + tol - self.w0_us).max(0) / 1000) as u32;
-        let mss = self.mss;
-        let d = self.d.as_mut().unwrap();
-        for _ in 0..16 {
+        self.data_ack(p)
+    }
+
+    fn next_outbound(&mut self, deadline_us: i64, expect: &Packet) -> Result<Next, Halt> {
+        if expect.flags.syn {
+            if self.hs.syn_us.is_none() || self.hs.synack_sent {
+                return Err(stop("outbound SYN: active open is not modelled"));
+            }
+            self.hs.synack_sent = true;
+            let at_us = self.hs.syn_us.unwrap();
+            // Its TS val only stands for the SYN-ACK's (the peer's echo of it is mapped, not
+            // read: the model measures the RTT from the handshake's timing).
+            let options = if self.hs.ts_ok { vec![WireOption::Timestamp { val: Config::default().ts_base, ecr: 0 }] } else { vec![] };
+            return Ok(Next::Packet(Captured {
+                at_us,
+                flags: SYN | ACK,
+                seq: 0,
+                ack: self.hs.remote_isn.wrapping_add(1),
+                win: 0,
+                urg: 0,
+                tos: 0,
+                options,
+                payload_len: 0,
+                unknown: Unknown { psh: true, win: true, tos: true },
+                note: None,
+                applied: Some("the model starts established: the handshake is the script's input, not something it checks".into()),
+            }));
+        }
+        if expect.flags.fin || expect.flags.rst {
+            return Err(stop("FIN/RST from the sender is not modelled"));
+        }
+        if expect.len == 0 {
+            return Ok(Next::OutOfScope("pure ACKs from the sender are not modelled".into()));
+        }
+        let Some(d) = self.d.as_mut() else { return Err(stop("outbound segment before any data was written")) };
+        let end_ms = ((deadline_us - self.w0_us).max(0) / 1000) as u32;
+        for _ in 0..64 {
             if !d.out.is_empty() {
                 break;
             }
@@ -585,142 +545,51 @@ impl Replayer<'_> {
                 _ => break,
             }
         }
-        let expected = describe_pkt(p);
-        let Some(first) = d.out.pop_front() else {
-            let pending = d.timer().map(|t| format!(" (pending {:?} timer at {} ms)", t.kind, t.deadline)).unwrap_or_default();
-            let mut l = LineReport { line: st.line, col: st.col, status: Status::Fail, text: text_of(st), expected: Some(expected), actual: Some(format!("nothing sent by {end_ms} ms{pending}")), reason: None, model_ms: Some(d.now) };
-            l.reason = Some("expected packet was not sent by the model".into());
-            self.r.lines.push(l);
-            return Flow::Go;
-        };
-        let mut parts = vec![first];
-        let mut end_seg = first.seg + 1;
-        while (end_seg - first.seg) * mss < p.len {
-            match d.out.front() {
-                Some(n) if n.seg == end_seg => {
-                    parts.push(*n);
-                    d.out.pop_front();
-                    end_seg += 1;
+        let Some(s) = d.out.pop_front() else { return Ok(Next::Timeout) };
+        let c = self.captured(s);
+        self.now_us = self.now_us.max(c.at_us);
+        Ok(Next::Packet(c))
+    }
+
+    fn syscall(&mut self, s: &Syscall, _cx: &SysCtx) -> Result<SysResult, Halt> {
+        match s.name.as_str() {
+            "socket" | "bind" | "listen" => Ok(SysResult::Other(Outcome1::applied(None))),
+            "setsockopt" => self.setsockopt(s),
+            "getsockopt" => self.getsockopt(s),
+            "accept" | "accept4" => {
+                if self.hs.rtt_ms.is_none() {
+                    return Err(stop("accept before the handshake completed"));
                 }
-                _ => break,
+                self.hs.accepted = true;
+                Ok(SysResult::Other(Outcome1::applied(None)))
             }
+            "connect" => Err(stop("active open (connect) is not modelled: the model starts from a passive open")),
+            "write" | "send" => match s.args.get(2) {
+                Some(Expr::Int(n)) => self.write(*n),
+                _ => Err(stop("write size is not a literal")),
+            },
+            "fcntl" | "ioctl" => Ok(SysResult::Other(Outcome1::out_of_scope(format!("{} results are not modelled", s.name)))),
+            other => Err(stop(format!("system call `{other}` is not modelled"))),
         }
-        let (a, b) = (1 + first.seg * mss, 1 + end_seg * mss);
-        let kinds: Vec<&str> = parts.iter().map(|s| if s.rtx { "retransmission" } else { "new data" }).collect();
-        let kind = if kinds.iter().all(|k| *k == kinds[0]) { kinds[0].to_string() } else { kinds.join("+") };
-        let actual = format!("{}:{}({}) ack 1 ({kind}) at {} ms", a, b, b - a, first.at);
-        let mut errors = Vec::new();
-        if a != p.seq || b != p.end_seq {
-            errors.push(format!("seq: expected {}:{} model {a}:{b}", p.seq, p.end_seq));
-        }
-        if let Some(ack) = p.ack {
-            if ack != 1 {
-                errors.push(format!("ack: expected {ack}, the model's peer sends no data (ack 1)"));
-            }
-        }
-        if let Some(TcpOptions::List(l)) = &p.options {
-            for o in l {
-                if let TcpOption::Timestamp { val, .. } = o {
-                    let model_ts = first.at.wrapping_add(d.cfg.ts_base);
-                    self.ts_map.insert(*val, model_ts);
-                    if self.first_ts.is_none() {
-                        self.first_ts = Some((*val, model_ts));
-                    }
+    }
+
+    fn shell(&mut self, cmd: &str, _env: &[(String, String)]) -> Result<Outcome1, Halt> {
+        self.shell_line(cmd)
+    }
+
+    fn code_values(&mut self) -> Result<CodeValues, String> {
+        let mut values = BTreeMap::new();
+        let mut missing = Vec::new();
+        for f in trc_pkt::symbols::TCPI_FIELDS {
+            match self.d.as_ref().and_then(|d| d.tcpi(f)) {
+                Some(v) => {
+                    values.insert(f.to_string(), v as u64);
                 }
+                None => missing.push(f.to_string()),
             }
         }
-        // Timing (as the kernel runner), then the shift for later relative times.
-        let actual_us = self.w0_us + first.at as i64 * 1000;
-        let offset = actual_us - due;
-        if !(any || (actual_us >= due - tol && actual_us <= end + tol)) {
-            errors.push(format!("timing: expected at {:.0} ms (±{:.0}) model {} ms", (due - self.w0_us) as f64 / 1000.0, self.opts.tolerance_ms, first.at));
-        }
-        if !any {
-            if range_end.is_none() {
-                self.shift_us += offset;
-            } else if actual_us > end {
-                self.shift_us += actual_us - end;
-            }
-        } else {
-            self.shift_us += offset.max(0);
-        }
-        let status = if errors.is_empty() { Status::Pass } else { Status::Fail };
-        let note = if p.flags.psh { Some("PSH is not modelled (not checked)".to_string()) } else { None };
-        self.r.lines.push(LineReport {
-            line: st.line,
-            col: st.col,
-            status,
-            text: text_of(st),
-            expected: Some(expected),
-            actual: Some(actual),
-            reason: if errors.is_empty() { note } else { Some(errors.join("; ")) },
-            model_ms: Some(first.at),
-        });
-        Flow::Go
+        Ok(CodeValues { values, missing })
     }
-
-    fn python(&mut self, st: &Statement, t_us: i64, stmts: &[PyStmt]) -> Flow {
-        if self.d.is_some() {
-            let t = self.model_ms(t_us);
-            self.fire_before(t);
-        }
-        for s in stmts {
-            match s {
-                PyStmt::Assert { field, op, value, .. } => {
-                    let want = match value {
-                        PyValue::Int(v) => Some(*v),
-                        PyValue::Name(n) => trc_pkt::symbol_value(n),
-                    };
-                    let got = self.d.as_ref().and_then(|d| d.tcpi(field));
-                    let text = format!("assert {field} {} {}", op.as_str(), match value { PyValue::Int(v) => v.to_string(), PyValue::Name(n) => n.clone() });
-                    let model_ms = self.d.as_ref().map(|d| d.now);
-                    let l = match (want, got) {
-                        (Some(w), Some(g)) => {
-                            let ok = op.eval(g, w);
-                            LineReport {
-                                line: st.line,
-                                col: st.col,
-                                status: if ok { Status::Pass } else { Status::Fail },
-                                text,
-                                expected: Some(format!("{field} {} {}", op.as_str(), show(field, w))),
-                                actual: Some(format!("{field} = {}", show(field, g))),
-                                reason: None,
-                                model_ms,
-                            }
-                        }
-                        (None, _) => LineReport { line: st.line, col: st.col, status: Status::OutOfScope, text, expected: None, actual: None, reason: Some("unknown symbolic value".into()), model_ms },
-                        (_, None) if self.d.is_none() => LineReport { line: st.line, col: st.col, status: Status::OutOfScope, text, expected: None, actual: None, reason: Some("assert before any data was written".into()), model_ms },
-                        (_, None) => LineReport { line: st.line, col: st.col, status: Status::OutOfScope, text, expected: None, actual: None, reason: Some(format!("{field} is not computed by the model")), model_ms },
-                    };
-                    self.r.lines.push(l);
-                }
-                PyStmt::Print(f) => self.r.lines.push(LineReport { line: st.line, col: st.col, status: Status::OutOfScope, text: format!("print({f})"), expected: None, actual: self.d.as_ref().and_then(|d| d.tcpi(f)).map(|v| format!("{f} = {v}")), reason: Some("print: nothing to check".into()), model_ms: self.d.as_ref().map(|d| d.now) }),
-                PyStmt::Other(o) => self.r.lines.push(LineReport { line: st.line, col: st.col, status: Status::OutOfScope, text: o.clone(), expected: None, actual: None, reason: Some("python statement not understood".into()), model_ms: None }),
-            }
-        }
-        Flow::Go
-    }
-}
-
-fn show(field: &str, v: i64) -> String {
-    if field == "tcpi_ca_state" {
-        let n = ["TCP_CA_Open", "TCP_CA_Disorder", "TCP_CA_CWR", "TCP_CA_Recovery", "TCP_CA_Loss"];
-        if let Some(s) = usize::try_from(v).ok().and_then(|i| n.get(i)) {
-            return s.to_string();
-        }
-    }
-    v.to_string()
-}
-
-fn point(p: TimePoint, prev: i64) -> i64 {
-    match p {
-        TimePoint::Absolute(v) => v,
-        TimePoint::Relative(v) => prev + v,
-    }
-}
-
-fn describe_pkt(p: &Packet) -> String {
-    format!("{}:{}({}){}", p.seq, p.end_seq, p.len, p.ack.map(|a| format!(" ack {a}")).unwrap_or_default())
 }
 
 fn fmt_sent(s: &Sent, mss: u32) -> String {

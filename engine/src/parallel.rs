@@ -135,10 +135,11 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
         }
     }
 
-    /// Expands frontier states `base..base + chunk.len()` into `out`.
+    /// Expands frontier states `base..base + chunk.len()` into `out`: checks the properties on
+    /// each state, then, by the level's [`Mode`], probes it or stores its chunk-new successors
+    /// (while the level is within its candidate budget, which is counted here in batches of
+    /// [`FLUSH`]).
     fn expand_chunk(&self, base: usize, chunk: &[StatePtr<M::State>], out: &mut ChunkOut<M::State>) {
-        let model = self.model;
-        let hooks = self.hooks;
         out.reset(self.props.len());
         debug_assert!(out.store.is_empty());
         let mut actions = Vec::new();
@@ -156,74 +157,20 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
             }
             // SAFETY: a frontier address (see `StatePtr`).
             let state = unsafe { &*p.0 };
-            for (i, p) in self.props.iter().enumerate() {
-                if self.active[i] && out.hits[i].is_none() && is_hit(model, p, state) {
-                    out.hits[i] = Some(rank);
-                }
-            }
+            self.check_properties(rank, state, out);
             match self.mode {
                 Mode::CheckOnly => {}
                 Mode::Probe => {
-                    if self.probe_found.load(Relaxed) {
-                        continue;
-                    }
-                    actions.clear();
-                    model.actions(state, &mut actions);
-                    for a in actions.drain(..) {
-                        if !hooks.next_state_into(model, state, a, scratch) {
-                            continue;
-                        }
-                        // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is
-                        // dropped right after this use.
-                        let next = unsafe { scratch.assume_init_ref() };
-                        let found = model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
-                        unsafe { scratch.assume_init_drop() };
-                        if found {
-                            self.probe_found.store(true, Relaxed);
-                            break;
-                        }
+                    if !self.probe_found.load(Relaxed) && self.probe(state, scratch, &mut actions) {
+                        self.probe_found.store(true, Relaxed);
                     }
                 }
                 Mode::Expand => {
                     if self.over_budget.load(Relaxed) {
                         continue;
                     }
-                    assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
-                    let link = (rank as u64) << ACTION_BITS;
                     let before = out.fps.len();
-                    actions.clear();
-                    model.actions(state, &mut actions);
-                    for (ai, a) in actions.drain(..).enumerate() {
-                        if !hooks.next_state_into(model, state, a, scratch) {
-                            continue;
-                        }
-                        // SAFETY: `next_state_into` returned true: `scratch` is initialised.
-                        let next = unsafe { scratch.assume_init_ref() };
-                        let keep = if model.within_boundary(next) {
-                            out.transitions += 1;
-                            assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
-                            let fp = hooks.fingerprint(next);
-                            seen.first(fp).then_some(fp)
-                        } else {
-                            None
-                        };
-                        match keep {
-                            Some(fp) => {
-                                out.fps.push(fp);
-                                out.links.push(link | ai as u64);
-                                let noop = hooks.drop_is_noop(next);
-                                // SAFETY: `scratch` is initialised; its state moves to the store
-                                // and `scratch` is uninitialised again.
-                                unsafe { out.store.push_from(self.pool, scratch, noop) };
-                            }
-                            None => {
-                                if !hooks.drop_is_noop(next) {
-                                    // SAFETY: initialised, dropped once.
-                                    unsafe { scratch.assume_init_drop() };
-                                }
-                            }
-                        }
-                    }
+                    self.expand_state(rank, state, out, &mut seen, scratch, &mut actions);
                     if self.cand_limit.is_some() {
                         pending += (out.fps.len() - before) as u64;
                         if pending >= FLUSH {
@@ -235,6 +182,94 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
         }
         stream_fence();
         self.flush(&mut pending);
+    }
+
+    /// Records in `out.hits` every property not hit in an earlier level that frontier state
+    /// `rank` hits, unless an earlier state of the chunk already did (the chunk's first hit is
+    /// its smallest rank).
+    #[inline(always)]
+    fn check_properties(&self, rank: usize, state: &M::State, out: &mut ChunkOut<M::State>) {
+        for (i, p) in self.props.iter().enumerate() {
+            if self.active[i] && out.hits[i].is_none() && is_hit(self.model, p, state) {
+                out.hits[i] = Some(rank);
+            }
+        }
+    }
+
+    /// Probe (a state at `max_depth`): whether `state` has an in-boundary successor that is not
+    /// in the visited set, i.e. whether the depth limit cut off a state. Each successor is built
+    /// in `scratch` and dropped at once; nothing is stored.
+    #[inline(always)]
+    fn probe(&self, state: &M::State, scratch: &mut MaybeUninit<M::State>, actions: &mut Vec<M::Action>) -> bool {
+        let (model, hooks) = (self.model, self.hooks);
+        actions.clear();
+        model.actions(state, actions);
+        for a in actions.drain(..) {
+            if !hooks.next_state_into(model, state, a, scratch) {
+                continue;
+            }
+            // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is dropped
+            // right after this use.
+            let next = unsafe { scratch.assume_init_ref() };
+            let found = model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
+            unsafe { scratch.assume_init_drop() };
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Expand (one state): generates the successors of frontier state `rank` in action order,
+    /// counts the in-boundary ones as transitions and appends those new to the chunk (see
+    /// [`Seen`]) to `out` as candidates: fingerprint, link and the state itself, moved from
+    /// `scratch` to the chunk's store.
+    #[inline(always)]
+    fn expand_state(
+        &self,
+        rank: usize,
+        state: &M::State,
+        out: &mut ChunkOut<M::State>,
+        seen: &mut Seen,
+        scratch: &mut MaybeUninit<M::State>,
+        actions: &mut Vec<M::Action>,
+    ) {
+        let (model, hooks) = (self.model, self.hooks);
+        assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
+        let link = (rank as u64) << ACTION_BITS;
+        actions.clear();
+        model.actions(state, actions);
+        for (ai, a) in actions.drain(..).enumerate() {
+            if !hooks.next_state_into(model, state, a, scratch) {
+                continue;
+            }
+            // SAFETY: `next_state_into` returned true: `scratch` is initialised.
+            let next = unsafe { scratch.assume_init_ref() };
+            let keep = if model.within_boundary(next) {
+                out.transitions += 1;
+                assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
+                let fp = hooks.fingerprint(next);
+                seen.first(fp).then_some(fp)
+            } else {
+                None
+            };
+            match keep {
+                Some(fp) => {
+                    out.fps.push(fp);
+                    out.links.push(link | ai as u64);
+                    let noop = hooks.drop_is_noop(next);
+                    // SAFETY: `scratch` is initialised; its state moves to the store and
+                    // `scratch` is uninitialised again.
+                    unsafe { out.store.push_from(self.pool, scratch, noop) };
+                }
+                None => {
+                    if !hooks.drop_is_noop(next) {
+                        // SAFETY: initialised, dropped once.
+                        unsafe { scratch.assume_init_drop() };
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -102,6 +102,80 @@ impl<S> ChunkOut<S> {
         self.hits.clear();
         self.hits.resize(props, None);
     }
+
+    /// Claims each candidate's fingerprint with its link (the minimal link wins); returns how
+    /// many of the fingerprints were new to the table.
+    fn claim_all(&self, claim: &ClaimTable) -> u64 {
+        let n = self.fps.len();
+        let mut fresh = 0u64;
+        for k in 0..n {
+            if k + PREFETCH_AHEAD < n {
+                claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
+            }
+            fresh += claim.claim(self.fps[k], self.links[k]) as u64;
+        }
+        fresh
+    }
+
+    /// Appends to `winners`, in order, the candidates that hold their fingerprint's claim (no
+    /// candidate holds the claim of a fingerprint that was already visited).
+    fn select_winners(&mut self, claim: &ClaimTable) {
+        let n = self.fps.len();
+        for k in 0..n {
+            if k + PREFETCH_AHEAD < n {
+                claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
+            }
+            if claim.winner(self.fps[k]) == self.links[k] {
+                self.winners.push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
+            }
+        }
+    }
+}
+
+/// Keeps the first `take` winners of `outs` (in chunk order; they must number at least `take`)
+/// and returns the index in the next frontier at which each chunk's winners begin.
+fn truncate_winners<S>(outs: &mut [ChunkOut<S>], take: usize) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(outs.len());
+    let mut acc = 0usize;
+    for o in outs.iter_mut() {
+        starts.push(acc);
+        let k = o.winners.len().min(take - acc);
+        o.winners.truncate(k);
+        acc += k;
+    }
+    starts
+}
+
+/// Writes the winners of `outs` (`take` in all), in order: their addresses to `ptrs` and their
+/// links to `links`. Both vectors are empty with room for `take`; each chunk writes its own part
+/// of them, on the thread pool.
+fn gather_winners<S: Sync>(outs: &[ChunkOut<S>], take: usize, ptrs: &mut Vec<StatePtr<S>>, links: &mut Vec<u64>) {
+    debug_assert!(ptrs.is_empty() && links.is_empty());
+    {
+        let ps = &mut ptrs.spare_capacity_mut()[..take];
+        let ls = &mut links.spare_capacity_mut()[..take];
+        let mut parts = Vec::with_capacity(outs.len());
+        let (mut pr, mut lr) = (ps, ls);
+        for o in outs {
+            let (p, p2) = std::mem::take(&mut pr).split_at_mut(o.winners.len());
+            let (l, l2) = std::mem::take(&mut lr).split_at_mut(o.winners.len());
+            parts.push((p, l));
+            pr = p2;
+            lr = l2;
+        }
+        parts.into_par_iter().zip(outs.par_iter()).with_max_len(1).for_each(|((p, l), o)| {
+            for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
+                p.write(StatePtr(o.store.get(k as usize)));
+                l.write(o.links[k as usize]);
+            }
+        });
+    }
+    // SAFETY: the `take` slots of both vectors were split among the chunks (their winner counts
+    // sum to `take`) and every part was written in full.
+    unsafe {
+        ptrs.set_len(take);
+        links.set_len(take);
+    }
 }
 
 struct Ctx<'a, M: Model, F> {
@@ -524,17 +598,7 @@ where
         let distinct: u64 = outs_l
             .par_iter()
             .with_max_len(1)
-            .map(|o| {
-                let n = o.fps.len();
-                let mut fresh = 0u64;
-                for k in 0..n {
-                    if k + PREFETCH_AHEAD < n {
-                        claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
-                    }
-                    fresh += claim.claim(o.fps[k], o.links[k]) as u64;
-                }
-                fresh
-            })
+            .map(|o| o.claim_all(&claim))
             .sum();
 
         // 3. Each distinct fingerprint is inserted into the visited set (which must first fit
@@ -565,17 +629,7 @@ where
 
         // 4. Select: a candidate is a new state iff it holds its fingerprint's claim; the
         // chunks' winners, in order, are the next level in canonical order.
-        outs_l.par_iter_mut().with_max_len(1).for_each(|o| {
-            let n = o.fps.len();
-            for k in 0..n {
-                if k + PREFETCH_AHEAD < n {
-                    claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
-                }
-                if claim.winner(o.fps[k]) == o.links[k] {
-                    o.winners.push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
-                }
-            }
-        });
+        outs_l.par_iter_mut().with_max_len(1).for_each(|o| o.select_winners(&claim));
         let winners: u64 = outs_l.iter().map(|o| o.winners.len() as u64).sum();
         if winners == 0 {
             break StopReason::Complete;
@@ -589,43 +643,12 @@ where
 
         // 5. Commit: the winners (the first `take` of them) become the frontier, read in place
         // from the chunk stores; their links become the level's link array.
-        let mut starts = Vec::with_capacity(nchunks);
-        let mut acc = 0usize;
-        for o in outs_l.iter_mut() {
-            starts.push(acc);
-            let k = o.winners.len().min(take as usize - acc);
-            o.winners.truncate(k);
-            acc += k;
-        }
+        let starts = truncate_winners(outs_l, take as usize);
         let mut next_ptrs = std::mem::take(&mut spare_ptrs);
         next_ptrs.clear();
         next_ptrs.reserve(take as usize);
         let mut level_links: Vec<u64> = Vec::with_capacity(take as usize);
-        {
-            let ps = &mut next_ptrs.spare_capacity_mut()[..take as usize];
-            let ls = &mut level_links.spare_capacity_mut()[..take as usize];
-            let mut parts = Vec::with_capacity(nchunks);
-            let (mut pr, mut lr) = (ps, ls);
-            for o in outs_l.iter() {
-                let (p, p2) = std::mem::take(&mut pr).split_at_mut(o.winners.len());
-                let (l, l2) = std::mem::take(&mut lr).split_at_mut(o.winners.len());
-                parts.push((p, l));
-                pr = p2;
-                lr = l2;
-            }
-            parts.into_par_iter().zip(outs_l.par_iter()).with_max_len(1).for_each(|((p, l), o)| {
-                for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
-                    p.write(StatePtr(o.store.get(k as usize)));
-                    l.write(o.links[k as usize]);
-                }
-            });
-        }
-        // SAFETY: the `take` slots of both vectors were split among the chunks (their winner
-        // counts sum to `take`) and every part was written in full.
-        unsafe {
-            next_ptrs.set_len(take as usize);
-            level_links.set_len(take as usize);
-        }
+        gather_winners(outs_l, take as usize, &mut next_ptrs, &mut level_links);
         // The rest of the old level's stores, then the swap: the chunk outputs just written hold
         // the new frontier; the old ones (now empty) are reused for the next level.
         fstores[released..].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(&pool));

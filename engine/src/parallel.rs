@@ -539,8 +539,8 @@ impl<S: Send + Sync> Frontier<S> {
         self.released = upto;
     }
 
-    /// Makes the next level the frontier: `ptrs`, whose states are the winners held by
-    /// `outs[..nchunks]` (each chunk's beginning at index `start[k]`). The rest of the old
+    /// Makes the next level the frontier: `ptrs`, the addresses of the winners held by
+    /// `outs[..nchunks]` (chunk `k`'s from index `start[k]` on). The rest of the old
     /// level's stores go back to `pool`; the old chunk outputs (now empty) are handed back in
     /// `outs`, to be reused by the next expansion.
     fn advance(
@@ -693,7 +693,7 @@ where
     /// One BFS level: the frontier is expanded (and checked), its candidates claimed, the new
     /// ones inserted into the visited set and selected, and the winners committed as the next
     /// frontier. Each step that can end the check returns `Break(reason)`, which ends the level
-    /// at once (the steps are the crate docs' numbered steps, plus the stops between them).
+    /// at once. (Steps 1–4 are the crate docs' steps; step 5 is the end of their step 4.)
     fn level(&mut self) -> ControlFlow<StopReason> {
         let mode = self.mode();
         let base = self.base_memory();

@@ -1,7 +1,13 @@
 //! The parallel level-synchronous engine (see the crate docs for the design).
+//!
+//! [`run`] drives a check: [`Bfs::new`] makes level 0 the frontier, each [`Bfs::level`] runs
+//! one level's steps (setup, expand, property hits, claim, visited, select, commit) until one of
+//! them stops the check, and [`Bfs::finish`] builds the report. The per-state work of the
+//! expansion is [`Ctx::expand_chunk`].
 
 use std::hash::Hash;
 use std::mem::MaybeUninit;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -12,10 +18,11 @@ use stateright::{Expectation, Model, Property};
 use crate::store::{stream_fence, ChunkStore, Pool};
 use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
-    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Progress, Report, StopReason, ACTION_BITS,
-    ACTION_MASK,
+    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Path, Progress, Report, StopReason,
+    ACTION_BITS, ACTION_MASK,
 };
 
+/// What a level does with its frontier (chosen by [`Bfs::mode`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
     /// Check properties and generate the next level.
@@ -102,28 +109,132 @@ impl<S> ChunkOut<S> {
         self.hits.clear();
         self.hits.resize(props, None);
     }
+
+    /// Claims each candidate's fingerprint with its link (the minimal link wins); returns how
+    /// many of the fingerprints were new to the table.
+    fn claim_all(&self, claim: &ClaimTable) -> u64 {
+        let n = self.fps.len();
+        let mut fresh = 0u64;
+        for k in 0..n {
+            if k + PREFETCH_AHEAD < n {
+                claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
+            }
+            fresh += claim.claim(self.fps[k], self.links[k]) as u64;
+        }
+        fresh
+    }
+
+    /// Appends to `winners`, in order, the candidates that hold their fingerprint's claim (no
+    /// candidate holds the claim of a fingerprint that was already visited).
+    fn select_winners(&mut self, claim: &ClaimTable) {
+        let n = self.fps.len();
+        for k in 0..n {
+            if k + PREFETCH_AHEAD < n {
+                claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
+            }
+            if claim.winner(self.fps[k]) == self.links[k] {
+                self.winners.push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
+            }
+        }
+    }
 }
 
+/// Keeps the first `take` winners of `outs` (in chunk order; they must number at least `take`)
+/// and returns the index in the next frontier at which each chunk's winners begin.
+fn truncate_winners<S>(outs: &mut [ChunkOut<S>], take: usize) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(outs.len());
+    let mut acc = 0usize;
+    for o in outs.iter_mut() {
+        starts.push(acc);
+        let k = o.winners.len().min(take - acc);
+        o.winners.truncate(k);
+        acc += k;
+    }
+    starts
+}
+
+/// Writes the winners of `outs` (`take` in all), in order: their addresses to `ptrs` and their
+/// links to `links`. Both vectors are empty with room for `take`; each chunk writes its own part
+/// of them, on the thread pool.
+fn gather_winners<S: Sync>(outs: &[ChunkOut<S>], take: usize, ptrs: &mut Vec<StatePtr<S>>, links: &mut Vec<u64>) {
+    debug_assert!(ptrs.is_empty() && links.is_empty());
+    {
+        let ps = &mut ptrs.spare_capacity_mut()[..take];
+        let ls = &mut links.spare_capacity_mut()[..take];
+        let mut parts = Vec::with_capacity(outs.len());
+        let (mut pr, mut lr) = (ps, ls);
+        for o in outs {
+            let (p, p2) = std::mem::take(&mut pr).split_at_mut(o.winners.len());
+            let (l, l2) = std::mem::take(&mut lr).split_at_mut(o.winners.len());
+            parts.push((p, l));
+            pr = p2;
+            lr = l2;
+        }
+        parts.into_par_iter().zip(outs.par_iter()).with_max_len(1).for_each(|((p, l), o)| {
+            for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
+                p.write(StatePtr(o.store.get(k as usize)));
+                l.write(o.links[k as usize]);
+            }
+        });
+    }
+    // SAFETY: the `take` slots of both vectors were split among the chunks (their winner counts
+    // sum to `take`) and every part was written in full.
+    unsafe {
+        ptrs.set_len(take);
+        links.set_len(take);
+    }
+}
+
+/// What the expansion workers of one level share: the model, the properties still to check,
+/// the visited set (read only, for probes), the level's mode and candidate budget, and the
+/// flags the workers raise.
 struct Ctx<'a, M: Model, F> {
     model: &'a M,
     hooks: &'a F,
     props: &'a [Property<M>],
+    /// Per property: not hit at an earlier depth (only those are checked).
     active: &'a [bool],
     table: &'a FpTable,
     pool: &'a Mutex<Pool<M::State>>,
     mode: Mode,
     /// Candidates allowed by the memory budget in this level.
     cand_limit: Option<u64>,
+    /// Candidates counted so far (in batches of [`FLUSH`]; only with a budget).
     cand_count: AtomicU64,
+    /// The level's candidates exceed `cand_limit` (expansion stops).
     over_budget: AtomicBool,
+    /// A probed state has an unvisited successor (probing stops).
     probe_found: AtomicBool,
 }
 
+/// Candidates a worker counts locally before adding them to [`Ctx::cand_count`].
 const FLUSH: u64 = 1 << 10;
-/// Expansion chunks per wave (see step 1 in `run`).
+/// Expansion chunks per wave (see [`Bfs::expand`]).
 const WAVE_CHUNKS: usize = 32;
 
-impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
+impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
+    /// Level setup: the workers' view of a level expanded in `mode`. With a budget, the
+    /// candidates may take what the level's `base` memory (visited set, links, frontier) leaves;
+    /// a base already over the budget expands nothing.
+    fn new(env: &'a Env<'_, M, F>, table: &'a FpTable, active: &'a [bool], mode: Mode, base: u64) -> Self {
+        let budget = env.opts.max_memory_bytes;
+        Ctx {
+            model: env.model,
+            hooks: env.hooks,
+            props: &env.props,
+            active,
+            table,
+            pool: &env.pool,
+            mode,
+            cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + env.state_bytes)),
+            cand_count: AtomicU64::new(0),
+            over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX)),
+            probe_found: AtomicBool::new(false),
+        }
+    }
+
+    /// Adds the worker's `pending` candidate count to the level's and raises `over_budget` if
+    /// the total exceeds the limit.
     fn flush(&self, pending: &mut u64) {
         if *pending == 0 {
             return;
@@ -135,10 +246,11 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
         }
     }
 
-    /// Expands frontier states `base..base + chunk.len()` into `out`.
+    /// Expands frontier states `base..base + chunk.len()` into `out`: checks the properties on
+    /// each state, then, by the level's [`Mode`], probes it or stores its chunk-new successors
+    /// (while the level is within its candidate budget, which is counted here in batches of
+    /// [`FLUSH`]).
     fn expand_chunk(&self, base: usize, chunk: &[StatePtr<M::State>], out: &mut ChunkOut<M::State>) {
-        let model = self.model;
-        let hooks = self.hooks;
         out.reset(self.props.len());
         debug_assert!(out.store.is_empty());
         let mut actions = Vec::new();
@@ -156,74 +268,20 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
             }
             // SAFETY: a frontier address (see `StatePtr`).
             let state = unsafe { &*p.0 };
-            for (i, p) in self.props.iter().enumerate() {
-                if self.active[i] && out.hits[i].is_none() && is_hit(model, p, state) {
-                    out.hits[i] = Some(rank);
-                }
-            }
+            self.check_properties(rank, state, out);
             match self.mode {
                 Mode::CheckOnly => {}
                 Mode::Probe => {
-                    if self.probe_found.load(Relaxed) {
-                        continue;
-                    }
-                    actions.clear();
-                    model.actions(state, &mut actions);
-                    for a in actions.drain(..) {
-                        if !hooks.next_state_into(model, state, a, scratch) {
-                            continue;
-                        }
-                        // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is
-                        // dropped right after this use.
-                        let next = unsafe { scratch.assume_init_ref() };
-                        let found = model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
-                        unsafe { scratch.assume_init_drop() };
-                        if found {
-                            self.probe_found.store(true, Relaxed);
-                            break;
-                        }
+                    if !self.probe_found.load(Relaxed) && self.probe(state, scratch, &mut actions) {
+                        self.probe_found.store(true, Relaxed);
                     }
                 }
                 Mode::Expand => {
                     if self.over_budget.load(Relaxed) {
                         continue;
                     }
-                    assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
-                    let link = (rank as u64) << ACTION_BITS;
                     let before = out.fps.len();
-                    actions.clear();
-                    model.actions(state, &mut actions);
-                    for (ai, a) in actions.drain(..).enumerate() {
-                        if !hooks.next_state_into(model, state, a, scratch) {
-                            continue;
-                        }
-                        // SAFETY: `next_state_into` returned true: `scratch` is initialised.
-                        let next = unsafe { scratch.assume_init_ref() };
-                        let keep = if model.within_boundary(next) {
-                            out.transitions += 1;
-                            assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
-                            let fp = hooks.fingerprint(next);
-                            seen.first(fp).then_some(fp)
-                        } else {
-                            None
-                        };
-                        match keep {
-                            Some(fp) => {
-                                out.fps.push(fp);
-                                out.links.push(link | ai as u64);
-                                let noop = hooks.drop_is_noop(next);
-                                // SAFETY: `scratch` is initialised; its state moves to the store
-                                // and `scratch` is uninitialised again.
-                                unsafe { out.store.push_from(self.pool, scratch, noop) };
-                            }
-                            None => {
-                                if !hooks.drop_is_noop(next) {
-                                    // SAFETY: initialised, dropped once.
-                                    unsafe { scratch.assume_init_drop() };
-                                }
-                            }
-                        }
-                    }
+                    self.expand_state(rank, state, out, &mut seen, scratch, &mut actions);
                     if self.cand_limit.is_some() {
                         pending += (out.fps.len() - before) as u64;
                         if pending >= FLUSH {
@@ -235,6 +293,94 @@ impl<M: Model, F: Hooks<M>> Ctx<'_, M, F> {
         }
         stream_fence();
         self.flush(&mut pending);
+    }
+
+    /// Records in `out.hits` every property not hit in an earlier level that frontier state
+    /// `rank` hits, unless an earlier state of the chunk already did (the chunk's first hit is
+    /// its smallest rank).
+    #[inline(always)]
+    fn check_properties(&self, rank: usize, state: &M::State, out: &mut ChunkOut<M::State>) {
+        for (i, p) in self.props.iter().enumerate() {
+            if self.active[i] && out.hits[i].is_none() && is_hit(self.model, p, state) {
+                out.hits[i] = Some(rank);
+            }
+        }
+    }
+
+    /// Probe (a state at `max_depth`): whether `state` has an in-boundary successor that is not
+    /// in the visited set, i.e. whether the depth limit cut off a state. Each successor is built
+    /// in `scratch` and dropped at once; nothing is stored.
+    #[inline(always)]
+    fn probe(&self, state: &M::State, scratch: &mut MaybeUninit<M::State>, actions: &mut Vec<M::Action>) -> bool {
+        let (model, hooks) = (self.model, self.hooks);
+        actions.clear();
+        model.actions(state, actions);
+        for a in actions.drain(..) {
+            if !hooks.next_state_into(model, state, a, scratch) {
+                continue;
+            }
+            // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is dropped
+            // right after this use.
+            let next = unsafe { scratch.assume_init_ref() };
+            let found = model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
+            unsafe { scratch.assume_init_drop() };
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Expand (one state): generates the successors of frontier state `rank` in action order,
+    /// counts the in-boundary ones as transitions and appends those new to the chunk (see
+    /// [`Seen`]) to `out` as candidates: fingerprint, link and the state itself, moved from
+    /// `scratch` to the chunk's store.
+    #[inline(always)]
+    fn expand_state(
+        &self,
+        rank: usize,
+        state: &M::State,
+        out: &mut ChunkOut<M::State>,
+        seen: &mut Seen,
+        scratch: &mut MaybeUninit<M::State>,
+        actions: &mut Vec<M::Action>,
+    ) {
+        let (model, hooks) = (self.model, self.hooks);
+        assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
+        let link = (rank as u64) << ACTION_BITS;
+        actions.clear();
+        model.actions(state, actions);
+        for (ai, a) in actions.drain(..).enumerate() {
+            if !hooks.next_state_into(model, state, a, scratch) {
+                continue;
+            }
+            // SAFETY: `next_state_into` returned true: `scratch` is initialised.
+            let next = unsafe { scratch.assume_init_ref() };
+            let keep = if model.within_boundary(next) {
+                out.transitions += 1;
+                assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
+                let fp = hooks.fingerprint(next);
+                seen.first(fp).then_some(fp)
+            } else {
+                None
+            };
+            match keep {
+                Some(fp) => {
+                    out.fps.push(fp);
+                    out.links.push(link | ai as u64);
+                    let noop = hooks.drop_is_noop(next);
+                    // SAFETY: `scratch` is initialised; its state moves to the store and
+                    // `scratch` is uninitialised again.
+                    unsafe { out.store.push_from(self.pool, scratch, noop) };
+                }
+                None => {
+                    if !hooks.drop_is_noop(next) {
+                        // SAFETY: initialised, dropped once.
+                        unsafe { scratch.assume_init_drop() };
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -315,6 +461,8 @@ fn chunk_len(n: usize) -> usize {
     n.div_ceil(16).clamp(1, 512)
 }
 
+/// Runs one check on the current rayon pool: level 0, then one [`Bfs::level`] after another
+/// until a step stops the check, then the report.
 fn run<M, F>(
     model: &M,
     opts: &Options,
@@ -327,15 +475,159 @@ where
     M::Action: Send + Sync + Clone,
     F: Hooks<M>,
 {
-    let start = Instant::now();
-    let props = model.properties();
-    let state_bytes = (std::mem::size_of::<M::State>() + opts.state_heap_bytes) as u64;
-    let budget = opts.max_memory_bytes;
-    let pool: Mutex<Pool<M::State>> = Mutex::new(Pool::new());
+    let env = Env {
+        model,
+        opts,
+        hooks,
+        progress,
+        start: Instant::now(),
+        props: model.properties(),
+        state_bytes: (std::mem::size_of::<M::State>() + opts.state_heap_bytes) as u64,
+        pool: Mutex::new(Pool::new()),
+    };
+    let mut bfs = Bfs::new(env);
+    let stop = loop {
+        if let ControlFlow::Break(stop) = bfs.level() {
+            break stop;
+        }
+    };
+    bfs.finish(stop)
+}
 
-    // Level 0.
+/// What the steps of a check share and never replace.
+struct Env<'a, M: Model, F> {
+    model: &'a M,
+    opts: &'a Options,
+    hooks: &'a F,
+    progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
+    start: Instant,
+    props: Vec<Property<M>>,
+    /// Bytes of one stored state in the memory estimate (its size plus `opts.state_heap_bytes`).
+    state_bytes: u64,
+    /// Free store blocks, shared by every store of the check.
+    pool: Mutex<Pool<M::State>>,
+}
+
+/// The level being expanded: its states in canonical order, read in place from the stores of
+/// the chunks that generated them (the initial states' own store at depth 0).
+struct Frontier<S> {
+    ptrs: Vec<StatePtr<S>>,
+    /// The pointer array of the previous level, reused for the next one (fresh pages cost).
+    spare: Vec<StatePtr<S>>,
+    /// The stores holding the frontier, and the frontier index where each one's states begin.
+    stores: Vec<ChunkOut<S>>,
+    start: Vec<usize>,
+    /// `stores[..released]` are back in the pool: the expansion has passed their states.
+    released: usize,
+}
+
+impl<S: Send + Sync> Frontier<S> {
+    fn len(&self) -> usize {
+        self.ptrs.len()
+    }
+
+    /// Store release wave: gives back to `pool` the stores whose states all lie before frontier
+    /// index `done`, which no later chunk of the expansion reads. The next waves' stores reuse
+    /// their blocks, so about one level of states is in memory.
+    fn release_before(&mut self, done: usize, pool: &Mutex<Pool<S>>) {
+        let n = self.ptrs.len();
+        let mut upto = self.released;
+        while upto < self.stores.len() && self.start.get(upto + 1).map_or(n, |&e| e) <= done {
+            upto += 1;
+        }
+        self.stores[self.released..upto].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(pool));
+        self.released = upto;
+    }
+
+    /// Makes the next level the frontier: `ptrs`, the addresses of the winners held by
+    /// `outs[..nchunks]` (chunk `k`'s from index `start[k]` on). The rest of the old
+    /// level's stores go back to `pool`; the old chunk outputs (now empty) are handed back in
+    /// `outs`, to be reused by the next expansion.
+    fn advance(
+        &mut self,
+        ptrs: Vec<StatePtr<S>>,
+        outs: &mut Vec<ChunkOut<S>>,
+        nchunks: usize,
+        start: Vec<usize>,
+        pool: &Mutex<Pool<S>>,
+    ) {
+        self.stores[self.released..].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(pool));
+        std::mem::swap(&mut self.stores, outs);
+        self.stores.truncate(nchunks);
+        self.start = start;
+        self.spare = std::mem::replace(&mut self.ptrs, ptrs);
+        self.released = 0;
+    }
+
+    /// At the end of the check: forgets the frontier and gives every store back, the
+    /// frontier's and those in `outs`.
+    fn release_all(&mut self, outs: &mut [ChunkOut<S>], pool: &Mutex<Pool<S>>) {
+        self.ptrs.clear();
+        self.stores.par_iter_mut().chain(outs.par_iter_mut()).with_max_len(1).for_each(|o| o.store.release(pool));
+    }
+}
+
+/// What one level's expansion left for the steps after it.
+struct Expanded {
+    /// Chunk outputs written (`outs[..nchunks]`).
+    nchunks: usize,
+    /// A probed state has an unvisited successor.
+    probe_found: bool,
+    /// The level's candidates went over the memory budget (or its base memory already had).
+    over_budget: bool,
+}
+
+impl Expanded {
+    /// Probe and depth handling, and the budget stop of the expansion: a level that was only
+    /// checked (`max_states` cut it) stops the check with `MaxStates`; a probed one (at
+    /// `max_depth`) with `MaxDepth` if it has an unvisited successor, else `Complete`; an
+    /// expanded one with `MemoryBudget` if its candidates went over the budget.
+    fn stop(&self, mode: Mode) -> ControlFlow<StopReason> {
+        match mode {
+            Mode::CheckOnly => ControlFlow::Break(StopReason::MaxStates),
+            Mode::Probe if self.probe_found => ControlFlow::Break(StopReason::MaxDepth),
+            Mode::Probe => ControlFlow::Break(StopReason::Complete),
+            Mode::Expand if self.over_budget => ControlFlow::Break(StopReason::MemoryBudget),
+            Mode::Expand => ControlFlow::Continue(()),
+        }
+    }
+}
+
+/// One check in progress: the visited set, the parent links and the frontier (the states of
+/// depth `depth`), advanced one BFS level at a time by [`Bfs::level`].
+struct Bfs<'a, M: Model, F> {
+    env: Env<'a, M, F>,
+    /// The visited set: the fingerprints of depths `0..=depth`.
+    table: FpTable,
+    /// The claims of a level's candidates (allocated once, cleared per level).
+    claim: ClaimTable,
+    /// Index in `init_states()` of each state of depth 0, by rank.
+    init_index: Vec<usize>,
+    /// `links[d - 1][rank]` = parent link of the state of depth `d` and this rank.
+    links: Vec<Vec<u64>>,
+    link_count: u64,
+    frontier: Frontier<M::State>,
+    /// The chunk outputs the level being expanded writes to (reused from level to level).
+    outs: Vec<ChunkOut<M::State>>,
+    /// First hit of each property: (depth, rank).
+    hits: Vec<Option<(usize, usize)>>,
+    /// `max_states` cut the frontier: it is checked, not expanded.
+    cut: bool,
+    unique: u64,
+    transitions: u64,
+    depth: usize,
+    /// Peak of the memory estimate.
+    peak: u64,
+}
+
+/// Level 0: the initial states in `init_states()` order, skipping those outside the boundary
+/// and duplicates, and cut at `max_states`; they go to one store, as a chunk's candidates do.
+/// Returns the visited set holding them, their store, their indices in `init_states()` and
+/// whether the cut left any out.
+fn level_zero<M: Model, F: Hooks<M>>(env: &Env<'_, M, F>) -> (FpTable, ChunkOut<M::State>, Vec<usize>, bool) {
+    let (model, hooks) = (env.model, env.hooks);
     let inits = model.init_states();
-    let mut table = FpTable::with_capacity_for(inits.len() as u64);
+    let table = FpTable::with_capacity_for(inits.len() as u64);
     let mut init_out: ChunkOut<M::State> = ChunkOut::default();
     let mut init_index: Vec<usize> = Vec::new();
     let mut cut = false;
@@ -347,7 +639,7 @@ where
         if table.contains(fp) {
             continue;
         }
-        if opts.max_states.is_some_and(|m| init_out.store.len() as u64 >= m) {
+        if env.opts.max_states.is_some_and(|m| init_out.store.len() as u64 >= m) {
             cut = true;
             continue;
         }
@@ -356,280 +648,289 @@ where
         let src = Aligned(MaybeUninit::new(s));
         // SAFETY: `src` is initialised; its state moves to the store (a `MaybeUninit` is never
         // dropped).
-        unsafe { init_out.store.push_from(&pool, &src.0, noop) };
+        unsafe { init_out.store.push_from(&env.pool, &src.0, noop) };
         init_index.push(i);
     }
     stream_fence();
-    let mut frontier: Vec<StatePtr<M::State>> = (0..init_out.store.len()).map(|k| StatePtr(init_out.store.get(k))).collect();
-    // The frontier array of the previous level, reused for the next one (fresh pages cost).
-    let mut spare_ptrs: Vec<StatePtr<M::State>> = Vec::new();
-    // The stores holding the frontier, and the frontier index where each one's states begin.
-    let mut fstores: Vec<ChunkOut<M::State>> = vec![init_out];
-    let mut fstart: Vec<usize> = vec![0];
-    // The chunk outputs the level being expanded writes to (reused from level to level).
-    let mut outs: Vec<ChunkOut<M::State>> = Vec::new();
-    let mut claim = ClaimTable::new(0);
-    let mut unique = frontier.len() as u64;
-    let mut transitions = 0u64;
-    let mut depth = 0usize;
-    // links[d - 1][rank] = parent link of the state of depth d and this rank.
-    let mut links: Vec<Vec<u64>> = Vec::new();
-    let mut link_count = 0u64;
-    // First hit of each property: (depth, rank).
-    let mut hits: Vec<Option<(usize, usize)>> = vec![None; props.len()];
+    (table, init_out, init_index, cut)
+}
 
-    // Memory is estimated from counts that do not depend on the thread count: the visited set,
-    // the links, and each frontier state's slot and address.
-    let base_memory = |table: &FpTable, link_count: u64, frontier_len: usize| {
-        table.bytes() + (link_count + init_index.len() as u64) * 8 + frontier_len as u64 * (8 + state_bytes)
-    };
-    let mut peak = base_memory(&table, link_count, frontier.len());
-    let report_progress = |depth: usize, frontier: usize, unique: u64, transitions: u64, mem: u64| {
-        if let Some(cb) = progress {
-            cb(&Progress {
-                depth,
-                frontier: frontier as u64,
-                unique_states: unique,
-                transitions,
-                elapsed: start.elapsed(),
-                memory_bytes: mem,
-            });
-        }
-    };
-    report_progress(0, frontier.len(), unique, 0, peak);
+impl<'a, M, F> Bfs<'a, M, F>
+where
+    M: Model + Sync,
+    M::State: Send + Sync,
+    M::Action: Send + Sync + Clone,
+    F: Hooks<M>,
+{
+    /// Level 0 ([`level_zero`]) as the frontier; reports progress for it.
+    fn new(env: Env<'a, M, F>) -> Self {
+        let (table, init_out, init_index, cut) = level_zero(&env);
+        let ptrs: Vec<StatePtr<M::State>> = (0..init_out.store.len()).map(|k| StatePtr(init_out.store.get(k))).collect();
+        let unique = ptrs.len() as u64;
+        let frontier = Frontier { ptrs, spare: Vec::new(), stores: vec![init_out], start: vec![0], released: 0 };
+        let hits = vec![None; env.props.len()];
+        let mut bfs = Bfs {
+            env,
+            table,
+            claim: ClaimTable::new(0),
+            init_index,
+            links: Vec::new(),
+            link_count: 0,
+            frontier,
+            outs: Vec::new(),
+            hits,
+            cut,
+            unique,
+            transitions: 0,
+            depth: 0,
+            peak: 0,
+        };
+        bfs.peak = bfs.base_memory();
+        bfs.report_progress(bfs.peak);
+        bfs
+    }
 
-    let stop = loop {
-        let mode = if cut {
+    /// One BFS level: the frontier is expanded (and checked), its candidates claimed, the new
+    /// ones inserted into the visited set and selected, and the winners committed as the next
+    /// frontier. Each step that can end the check returns `Break(reason)`, which ends the level
+    /// at once. (Steps 1–4 are the crate docs' steps; step 5 is the end of their step 4.)
+    fn level(&mut self) -> ControlFlow<StopReason> {
+        let mode = self.mode();
+        let base = self.base_memory();
+        let expanded = self.expand(mode, base);
+        let nchunks = expanded.nchunks;
+        self.record_hits(nchunks)?;
+        expanded.stop(mode)?;
+        let (total, mem) = self.tally(nchunks, base)?;
+        let (distinct, mem) = self.claim(nchunks, total, mem)?;
+        self.insert(distinct, mem)?;
+        let take = self.select(nchunks)?;
+        self.commit(nchunks, take as usize);
+        ControlFlow::Continue(())
+    }
+
+    /// Level setup: what this level does with its frontier. Only check it once `max_states`
+    /// has cut it, probe it at `max_depth`, else expand it.
+    fn mode(&self) -> Mode {
+        if self.cut {
             Mode::CheckOnly
-        } else if opts.max_depth == Some(depth) {
+        } else if self.env.opts.max_depth == Some(self.depth) {
             Mode::Probe
         } else {
             Mode::Expand
-        };
-        let base = base_memory(&table, link_count, frontier.len());
-        let active: Vec<bool> = hits.iter().map(|h| h.is_none()).collect();
-        let ctx = Ctx {
-            model,
-            hooks,
-            props: &props,
-            active: &active,
-            table: &table,
-            pool: &pool,
-            mode,
-            cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + state_bytes)),
-            cand_count: AtomicU64::new(0),
-            over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX)),
-            probe_found: AtomicBool::new(false),
-        };
+        }
+    }
 
-        // 1. Expand, in waves of WAVE_CHUNKS chunks: after each wave, the stores whose states
-        // all lie before the next wave are released (their blocks are then reused by the next
-        // waves' stores).
-        let n = frontier.len();
+    /// The memory estimate between levels: the visited set, the links, and each frontier
+    /// state's slot and address. It is computed from counts that do not depend on the thread
+    /// count.
+    fn base_memory(&self) -> u64 {
+        self.visited_bytes() + self.frontier.len() as u64 * (8 + self.env.state_bytes)
+    }
+
+    /// The visited set's fingerprint table plus the parent links (a link per state of depth
+    /// 1 and more, an init index per state of depth 0).
+    fn visited_bytes(&self) -> u64 {
+        self.table.bytes() + (self.link_count + self.init_index.len() as u64) * 8
+    }
+
+    /// Memory budget: `Break(MemoryBudget)` if the estimate `mem` of the next step would
+    /// exceed `max_memory_bytes` (the check stops before that step allocates); otherwise `mem`
+    /// counts towards the peak.
+    fn admit(&mut self, mem: u64) -> ControlFlow<StopReason> {
+        if self.env.opts.max_memory_bytes.is_some_and(|b| mem > b) {
+            return ControlFlow::Break(StopReason::MemoryBudget);
+        }
+        self.peak = self.peak.max(mem);
+        ControlFlow::Continue(())
+    }
+
+    /// Progress report for the frontier, with memory estimate `mem`.
+    fn report_progress(&self, mem: u64) {
+        if let Some(cb) = self.env.progress {
+            cb(&Progress {
+                depth: self.depth,
+                frontier: self.frontier.len() as u64,
+                unique_states: self.unique,
+                transitions: self.transitions,
+                elapsed: self.env.start.elapsed(),
+                memory_bytes: mem,
+            });
+        }
+    }
+
+    /// Step 1, expand: the frontier in chunks of [`chunk_len`] states, in waves of
+    /// [`WAVE_CHUNKS`] chunks on the thread pool, each chunk into its output in `outs`
+    /// ([`Ctx::expand_chunk`]); the candidates may take the memory left by `base`. After each
+    /// wave, the stores that no later chunk reads are released ([`Frontier::release_before`]).
+    fn expand(&mut self, mode: Mode, base: u64) -> Expanded {
+        let active: Vec<bool> = self.hits.iter().map(|h| h.is_none()).collect();
+        let ctx = Ctx::new(&self.env, &self.table, &active, mode, base);
+        let n = self.frontier.len();
         let chunk = chunk_len(n);
         let nchunks = n.div_ceil(chunk);
-        if outs.len() < nchunks {
-            outs.resize_with(nchunks, ChunkOut::default);
+        if self.outs.len() < nchunks {
+            self.outs.resize_with(nchunks, ChunkOut::default);
         }
-        let mut released = 0usize;
         for w0 in (0..nchunks).step_by(WAVE_CHUNKS) {
             let w1 = nchunks.min(w0 + WAVE_CHUNKS);
-            let fr = &frontier[..];
-            outs[w0..w1].par_iter_mut().enumerate().with_max_len(1).for_each(|(k, o)| {
+            let fr = &self.frontier.ptrs[..];
+            self.outs[w0..w1].par_iter_mut().enumerate().with_max_len(1).for_each(|(k, o)| {
                 let lo = (w0 + k) * chunk;
                 ctx.expand_chunk(lo, &fr[lo..n.min(lo + chunk)], o)
             });
-            let done = n.min(w1 * chunk);
-            let mut upto = released;
-            while upto < fstores.len() && fstart.get(upto + 1).map_or(n, |&e| e) <= done {
-                upto += 1;
-            }
-            fstores[released..upto].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(&pool));
-            released = upto;
+            self.frontier.release_before(n.min(w1 * chunk), &self.env.pool);
         }
-        let outs_l = &mut outs[..nchunks];
+        Expanded { nchunks, probe_found: ctx.probe_found.load(Relaxed), over_budget: ctx.over_budget.load(Relaxed) }
+    }
 
-        for (i, h) in hits.iter_mut().enumerate() {
+    /// Property hits: the first hit of each property not hit before is the level's smallest
+    /// rank that hits it (the minimum over the chunks' first hits). With `fail_fast`, stops the
+    /// check once an `always` property is violated; the whole level was checked, so the paths
+    /// reported are the canonical ones.
+    fn record_hits(&mut self, nchunks: usize) -> ControlFlow<StopReason> {
+        let outs = &self.outs[..nchunks];
+        for (i, h) in self.hits.iter_mut().enumerate() {
             if h.is_none() {
-                if let Some(rank) = outs_l.iter().filter_map(|o| o.hits[i]).min() {
-                    *h = Some((depth, rank));
+                if let Some(rank) = outs.iter().filter_map(|o| o.hits[i]).min() {
+                    *h = Some((self.depth, rank));
                 }
             }
         }
-        let violated = props.iter().zip(&hits).any(|(p, h)| p.expectation == Expectation::Always && h.is_some());
-        if opts.fail_fast && violated {
-            break StopReason::FailFast;
+        let props = &self.env.props;
+        let violated = props.iter().zip(&self.hits).any(|(p, h)| p.expectation == Expectation::Always && h.is_some());
+        if self.env.opts.fail_fast && violated {
+            return ControlFlow::Break(StopReason::FailFast);
         }
-        match mode {
-            Mode::CheckOnly => break StopReason::MaxStates,
-            Mode::Probe if ctx.probe_found.load(Relaxed) => break StopReason::MaxDepth,
-            Mode::Probe => break StopReason::Complete,
-            Mode::Expand => {}
-        }
-        if ctx.over_budget.load(Relaxed) {
-            break StopReason::MemoryBudget;
-        }
-        let level_transitions: u64 = outs_l.iter().map(|o| o.transitions).sum();
-        let total: usize = outs_l.iter().map(|o| o.fps.len()).sum();
-        let cand_mem = base + total as u64 * (CAND_BYTES + state_bytes);
-        peak = peak.max(cand_mem);
-        transitions += level_transitions;
+        ControlFlow::Continue(())
+    }
+
+    /// After an expansion that went on: adds the level's transitions, and counts its
+    /// candidates (their memory, estimated on top of `base`, goes into the peak: the expansion
+    /// itself kept them within the budget). Returns their number and the estimate, or stops
+    /// the check (`Complete`) if there are none.
+    fn tally(&mut self, nchunks: usize, base: u64) -> ControlFlow<StopReason, (usize, u64)> {
+        let outs = &self.outs[..nchunks];
+        let level_transitions: u64 = outs.iter().map(|o| o.transitions).sum();
+        let total: usize = outs.iter().map(|o| o.fps.len()).sum();
+        let mem = base + total as u64 * (CAND_BYTES + self.env.state_bytes);
+        self.peak = self.peak.max(mem);
+        self.transitions += level_transitions;
         if total == 0 {
-            break StopReason::Complete;
+            return ControlFlow::Break(StopReason::Complete);
         }
+        ControlFlow::Continue((total, mem))
+    }
 
-        // 2. Claim: the minimal link (= the first discoverer in canonical order) wins each
-        // fingerprint.
-        let claim_mem = cand_mem + claim.bytes_after_reset(total);
-        if budget.is_some_and(|b| claim_mem > b) {
-            break StopReason::MemoryBudget;
-        }
-        peak = peak.max(claim_mem);
-        claim.reset(total);
-        let distinct: u64 = outs_l
-            .par_iter()
-            .with_max_len(1)
-            .map(|o| {
-                let n = o.fps.len();
-                let mut fresh = 0u64;
-                for k in 0..n {
-                    if k + PREFETCH_AHEAD < n {
-                        claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
-                    }
-                    fresh += claim.claim(o.fps[k], o.links[k]) as u64;
-                }
-                fresh
-            })
-            .sum();
+    /// Step 2, claim: every one of the `total` candidates claims its fingerprint with its link
+    /// in the claim table (sized for them first, within the budget: `mem` is the estimate so
+    /// far); the minimal link, i.e. the first discoverer in canonical order, wins. Returns the
+    /// number of distinct fingerprints and the estimate with the claim table.
+    fn claim(&mut self, nchunks: usize, total: usize, mem: u64) -> ControlFlow<StopReason, (u64, u64)> {
+        let mem = mem + self.claim.bytes_after_reset(total);
+        self.admit(mem)?;
+        self.claim.reset(total);
+        let claim = &self.claim;
+        let distinct: u64 = self.outs[..nchunks].par_iter().with_max_len(1).map(|o| o.claim_all(claim)).sum();
+        ControlFlow::Continue((distinct, mem))
+    }
 
-        // 3. Each distinct fingerprint is inserted into the visited set (which must first fit
-        // all of them); one that was already there loses its claim.
-        let grow_len = unique + distinct;
-        let grow = !table.fits(grow_len);
+    /// Step 3, visited: the `distinct` claimed fingerprints are inserted into the visited set,
+    /// which is first grown to fit all of them if needed (within the budget: `mem` is the
+    /// estimate so far); one that was already there loses its claim.
+    fn insert(&mut self, distinct: u64, mem: u64) -> ControlFlow<StopReason> {
+        let grow_len = self.unique + distinct;
+        let grow = !self.table.fits(grow_len);
         let table_after = if grow { FpTable::capacity_for(grow_len) as u64 * 8 } else { 0 };
-        let select_mem = claim_mem + table_after;
-        if budget.is_some_and(|b| select_mem > b) {
-            break StopReason::MemoryBudget;
-        }
-        peak = peak.max(select_mem);
+        self.admit(mem + table_after)?;
         if grow {
-            table.grow_to(FpTable::capacity_for(grow_len));
+            self.table.grow_to(FpTable::capacity_for(grow_len));
         }
-        {
-            let t = &table;
-            let c = &claim;
-            claim.scan_chunks().into_par_iter().with_max_len(1).for_each(|range| {
-                c.retain_in(range, |fp, next_fp| {
-                    if let Some(f) = next_fp {
-                        t.prefetch(f);
-                    }
-                    t.insert(fp)
-                });
+        let (t, c) = (&self.table, &self.claim);
+        c.scan_chunks().into_par_iter().with_max_len(1).for_each(|range| {
+            c.retain_in(range, |fp, next_fp| {
+                if let Some(f) = next_fp {
+                    t.prefetch(f);
+                }
+                t.insert(fp)
             });
-        }
-
-        // 4. Select: a candidate is a new state iff it holds its fingerprint's claim; the
-        // chunks' winners, in order, are the next level in canonical order.
-        outs_l.par_iter_mut().with_max_len(1).for_each(|o| {
-            let n = o.fps.len();
-            for k in 0..n {
-                if k + PREFETCH_AHEAD < n {
-                    claim.prefetch(o.fps[k + PREFETCH_AHEAD]);
-                }
-                if claim.winner(o.fps[k]) == o.links[k] {
-                    o.winners.push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
-                }
-            }
         });
-        let winners: u64 = outs_l.iter().map(|o| o.winners.len() as u64).sum();
+        ControlFlow::Continue(())
+    }
+
+    /// Step 4, select: a candidate is a new state iff it holds its fingerprint's claim; the
+    /// chunks' winners, in order, are the next level in canonical order. Returns how many of
+    /// them it takes: all, or as many as `max_states` leaves room for (then `cut` is set and
+    /// the next level is only checked). Stops the check with `Complete` if there are no
+    /// winners, with `MaxStates` if there is no room for any.
+    fn select(&mut self, nchunks: usize) -> ControlFlow<StopReason, u64> {
+        let claim = &self.claim;
+        self.outs[..nchunks].par_iter_mut().with_max_len(1).for_each(|o| o.select_winners(claim));
+        let winners: u64 = self.outs[..nchunks].iter().map(|o| o.winners.len() as u64).sum();
         if winners == 0 {
-            break StopReason::Complete;
+            return ControlFlow::Break(StopReason::Complete);
         }
-        let room = opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(unique));
+        let room = self.env.opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(self.unique));
         let take = winners.min(room);
-        cut = winners > room;
+        self.cut = winners > room;
         if take == 0 {
-            break StopReason::MaxStates;
+            return ControlFlow::Break(StopReason::MaxStates);
         }
+        ControlFlow::Continue(take)
+    }
 
-        // 5. Commit: the winners (the first `take` of them) become the frontier, read in place
-        // from the chunk stores; their links become the level's link array.
-        let mut starts = Vec::with_capacity(nchunks);
-        let mut acc = 0usize;
-        for o in outs_l.iter_mut() {
-            starts.push(acc);
-            let k = o.winners.len().min(take as usize - acc);
-            o.winners.truncate(k);
-            acc += k;
-        }
-        let mut next_ptrs = std::mem::take(&mut spare_ptrs);
-        next_ptrs.clear();
-        next_ptrs.reserve(take as usize);
-        let mut level_links: Vec<u64> = Vec::with_capacity(take as usize);
-        {
-            let ps = &mut next_ptrs.spare_capacity_mut()[..take as usize];
-            let ls = &mut level_links.spare_capacity_mut()[..take as usize];
-            let mut parts = Vec::with_capacity(nchunks);
-            let (mut pr, mut lr) = (ps, ls);
-            for o in outs_l.iter() {
-                let (p, p2) = std::mem::take(&mut pr).split_at_mut(o.winners.len());
-                let (l, l2) = std::mem::take(&mut lr).split_at_mut(o.winners.len());
-                parts.push((p, l));
-                pr = p2;
-                lr = l2;
-            }
-            parts.into_par_iter().zip(outs_l.par_iter()).with_max_len(1).for_each(|((p, l), o)| {
-                for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
-                    p.write(StatePtr(o.store.get(k as usize)));
-                    l.write(o.links[k as usize]);
-                }
-            });
-        }
-        // SAFETY: the `take` slots of both vectors were split among the chunks (their winner
-        // counts sum to `take`) and every part was written in full.
-        unsafe {
-            next_ptrs.set_len(take as usize);
-            level_links.set_len(take as usize);
-        }
-        // The rest of the old level's stores, then the swap: the chunk outputs just written hold
-        // the new frontier; the old ones (now empty) are reused for the next level.
-        fstores[released..].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(&pool));
-        std::mem::swap(&mut fstores, &mut outs);
-        fstores.truncate(nchunks);
-        fstart = starts;
-        spare_ptrs = std::mem::replace(&mut frontier, next_ptrs);
-        links.push(level_links);
-        link_count += take;
-        unique += take;
-        depth += 1;
-        let mem = base_memory(&table, link_count, frontier.len());
-        peak = peak.max(mem);
-        report_progress(depth, frontier.len(), unique, transitions, mem);
-    };
+    /// Step 5, commit: the first `take` winners become the frontier, read in place from the
+    /// chunk stores, and their links become the level's link array; the old level's stores go
+    /// back to the pool ([`Frontier::advance`]). Reports progress for the new level.
+    fn commit(&mut self, nchunks: usize, take: usize) {
+        let outs = &mut self.outs[..nchunks];
+        let starts = truncate_winners(outs, take);
+        let mut ptrs = std::mem::take(&mut self.frontier.spare);
+        ptrs.clear();
+        ptrs.reserve(take);
+        let mut level_links: Vec<u64> = Vec::with_capacity(take);
+        gather_winners(outs, take, &mut ptrs, &mut level_links);
+        self.frontier.advance(ptrs, &mut self.outs, nchunks, starts, &self.env.pool);
+        self.links.push(level_links);
+        self.link_count += take as u64;
+        self.unique += take as u64;
+        self.depth += 1;
+        let mem = self.base_memory();
+        self.peak = self.peak.max(mem);
+        self.report_progress(mem);
+    }
 
-    let properties = build_properties(&props, &hits, |(d, mut rank)| {
+    /// The path to the state of depth `d` and rank `rank`: its parent links followed back to
+    /// an initial state, then the model re-run forwards.
+    fn path_to(&self, (d, mut rank): (usize, usize)) -> Path<M::Action> {
         let mut indices = Vec::with_capacity(d);
-        for level in links[..d].iter().rev() {
+        for level in self.links[..d].iter().rev() {
             let link = level[rank];
             indices.push((link & ACTION_MASK) as usize);
             rank = (link >> ACTION_BITS) as usize;
         }
         indices.reverse();
-        path_from_indices(model, init_index[rank], &indices)
-    });
-    let elapsed = start.elapsed();
-    report_progress(depth, frontier.len(), unique, transitions, peak);
-    frontier.clear();
-    fstores.par_iter_mut().chain(outs.par_iter_mut()).with_max_len(1).for_each(|o| o.store.release(&pool));
-    Report {
-        unique_states: unique,
-        transitions,
-        max_depth: depth,
-        elapsed,
-        complete: stop == StopReason::Complete,
-        stop_reason: stop,
-        properties,
-        peak_memory_bytes: peak,
-        visited_set_bytes: table.bytes() + (link_count + init_index.len() as u64) * 8,
+        path_from_indices(self.env.model, self.init_index[rank], &indices)
+    }
+
+    /// The report of a check that stopped for `stop`: each property's verdict, with the path
+    /// of its first hit. Reports progress a last time (with the peak memory) and releases every
+    /// store.
+    fn finish(mut self, stop: StopReason) -> Report<M::Action> {
+        let properties = build_properties(&self.env.props, &self.hits, |hit| self.path_to(hit));
+        let elapsed = self.env.start.elapsed();
+        self.report_progress(self.peak);
+        self.frontier.release_all(&mut self.outs, &self.env.pool);
+        Report {
+            unique_states: self.unique,
+            transitions: self.transitions,
+            max_depth: self.depth,
+            elapsed,
+            complete: stop == StopReason::Complete,
+            stop_reason: stop,
+            properties,
+            peak_memory_bytes: self.peak,
+            visited_set_bytes: self.visited_bytes(),
+        }
     }
 }

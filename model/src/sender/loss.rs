@@ -56,7 +56,7 @@ impl Sender {
             EnterLossGuard::SndUnaEqHighSeq => self.snd_una == self.high_seq,
             EnterLossGuard::SndUnaGeHighSeq => !after(self.high_seq, self.snd_una),
         };
-        if cx.prof.has(crate::profile::Mutant::EnterLossAlwaysReduce) {
+        if crate::profile::mutant!(cx.prof, EnterLossAlwaysReduce) {
             return true;
         }
         self.ca_state <= CaState::Disorder || window_done || (self.ca_state == CaState::Loss && self.icsk_retransmits == 0)

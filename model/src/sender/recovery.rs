@@ -4,7 +4,7 @@
 use super::ack::{flag, Rexmit};
 use super::Cx;
 use crate::cc::{CaEvent, CongestionOps};
-use crate::profile::{InitUndoTlp, Mutant, PacketDelayed};
+use crate::profile::{mutant, InitUndoTlp, PacketDelayed};
 use crate::seq::before;
 use crate::state::*;
 
@@ -153,7 +153,7 @@ impl Sender {
     pub fn tcp_end_cwnd_reduction(&mut self, cx: &Cx) {
         if self.ssthresh < TCP_INFINITE_SSTHRESH
             && (self.ca_state == CaState::Cwr || self.undo_marker != 0)
-            && !cx.prof.has(Mutant::EndCwndNoSnap)
+            && !mutant!(cx.prof, EndCwndNoSnap)
         {
             self.cwnd = self.ssthresh;
         }
@@ -261,7 +261,7 @@ impl Sender {
         }
         if self.prior_ssthresh != 0 {
             let w = self.window(cx);
-            self.cwnd = if cx.prof.has(Mutant::UndoCwndPriorOnly) { self.prior_cwnd } else { self.cc.undo_cwnd(&w) };
+            self.cwnd = if mutant!(cx.prof, UndoCwndPriorOnly) { self.prior_cwnd } else { self.cc.undo_cwnd(&w) };
             if self.prior_ssthresh > self.ssthresh {
                 self.ssthresh = self.prior_ssthresh;
                 self.ecn_queue_cwr = false;
@@ -291,7 +291,7 @@ impl Sender {
     /// `tcp_is_non_sack_preventing_reopen()` (686dc2db2a0f): a non-SACK sender holds its state
     /// while `snd_una == high_seq` (RFC 6582), clearing `retrans_stamp` if nothing is retransmitted.
     pub fn tcp_is_non_sack_preventing_reopen(&mut self, cx: &Cx) -> bool {
-        if self.snd_una == self.high_seq && !self.sack_ok && !cx.prof.has(Mutant::NoNonSackHold) {
+        if self.snd_una == self.high_seq && !self.sack_ok && !mutant!(cx.prof, NoNonSackHold) {
             if !self.tcp_any_retrans_done(cx.cfg) {
                 self.retrans_stamp = 0;
             }

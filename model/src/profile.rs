@@ -205,12 +205,17 @@ pub struct Profile {
     pub hystart_low_window: HystartLowWindow,
     #[serde(default)]
     pub cubic_idle: CubicIdle,
-    /// Deliberate mutants, used only by tests to show that a property can fail.
+    /// Deliberate mutants, used only by tests to show that a property can fail. Exists only
+    /// with the `mutants` cargo feature (enabled by test dev-dependencies, never by `trc`).
+    #[cfg(feature = "mutants")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mutants: Vec<Mutant>,
 }
 
 /// Deliberately wrong behaviours (not any kernel), used by tests to show a property can fail.
+/// Only with the `mutants` cargo feature: a build without it (the `trc` binary) has no mutant
+/// code at all, and a profile file naming `mutants` is rejected as an unknown key.
+#[cfg(feature = "mutants")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mutant {
@@ -266,6 +271,7 @@ impl Profile {
             hystart_round_reset: HystartRoundReset::InHystartUpdate,
             hystart_low_window: HystartLowWindow::AfterRoundReset,
             cubic_idle: CubicIdle::ShiftClamped,
+            #[cfg(feature = "mutants")]
             mutants: vec![],
         }
     }
@@ -471,11 +477,30 @@ impl Profile {
         Profile::builtin().into_iter().find(|p| p.name == name)
     }
 
-    /// Whether a deliberate mutant is active.
+    /// Whether a deliberate mutant is active (model code asks through [`mutant!`]).
+    #[cfg(feature = "mutants")]
     pub fn has(&self, m: Mutant) -> bool {
         self.mutants.contains(&m)
     }
 }
+
+/// `mutant!(prof, Name)`: whether the deliberate mutant `Mutant::Name` is active in profile
+/// `prof`. Without the `mutants` feature it is the constant `false` (and `Mutant` does not
+/// exist), so the mutated branch compiles away.
+#[cfg(feature = "mutants")]
+macro_rules! mutant {
+    ($prof:expr, $m:ident) => {
+        $prof.has($crate::profile::Mutant::$m)
+    };
+}
+#[cfg(not(feature = "mutants"))]
+macro_rules! mutant {
+    ($prof:expr, $m:ident) => {{
+        let _ = &$prof;
+        false
+    }};
+}
+pub(crate) use mutant;
 
 /// An error in a user's profile file, with the line where it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -510,6 +535,7 @@ struct ProfileFile {
     hystart_round_reset: Option<HystartRoundReset>,
     hystart_low_window: Option<HystartLowWindow>,
     cubic_idle: Option<CubicIdle>,
+    #[cfg(feature = "mutants")]
     mutants: Option<Vec<Mutant>>,
 }
 
@@ -559,6 +585,7 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     if let Some(v) = f.hystart_round_reset { p.hystart_round_reset = v; }
     if let Some(v) = f.hystart_low_window { p.hystart_low_window = v; }
     if let Some(v) = f.cubic_idle { p.cubic_idle = v; }
+    #[cfg(feature = "mutants")]
     if let Some(v) = f.mutants { p.mutants = v; }
     Ok(p)
 }
@@ -594,5 +621,25 @@ mod tests {
         assert!(e.message.contains("unknown base profile"), "{e}");
         let e = parse_profile_file("bogus = 1\n", "p.toml").unwrap_err();
         assert_eq!(e.line, 1);
+    }
+
+    /// Without the `mutants` feature (the `trc` binary), `mutants` is an unknown key like any
+    /// other: rejected with the file's line. (Run by `cargo test -p trc-model` alone; together
+    /// with trc-properties the feature is unified on and the test below runs instead.)
+    #[cfg(not(feature = "mutants"))]
+    #[test]
+    fn user_file_mutants_rejected_without_feature() {
+        let e = parse_profile_file("base = \"linux-6.18\"\nmutants = [\"end-cwnd-no-snap\"]\n", "m.toml").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.to_string().starts_with("m.toml:2: unknown field `mutants`"), "{e}");
+    }
+
+    /// With the feature (test builds), a profile file may name mutants.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn user_file_mutants_with_feature() {
+        let p = parse_profile_file("mutants = [\"end-cwnd-no-snap\"]\n", "m.toml").unwrap();
+        assert!(p.has(Mutant::EndCwndNoSnap));
+        assert!(!Profile::linux_6_18().has(Mutant::EndCwndNoSnap));
     }
 }

@@ -8,7 +8,8 @@
 pub mod cubic;
 pub mod hystart;
 
-use crate::profile::{CubicIdle, HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset, Mutant, Profile};
+use crate::profile::{CubicIdle, HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset, Profile};
+use crate::profile::mutant;
 use crate::state::CaState;
 pub use cubic::Cubic;
 use serde::{Deserialize, Serialize};
@@ -55,7 +56,7 @@ pub struct CcParams {
     pub round_reset: HystartRoundReset,
     pub low_window: HystartLowWindow,
     pub idle: CubicIdle,
-    /// Deliberate mutants (tests only).
+    /// Deliberate mutants (tests only): constant false without trc-model's `mutants` feature.
     pub no_cnt_floor: bool,
     pub no_ssthresh_floor: bool,
     pub no_loss_reset: bool,
@@ -80,9 +81,9 @@ impl CcParams {
             round_reset: prof.hystart_round_reset,
             low_window: prof.hystart_low_window,
             idle: prof.cubic_idle,
-            no_cnt_floor: prof.has(Mutant::CubicNoCntFloor),
-            no_ssthresh_floor: prof.has(Mutant::CubicNoSsthreshFloor),
-            no_loss_reset: prof.has(Mutant::CubicNoLossReset),
+            no_cnt_floor: mutant!(prof, CubicNoCntFloor),
+            no_ssthresh_floor: mutant!(prof, CubicNoSsthreshFloor),
+            no_loss_reset: mutant!(prof, CubicNoLossReset),
         }
     }
 

@@ -56,7 +56,7 @@ impl Sender {
             EnterLossGuard::SndUnaEqHighSeq => self.snd_una == self.high_seq,
             EnterLossGuard::SndUnaGeHighSeq => !after(self.high_seq, self.snd_una),
         };
-        if cx.prof.has(crate::profile::Mutant::EnterLossAlwaysReduce) {
+        if crate::profile::mutant!(cx.prof, EnterLossAlwaysReduce) {
             return true;
         }
         self.ca_state <= CaState::Disorder || window_done || (self.ca_state == CaState::Loss && self.icsk_retransmits == 0)
@@ -138,5 +138,164 @@ impl Sender {
             }
         }
         *rexmit = Rexmit::Lost;
+    }
+}
+
+/// `tcp_enter_loss()` and `tcp_timeout_mark_lost()` on hand-built states (`super::test_util`):
+/// 10 MSS-sized segments sent at t=0, cwnd 10, CUBIC, the RTO at t=252 (`icsk_rto` 63 jiffies).
+/// Kernel code as of 6.18 (net/ipv4/tcp_input.c).
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::cfg;
+    use super::super::Cx;
+    use crate::profile::{EnterLossGuard, Profile};
+    use crate::state::*;
+
+    /// `tcp_enter_loss()` on the first RTO from Open (slow start, cwnd 10, ssthresh
+    /// `TCP_INFINITE_SSTHRESH`): the guard passes (`state <= Disorder`): `prior_ssthresh` =
+    /// `tcp_current_ssthresh()` = `max(ssthresh, 3/4 cwnd)` = `TCP_INFINITE_SSTHRESH`,
+    /// `prior_cwnd` 10, ssthresh = CUBIC's `max(10 * 717 / 1024, 2)` = 7, `tcp_init_undo()`
+    /// (`undo_marker` 1; `undo_retrans` 1: no regular retransmission yet, but the TLP
+    /// retransmission in flight counts, 0ec986ed7bab — it runs before `tlp_high_seq` is
+    /// cleared); every segment LOST
+    /// (`tcp_timeout_mark_lost()`: RACK has no RTT yet, so all are "timed out"), cwnd =
+    /// `tcp_packets_in_flight() + 1` = 1, `snd_cwnd_cnt` 0, Loss, `high_seq` = `snd_nxt` = 11,
+    /// `tlp_high_seq` 0 (0ec986ed7bab), F-RTO on (`new_recovery`).
+    #[test]
+    fn enter_loss_first_rto_from_open() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        (s.cwnd_cnt, s.tlp_high_seq, s.tlp_retrans) = (5, 11, true);
+        let mut cx = Cx::new(&cfg, &p, 252, false);
+        s.tcp_enter_loss(&mut cx);
+        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.cwnd_cnt), (CaState::Loss, 1, 7, 0));
+        assert_eq!((s.prior_cwnd, s.prior_ssthresh), (10, TCP_INFINITE_SSTHRESH));
+        assert_eq!((s.undo_marker, s.undo_retrans), (1, 1), "0ec986ed7bab: the in-flight TLP retransmission counts");
+        assert_eq!((s.lost_out, s.tagged(tag::L).len()), (10, 10));
+        assert_eq!((s.high_seq, s.tlp_high_seq), (11, 0));
+        assert!(s.frto);
+        assert!(s.ghost.ev.entered_loss);
+        let r = s.ghost.ev.reductions[0];
+        assert_eq!((r.kind, r.from, r.cwnd, r.ssthresh), (ReductionKind::Loss, CaState::Open, 10, 7));
+    }
+
+    /// A second RTO in the same window (Loss, `snd_una` 1 below `high_seq` 11,
+    /// `icsk_retransmits` 1): the "not yet reduced in this window" guard fails, so ssthresh,
+    /// `prior_ssthresh`, `prior_cwnd` and the undo state stay; the head's lost retransmission
+    /// is counted lost again (`tcp_mark_skb_lost()`: `retrans_out` 0), cwnd = 0 + 1; F-RTO on
+    /// again since `icsk_retransmits` is nonzero (RFC 5682 3.2, recurring timeouts).
+    #[test]
+    fn enter_loss_second_rto_in_same_window_keeps_ssthresh() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.tcp_enter_loss(&mut Cx::new(&cfg, &p, 252, false));
+        s.add_tags(0, tag::RETRANS);
+        s.segs[0].xmit = 252;
+        (s.undo_retrans, s.icsk_retransmits, s.frto) = (1, 1, false);
+        s.ghost.ev = Default::default();
+        let mut cx = Cx::new(&cfg, &p, 764, false);
+        s.tcp_enter_loss(&mut cx);
+        assert_eq!((s.ca_state, s.cwnd, s.ssthresh), (CaState::Loss, 1, 7));
+        assert_eq!((s.prior_cwnd, s.prior_ssthresh, s.undo_marker, s.undo_retrans), (10, TCP_INFINITE_SSTHRESH, 1, 1));
+        assert_eq!((s.retrans_out, s.lost_out), (0, 10));
+        assert!(s.ghost.ev.reductions.is_empty());
+        assert!(s.frto);
+    }
+
+    /// An RTO in Loss after an ACK advanced `snd_una` (`icsk_retransmits` reset to 0 by
+    /// `tcp_ack()`): the guard's third clause `(Loss && !icsk_retransmits)` reduces again:
+    /// `prior_ssthresh` = `tcp_current_ssthresh()` = `max(7, 3/4 · 2)` = 7, `prior_cwnd` 2,
+    /// ssthresh = CUBIC `max(2 * 717 / 1024, 2)` = 2 (the RTO reset CUBIC); F-RTO off: neither a
+    /// new recovery nor a recurring timeout.
+    #[test]
+    fn enter_loss_in_loss_after_progress_reduces_again() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.tcp_enter_loss(&mut Cx::new(&cfg, &p, 252, false));
+        // ACK 2 at t=302: segment 1 (retransmitted at 252) delivered.
+        s.segs[0] = Seg::default();
+        (s.snd_una, s.packets_out, s.lost_out, s.cwnd, s.icsk_retransmits) = (2, 9, 9, 2, 0);
+        s.ghost.ev = Default::default();
+        let mut cx = Cx::new(&cfg, &p, 556, false);
+        s.tcp_enter_loss(&mut cx);
+        assert_eq!((s.prior_ssthresh, s.prior_cwnd, s.ssthresh), (7, 2, 2));
+        assert_eq!((s.undo_marker, s.undo_retrans), (2, -1));
+        assert_eq!(s.ghost.ev.reductions[0].from, CaState::Loss);
+        assert!(!s.frto);
+    }
+
+    /// The guard's window clause: `snd_una == high_seq` before the F-RTO rewrite
+    /// (`EnterLossGuard::SndUnaEqHighSeq`, no built-in profile) versus `!after(high_seq,
+    /// snd_una)`. They differ only past `high_seq` (Recovery/CWR with `snd_una > high_seq`);
+    /// below it neither reduces, at it both do; Open/Disorder always reduce.
+    #[test]
+    fn enter_loss_guard_window_clause() {
+        let cfg = cfg();
+        let ge = Profile::linux_6_18();
+        let eq = Profile { enter_loss_guard: EnterLossGuard::SndUnaEqHighSeq, ..Profile::linux_6_18() };
+        for (state, snd_una, want_ge, want_eq) in [
+            (CaState::Recovery, 5, false, false),
+            (CaState::Recovery, 11, true, true),
+            (CaState::Recovery, 12, true, false),
+            (CaState::Cwr, 12, true, false),
+            (CaState::Disorder, 5, true, true),
+            (CaState::Loss, 5, false, false),
+        ] {
+            let mut s = Sender::for_test(&cfg, true, 11);
+            (s.ca_state, s.snd_una, s.high_seq, s.icsk_retransmits) = (state, snd_una, 11, 1);
+            for (p, want) in [(&ge, want_ge), (&eq, want_eq)] {
+                assert_eq!(s.tcp_enter_loss_may_reduce(&Cx::new(&cfg, p, 300, false)), want, "{state:?} snd_una {snd_una} {:?}", p.enter_loss_guard);
+            }
+        }
+    }
+
+    /// `tcp_timeout_mark_lost()` (RACK): the head and every segment whose RACK timeout
+    /// (`rack.rtt + 0 - (now - xmit)`) has passed are marked LOST; SACKed segments are skipped
+    /// by `tcp_mark_skb_lost()`; recently sent ones wait ("don't mark recently sent ones lost
+    /// yet"): rtt 50, segments 7-10 sent at t=230, RTO at 252 → 28 ms left.
+    #[test]
+    fn timeout_mark_lost_skips_sacked_and_recent() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.rack.rtt = 50;
+        for i in 6..10 {
+            s.segs[i].xmit = 230;
+        }
+        s.add_tags(2, tag::S | tag::T);
+        s.tcp_timeout_mark_lost(&mut Cx::new(&cfg, &p, 252, false));
+        assert_eq!(s.tagged(tag::L), vec![0, 1, 3, 4, 5]);
+        assert_eq!((s.lost_out, s.sacked_out, s.is_sack_reneg), (5, 1, false));
+        // The head is marked even when recently (re)sent.
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.rack.rtt = 50;
+        s.segs[0].xmit = 240;
+        s.tcp_timeout_mark_lost(&mut Cx::new(&cfg, &p, 252, false));
+        assert_eq!(s.lost_out, 10);
+    }
+
+    /// `tcp_timeout_mark_lost()` when the head is SACKed (the receiver reneged): every SACK mark
+    /// is dropped (`sacked_out` 0, `is_sack_reneg`) and every segment marked LOST, recent or
+    /// not. A non-SACK flow's dupack count (`sacked_out`) is reset (`tcp_reset_reno_sack()`).
+    #[test]
+    fn timeout_mark_lost_sack_reneging_and_non_sack() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.rack.rtt = 50;
+        s.segs[9].xmit = 240;
+        s.add_tags(0, tag::S | tag::T);
+        s.add_tags(4, tag::S | tag::T);
+        s.tcp_timeout_mark_lost(&mut Cx::new(&cfg, &p, 252, false));
+        assert!(s.tagged(tag::S).is_empty());
+        assert_eq!((s.sacked_out, s.lost_out, s.is_sack_reneg), (0, 10, true));
+
+        let mut s = Sender::for_test(&cfg, false, 10);
+        s.sacked_out = 2;
+        s.tcp_timeout_mark_lost(&mut Cx::new(&cfg, &p, 252, false));
+        assert_eq!((s.sacked_out, s.lost_out), (0, 10));
     }
 }

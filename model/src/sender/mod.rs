@@ -17,6 +17,9 @@ pub mod recovery;
 pub mod sacktag;
 pub mod xmit;
 
+#[cfg(test)]
+pub(crate) mod test_util;
+
 use crate::cc::{CaEvent, CcParams, CongestionOps, Window};
 use crate::config::Config;
 use crate::profile::Profile;

@@ -220,3 +220,196 @@ impl Sender {
         }
     }
 }
+
+/// RACK on hand-built states (`super::test_util`): 10 MSS-sized segments sent at t=0, RTT 50 ms
+/// (min_rtt = srtt = 50 ms in the model), `tcp_reordering` 3. Kernel code as of 6.18
+/// (net/ipv4/tcp_recovery.c; the kernel's `tcp_rack_sent_after()` is now `tcp_skb_sent_after()`
+/// in include/net/tcp.h).
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::cfg;
+    use super::super::Cx;
+    use crate::profile::Profile;
+    use crate::state::*;
+
+    /// A SACK connection in Disorder: segment 6 (index 5, sent at t=0) SACKed at t=50, so RACK's
+    /// reference is (xmit 0, end_seq 7), `rack.rtt` 50, advanced.
+    fn sacked_sixth(state: CaState) -> Sender {
+        let cfg = cfg();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.ca_state = state;
+        s.add_tags(5, tag::S | tag::T);
+        s.rack = Rack { mstamp: 0, end_seq: 7, rtt: 50, advanced: true, ..s.rack };
+        s
+    }
+
+    /// `tcp_rack_reo_wnd()` with no reordering seen (`reord_seen` 0): 0 in Recovery and Loss
+    /// ("be aggressive during the recovery").
+    #[test]
+    fn rack_reo_wnd_zero_in_recovery_without_reordering() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let cx = Cx::new(&cfg, &p, 50, false);
+        for st in [CaState::Recovery, CaState::Loss] {
+            let mut s = sacked_sixth(st);
+            assert_eq!(s.tcp_rack_reo_wnd(&cx), 0, "{st:?}");
+            s.reord_seen = 1;
+            assert_eq!(s.tcp_rack_reo_wnd(&cx), 12, "{st:?} after reordering was seen");
+        }
+    }
+
+    /// `tcp_rack_reo_wnd()` with no reordering seen, before recovery: 0 once `sacked_out >=
+    /// reordering` ("starting the recovery by DUPACK threshold"), else `min_rtt/4` (12 ms).
+    #[test]
+    fn rack_reo_wnd_zero_at_dupthresh() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let cx = Cx::new(&cfg, &p, 50, false);
+        let mut s = sacked_sixth(CaState::Disorder);
+        s.add_tags(6, tag::S | tag::T);
+        assert_eq!((s.sacked_out, s.tcp_rack_reo_wnd(&cx)), (2, 12));
+        s.add_tags(7, tag::S | tag::T);
+        assert_eq!((s.sacked_out, s.tcp_rack_reo_wnd(&cx)), (3, 0));
+        s.reordering = 6;
+        assert_eq!(s.tcp_rack_reo_wnd(&cx), 12, "reordering raised above sacked_out");
+    }
+
+    /// `tcp_rack_reo_wnd()` = `min((min_rtt >> 2) * reo_wnd_steps, srtt)`: steps of 12 ms
+    /// (the model's ms: 50 >> 2; the kernel's µs give 12.5 ms) up to srtt 50 ms.
+    #[test]
+    fn rack_reo_wnd_min_rtt_quarter_times_steps_capped_at_srtt() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let cx = Cx::new(&cfg, &p, 50, false);
+        let mut s = sacked_sixth(CaState::Recovery);
+        s.reord_seen = 1;
+        for (steps, wnd) in [(1, 12), (2, 24), (4, 48), (5, 50), (255, 50)] {
+            s.rack.reo_wnd_steps = steps;
+            assert_eq!(s.tcp_rack_reo_wnd(&cx), wnd, "steps {steps}");
+        }
+    }
+
+    /// `tcp_rack_sent_after(t1, t2, seq1, seq2)`: later, or at the same time with a higher
+    /// end sequence (same-ms ties, e.g. one flight, are broken by sequence).
+    #[test]
+    fn rack_sent_after_same_ms_ties_broken_by_sequence() {
+        assert!(Sender::tcp_rack_sent_after(60, 50, 2, 9));
+        assert!(!Sender::tcp_rack_sent_after(50, 60, 9, 2));
+        assert!(Sender::tcp_rack_sent_after(60, 60, 9, 2));
+        assert!(!Sender::tcp_rack_sent_after(60, 60, 2, 9));
+        assert!(!Sender::tcp_rack_sent_after(60, 60, 5, 5));
+        assert!(Sender::tcp_rack_sent_after(60, 60, 1, u32::MAX), "sequence comparison wraps (after())");
+    }
+
+    /// `tcp_rack_detect_loss()` in Disorder (reo_wnd 12): segments 1-5 were sent at the same
+    /// time as the SACKed segment 6 but end below it, so they count as sent before it; they are
+    /// lost once `rack.rtt + reo_wnd - (now - xmit) <= 0`, i.e. at t=62; at t=50 the largest
+    /// remaining wait (12) is returned. Segments 7-10 end above the reference: the time-ordered
+    /// walk stops at the first of them. Lost segments leave `tsorted_sent_queue` (tag `T`).
+    #[test]
+    fn rack_detect_loss_sent_before_the_delivered_segment() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = sacked_sixth(CaState::Disorder);
+        let mut cx = Cx::new(&cfg, &p, 50, false);
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 12);
+        assert_eq!((s.lost_out, cx.lost), (0, 0));
+        let mut cx = Cx::new(&cfg, &p, 62, false);
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
+        assert_eq!((s.lost_out, cx.lost), (5, 5));
+        assert_eq!(s.tagged(tag::L), vec![0, 1, 2, 3, 4]);
+        assert_eq!(s.tagged(tag::L | tag::T), vec![0, 1, 2, 3, 4]);
+        let mut cx = Cx::new(&cfg, &p, 1000, false);
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
+        assert_eq!(s.lost_out, 5, "segments 7-10 are not before the reference");
+    }
+
+    /// `tcp_rack_detect_loss()` in Recovery without reordering seen: reo_wnd 0, so at t=50
+    /// (`rack.rtt` 50 after the send) the remaining time is 0 and segments 1-5 are lost.
+    #[test]
+    fn rack_detect_loss_zero_window_in_recovery() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = sacked_sixth(CaState::Recovery);
+        let mut cx = Cx::new(&cfg, &p, 50, false);
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
+        assert_eq!(s.tagged(tag::L), vec![0, 1, 2, 3, 4]);
+    }
+
+    /// `tcp_rack_detect_loss()` skips a LOST segment not yet retransmitted ("already lost,
+    /// waiting for retransmission") and re-examines a retransmitted one: segment 2's
+    /// retransmission (t=60) went out in the same ms as new segment 11, which was SACKed at
+    /// t=110, so the retransmission counts as sent before it (same ms, lower sequence) and is
+    /// lost again at t=110 (`tcp_mark_skb_lost()`: SACKED_RETRANS cleared, `retrans_out` − 1,
+    /// `tp->lost` + 1, `lost_out` unchanged). (The kernel's µs stamps would rarely tie here;
+    /// docs/model.md lists the same-ms rule as an abstraction.)
+    #[test]
+    fn rack_detect_loss_rechecks_lost_retransmissions() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 11);
+        s.ca_state = CaState::Recovery;
+        s.add_tags(0, tag::L | tag::T);
+        s.add_tags(1, tag::L | tag::RETRANS);
+        s.segs[1].xmit = 60;
+        s.segs[10].xmit = 60;
+        s.add_tags(10, tag::S | tag::T);
+        s.rack = Rack { mstamp: 60, end_seq: 12, rtt: 50, advanced: true, ..s.rack };
+        let mut cx = Cx::new(&cfg, &p, 110, false);
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
+        assert_eq!(s.tagged(tag::L), (0..10).collect::<Vec<_>>());
+        assert_eq!(s.segs[1].tags & tag::R, 0);
+        assert_eq!((s.retrans_out, s.lost_out, cx.lost), (0, 10, 9));
+    }
+
+    /// `tcp_rack_mark_lost()`: only after RACK advanced (which it clears); segments still inside
+    /// the window arm the REO timer at `remaining + TCP_TIMEOUT_MIN_US` (2 ms), here t=50+14;
+    /// returns whether it armed the timer. Without a new advance nothing is examined.
+    #[test]
+    fn rack_mark_lost_arms_reo_timer() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = sacked_sixth(CaState::Disorder);
+        let mut cx = Cx::new(&cfg, &p, 50, false);
+        assert!(s.tcp_rack_mark_lost(&mut cx));
+        assert_eq!(s.timer, Some(Timer { kind: TimerKind::Reo, deadline: 64 }));
+        assert!(!s.rack.advanced);
+        let mut cx = Cx::new(&cfg, &p, 70, false);
+        assert!(!s.tcp_rack_mark_lost(&mut cx), "not advanced: no detection");
+        assert_eq!((s.lost_out, s.timer.unwrap().deadline), (0, 64));
+        s.rack.advanced = true;
+        assert!(!s.tcp_rack_mark_lost(&mut cx), "everything before the reference is lost: no timer");
+        assert_eq!(s.lost_out, 5);
+    }
+
+    /// `tcp_rack_mark_lost()`: the REO timer is capped at `icsk_rto` (252 ms:
+    /// `inet_csk_reset_xmit_timer(.., icsk_rto)`), here with a 400 ms RACK RTT sample.
+    #[test]
+    fn rack_mark_lost_reo_timer_capped_at_rto() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = sacked_sixth(CaState::Disorder);
+        s.rack.rtt = 400;
+        let mut cx = Cx::new(&cfg, &p, 50, false);
+        assert!(s.tcp_rack_mark_lost(&mut cx));
+        assert_eq!(s.timer, Some(Timer { kind: TimerKind::Reo, deadline: 50 + 252 }));
+    }
+
+    /// `tcp_rack_advance()`: an ACK of a retransmitted segment sooner than min_rtt after the
+    /// retransmission is ambiguous (it may answer the original) and ignored; otherwise RACK
+    /// takes the RTT and, if the segment was sent after the reference, the new reference.
+    #[test]
+    fn rack_advance_ignores_ambiguous_retransmission_acks() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 10);
+        s.rack = Rack { mstamp: 0, end_seq: 7, rtt: 50, advanced: false, ..s.rack };
+        let before = s.rack;
+        s.tcp_rack_advance(&Cx::new(&cfg, &p, 70, false), tag::RETRANS, 2, 60);
+        assert_eq!(s.rack, before, "10 ms after the retransmission: ambiguous");
+        s.tcp_rack_advance(&Cx::new(&cfg, &p, 110, false), tag::RETRANS, 2, 60);
+        assert_eq!(s.rack, Rack { mstamp: 60, end_seq: 2, rtt: 50, advanced: true, ..before });
+        s.tcp_rack_advance(&Cx::new(&cfg, &p, 120, false), 0, 9, 0);
+        assert_eq!(s.rack, Rack { mstamp: 60, end_seq: 2, rtt: 120, advanced: true, ..before }, "older send: RTT only");
+    }
+}

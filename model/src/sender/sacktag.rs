@@ -244,7 +244,7 @@ impl Sender {
                 if tags & tag::L != 0 {
                     tags &= !(tag::L | tag::R);
                     self.lost_out = self.lost_out.wrapping_sub(1);
-                    if !cx.prof.has(crate::profile::Mutant::LeakRetransOut) {
+                    if !crate::profile::mutant!(cx.prof, LeakRetransOut) {
                         self.retrans_out = self.retrans_out.wrapping_sub(1);
                     }
                 }

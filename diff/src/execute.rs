@@ -50,7 +50,8 @@ pub fn export_actions(profile: &Profile, sc: &Scenario, actions: &[Action], g: &
 pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
     let views = model_view(x)?;
     let script = trc_pkt::parse(&x.pkt, name).map_err(|e| e.to_string())?;
-    let dir = trc_kernel::prepare_script_dir(&std::env::temp_dir().join(format!("trc-diff-{}", std::process::id()))).map_err(|e| e.to_string())?;
+    let dir = std::env::temp_dir().join(format!("trc-diff-{}", std::process::id()));
+    trc_trace::write_defaults(&dir).map_err(|e| e.to_string())?;
     let opts = trc_kernel::RunOptions { script_dir: dir, ..Default::default() };
     let k = trc_kernel::run_script(&script, name, &opts).map_err(|e| e.to_string())?;
     if k.congestion_control.as_deref() != Some(if x.trace.config.cc == CcKind::Reno { "reno" } else { "cubic" }) {

@@ -70,27 +70,6 @@ impl Default for RunOptions {
     }
 }
 
-/// trc's `counterexamples/common/defaults.sh`: the namespace settings its scripts (and the
-/// scripts it exports) expect at `../common/defaults.sh`, in the gtests' layout.
-pub const DEFAULTS_SH: &str = include_str!("../../counterexamples/common/defaults.sh");
-
-/// Makes `base/common/defaults.sh` ([`DEFAULTS_SH`]) and returns `base/scripts`, a directory
-/// where a script's `../common/defaults.sh` resolves (for scripts run from memory: exports,
-/// `trc diff` scenarios).
-pub fn prepare_script_dir(base: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let common = base.join("common");
-    std::fs::create_dir_all(&common)?;
-    let d = common.join("defaults.sh");
-    if std::fs::read_to_string(&d).ok().as_deref() != Some(DEFAULTS_SH) {
-        std::fs::write(&d, DEFAULTS_SH)?;
-    }
-    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755))?;
-    let scripts = base.join("scripts");
-    std::fs::create_dir_all(&scripts)?;
-    Ok(scripts)
-}
-
 /// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant (the gtests use
 /// them); a script or the command line may override them.
 pub fn run_all_defines() -> Vec<(String, Option<String>)> {

@@ -189,7 +189,8 @@ pub struct Profile {
     /// 1236f22fbae1 (v4.18): non-SACK `tcp_clean_rtx_queue()` clears FLAG_ORIG_SACK_ACKED when
     /// retransmitted data was cumulatively ACKed.
     pub nonsack_orig_sack_fix: bool,
-    /// CUBIC/HyStart decision points (reference §15.2); absent in a file = 6.18's value.
+    /// CUBIC/HyStart decision points (the HyStart and CUBIC fixes listed in docs/profiles.md);
+    /// absent in a file = 6.18's value.
     #[serde(default)]
     pub hystart_clock: HystartClock,
     #[serde(default)]
@@ -249,7 +250,7 @@ pub struct Named {
 }
 
 impl Profile {
-    /// Linux 6.18 (the kernel on our machines): every fix of reference §15.1 present.
+    /// Linux 6.18 (the kernel on our machines): every recovery fix of docs/profiles.md present.
     pub fn linux_6_18() -> Profile {
         Profile {
             name: "linux-6.18".into(),

@@ -1,4 +1,4 @@
-//! Golden traces of reference §17 as tests of the sender's step functions: events in, exact
+//! Golden traces (scenarios measured on the 6.18 kernel, with the values it reported) as tests of the sender's step functions: events in, exact
 //! ca_state / cwnd / ssthresh out. Sequence numbers are in segments (MSS 1000: byte 1001 = seq 2).
 
 use trc_model::sender::ack::AckSeg;
@@ -51,7 +51,7 @@ fn new_data(out: &[Tx]) -> Vec<u32> {
 }
 
 /// T1: non-SACK F-RTO with an ACK landing exactly on high_seq (d0fa59897e04's report;
-/// kernel values measured on 6.18 in kernel-lab.md).
+/// kernel values measured on 6.18: docs/findings.md and counterexamples/kernel/).
 fn t1(prof: Profile) -> Run {
     let cfg = Config { segments: 15, initcwnd: 10, timestamps: false, sack: SackMode::NoSack, ..Config::default() };
     let mut r = Run::new(cfg, prof, false);

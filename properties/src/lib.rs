@@ -144,7 +144,7 @@ fn i14(_m: &TcpModel, s: &State) -> bool {
     !matches!(s.sender.ghost.ev.left_recovery, Some((_, true)))
 }
 
-// ---- CUBIC / HyStart (reference §12, §13, §16 I12, I15, I16) ---------------------------------
+// ---- CUBIC / HyStart (I12, I15*, I16*, I17, I18; docs/properties.md) --------------------------
 
 fn cubic(s: &State) -> Option<&trc_model::cc::Cubic> {
     match &s.sender.cc {

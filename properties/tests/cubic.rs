@@ -1,4 +1,4 @@
-//! CUBIC and HyStart: each HyStart/CUBIC fix of reference §15.2 is rediscovered on its pre-fix
+//! CUBIC and HyStart: each HyStart/CUBIC fix of docs/profiles.md is rediscovered on its pre-fix
 //! profile and holds on linux-6.18; every CUBIC/HyStart property is shown to be able to fail.
 //!
 //! Dedicated small bounds (documented in docs/properties.md): SACK with timestamps, no losses,

@@ -507,7 +507,7 @@ impl<'a> Exporter<'a> {
     fn handshake(&mut self) {
         let cfg = &self.model.cfg;
         let e = &mut self.e;
-        e.raw("`../common/defaults.sh`");
+        e.raw(crate::EXPORT_INIT);
         e.raw("");
         e.line(0, "socket(..., SOCK_STREAM, IPPROTO_TCP) = 3");
         e.line(0, "setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0");

@@ -93,9 +93,32 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     res
 }
 
-/// Writes `DIR/<property>-<profile>.{pkt,json,dot}` for one export; returns the `.pkt` path.
+/// trc's `counterexamples/common/defaults.sh`: the namespace settings exported scripts expect
+/// (the values of packetdrill's gtests). Exports call it as `./defaults.sh` (the layout of the
+/// kernel's packetdrill selftests: beside the script); the regression corpus as
+/// `../common/defaults.sh` (the gtests' layout).
+pub const DEFAULTS_SH: &str = include_str!("../../counterexamples/common/defaults.sh");
+
+/// The init line exported scripts start with.
+pub const EXPORT_INIT: &str = "`./defaults.sh`";
+
+/// Writes [`DEFAULTS_SH`] as `dir/defaults.sh` (executable) unless it is there already, so the
+/// scripts exported into `dir` run from there on packetdrill and on a kernel.
+pub fn write_defaults(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    let d = dir.join("defaults.sh");
+    if std::fs::read_to_string(&d).ok().as_deref() != Some(DEFAULTS_SH) {
+        write_atomic(&d, DEFAULTS_SH.as_bytes())?;
+    }
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755))
+}
+
+/// Writes `DIR/<property>-<profile>.{pkt,json,dot}` for one export (and `DIR/defaults.sh`);
+/// returns the `.pkt` path.
 pub fn write_export(dir: &Path, x: &export::Exported) -> std::io::Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir)?;
+    write_defaults(dir)?;
     let stem = format!("{}-{}", x.trace.property, x.trace.profile.name);
     let json = serde_json::to_string_pretty(&x.trace).map_err(std::io::Error::other)?;
     write_atomic(&dir.join(format!("{stem}.json")), json.as_bytes())?;

@@ -113,7 +113,9 @@ pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
     }
     let (violated_on, holds_on) = classify(&x.pkt, &file)?;
     let path = dir.join(&file);
-    crate::write_atomic(&path, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The corpus keeps the gtests' layout: `../common/defaults.sh` (counterexamples/common/).
+    let pkt = x.pkt.replacen(crate::EXPORT_INIT, "`../common/defaults.sh`", 1);
+    crate::write_atomic(&path, pkt.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     m.regressions.push(Entry {
         name: file.trim_end_matches(".pkt").to_string(),
         property: x.trace.property.clone(),

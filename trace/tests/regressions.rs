@@ -20,3 +20,23 @@ fn manifest_replays_on_the_model() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+
+/// The hand-written kernel corpus and the findings' scripts hold on the 6.18 kernel; the model's
+/// linux-6.18 replay must pass them too, every line run and checked.
+#[test]
+fn kernel_corpus_replays_on_linux_6_18() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples");
+    let mut n = 0;
+    for dir in ["kernel", "findings"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "pkt") {
+                continue;
+            }
+            let r = trc_trace::replay::replay_file(&p, &trc_model::Profile::linux_6_18(), &Default::default()).unwrap();
+            assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render());
+            n += 1;
+        }
+    }
+    assert!(n >= 10);
+}

@@ -1,4 +1,4 @@
-//! CUBIC (`net/ipv4/tcp_cubic.c`, reference §12): `bictcp_update` with the kernel's integer
+//! CUBIC (`net/ipv4/tcp_cubic.c`, RFC 9438): `bictcp_update` with the kernel's integer
 //! arithmetic (jiffies, `BICTCP_HZ` = 10, `cube_factor`, `cubic_root` with its table and one
 //! Newton step), fast convergence, TCP friendliness, the `cnt >= 2` floor, `TX_START` idle
 //! handling, `cubictcp_recalc_ssthresh`, the reset on entering Loss. HyStart is in
@@ -23,7 +23,8 @@ pub const BETA_SCALE_FRIENDLY: u32 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE -
 /// `cube_factor` = 2^(10+3·BICTCP_HZ) / cube_rtt_scale.
 pub const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / CUBE_RTT_SCALE as u64;
 
-/// The cube-root table (`v[]` of `cubic_root`): numeric data of the source, reference §12.4.
+/// The cube-root table (`v[]` of `cubic_root`): the kernel's numeric data (the first guess of
+/// the cube root of small arguments, refined by one Newton-Raphson step).
 const V: [u8; 64] = [
     0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176,
     179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224,

@@ -3,7 +3,7 @@
 //! `pkts_acked`. Dispatch is by enum ([`Cc`]) so the state stays `Clone + Hash + Eq`.
 //!
 //! Implemented here: Reno (`net/ipv4/tcp_cong.c`); CUBIC with HyStart in [`cubic`] and
-//! [`hystart`] (`net/ipv4/tcp_cubic.c`, integer arithmetic as the kernel's, reference §12–§13).
+//! [`hystart`] (`net/ipv4/tcp_cubic.c`, integer arithmetic as the kernel's).
 
 pub mod cubic;
 pub mod hystart;

@@ -1,5 +1,5 @@
 //! RTO and F-RTO: `tcp_retransmit_timer()` (tcp_timer.c), `tcp_enter_loss()`,
-//! `tcp_timeout_mark_lost()`, `tcp_process_loss()` (tcp_input.c); reference §8.
+//! `tcp_timeout_mark_lost()`, `tcp_process_loss()` (tcp_input.c, RFC 5682 for F-RTO).
 
 use super::ack::{flag, Rexmit};
 use super::Cx;

@@ -1,4 +1,4 @@
-//! PRR (`tcp_cwnd_reduction()`, RFC 6937) and `tcp_cong_control()` (tcp_input.c); reference §4.5, §10.
+//! PRR (`tcp_cwnd_reduction()`, RFC 6937) and `tcp_cong_control()` (tcp_input.c); RFC 6937, 3759824da87b and 8b8a321ff72c.
 
 use super::ack::flag;
 use super::Cx;

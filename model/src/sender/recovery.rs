@@ -1,5 +1,5 @@
 //! The loss-recovery state machine of `tcp_fastretrans_alert()` (tcp_input.c): entering and
-//! leaving Recovery and CWR, and every undo entry point (reference §4.4, §6, §7).
+//! leaving Recovery and CWR, and every undo entry point (tcp_input.c).
 
 use super::ack::{flag, Rexmit};
 use super::Cx;

@@ -2,7 +2,7 @@
 //! retransmissions (`tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, `tcp_xmit_recovery`) with
 //! TSQ, TLP (`tcp_schedule_loss_probe`, `tcp_send_loss_probe`, `tcp_process_tlp_ack`) and the
 //! timer plumbing (`tcp_rearm_rto`, `tcp_set_xmit_timer`, `inet_csk_reset_xmit_timer`).
-//! tcp_output.c, tcp_input.c, tcp_timer.c; reference §11.
+//! tcp_output.c, tcp_input.c, tcp_timer.c.
 
 use super::ack::{flag, Rexmit};
 use super::{Cx, Tx};

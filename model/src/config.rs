@@ -30,9 +30,9 @@ pub enum SackMode {
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Segments the application has written at the start (MSS-sized).
-    pub segments: u8,
+    pub segments: u16,
     /// Extra segments the application may write later, one `Write` event each.
-    pub extra_writes: u8,
+    pub extra_writes: u16,
     /// Initial congestion window (the route's `initcwnd`; kernel default 10).
     pub initcwnd: u32,
     /// Transmissions the network may drop.
@@ -96,6 +96,13 @@ pub struct Config {
     pub hystart_low_window: u32,
     /// CUBIC's `hystart` module parameter.
     pub hystart: bool,
+    /// `tcp_slow_start_after_idle` (a fresh namespace: 1; packetdrill's defaults.sh: 0). Only a
+    /// write after an idle gap (`write_gap_ms`) can meet it.
+    #[serde(skip_serializing_if = "is_false")]
+    pub slow_start_after_idle: bool,
+    /// CUBIC's `hystart_detect` module parameter: 1 ACK train, 2 delay, 3 both (default).
+    #[serde(skip_serializing_if = "is_three")]
+    pub hystart_detect: u8,
     /// MSS in bytes (only for the pacing rate HyStart's cushion reads).
     pub mss: u32,
     /// Where the kernel's jiffy boundaries fall: model time 0 is this many µs after one
@@ -108,6 +115,14 @@ pub struct Config {
 
 fn is_zero(v: &u32) -> bool {
     *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+fn is_three(v: &u8) -> bool {
+    *v == 3
 }
 
 impl Default for Config {
@@ -144,6 +159,8 @@ impl Default for Config {
             gso_max_size: 65536,
             hystart_low_window: 16,
             hystart: true,
+            hystart_detect: 3,
+            slow_start_after_idle: false,
             mss: 1000,
             jiffy_phase_us: 0,
         }
@@ -165,14 +182,19 @@ pub enum ConfigError {
     EceWithoutEcn,
     #[error("hz must be 100, 250, 500 or 1000 (got {0})")]
     Hz(u32),
+    #[error("hystart_detect must be 0..=3 (1 ACK train, 2 delay; got {0})")]
+    HystartDetect(u8),
     #[error("cc_us_per_ms must be between 1 and 1000 (got {0})")]
     UsPerMs(u32),
     #[error("jiffy_phase_us must be below one jiffy, 10^6/hz µs (got {0})")]
     JiffyPhase(u32),
 }
 
-/// Upper bound on `segments + extra_writes` (segments are tracked in a 32-bit mask).
-pub const MAX_SEGMENTS: u32 = 24;
+/// Upper bound on `segments + extra_writes`. The per-segment state (tags, transmit times, the
+/// ghost masks) grows with the data; small bounds keep it inline in the state (see
+/// [`SegMask`](crate::segmask::SegMask)), so the exhaustive checker pays for large ones only
+/// when asked. The bound keeps segment indices and flight positions in 16 bits.
+pub const MAX_SEGMENTS: u32 = 16_384;
 
 impl Config {
     /// Total application data, in segments.
@@ -200,6 +222,9 @@ impl Config {
         }
         if ![100, 250, 500, 1000].contains(&self.hz) {
             return Err(ConfigError::Hz(self.hz));
+        }
+        if self.hystart_detect > 3 {
+            return Err(ConfigError::HystartDetect(self.hystart_detect));
         }
         if self.cc_us_per_ms == 0 || self.cc_us_per_ms > 1000 {
             return Err(ConfigError::UsPerMs(self.cc_us_per_ms));

@@ -127,235 +127,262 @@ impl State {
     /// fingerprints; different states collide with probability ≈ 2^-64.
     pub fn fingerprint(&self) -> u64 {
         let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
-        let Sender {
-            sack_ok,
-            ts_ok,
-            ca_state,
-            snd_una,
-            snd_nxt,
-            write_seq,
-            high_seq,
-            cwnd,
-            ssthresh,
-            cwnd_cnt,
-            prior_cwnd,
-            prior_ssthresh,
-            undo_marker,
-            undo_retrans,
-            retrans_stamp,
-            packets_out,
-            sacked_out,
-            lost_out,
-            retrans_out,
-            reordering,
-            reord_seen,
-            frto,
-            icsk_retransmits,
-            icsk_backoff,
-            tlp_high_seq,
-            tlp_retrans,
-            rack,
-            prr_delivered,
-            prr_out,
-            is_cwnd_limited,
-            max_packets_out,
-            cwnd_usage_seq,
-            total_retrans,
-            dsack_dups,
-            is_sack_reneg,
-            ecn_queue_cwr,
-            timer,
-            cc,
-            segs,
-            ghost: sghost,
-        } = sender;
-        let Rack { mstamp, end_seq, rtt, advanced, reo_wnd_steps, reo_wnd_persist, dsack_seen } = rack;
         let Receiver { have, ts_recent, sacks } = rcv;
-        let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes } = budget;
         let Ghost { orig_dropped } = ghost;
-        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, ev } = sghost;
-        let Events {
-            undos,
-            reductions,
-            prr_zero_prior_cwnd,
-            recovery_end,
-            left_recovery,
-            nonsack_hold,
-            hystart,
-            idle_restart,
-            entered_loss,
-        } = ev;
-
-        let (timer_tag, deadline) = match timer {
-            None => (0, 0),
-            Some(Timer { kind, deadline }) => (1 + e4(*kind as u64), *deadline),
-        };
-        let cubic = match cc {
-            Cc::Reno => None,
-            Cc::Cubic(c) => Some(c),
-        };
-        let (lr_tag, lr_seq) = match last_reduction {
-            None => (0, 0),
-            Some((seq, kind)) => (1 + e4(*kind as u64), *seq),
-        };
-        let (ep_tag, ep_una) = match episode {
-            None => (0, 0),
-            Some(Episode { start_una, undone }) => (1 + b(*undone), *start_una),
-        };
-        let (re_tag, re_a, re_b) = match recovery_end {
-            None => (0, 0, 0),
-            Some((a, c, undone)) => (1 + b(*undone), *a, *c),
-        };
-        let left_tag = match left_recovery {
-            None => 0,
-            Some((from, eq)) => 1 + (e4(*from as u64) << 1 | b(*eq)),
-        };
-
         let mut p = Packer::new();
-        // Flags, small fields, tags and lengths: everything that decides the layout below.
+        // Tags, small fields and lengths first: everything that decides the layout below.
+        sender_flags(&mut p, sender, *tsq_full);
+        budget_word(&mut p, budget, sender.rack.reo_wnd_steps);
+        let ev = &sender.ghost.ev;
         p.push(
-            b(*sack_ok)
-                | b(*ts_ok) << 1
-                | b(*frto) << 2
-                | b(*tlp_retrans) << 3
-                | b(*is_cwnd_limited) << 4
-                | b(*is_sack_reneg) << 5
-                | b(*ecn_queue_cwr) << 6
-                | b(*advanced) << 7
-                | b(*dsack_seen) << 8
-                | b(*tsq_full) << 9
-                | b(cubic.is_some()) << 10
-                | b(*prr_zero_prior_cwnd) << 11
-                | b(*nonsack_hold) << 12
-                | b(*entered_loss) << 13
-                | b(hystart.is_some()) << 14
-                | b(idle_restart.is_some()) << 15
-                | e4(*ca_state as u64) << 16
-                | timer_tag << 20
-                | lr_tag << 25
-                | ep_tag << 30
-                | re_tag << 32
-                | left_tag << 34
-                | (*reord_seen as u64) << 40
-                | (*icsk_retransmits as u64) << 48
-                | (*icsk_backoff as u64) << 56,
-        );
-        p.push(
-            *losses as u64
-                | (*ack_losses as u64) << 8
-                | (*rtos as u64) << 16
-                | (*tlps as u64) << 24
-                | (*tsq as u64) << 32
-                | (*ece as u64) << 40
-                | (*writes as u64) << 48
-                | (*reo_wnd_steps as u64) << 56,
-        );
-        p.push(
-            len16(segs.len())
+            len16(sender.segs.len())
                 | len16(flight.len()) << 16
                 | len16(sacks.len()) << 32
-                | (len16(undos.len()) & 0xff) << 48
-                | (len16(reductions.len()) & 0xff) << 56,
+                | (len16(ev.undos.len()) & 0xff) << 48
+                | (len16(ev.reductions.len()) & 0xff) << 56,
         );
-        debug_assert!(undos.len() < 256 && reductions.len() < 256);
+        debug_assert!(ev.undos.len() < 256 && ev.reductions.len() < 256);
+        let (rtx, ever) = (&sender.ghost.rtx_mask, &sender.ghost.ever_rtx_mask);
+        p.push(
+            len16(have.words().len())
+                | len16(orig_dropped.words().len()) << 16
+                | len16(rtx.words().len()) << 32
+                | len16(ever.words().len()) << 48,
+        );
+        p.push(len16(ev.undo_rtx.len()));
         // Fixed-width fields.
-        p.push(p2(*now, *snd_una));
-        p.push(p2(*snd_nxt, *write_seq));
-        p.push(p2(*high_seq, *cwnd));
-        p.push(p2(*ssthresh, *cwnd_cnt));
-        p.push(p2(*prior_cwnd, *prior_ssthresh));
-        p.push(p2(*undo_marker, *undo_retrans as u32));
-        p.push(p2(*retrans_stamp, *packets_out));
-        p.push(p2(*sacked_out, *lost_out));
-        p.push(p2(*retrans_out, *reordering));
-        p.push(p2(*tlp_high_seq, *mstamp));
-        p.push(p2(*end_seq, *rtt));
-        p.push(p2(*prr_delivered, *prr_out));
-        p.push(p2(*max_packets_out, *cwnd_usage_seq));
-        p.push(p2(*total_retrans, *dsack_dups));
-        p.push(p2(deadline, *have));
-        p.push(p2(*ts_recent, *orig_dropped));
-        p.push(p2(*rtx_mask, *ever_rtx_mask));
-        p.push(p2(lr_seq, ep_una));
-        p.push(p2(re_a, re_b));
-        p.push(*reo_wnd_persist as u64);
-        if let Some(c) = cubic {
-            cubic_words(&mut p, c);
-        }
+        sender_words(&mut p, sender, *now);
+        p.push(p2(*ts_recent, 0));
         // Variable-length parts.
-        for Seg { tags, xmit } in segs.iter() {
+        for m in [have, orig_dropped, rtx, ever] {
+            for w in m.words() {
+                p.push(*w);
+            }
+        }
+        for Seg { tags, xmit } in sender.segs.iter() {
             p.push(*tags as u64 | (*xmit as u64) << 8);
         }
         for Pkt { seg, sent, rtx } in flight.iter() {
-            p.push(*sent as u64 | (*seg as u64) << 32 | b(*rtx) << 40);
+            p.push(*sent as u64 | (*seg as u64) << 32 | b(*rtx) << 48);
         }
         for &(s, e) in sacks.iter() {
             p.push(p2(s, e));
         }
-        for u in undos.iter() {
-            let UndoEvent {
-                kind,
-                ca_state,
-                marker,
-                cwnd_before,
-                ssthresh_before,
-                prior_cwnd,
-                prior_ssthresh,
-                cwnd_after,
-                ssthresh_after,
-                rtx_mask,
-            } = u;
-            p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | (*rtx_mask as u64) << 32);
-            p.push(p2(*marker, *cwnd_before));
-            p.push(p2(*ssthresh_before, *prior_cwnd));
-            p.push(p2(*prior_ssthresh, *cwnd_after));
-            p.push(*ssthresh_after as u64);
-        }
-        for r in reductions.iter() {
-            let Reduction { kind, from, snd_una, prev, icsk_retransmits, lost_retrans, cwnd, ssthresh } = r;
-            let (prev_tag, prev_seq) = match prev {
-                None => (0, 0),
-                Some((seq, k)) => (1 + e4(*k as u64), *seq),
-            };
-            p.push(
-                e4(*kind as u64)
-                    | e4(*from as u64) << 4
-                    | prev_tag << 8
-                    | (*icsk_retransmits as u64) << 16
-                    | b(*lost_retrans) << 24
-                    | (prev_seq as u64) << 32,
-            );
-            p.push(p2(*snd_una, *cwnd));
-            p.push(*ssthresh as u64);
-        }
-        if let Some(h) = hystart {
-            let HystartExit {
-                kind,
-                ca_state,
-                cwnd,
-                ssthresh_before,
-                snd_una,
-                end_seq,
-                true_end_seq,
-                elapsed_us,
-                min_rtt_us,
-                paced,
-                round_min,
-                delay_min,
-                ms_units,
-            } = h;
-            p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | b(*paced) << 8 | b(*ms_units) << 9 | (*cwnd as u64) << 32);
-            p.push(p2(*ssthresh_before, *snd_una));
-            p.push(p2(*end_seq, *true_end_seq));
-            p.push(p2(*elapsed_us, *min_rtt_us));
-            p.push(p2(*round_min, *delay_min));
-        }
-        if let Some(IdleRestart { epoch_before, epoch_after, jiffies, idle_jiffies }) = idle_restart {
-            p.push(p2(*epoch_before, *epoch_after));
-            p.push(p2(*jiffies, *idle_jiffies));
-        }
+        event_words(&mut p, ev);
         p.finish()
     }
+}
+
+/// The sender's flags, enum tags and small counters, bit-packed into one word.
+#[inline(always)]
+fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
+    let ev = &s.ghost.ev;
+    let (timer_tag, lr_tag, ep_tag) = (
+        s.timer.map_or(0, |t| 1 + e4(t.kind as u64)),
+        s.ghost.last_reduction.map_or(0, |(_, k)| 1 + e4(k as u64)),
+        s.ghost.episode.map_or(0, |e| 1 + b(e.undone)),
+    );
+    let re_tag = ev.recovery_end.map_or(0, |(_, _, undone)| 1 + b(undone));
+    let left_tag = ev.left_recovery.map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)));
+    p.push(
+        b(s.sack_ok)
+            | b(s.ts_ok) << 1
+            | b(s.frto) << 2
+            | b(s.tlp_retrans) << 3
+            | b(s.is_cwnd_limited) << 4
+            | b(s.is_sack_reneg) << 5
+            | b(s.ecn_queue_cwr) << 6
+            | b(s.rack.advanced) << 7
+            | b(s.rack.dsack_seen) << 8
+            | b(tsq_full) << 9
+            | b(matches!(s.cc, Cc::Cubic(_))) << 10
+            | b(ev.prr_zero_prior_cwnd) << 11
+            | b(ev.nonsack_hold) << 12
+            | b(ev.entered_loss) << 13
+            | b(ev.hystart.is_some()) << 14
+            | b(ev.idle_restart.is_some()) << 15
+            | e4(s.ca_state as u64) << 16
+            | timer_tag << 20
+            | lr_tag << 25
+            | ep_tag << 30
+            | re_tag << 32
+            | left_tag << 34
+            | (s.reord_seen as u64) << 40
+            | (s.icsk_retransmits as u64) << 48
+            | (s.icsk_backoff as u64) << 56,
+    );
+}
+
+#[inline(always)]
+fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8) {
+    let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes } = budget;
+    p.push(
+        *losses as u64
+            | (*ack_losses as u64) << 8
+            | (*rtos as u64) << 16
+            | (*tlps as u64) << 24
+            | (*tsq as u64) << 32
+            | (*ece as u64) << 40
+            | (*writes as u64) << 48,
+    );
+    p.push(reo_wnd_steps as u64);
+}
+
+/// The sender's fixed-width fields (every field named: a new one is a compile error here).
+#[inline(always)]
+fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
+    let Sender {
+        sack_ok: _,
+        ts_ok: _,
+        ca_state: _,
+        snd_una,
+        snd_nxt,
+        write_seq,
+        high_seq,
+        cwnd,
+        ssthresh,
+        cwnd_cnt,
+        prior_cwnd,
+        prior_ssthresh,
+        undo_marker,
+        undo_retrans,
+        retrans_stamp,
+        packets_out,
+        sacked_out,
+        lost_out,
+        retrans_out,
+        reordering,
+        reord_seen: _,
+        frto: _,
+        icsk_retransmits: _,
+        icsk_backoff: _,
+        tlp_high_seq,
+        tlp_retrans: _,
+        rack,
+        prr_delivered,
+        prr_out,
+        is_cwnd_limited: _,
+        max_packets_out,
+        cwnd_usage_seq,
+        total_retrans,
+        dsack_dups,
+        is_sack_reneg: _,
+        ecn_queue_cwr: _,
+        timer,
+        cc,
+        segs: _,
+        ghost,
+    } = s;
+    let Rack { mstamp, end_seq, rtt, advanced: _, reo_wnd_steps: _, reo_wnd_persist, dsack_seen: _ } = rack;
+    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, ev: _ } = ghost;
+    p.push(p2(now, *snd_una));
+    p.push(p2(*snd_nxt, *write_seq));
+    p.push(p2(*high_seq, *cwnd));
+    p.push(p2(*ssthresh, *cwnd_cnt));
+    p.push(p2(*prior_cwnd, *prior_ssthresh));
+    p.push(p2(*undo_marker, *undo_retrans as u32));
+    p.push(p2(*retrans_stamp, *packets_out));
+    p.push(p2(*sacked_out, *lost_out));
+    p.push(p2(*retrans_out, *reordering));
+    p.push(p2(*tlp_high_seq, *mstamp));
+    p.push(p2(*end_seq, *rtt));
+    p.push(p2(*prr_delivered, *prr_out));
+    p.push(p2(*max_packets_out, *cwnd_usage_seq));
+    p.push(p2(*total_retrans, *dsack_dups));
+    p.push(p2(timer.map_or(0, |t: Timer| t.deadline), *reo_wnd_persist as u32));
+    p.push(p2(last_reduction.map_or(0, |(seq, _)| seq), episode.map_or(0, |e: Episode| e.start_una)));
+    if let Cc::Cubic(c) = cc {
+        cubic_words(p, c);
+    }
+}
+
+/// The ghost event log.
+#[inline(always)]
+fn event_words(p: &mut Packer, ev: &Events) {
+    let Events {
+        undos,
+        reductions,
+        prr_zero_prior_cwnd: _,
+        recovery_end,
+        left_recovery: _,
+        nonsack_hold: _,
+        hystart,
+        idle_restart,
+        entered_loss: _,
+        undo_rtx,
+    } = ev;
+    let (re_a, re_b) = recovery_end.map_or((0, 0), |(a, c, _)| (a, c));
+    p.push(p2(re_a, re_b));
+    for u in undos.iter() {
+        let UndoEvent {
+            kind,
+            ca_state,
+            marker,
+            cwnd_before,
+            ssthresh_before,
+            prior_cwnd,
+            prior_ssthresh,
+            cwnd_after,
+            ssthresh_after,
+        } = u;
+        p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4);
+        p.push(p2(*marker, *cwnd_before));
+        p.push(p2(*ssthresh_before, *prior_cwnd));
+        p.push(p2(*prior_ssthresh, *cwnd_after));
+        p.push(*ssthresh_after as u64);
+    }
+    for &(i, w, bits) in undo_rtx.iter() {
+        p.push(i as u64 | (w as u64) << 16);
+        p.push(bits);
+    }
+    for r in reductions.iter() {
+        let Reduction { kind, from, snd_una, prev, icsk_retransmits, lost_retrans, cwnd, ssthresh } = r;
+        let (prev_tag, prev_seq) = match prev {
+            None => (0, 0),
+            Some((seq, k)) => (1 + e4(*k as u64), *seq),
+        };
+        p.push(
+            e4(*kind as u64)
+                | e4(*from as u64) << 4
+                | prev_tag << 8
+                | (*icsk_retransmits as u64) << 16
+                | b(*lost_retrans) << 24
+                | (prev_seq as u64) << 32,
+        );
+        p.push(p2(*snd_una, *cwnd));
+        p.push(*ssthresh as u64);
+    }
+    if let Some(h) = hystart {
+        hystart_words(p, h);
+    }
+    if let Some(IdleRestart { epoch_before, epoch_after, jiffies, idle_jiffies }) = idle_restart {
+        p.push(p2(*epoch_before, *epoch_after));
+        p.push(p2(*jiffies, *idle_jiffies));
+    }
+}
+
+#[inline(always)]
+fn hystart_words(p: &mut Packer, h: &HystartExit) {
+    let HystartExit {
+        kind,
+        ca_state,
+        cwnd,
+        ssthresh_before,
+        snd_una,
+        end_seq,
+        true_end_seq,
+        elapsed_us,
+        min_rtt_us,
+        paced,
+        round_min,
+        delay_min,
+        ms_units,
+    } = h;
+    p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | b(*paced) << 8 | b(*ms_units) << 9 | (*cwnd as u64) << 32);
+    p.push(p2(*ssthresh_before, *snd_una));
+    p.push(p2(*end_seq, *true_end_seq));
+    p.push(p2(*elapsed_us, *min_rtt_us));
+    p.push(p2(*round_min, *delay_min));
 }
 
 #[inline(always)]

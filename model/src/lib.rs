@@ -13,6 +13,8 @@ mod plain;
 pub mod profile;
 pub mod reduce;
 pub mod sender;
+pub mod mib;
+pub mod segmask;
 pub mod seq;
 pub mod state;
 

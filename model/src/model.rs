@@ -14,6 +14,7 @@ use crate::sender::Cx;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
 use crate::inline_vec::InlineVec;
+use crate::segmask::SegMask;
 use crate::reduce::Reduce;
 use stateright::{Expectation, Model, Property};
 use std::fmt;
@@ -22,13 +23,13 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Action {
     /// The `pkt`-th transmission in flight (0 = oldest) reaches the receiver; its ACK arrives.
-    Deliver { pkt: u8 },
+    Deliver { pkt: u16 },
     /// Same, but the ACK carries ECE.
-    DeliverEce { pkt: u8 },
+    DeliverEce { pkt: u16 },
     /// The segment reaches the receiver but its ACK is lost.
-    DeliverAckLost { pkt: u8 },
+    DeliverAckLost { pkt: u16 },
     /// The network drops the `pkt`-th transmission in flight.
-    Drop { pkt: u8 },
+    Drop { pkt: u16 },
     /// The retransmission timer fires.
     Rto,
     /// The TLP timer fires.
@@ -43,17 +44,17 @@ pub enum Action {
     Write,
     /// Like `Deliver`, but the packet arrives `extra` ms later than the path RTT allows
     /// (`Config::rtt_extra_ms`): a larger RTT sample.
-    DeliverLate { pkt: u8, extra: u16 },
+    DeliverLate { pkt: u16, extra: u16 },
     /// With nothing in flight, the application stays idle `gap` ms, then writes one more segment
     /// (`Config::write_gap_ms`).
     WriteAfter { gap: u16 },
 }
 
 /// Ghost truth about the network, kept beside the modelled state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ghost {
-    /// Bit k: the network dropped segment k's original transmission.
-    pub orig_dropped: u32,
+    /// The segments whose original transmission the network dropped.
+    pub orig_dropped: SegMask,
 }
 
 /// Remaining environment budgets.
@@ -65,7 +66,7 @@ pub struct Budget {
     pub tlps: u8,
     pub tsq: u8,
     pub ece: u8,
-    pub writes: u8,
+    pub writes: u16,
 }
 
 /// One state of the checked system. (`Clone` is in `plain.rs`: a single copy.)
@@ -159,7 +160,7 @@ impl TcpModel {
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
         f(&mut s.sender, &mut cx);
         for tx in cx.out {
-            s.flight.push(Pkt { seg: tx.seg as u8, sent: now, rtx: tx.rtx });
+            s.flight.push(Pkt { seg: tx.seg as u16, sent: now, rtx: tx.rtx });
         }
     }
 
@@ -241,7 +242,7 @@ impl Model for TcpModel {
             if !self.in_time(s, t) {
                 continue;
             }
-            let pkt = i as u8;
+            let pkt = i as u16;
             actions.push(Action::Deliver { pkt });
             if b.ece > 0 {
                 actions.push(Action::DeliverEce { pkt });
@@ -252,7 +253,7 @@ impl Model for TcpModel {
         }
         if b.losses > 0 {
             for i in 0..s.flight.len() {
-                actions.push(Action::Drop { pkt: i as u8 });
+                actions.push(Action::Drop { pkt: i as u16 });
             }
         }
         if let Some(tm) = s.sender.timer {
@@ -284,7 +285,7 @@ impl Model for TcpModel {
             for &extra in &self.cfg.rtt_extra_ms {
                 let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
                 if extra > 0 && extra <= u16::MAX as u32 && self.in_time(s, t) {
-                    actions.push(Action::DeliverLate { pkt: i as u8, extra: extra as u16 });
+                    actions.push(Action::DeliverLate { pkt: i as u16, extra: extra as u16 });
                 }
             }
         }
@@ -338,7 +339,7 @@ impl TcpModel {
                 s.budget.losses -= 1;
                 let p = s.flight.remove(pkt as usize);
                 if !p.rtx {
-                    s.ghost.orig_dropped |= 1 << p.seg;
+                    s.ghost.orig_dropped.insert(p.seg as u32);
                 }
                 s.sender.ghost.ev = Events::default();
             }
@@ -364,18 +365,16 @@ impl TcpModel {
             Action::DeliverLate { pkt, extra } => self.deliver_late(s, pkt as usize, extra as u32),
             Action::WriteAfter { gap } => {
                 s.budget.writes -= 1;
-                s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
                 let now = s.now + gap as u32;
                 self.step(s, now, |snd, cx| {
                     cx.idle_ms = gap as u32;
-                    snd.tcp_data_snd_check(cx)
+                    snd.tcp_sendmsg(cx, 1)
                 });
             }
             Action::Write => {
                 s.budget.writes -= 1;
-                s.sender.write_seq = s.sender.write_seq.wrapping_add(1);
                 let now = s.now;
-                self.step(s, now, |snd, cx| snd.tcp_data_snd_check(cx));
+                self.step(s, now, |snd, cx| snd.tcp_sendmsg(cx, 1));
             }
         }
         self.canonicalize(s);

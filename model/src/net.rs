@@ -7,12 +7,13 @@ use crate::sender::ack::AckSeg;
 use crate::seq::{after, before};
 use serde::{Deserialize, Serialize};
 use crate::inline_vec::InlineVec;
+use crate::segmask::SegMask;
 
 /// One transmission in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Pkt {
     /// Segment index (`seq - isn`).
-    pub seg: u8,
+    pub seg: u16,
     /// Model time it left the sender (its TSval is `sent + ts_base`).
     pub sent: u32,
     /// A retransmission (regular or TLP).
@@ -22,8 +23,8 @@ pub struct Pkt {
 /// The receiver: which segments it holds, `TS.Recent`, and its SACK blocks (`selective_acks[]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Receiver {
-    /// Bit k: segment k received.
-    pub have: u32,
+    /// The segments received.
+    pub have: SegMask,
     pub ts_recent: u32,
     /// SACK blocks `[start, end)`, most recent first (at most 4, `TCP_NUM_SACKS`).
     pub sacks: InlineVec<[(u32, u32); 4]>,
@@ -31,7 +32,7 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn new(cfg: &Config) -> Receiver {
-        Receiver { have: 0, ts_recent: cfg.ts_base, sacks: InlineVec::new() }
+        Receiver { have: SegMask::new(), ts_recent: cfg.ts_base, sacks: InlineVec::new() }
     }
 
     /// `rcv_nxt`.
@@ -87,7 +88,6 @@ impl Receiver {
         let end = seq.wrapping_add(1);
         let tsval = pkt.sent.wrapping_add(cfg.ts_base);
         let rcv_nxt = self.rcv_nxt(cfg);
-        let bit = 1u32 << pkt.seg;
         let mut dsack: Option<(u32, u32)> = None;
         // PAWS (tcp_paws_discard, TCP_PAWS_WINDOW = 1): an older TSval than TS.Recent is dropped
         // and answered with a dupack (DSACK if below rcv_nxt).
@@ -100,12 +100,12 @@ impl Receiver {
             if ts_ok && !after(seq, rcv_nxt) && !before(tsval, self.ts_recent) {
                 self.ts_recent = tsval; // tcp_replace_ts_recent()
             }
-            if self.have & bit != 0 {
+            if self.have.contains(pkt.seg as u32) {
                 if cfg.dsack {
                     dsack = Some((seq, end)); // tcp_dsack_set(): duplicate
                 }
             } else {
-                self.have |= bit;
+                self.have.insert(pkt.seg as u32);
                 if seq != rcv_nxt {
                     self.sack_new_ofo(seq, end);
                 }
@@ -136,7 +136,7 @@ impl Receiver {
 mod tests {
     use super::*;
 
-    fn pkt(seg: u8, sent: u32) -> Pkt {
+    fn pkt(seg: u16, sent: u32) -> Pkt {
         Pkt { seg, sent, rtx: false }
     }
 

@@ -7,8 +7,8 @@
 //!
 //! [`State::is_plain`] is the safety argument in code: it destructures every struct of the
 //! state without `..` and requires every field to be `Copy` except the `InlineVec`s, whose
-//! `spilled()` it tests. A field added to the state is a compile error there until it is
-//! classified; a field that owns heap memory cannot be `Copy`.
+//! `spilled()` it tests (a [`SegMask`](crate::segmask::SegMask) is one). A field added to the
+//! state is a compile error there until it is classified; a field that owns heap memory cannot be `Copy`.
 
 use crate::model::State;
 use crate::net::Receiver;
@@ -26,9 +26,8 @@ impl State {
         copy(now);
         copy(tsq_full);
         copy(budget);
-        copy(ghost);
+        let crate::model::Ghost { orig_dropped } = ghost;
         let Receiver { have, ts_recent, sacks } = rcv;
-        copy(have);
         copy(ts_recent);
         let Sender {
             sack_ok,
@@ -113,8 +112,6 @@ impl State {
         let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, ev } = sghost;
         copy(last_reduction);
         copy(episode);
-        copy(rtx_mask);
-        copy(ever_rtx_mask);
         let Events {
             undos,
             reductions,
@@ -125,6 +122,7 @@ impl State {
             hystart,
             idle_restart,
             entered_loss,
+            undo_rtx,
         } = ev;
         copy(prr_zero_prior_cwnd);
         copy(recovery_end);
@@ -133,7 +131,16 @@ impl State {
         copy(hystart);
         copy(idle_restart);
         copy(entered_loss);
-        !(flight.spilled() || sacks.spilled() || segs.spilled() || undos.spilled() || reductions.spilled())
+        !(flight.spilled()
+            || sacks.spilled()
+            || segs.spilled()
+            || undos.spilled()
+            || reductions.spilled()
+            || undo_rtx.spilled()
+            || have.spilled()
+            || orig_dropped.spilled()
+            || rtx_mask.spilled()
+            || ever_rtx_mask.spilled())
     }
 }
 
@@ -153,7 +160,7 @@ impl Clone for State {
                 rcv: rcv.clone(),
                 tsq_full: *tsq_full,
                 budget: *budget,
-                ghost: *ghost,
+                ghost: ghost.clone(),
             }
         }
     }

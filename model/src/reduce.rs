@@ -12,7 +12,7 @@
 //!   assumed), so the state's verdicts are unchanged; states violating a property keep `ev`.
 //! * [`Reduce::dead_ghosts`] — persistent ghost fields that no checked property reads, directly
 //!   or through the step observations they feed (e.g. `rtx_mask` only feeds
-//!   `UndoEvent::rtx_mask`, read only by I1), are reset to their initial values. The model never
+//!   `Events::undo_rtx`, read only by I1), are reset to their initial values. The model never
 //!   reads a ghost field to decide kernel behaviour (ghosts only flow into ghosts).
 //! * [`Reduce::dead_times`] — time stamps the model never reads again: the `xmit` of unsent
 //!   segments (overwritten when sent), the `xmit` of segments below `snd_una` (read only through
@@ -31,7 +31,7 @@ impl GhostSet {
     pub const NONE: GhostSet = GhostSet(0);
     /// `State::ghost.orig_dropped`.
     pub const ORIG_DROPPED: GhostSet = GhostSet(1);
-    /// `SenderGhost::rtx_mask` (→ `UndoEvent::rtx_mask`).
+    /// `SenderGhost::rtx_mask` (→ `Events::undo_rtx`).
     pub const RTX_MASK: GhostSet = GhostSet(2);
     /// `SenderGhost::ever_rtx_mask`.
     pub const EVER_RTX_MASK: GhostSet = GhostSet(4);
@@ -80,14 +80,14 @@ impl Reduce {
     pub fn canonicalize(&self, cfg: &Config, s: &mut State) {
         let d = self.dead_ghosts;
         if d.has(GhostSet::ORIG_DROPPED) {
-            s.ghost.orig_dropped = 0;
+            s.ghost.orig_dropped.clear();
         }
         let g = &mut s.sender.ghost;
         if d.has(GhostSet::RTX_MASK) {
-            g.rtx_mask = 0;
+            g.rtx_mask.clear();
         }
         if d.has(GhostSet::EVER_RTX_MASK) {
-            g.ever_rtx_mask = 0;
+            g.ever_rtx_mask.clear();
         }
         if d.has(GhostSet::EPISODE) {
             g.episode = None;

@@ -4,6 +4,7 @@
 use crate::cc::Cc;
 use serde::{Deserialize, Serialize};
 use crate::inline_vec::InlineVec;
+use crate::segmask::SegMask;
 
 /// `icsk_ca_state`. The numeric order is used by the kernel (`<= Disorder`, `< CWR`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -138,9 +139,6 @@ pub struct UndoEvent {
     pub prior_ssthresh: u32,
     pub cwnd_after: u32,
     pub ssthresh_after: u32,
-    /// Ghost: bit k set if a retransmission of segment k had left the host since the episode
-    /// began (`tcp_init_undo`) and before this undo.
-    pub rtx_mask: u32,
 }
 
 /// What triggered an ssthresh reduction.
@@ -193,6 +191,29 @@ pub struct Events {
     pub idle_restart: Option<crate::cc::IdleRestart>,
     /// `tcp_enter_loss()` ran (an RTO).
     pub entered_loss: bool,
+    /// Ghost, per undo of [`Events::undos`]: the segments a retransmission of which had left the
+    /// host since the episode began (`tcp_init_undo`) and before that undo — the episode's
+    /// `SenderGhost::rtx_mask` then, as (undo index, word index, bits) for its non-zero words
+    /// (see [`Events::undo_rtx_contains`]).
+    pub undo_rtx: InlineVec<[(u16, u16, u64); 1]>,
+}
+
+impl Events {
+    /// Records undo `u` with the episode's retransmissions so far.
+    pub fn push_undo(&mut self, u: UndoEvent, rtx: &SegMask) {
+        let i = self.undos.len() as u16;
+        self.undos.push(u);
+        for (w, bits) in rtx.words().iter().enumerate() {
+            if *bits != 0 {
+                self.undo_rtx.push((i, w as u16, *bits));
+            }
+        }
+    }
+
+    /// Whether a retransmission of segment `k` had left the host in the episode of undo `i`.
+    pub fn undo_rtx_contains(&self, i: usize, k: u32) -> bool {
+        self.undo_rtx.iter().any(|&(u, w, bits)| u as usize == i && w as u32 == k / 64 && bits >> (k % 64) & 1 != 0)
+    }
 }
 
 /// Ghost per-connection bookkeeping that is not kernel state.
@@ -202,11 +223,11 @@ pub struct SenderGhost {
     pub last_reduction: Option<(u32, ReductionKind)>,
     /// The current Recovery episode (for I1'): snd_una at entry, whether it was undone.
     pub episode: Option<Episode>,
-    /// Bit k: a retransmission of segment k (regular or TLP) left the host since the current
+    /// The segments a retransmission of which (regular or TLP) left the host since the current
     /// undo episode began (`tcp_init_undo`).
-    pub rtx_mask: u32,
-    /// Bit k: a retransmission of segment k ever left the host (never reset).
-    pub ever_rtx_mask: u32,
+    pub rtx_mask: SegMask,
+    /// The segments a retransmission of which ever left the host (never reset).
+    pub ever_rtx_mask: SegMask,
     pub ev: Events,
 }
 

@@ -7,6 +7,10 @@ use super::{HystartExit, HystartKind, Window};
 use crate::profile::{HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset};
 use crate::seq::after;
 
+/// `HYSTART_ACK_TRAIN`, `HYSTART_DELAY`: the bits of the `hystart_detect` module parameter.
+pub const HYSTART_ACK_TRAIN: u8 = 1;
+pub const HYSTART_DELAY: u8 = 2;
+
 /// `HYSTART_MIN_SAMPLES`.
 pub const HYSTART_MIN_SAMPLES: u8 = 8;
 /// `hystart_ack_delta_us` (5.6+).
@@ -101,34 +105,59 @@ impl Cubic {
             return None;
         }
         let mut ex = None;
-        // ACK train.
+        if p.hystart_detect & HYSTART_ACK_TRAIN != 0 {
+            ex = self.hystart_ack_train(w);
+        }
+        if p.hystart_detect & HYSTART_DELAY != 0 {
+            if let Some(d) = self.hystart_delay(w, delay) {
+                ex.get_or_insert(d);
+            }
+        }
+        ex
+    }
+
+    /// `hystart_update()`'s ACK-train detector (`hystart_detect & HYSTART_ACK_TRAIN`): the
+    /// round's ACKs, each within `hystart_ack_delta` of the last, span more than half the
+    /// minimum delay.
+    fn hystart_ack_train(&mut self, w: &mut Window) -> Option<HystartExit> {
+        let p = w.p;
         let now = Cubic::clock(w);
         let delta_lim = match p.clock {
             HystartClock::Usec => ACK_DELTA_US,
             HystartClock::Ms => ACK_DELTA_MS,
         };
-        if (now.wrapping_sub(self.last_ack) as i32) <= delta_lim {
-            self.last_ack = now;
-            let threshold = match p.clock {
-                HystartClock::Ms => self.delay_min >> 4,
-                HystartClock::Usec => {
-                    let mut t = self.delay_min;
-                    if p.cushion == HystartCushion::Threshold {
-                        t = t.wrapping_add(ack_delay(w));
-                    }
-                    if !(p.pacing_aware && p.paced) {
-                        t >>= 1;
-                    }
-                    t
-                }
-            };
-            if now.wrapping_sub(self.round_start) > threshold {
-                self.found = true;
-                ex = Some(self.exit(w, HystartKind::Train, w.ssthresh));
-                w.ssthresh = w.cwnd;
-            }
+        if (now.wrapping_sub(self.last_ack) as i32) > delta_lim {
+            return None;
         }
-        // Delay increase.
+        self.last_ack = now;
+        let threshold = match p.clock {
+            HystartClock::Ms => self.delay_min >> 4,
+            HystartClock::Usec => {
+                let mut t = self.delay_min;
+                if p.cushion == HystartCushion::Threshold {
+                    t = t.wrapping_add(ack_delay(w));
+                }
+                if !(p.pacing_aware && p.paced) {
+                    t >>= 1;
+                }
+                t
+            }
+        };
+        if now.wrapping_sub(self.round_start) <= threshold {
+            return None;
+        }
+        self.found = true;
+        let ex = self.exit(w, HystartKind::Train, w.ssthresh);
+        w.hystart_detected.0 = true;
+        w.ssthresh = w.cwnd;
+        Some(ex)
+    }
+
+    /// `hystart_update()`'s delay detector (`hystart_detect & HYSTART_DELAY`): after
+    /// `HYSTART_MIN_SAMPLES` samples of the round, their minimum exceeds `delay_min` by
+    /// `HYSTART_DELAY_THRESH`.
+    fn hystart_delay(&mut self, w: &mut Window, delay: u32) -> Option<HystartExit> {
+        let p = w.p;
         self.g_round_min = self.g_round_min.min(delay);
         if p.curr_rtt == HystartCurrRtt::AllSamples && self.curr_rtt > delay {
             self.curr_rtt = delay;
@@ -138,13 +167,15 @@ impl Cubic {
                 self.curr_rtt = delay;
             }
             self.sample_cnt += 1;
-        } else if self.curr_rtt > self.delay_min.wrapping_add(delay_thresh(self.delay_min >> 3, p.clock)) {
-            self.found = true;
-            if ex.is_none() {
-                ex = Some(self.exit(w, HystartKind::Delay, w.ssthresh));
-            }
-            w.ssthresh = w.cwnd;
+            return None;
         }
-        ex
+        if self.curr_rtt <= self.delay_min.wrapping_add(delay_thresh(self.delay_min >> 3, p.clock)) {
+            return None;
+        }
+        self.found = true;
+        let ex = self.exit(w, HystartKind::Delay, w.ssthresh);
+        w.hystart_detected.1 = true;
+        w.ssthresh = w.cwnd;
+        Some(ex)
     }
 }

@@ -43,6 +43,8 @@ pub struct CcParams {
     pub hystart_low_window: u32,
     /// `hystart` module parameter.
     pub hystart: bool,
+    /// `hystart_detect` module parameter (`HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2).
+    pub hystart_detect: u8,
     /// MSS in bytes (for `sk_pacing_rate`).
     pub mss: u32,
     /// Smoothed RTT in µs (the model's path RTT is fixed).
@@ -71,6 +73,7 @@ impl CcParams {
             gso_max_size: cfg.gso_max_size,
             hystart_low_window: cfg.hystart_low_window,
             hystart: cfg.hystart,
+            hystart_detect: cfg.hystart_detect,
             mss: cfg.mss,
             srtt_us: cfg.rtt_ms.saturating_mul(cfg.cc_us_per_ms),
             jiffy_phase_us: cfg.jiffy_phase_us,
@@ -124,6 +127,9 @@ pub struct Window {
     /// `tp->lsndtime` (model ms): last time data was sent.
     pub lsndtime_ms: u32,
     pub p: CcParams,
+    /// Out: which HyStart detectors ended slow start in this call (ACK train, delay); both can
+    /// in one `hystart_update()` (the caller counts TcpExtTCPHystart{Train,Delay}Detect).
+    pub hystart_detected: (bool, bool),
 }
 
 impl Window {
@@ -310,6 +316,7 @@ mod tests {
             now_ms: 0,
             lsndtime_ms: 0,
             p: CcParams::new(&cfg, &prof),
+            hystart_detected: (false, false),
         }
     }
 

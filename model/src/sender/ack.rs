@@ -62,13 +62,7 @@ impl Sender {
         let mut rexmit = Rexmit::None;
 
         if before(ack, prior_snd_una) {
-            // OLD_ACK: our receiver's ACKs are monotone, so this only serves replayed scripts.
-            if !seg.sacks.is_empty() && self.sack_ok {
-                let (f, _) = self.tcp_sacktag_write_queue(cx, ack, &seg.sacks, prior_snd_una);
-                flag |= f;
-                self.tcp_fastretrans_alert(cx, prior_snd_una, 0, &mut flag, &mut rexmit);
-                self.tcp_xmit_recovery(cx, rexmit);
-            }
+            self.tcp_ack_old(cx, seg, prior_snd_una);
             return;
         }
         if after(ack, self.snd_nxt) {
@@ -133,6 +127,29 @@ impl Sender {
         let losses = cx.lost;
         self.tcp_cong_control(cx, delivered, losses, flag);
         self.tcp_xmit_recovery(cx, rexmit);
+        self.tcp_data_snd_check(cx);
+    }
+
+    /// `tcp_ack()`'s `old_ack` path: an ACK below `snd_una` (reordered on the way back, in the
+    /// model's environment only with `max_old_acks`). Its SACK blocks are processed
+    /// (`tcp_sacktag_write_queue`, so DSACK accounting, RACK marking and a DSACK undo can
+    /// happen), then `tcp_fastretrans_alert(num_dupack 0)` and `tcp_xmit_recovery()`; nothing
+    /// else of `tcp_ack()` runs (no window or RTT update, no `tcp_cong_control`). `tcp_ack()`
+    /// returns 0, so `tcp_rcv_established()` goes on to `tcp_data_snd_check()`: new data can
+    /// leave with the retransmissions (kernel check: the packetdrill gtest
+    /// prr-ss-ack-below-snd_una-cubic, line 40, sends 7001:8001 and 10001:11001 on 6.18).
+    /// The "too old" bound (below `snd_una - max_window`, a challenge ACK and the segment
+    /// discarded) needs the peer's window, which the model does not track: replay refuses such
+    /// ACKs before they get here.
+    pub fn tcp_ack_old(&mut self, cx: &mut Cx, seg: &AckSeg, prior_snd_una: u32) {
+        if !seg.sacks.is_empty() && self.sack_ok {
+            let mut flag = 0;
+            let mut rexmit = Rexmit::None;
+            let (f, _) = self.tcp_sacktag_write_queue(cx, seg.ack, &seg.sacks, prior_snd_una);
+            flag |= f;
+            self.tcp_fastretrans_alert(cx, prior_snd_una, 0, &mut flag, &mut rexmit);
+            self.tcp_xmit_recovery(cx, rexmit);
+        }
         self.tcp_data_snd_check(cx);
     }
 
@@ -251,6 +268,16 @@ impl Sender {
             if let Some(ex) = self.cc.pkts_acked(&mut w, pkts_acked, ca_rtt_us) {
                 self.ghost.ev.hystart = Some(ex);
             }
+            // hystart_update(): each detector that fired counts itself and the cwnd it stopped at.
+            use crate::mib::Mib;
+            if w.hystart_detected.0 {
+                cx.mib.inc(Mib::HystartTrainDetect);
+                cx.mib.add(Mib::HystartTrainCwnd, w.cwnd);
+            }
+            if w.hystart_detected.1 {
+                cx.mib.inc(Mib::HystartDelayDetect);
+                cx.mib.add(Mib::HystartDelayCwnd, w.cwnd);
+            }
             self.ssthresh = w.ssthresh; // HyStart's exit sets ssthresh = cwnd
         }
         fl
@@ -271,13 +298,15 @@ impl Sender {
         false
     }
 
-    /// `tcp_check_reno_reordering()`: more dupacks than possible means reordering.
+    /// `tcp_check_reno_reordering()`: more dupacks than possible means reordering
+    /// (TcpExtTCPRenoReorder).
     pub fn tcp_check_reno_reordering(&mut self, cx: &Cx, addend: u32) {
         if !self.tcp_limit_reno_sacked() {
             return;
         }
         self.reordering = (self.packets_out + addend).min(cx.cfg.sysctl_max_reordering);
         self.reord_seen = self.reord_seen.saturating_add(1).min(3);
+        cx.mib.inc(crate::mib::Mib::RenoReorder);
     }
 
     /// `tcp_add_reno_sack()`: a dupack "SACKs" one more packet.

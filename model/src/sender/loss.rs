@@ -4,15 +4,32 @@
 use super::ack::{flag, Rexmit};
 use super::Cx;
 use crate::cc::CaEvent;
+use crate::mib::Mib;
 use crate::profile::{EnterLossGuard, LossUndoAcks, RtoRetransReset};
 use crate::seq::{after, before};
 use crate::state::*;
 
 impl Sender {
-    /// `tcp_retransmit_timer()`: the RTO fired (the zero-window and ETIMEDOUT paths are not modelled).
+    /// `tcp_retransmit_timer()`: the RTO fired (the zero-window and ETIMEDOUT paths are not
+    /// modelled). Counts TcpExtTCPTimeouts, and on the first RTO since progress what failed:
+    /// TCPSackRecoveryFail / TCPRenoRecoveryFail (Recovery), TCPLossFailures (Loss),
+    /// TCPSackFailures / TCPRenoFailures (Disorder, or anything SACKed).
     pub fn tcp_retransmit_timer(&mut self, cx: &mut Cx) {
         if self.packets_out == 0 {
             return;
+        }
+        cx.mib.inc(Mib::Timeouts);
+        if self.icsk_retransmits == 0 {
+            let failed = match (self.ca_state, self.sack_ok) {
+                (CaState::Recovery, true) => Some(Mib::SackRecoveryFail),
+                (CaState::Recovery, false) => Some(Mib::RenoRecoveryFail),
+                (CaState::Loss, _) => Some(Mib::LossFailures),
+                (s, sack) if s == CaState::Disorder || self.sacked_out != 0 => Some(if sack { Mib::SackFailures } else { Mib::RenoFailures }),
+                _ => None,
+            };
+            if let Some(m) = failed {
+                cx.mib.inc(m);
+            }
         }
         self.tcp_enter_loss(cx);
         self.icsk_retransmits = self.icsk_retransmits.saturating_add(1);
@@ -27,7 +44,8 @@ impl Sender {
     }
 
     /// `tcp_timeout_mark_lost()`: mark the head and every segment whose RACK time expired lost
-    /// (all of them for non-SACK flows, which never advance RACK); SACK reneging marks all.
+    /// (all of them for non-SACK flows, which never advance RACK); SACK reneging marks all
+    /// (TcpExtTCPSACKReneging).
     pub fn tcp_timeout_mark_lost(&mut self, cx: &mut Cx) {
         let q = self.rtx_queue(cx.cfg);
         if q.is_empty() {
@@ -35,6 +53,7 @@ impl Sender {
         }
         let is_reneg = self.segs[q.start as usize].tags & tag::S != 0;
         if is_reneg {
+            cx.mib.inc(Mib::SackReneging);
             self.sacked_out = 0;
             self.is_sack_reneg = true;
         } else if !self.sack_ok {

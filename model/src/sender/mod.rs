@@ -81,11 +81,13 @@ pub struct Cx<'a> {
     /// Ghost: ms the connection has been idle (nothing in flight) before this event, when the
     /// environment made it wait (`write_gap_ms`); 0 otherwise.
     pub idle_ms: u32,
+    /// The MIB counters this step bumps (`crate::mib`).
+    pub mib: crate::mib::MibDelta,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0 }
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0, mib: Default::default() }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.
@@ -274,6 +276,7 @@ impl Sender {
             now_ms: cx.now,
             lsndtime_ms: self.lsndtime(cx.cfg),
             p: CcParams::new(cx.cfg, cx.prof),
+            hystart_detected: (false, false),
         }
     }
 

@@ -200,7 +200,7 @@ impl Sender {
         }
     }
 
-    /// `tcp_mark_skb_lost()`.
+    /// `tcp_mark_skb_lost()`; a retransmission marked lost again counts TcpExtTCPLostRetransmit.
     pub fn tcp_mark_skb_lost(&mut self, cx: &mut Cx, i: u32) {
         let t = self.segs[i as usize].tags;
         if t & tag::S != 0 {
@@ -209,6 +209,7 @@ impl Sender {
         if t & tag::L != 0 {
             if t & tag::R != 0 {
                 // A retransmission is lost again.
+                cx.mib.inc(crate::mib::Mib::LostRetransmit);
                 self.segs[i as usize].tags &= !tag::R;
                 self.retrans_out = self.retrans_out.wrapping_sub(1);
                 cx.lost += 1;

@@ -4,6 +4,7 @@
 use super::ack::{flag, Rexmit};
 use super::Cx;
 use crate::cc::{CaEvent, CongestionOps};
+use crate::mib::Mib;
 use crate::profile::{mutant, InitUndoTlp, PacketDelayed};
 use crate::seq::before;
 use crate::state::*;
@@ -123,7 +124,7 @@ impl Sender {
 
     /// `tcp_init_undo()` (0ec986ed7bab counts an in-flight TLP retransmission).
     pub fn tcp_init_undo(&mut self, cx: &Cx) {
-        self.ghost.rtx_mask = 0;
+        self.ghost.rtx_mask.clear();
         self.undo_marker = self.snd_una;
         self.undo_retrans = self.retrans_out as i32;
         if cx.prof.init_undo_tlp == InitUndoTlp::Count && self.tlp_high_seq != 0 && self.tlp_retrans {
@@ -175,12 +176,14 @@ impl Sender {
         self.tcp_enter_recovery_from(cx, ece, false)
     }
 
-    /// `tcp_enter_recovery()`, with the ghost note of whether a lost retransmission in Loss caused it.
+    /// `tcp_enter_recovery()`, with the ghost note of whether a lost retransmission in Loss caused
+    /// it. Counts TcpExtTCPSackRecovery (TCPRenoRecovery without SACK).
     pub fn tcp_enter_recovery_from(&mut self, cx: &mut Cx, ece: bool, lost_retrans: bool) {
         // b41b4cbd9655: restart the undo/ETIMEDOUT clock with this episode's first retransmit.
         if cx.prof.enter_recovery_stamp_cleanup && !self.tcp_any_retrans_done(cx.cfg) {
             self.retrans_stamp = 0;
         }
+        cx.mib.inc(if self.sack_ok { Mib::SackRecovery } else { Mib::RenoRecovery });
         self.prior_ssthresh = 0;
         self.tcp_init_undo(cx);
         if !self.tcp_in_cwnd_reduction() {
@@ -274,7 +277,7 @@ impl Sender {
         if let Some(ep) = self.ghost.episode.as_mut() {
             ep.undone = true;
         }
-        self.ghost.ev.undos.push(UndoEvent {
+        let u = UndoEvent {
             kind,
             ca_state: self.ca_state,
             marker,
@@ -284,8 +287,8 @@ impl Sender {
             prior_ssthresh: self.prior_ssthresh,
             cwnd_after: self.cwnd,
             ssthresh_after: self.ssthresh,
-            rtx_mask: self.ghost.rtx_mask,
-        });
+        };
+        self.ghost.ev.push_undo(u, &self.ghost.rtx_mask);
     }
 
     /// `tcp_is_non_sack_preventing_reopen()` (686dc2db2a0f): a non-SACK sender holds its state
@@ -301,11 +304,13 @@ impl Sender {
         false
     }
 
-    /// `tcp_try_undo_recovery()`: end of Recovery/Loss (`snd_una >= high_seq`). Returns true when
-    /// the state is held (non-SACK at `snd_una == high_seq`).
+    /// `tcp_try_undo_recovery()`: end of Recovery/Loss (`snd_una >= high_seq`); an undo counts
+    /// TcpExtTCPFullUndo (TCPLossUndo in Loss). Returns true when the state is held (non-SACK at
+    /// `snd_una == high_seq`).
     pub fn tcp_try_undo_recovery(&mut self, cx: &Cx) -> bool {
         if self.tcp_may_undo(cx) {
             let kind = if self.ca_state == CaState::Loss { UndoKind::LossRecovered } else { UndoKind::Full };
+            cx.mib.inc(if kind == UndoKind::Full { Mib::FullUndo } else { Mib::LossUndo });
             self.tcp_undo_cwnd_reduction(cx, false, kind);
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
@@ -318,17 +323,19 @@ impl Sender {
         false
     }
 
-    /// `tcp_try_undo_dsack()`: every retransmission of the episode was DSACKed.
+    /// `tcp_try_undo_dsack()`: every retransmission of the episode was DSACKed (TcpExtTCPDSACKUndo).
     pub fn tcp_try_undo_dsack(&mut self, cx: &Cx) -> bool {
         if self.undo_marker != 0 && self.undo_retrans == 0 {
             self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
             self.tcp_undo_cwnd_reduction(cx, false, UndoKind::Dsack);
+            cx.mib.inc(Mib::DsackUndo);
             return true;
         }
         false
     }
 
-    /// `tcp_try_undo_partial()`: a partial ACK filled the hole with a delayed original.
+    /// `tcp_try_undo_partial()`: a partial ACK filled the hole with a delayed original
+    /// (TcpExtTCPPartialUndo).
     /// Returns true when the caller must stop processing this ACK.
     pub fn tcp_try_undo_partial(&mut self, cx: &mut Cx, prior_snd_una: u32) -> bool {
         if self.undo_marker != 0 && self.tcp_packet_delayed(cx) {
@@ -340,16 +347,22 @@ impl Sender {
                 self.retrans_stamp = 0;
             }
             self.tcp_undo_cwnd_reduction(cx, true, UndoKind::Partial);
+            cx.mib.inc(Mib::PartialUndo);
             self.tcp_try_keep_open(cx);
         }
         false
     }
 
-    /// `tcp_try_undo_loss()`: undo an RTO (`frto_undo`: F-RTO proved it spurious).
+    /// `tcp_try_undo_loss()`: undo an RTO (`frto_undo`: F-RTO proved it spurious). Every undo
+    /// counts TcpExtTCPLossUndo, F-RTO's also TCPSpuriousRTOs.
     pub fn tcp_try_undo_loss(&mut self, cx: &Cx, frto_undo: bool) -> bool {
         if frto_undo || self.tcp_may_undo(cx) {
             let kind = if frto_undo { UndoKind::Frto } else { UndoKind::Loss };
             self.tcp_undo_cwnd_reduction(cx, true, kind);
+            cx.mib.inc(Mib::LossUndo);
+            if frto_undo {
+                cx.mib.inc(Mib::SpuriousRtos);
+            }
             self.icsk_retransmits = 0;
             if cx.prof.loss_undo_nonsack_hold && self.tcp_is_non_sack_preventing_reopen(cx) {
                 return true;

@@ -6,6 +6,8 @@ use super::ack::flag;
 use super::Cx;
 use crate::seq::{after, before};
 use crate::state::*;
+use crate::mib::Mib;
+use crate::segmask::SegMask;
 
 /// `struct tcp_sacktag_state` (the parts the model uses).
 struct SackState {
@@ -35,13 +37,13 @@ impl Sender {
             let to = self.idx(cfg, self.snd_nxt);
             // SACKed before this ACK: what the kernel's recv_sack_cache (the previous ACK's
             // blocks) lets it skip.
-            let sacked_before: u32 = (from..to).filter(|&k| self.segs[k as usize].tags & tag::S != 0).fold(0, |m, k| m | 1 << k);
+            let sacked_before: SegMask = (from..to).filter(|&k| self.segs[k as usize].tags & tag::S != 0).collect();
             let mut cursor = Some(from);
             for (i, &(start, end, dup_sack)) in sorted[..used].iter().enumerate() {
                 // `next_dup`: the DSACK block, when it sorts right after this block
                 // (`first_sack_index == i + 1`); a DSACK sorting first (same start) is not one.
                 let next_dup = sorted[..used].get(i + 1).filter(|b| b.2).map(|b| (b.0, b.1));
-                if !dup_sack && self.tcp_sack_cache_processed(cfg, start, end, sacked_before) {
+                if !dup_sack && self.tcp_sack_cache_processed(cfg, start, end, &sacked_before) {
                     continue;
                 }
                 let first = self.tcp_sacktag_skip(cfg, cursor, start, from);
@@ -105,9 +107,9 @@ impl Sender {
     /// scenario 65 with 3001:5001 already SACKed by the previous ACK counts the DSACK of 4001:5001
     /// once (no TcpExtTCPDSACKUndo), and the `trc check --sack --no-ts` I1 path where the DSACK
     /// repeats the SACK block 5001:6001 of the previous ACK does not undo either.
-    fn tcp_sack_cache_processed(&self, cfg: &crate::Config, start: u32, end: u32, sacked_before: u32) -> bool {
+    fn tcp_sack_cache_processed(&self, cfg: &crate::Config, start: u32, end: u32, sacked_before: &SegMask) -> bool {
         let (a, b) = (self.idx(cfg, start), self.idx(cfg, end));
-        (a..b).all(|k| sacked_before & (1 << k) != 0)
+        (a..b).all(|k| sacked_before.contains(k))
     }
 
     /// The blocks `tcp_sacktag_write_queue()` walks, in the order it walks them: block 0 counts
@@ -148,23 +150,28 @@ impl Sender {
         (sp, used)
     }
 
-    /// `tcp_check_dsack()`: is block 0 a DSACK (below the ACK, or inside block 1)?
+    /// `tcp_check_dsack()`: is block 0 a DSACK (below the ACK: TcpExtTCPDSACKRecv; inside block 1:
+    /// TCPDSACKOfoRecv)? A DSACK `tcp_dsack_seen()` rejects counts TCPDSACKIgnoredDubious, an
+    /// accepted one adds its duplicate segments to TCPDSACKRecvSegs.
     fn tcp_check_dsack(&mut self, cx: &mut Cx, ack: u32, blocks: &[(u32, u32)], prior_snd_una: u32, st: &mut SackState) -> bool {
         let (s0, e0) = blocks[0];
         if before(s0, ack) {
-            // DSACK below the cumulative ACK
+            cx.mib.inc(Mib::DsackRecv);
         } else if blocks.len() > 1 {
             let (s1, e1) = blocks[1];
             if after(e0, e1) || before(s0, s1) {
                 return false;
             }
+            cx.mib.inc(Mib::DsackOfoRecv);
         } else {
             return false;
         }
         let dup_segs = self.tcp_dsack_seen(cx, s0, e0, st);
         if dup_segs == 0 {
-            return false; // dubious DSACK ignored
+            cx.mib.inc(Mib::DsackIgnoredDubious);
+            return false;
         }
+        cx.mib.add(Mib::DsackRecvSegs, dup_segs);
         // DSACK for already forgotten data: dumb counting.
         if self.undo_marker != 0 && self.undo_retrans > 0 && !after(e0, prior_snd_una) && after(e0, self.undo_marker) {
             self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
@@ -276,8 +283,10 @@ impl Sender {
         tags
     }
 
-    /// `tcp_check_sack_reordering()`: SACKs below the highest SACK reveal reordering.
-    pub fn tcp_check_sack_reordering(&mut self, cx: &Cx, low_seq: u32, _ts: bool) {
+    /// `tcp_check_sack_reordering()`: SACKs below the highest SACK reveal reordering
+    /// (TcpExtTCPSACKReorder; TCPTSReorder when `ts`, the timestamp evidence of
+    /// `tcp_try_undo_partial()`).
+    pub fn tcp_check_sack_reordering(&mut self, cx: &Cx, low_seq: u32, ts: bool) {
         let fack = self.tcp_highest_sack_seq(cx.cfg);
         if !before(low_seq, fack) {
             return;
@@ -287,5 +296,6 @@ impl Sender {
             self.reordering = metric.min(cx.cfg.sysctl_max_reordering);
         }
         self.reord_seen = self.reord_seen.saturating_add(1).min(3);
+        cx.mib.inc(if ts { Mib::TsReorder } else { Mib::SackReorder });
     }
 }

@@ -7,6 +7,7 @@
 use super::ack::{flag, Rexmit};
 use super::{Cx, Tx};
 use crate::cc::CaEvent;
+use crate::mib::Mib;
 use crate::seq::{after, before};
 use crate::state::*;
 
@@ -79,7 +80,8 @@ impl Sender {
     }
 
     /// `tcp_send_loss_probe()`: the TLP timer fired (`icsk_pending` still says TLP, see
-    /// `tcp_write_timer_handler`). A probe that went out clears it, so the RTO restarts from
+    /// `tcp_write_timer_handler`). A probe counts TcpExtTCPLossProbes; a tail whose copy is still
+    /// in the host queue (the model's full host queue) counts TCPSpuriousRtxHostQueues instead. A probe that went out clears it, so the RTO restarts from
     /// now; without a probe (one already outstanding, or nothing could be sent) the RTO is
     /// re-armed from the head's transmit time (`tcp_rto_delta_us`).
     pub fn tcp_send_loss_probe(&mut self, cx: &mut Cx) {
@@ -94,7 +96,10 @@ impl Sender {
                 }
             } else {
                 let q = self.rtx_queue(cx.cfg);
-                if !q.is_empty() && !cx.tsq_full {
+                if !q.is_empty() && cx.tsq_full {
+                    // skb_still_in_host_queue(): the tail's last copy has not left the host.
+                    cx.mib.inc(Mib::SpuriousRtxHostQueues);
+                } else if !q.is_empty() {
                     let last = q.end - 1;
                     // __tcp_retransmit_skb: E set, no R, no retrans_out/stamp/undo_retrans.
                     // tcp_update_skb_after_send() relinks it into tsorted_sent_queue.
@@ -102,14 +107,16 @@ impl Sender {
                     self.segs[last as usize].tags = (self.segs[last as usize].tags | tag::E) & !(tag::T | tag::D);
                     self.segs[last as usize].xmit = cx.now;
                     self.total_retrans += 1;
+                    cx.mib.inc(Mib::RetransSegs);
                     cx.out.push(Tx { seg: last, rtx: true });
-                    self.ghost.rtx_mask |= 1 << last;
-                    self.ghost.ever_rtx_mask |= 1 << last;
+                    self.ghost.rtx_mask.insert(last);
+                    self.ghost.ever_rtx_mask.insert(last);
                     self.tlp_retrans = true;
                     sent = true;
                 }
             }
             if sent {
+                cx.mib.inc(Mib::LossProbes);
                 self.tlp_high_seq = self.snd_nxt;
                 self.timer = None;
             }
@@ -117,7 +124,8 @@ impl Sender {
         self.tcp_rearm_rto(cx);
     }
 
-    /// `tcp_process_tlp_ack()`: end the TLP episode; a probe that repaired a loss costs a CWR.
+    /// `tcp_process_tlp_ack()`: end the TLP episode; a probe that repaired a loss costs a CWR
+    /// (TcpExtTCPLossProbeRecovery).
     pub fn tcp_process_tlp_ack(&mut self, cx: &Cx, ack: u32, fl: u32) {
         if before(ack, self.tlp_high_seq) {
             return;
@@ -127,6 +135,7 @@ impl Sender {
         } else if fl & flag::DSACK_TLP != 0 {
             self.tlp_high_seq = 0;
         } else if after(ack, self.tlp_high_seq) {
+            cx.mib.inc(Mib::LossProbeRecovery);
             self.tcp_init_cwnd_reduction(cx, ReductionKind::Tlp, false);
             self.tcp_set_ca_state(cx, CaState::Cwr);
             self.tcp_end_cwnd_reduction(cx);
@@ -198,10 +207,51 @@ impl Sender {
         }
     }
 
+    /// `tcp_sendmsg_locked()` for `segs` more MSS-sized segments: each new skb is queued by
+    /// `skb_entail()`, which first runs `tcp_slow_start_after_idle_check()`; then `tcp_push()`.
+    pub fn tcp_sendmsg(&mut self, cx: &mut Cx, segs: u32) {
+        self.tcp_slow_start_after_idle_check(cx);
+        self.write_seq = self.write_seq.wrapping_add(segs);
+        self.tcp_data_snd_check(cx);
+    }
+
+    /// `tcp_slow_start_after_idle_check()` (tcp_output.c, RFC 2861 / RFC 7661's predecessor):
+    /// with `tcp_slow_start_after_idle` set, nothing in flight, and more than one RTO (jiffies)
+    /// since data was last sent (`lsndtime`), restart the window. CUBIC has no `cong_control`
+    /// hook, so the check applies.
+    pub fn tcp_slow_start_after_idle_check(&mut self, cx: &Cx) {
+        if !cx.cfg.slow_start_after_idle || self.packets_out != 0 || self.snd_nxt == cx.cfg.isn {
+            return;
+        }
+        let p = crate::cc::CcParams::new(cx.cfg, cx.prof);
+        let delta = p.jiffies(cx.now).wrapping_sub(p.jiffies(self.lsndtime(cx.cfg))) as i32 as i64;
+        if delta > self.icsk_rto_jiffies(cx.cfg) as i64 {
+            self.tcp_cwnd_restart(cx, delta);
+        }
+    }
+
+    /// `tcp_cwnd_restart()`: ssthresh keeps the current window's worth, cwnd halves once per
+    /// RTO of idleness beyond the first, down to `min(initcwnd, cwnd)`.
+    pub fn tcp_cwnd_restart(&mut self, cx: &Cx, mut delta: i64) {
+        let restart = cx.cfg.initcwnd.min(self.cwnd);
+        self.tcp_ca_event(cx, CaEvent::CwndRestart);
+        self.ssthresh = self.tcp_current_ssthresh();
+        let rto = self.icsk_rto_jiffies(cx.cfg) as i64;
+        let mut cwnd = self.cwnd;
+        loop {
+            delta -= rto;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.cwnd = cwnd.max(restart);
+    }
+
     /// `tcp_retransmit_skb()`: retransmit segment `i`. In the kernel a failed low-level send
     /// (-EBUSY, -EAGAIN) still sets `retrans_stamp` and counts in `undo_retrans`; the model has no
     /// such failure (TSQ holds retransmissions before the attempt, in `tcp_xmit_retransmit_queue`),
-    /// so every attempt succeeds.
+    /// so every attempt succeeds. `__tcp_retransmit_skb()` counts TcpRetransSegs.
     pub fn tcp_retransmit_skb(&mut self, cx: &mut Cx, i: u32) {
         // __tcp_retransmit_skb
         // tcp_update_skb_after_send() relinks it into tsorted_sent_queue; tcp_rate_skb_sent()
@@ -209,10 +259,11 @@ impl Sender {
         self.segs[i as usize].tags = (self.segs[i as usize].tags | tag::RETRANS) & !(tag::T | tag::D);
         self.segs[i as usize].xmit = cx.now;
         self.total_retrans += 1;
+        cx.mib.inc(Mib::RetransSegs);
         self.retrans_out = self.retrans_out.wrapping_add(1);
         cx.out.push(Tx { seg: i, rtx: true });
-        self.ghost.rtx_mask |= 1 << i;
-        self.ghost.ever_rtx_mask |= 1 << i;
+        self.ghost.rtx_mask.insert(i);
+        self.ghost.ever_rtx_mask.insert(i);
         if self.retrans_stamp == 0 {
             self.retrans_stamp = cx.ts_of(cx.now);
         }
@@ -223,7 +274,8 @@ impl Sender {
     }
 
     /// `tcp_xmit_retransmit_queue()`: retransmit lost segments while cwnd allows; TSQ may stop it
-    /// before any attempt (then `retrans_stamp` stays untouched).
+    /// before any attempt (then `retrans_stamp` stays untouched). Each retransmission counts
+    /// TcpExtTCPFastRetrans, or TCPSlowStartRetrans in Loss.
     pub fn tcp_xmit_retransmit_queue(&mut self, cx: &mut Cx) {
         if self.packets_out == 0 {
             return;
@@ -249,6 +301,7 @@ impl Sender {
                 break; // tcp_small_queue_check(): nothing attempted
             }
             self.tcp_retransmit_skb(cx, i);
+            cx.mib.inc(if self.ca_state == CaState::Loss { Mib::SlowStartRetrans } else { Mib::FastRetrans });
             if self.tcp_in_cwnd_reduction() {
                 self.prr_out = self.prr_out.wrapping_add(1);
             }

@@ -40,8 +40,12 @@ pub const OUTBOUND_GRACE_US: i64 = 1_000_000;
 /// A packet the backend saw leave, in live sequence space.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Captured {
-    /// Script µs at which it left.
+    /// Script µs at which it left (a model: the earliest time it can leave).
     pub at_us: i64,
+    /// How much later it may leave than `at_us`, when the backend cannot know (a model's
+    /// timer-driven packet: the kernel rounds timers to jiffies and timer-wheel buckets whose
+    /// phase the model does not know). 0: exactly at `at_us`.
+    pub spread_us: i64,
     pub flags: u8,
     pub seq: u32,
     pub ack: u32,
@@ -623,8 +627,23 @@ impl Engine<'_> {
             l.notes.push(n.clone());
         }
         let mut errors = self.compare(p, &agg, seq, ack, &opts, due.start);
-        if !due.accepts(agg.at_us) {
-            errors.push(due.error("outbound packet", agg.at_us));
+        let latest = agg.at_us + agg.spread_us.max(0);
+        match (due.accepts(agg.at_us), due.accepts(latest)) {
+            (true, true) => {}
+            (false, false) if agg.at_us > due.end + due.tol || latest < due.start - due.tol => errors.push(due.error("outbound packet", agg.at_us)),
+            _ if errors.is_empty() => {
+                l.status = Status::OutOfScope;
+                l.message = Some(format!(
+                    "timing depends on where the kernel's jiffies fall: this packet leaves between {:.3} and {:.3} sec, the script allows {:.3} to {:.3} sec",
+                    agg.at_us as f64 / 1e6,
+                    latest as f64 / 1e6,
+                    (due.start - due.tol) as f64 / 1e6,
+                    (due.end + due.tol) as f64 / 1e6
+                ));
+                self.push(l);
+                return Ok(());
+            }
+            _ => {}
         }
         if !errors.is_empty() {
             l.status = Status::Fail;
@@ -985,6 +1004,7 @@ fn aggregate(parts: &[Captured]) -> Captured {
     a.flags = (last.flags & !CWR) | (first.flags & CWR);
     a.payload_len = parts.iter().map(|p| p.payload_len).sum();
     a.note = first.note.clone();
+    a.spread_us = parts.iter().map(|p| p.spread_us).max().unwrap_or(0);
     a
 }
 
@@ -1005,7 +1025,7 @@ mod tests {
     use super::*;
 
     fn cap(at_us: i64, flags: u8, seq: u32, len: u32) -> Captured {
-        Captured { at_us, flags, seq, ack: 1, win: 502, urg: 0, tos: 0, options: vec![], payload_len: len, unknown: Unknown::default(), note: None, applied: None }
+        Captured { at_us, spread_us: 0, flags, seq, ack: 1, win: 502, urg: 0, tos: 0, options: vec![], payload_len: len, unknown: Unknown::default(), note: None, applied: None }
     }
 
     #[test]

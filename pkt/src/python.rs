@@ -56,6 +56,7 @@ const DRIVER: &str = r#"
 import ast, contextlib, io, json, sys
 req = json.load(sys.stdin)
 ns = {"__name__": "__packetdrill__"}
+common = req["common"]
 out = []
 def used_names(tree):
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
@@ -79,6 +80,7 @@ for b in req["blocks"]:
     if missing:
         out.append({"outcome": "out-of-scope", "names": missing})
         continue
+    ns.update(common)
     ns.update(b["bindings"])
     checks = any(isinstance(n, ast.Assert) for n in ast.walk(tree))
     buf = io.StringIO()
@@ -114,9 +116,14 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
     #[derive(Serialize)]
     struct Req<'a> {
         file: &'a str,
-        blocks: &'a [Block],
+        /// The constants, bound before every block (sent once: thousands of blocks).
+        common: BTreeMap<String, u64>,
+        blocks: Vec<Block>,
     }
-    let input = serde_json::to_vec(&Req { file, blocks }).map_err(|e| e.to_string())?;
+    let common = constant_bindings();
+    // Each block sends only what differs from the constants.
+    let sent: Vec<Block> = blocks.iter().map(|b| Block { bindings: b.bindings.iter().filter(|(k, v)| common.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), *v)).collect(), ..b.clone() }).collect();
+    let input = serde_json::to_vec(&Req { file, common, blocks: sent }).map_err(|e| e.to_string())?;
     let mut child = Command::new(python)
         .args(["-I", "-c", DRIVER])
         .stdin(Stdio::piped())
@@ -124,9 +131,19 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {python} for the script's %{{ }}% blocks: {e} (packetdrill's Python needs python3 on PATH)"))?;
-    // A writer thread, so a huge input cannot deadlock against a full stdout pipe.
+    // A writer thread and reader threads, so neither a huge input nor a huge answer (thousands
+    // of blocks) can deadlock against a full pipe.
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().ok_or("no stdout")?));
+    let stderr = read(Box::new(child.stderr.take().ok_or("no stderr")?));
     let start = Instant::now();
     loop {
         match child.try_wait().map_err(|e| e.to_string())? {
@@ -140,11 +157,12 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
         }
     }
     let _ = writer.join();
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("{python} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let (out, err) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    if !status.success() {
+        return Err(format!("{python} failed ({status}): {}", String::from_utf8_lossy(&err).trim()));
     }
-    let res: Vec<Outcome> = serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable answer from {python}: {e}"))?;
+    let res: Vec<Outcome> = serde_json::from_slice(&out).map_err(|e| format!("unreadable answer from {python}: {e}"))?;
     if res.len() != blocks.len() {
         return Err(format!("{python} answered for {} of {} blocks", res.len(), blocks.len()));
     }

@@ -3,10 +3,11 @@
 //! trace). Both export and replay run through this, so an exported script replays to the
 //! same sender states by construction.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+use trc_model::mib::{MibDelta, MibTotals};
 use trc_model::sender::ack::AckSeg;
 use trc_model::sender::Cx;
-use trc_model::state::{Timer, TimerKind, UndoKind};
+use trc_model::state::{Timer, TimerKind};
 use trc_model::{Config, Profile, Sender};
 
 /// One transmission the model made.
@@ -17,6 +18,10 @@ pub struct Sent {
     pub rtx: bool,
     /// Model time (ms) it left.
     pub at: u32,
+    /// The timer whose expiry sent it (`None`: an ACK or a write did).
+    pub timer: Option<TimerKind>,
+    /// Armed timeout of that timer, in jiffies (what decides its timer-wheel level).
+    pub timer_jiffies: u64,
 }
 
 /// The sender plus its clock and the transmissions not yet consumed.
@@ -30,46 +35,35 @@ pub struct Driver {
     pub tsq_full: bool,
     /// Transmissions not yet matched against a script line (oldest first).
     pub out: VecDeque<Sent>,
-    /// The MIB counters the model maintains, as `nstat` names them (cumulative).
-    pub counters: BTreeMap<&'static str, i64>,
+    /// The MIB counters the model maintains (`trc_model::mib`), since the start.
+    pub counters: MibTotals,
+    /// What the last event added to them.
+    pub last_mib: MibDelta,
 }
-
-/// The TcpExt counters an undo bumps (`tcp_try_undo_recovery`, `tcp_try_undo_partial`,
-/// `tcp_try_undo_dsack`, `tcp_try_undo_loss`; F-RTO's also counts `TCPSpuriousRTOs`).
-pub fn undo_counters(kind: UndoKind) -> &'static [&'static str] {
-    match kind {
-        UndoKind::Full => &["TcpExtTCPFullUndo"],
-        UndoKind::Partial => &["TcpExtTCPPartialUndo"],
-        UndoKind::Loss | UndoKind::LossRecovered => &["TcpExtTCPLossUndo"],
-        UndoKind::Frto => &["TcpExtTCPLossUndo", "TcpExtTCPSpuriousRTOs"],
-        UndoKind::Dsack => &["TcpExtTCPDSACKUndo"],
-    }
-}
-
-/// The counters [`Driver::counters`] maintains.
-pub const MODELLED_COUNTERS: &[&str] = &["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPLossUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPSpuriousRTOs"];
 
 impl Driver {
     /// A connection right after the passive open; the first `cfg.segments` are written at
     /// model time 0 and the first flight is sent (as `TcpModel::initial`).
     pub fn start(cfg: Config, profile: Profile, sack_ok: bool) -> Driver {
         let snd = Sender::new(&cfg, sack_ok);
-        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new(), counters: BTreeMap::new() };
+        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new(), counters: MibTotals::default(), last_mib: MibDelta::default() };
         d.run(0, |s, cx| s.tcp_write_xmit(cx));
         d
     }
 
     fn run(&mut self, now: u32, f: impl FnOnce(&mut Sender, &mut Cx)) -> Vec<Sent> {
+        self.run_timer(now, None, f)
+    }
+
+    fn run_timer(&mut self, now: u32, timer: Option<TimerKind>, f: impl FnOnce(&mut Sender, &mut Cx)) -> Vec<Sent> {
+        let timer_jiffies = self.snd.icsk_rto_jiffies(&self.cfg);
         self.now = now;
         self.snd.ghost.ev = Default::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, self.tsq_full);
         f(&mut self.snd, &mut cx);
-        for u in &self.snd.ghost.ev.undos {
-            for c in undo_counters(u.kind) {
-                *self.counters.entry(c).or_default() += 1;
-            }
-        }
-        let sent: Vec<Sent> = cx.out.iter().map(|t| Sent { seg: t.seg, rtx: t.rtx, at: now }).collect();
+        self.counters.absorb(&cx.mib);
+        self.last_mib = cx.mib.clone();
+        let sent: Vec<Sent> = cx.out.iter().map(|t| Sent { seg: t.seg, rtx: t.rtx, at: now, timer, timer_jiffies }).collect();
         self.out.extend(sent.iter().copied());
         sent
     }
@@ -93,20 +87,20 @@ impl Driver {
     pub fn fire_late(&mut self, late_ms: u32) -> Option<(TimerKind, Vec<Sent>)> {
         let tm = self.snd.timer?;
         let at = (tm.deadline + late_ms).max(self.now);
-        let sent = self.run(at, |s, cx| s.tcp_write_timer_handler(cx, tm.kind));
+        let sent = self.run_timer(at, Some(tm.kind), |s, cx| s.tcp_write_timer_handler(cx, tm.kind));
         Some((tm.kind, sent))
     }
 
     /// The application writes `segs` more segments at `now`.
     pub fn write(&mut self, now: u32, segs: u32) -> Vec<Sent> {
-        self.snd.write_seq = self.snd.write_seq.wrapping_add(segs);
-        self.run(now.max(self.now), |s, cx| s.tcp_data_snd_check(cx))
+        self.run(now.max(self.now), |s, cx| s.tcp_sendmsg(cx, segs))
     }
 
     /// The host queue fills (TSQ): model-only.
     pub fn tsq_fill(&mut self, now: u32) {
         self.now = now.max(self.now);
         self.snd.ghost.ev = Default::default();
+        self.last_mib = MibDelta::default();
         self.tsq_full = true;
     }
 
@@ -114,6 +108,22 @@ impl Driver {
     pub fn tsq_drain(&mut self, now: u32) -> Vec<Sent> {
         self.tsq_full = false;
         self.run(now.max(self.now), |s, cx| s.tcp_tsq_handler(cx))
+    }
+
+    /// How much later than the model's time the kernel may really send `s` (µs): a
+    /// timer-driven transmission is rounded to jiffies whose phase the model does not know.
+    /// RACK's reorder timer and the TLP are armed through `usecs_to_jiffies()` (up to a jiffy
+    /// later) and sit in the timer wheel's level 0 (expiry on the next jiffy: up to one more);
+    /// an RTO of 63 jiffies or more sits in level 1, whose 8-jiffy buckets expire up to 8
+    /// jiffies after the deadline (kernel/time/timer.c, `calc_wheel_index()`).
+    pub fn timer_spread_us(&self, s: &Sent) -> i64 {
+        let jiffy = 1_000_000 / self.cfg.hz as i64;
+        match s.timer {
+            None => 0,
+            Some(TimerKind::Reo | TimerKind::Tlp) => 2 * jiffy,
+            Some(TimerKind::Rto) if (63..504).contains(&s.timer_jiffies) => 9 * jiffy,
+            Some(TimerKind::Rto) => 2 * jiffy,
+        }
     }
 
     /// `tcp_info` as the model computes it; `None` for fields the model does not compute.

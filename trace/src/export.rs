@@ -31,6 +31,10 @@ pub struct TraceStep {
     /// Script time (ms after the first write) at which the step happens in the `.pkt`.
     pub script_ms: Option<u32>,
     pub state: State,
+    /// The MIB counters of the re-timed run up to and including this step (what `nstat` shows
+    /// after `nstat -n` at the start).
+    #[serde(default)]
+    pub mib: trc_model::mib::MibTotals,
 }
 
 /// The full trace of a counterexample (`.json`).
@@ -76,7 +80,7 @@ pub fn states(model: &TcpModel, init_index: usize, actions: &[Action]) -> Result
 
 /// Human description of `a` taken in `prev` (bytes in script sequence space).
 pub fn describe(prev: &State, a: &Action) -> String {
-    let pk = |i: u8| {
+    let pk = |i: u16| {
         let p = prev.flight[i as usize];
         let (s, e) = (seq_bytes(p.seg as u32), seq_bytes(p.seg as u32 + 1));
         format!("seg {} ({s}:{e}, {} sent at {} ms)", p.seg as u32 + 1, if p.rtx { "retransmission" } else { "original" }, p.sent)
@@ -115,7 +119,8 @@ fn decisions(snd: &trc_model::Sender) -> impl PartialEq + std::fmt::Debug {
         snd.total_retrans,
         snd.undo_marker,
         snd.timer.map(|t| t.kind),
-        snd.segs.iter().map(|s| s.tags).collect::<Vec<_>>(),
+        // (segment, tags) of the tagged segments only: short enough to print at any size.
+        snd.segs.iter().enumerate().filter(|(_, s)| s.tags != 0).map(|(i, s)| (i, s.tags)).collect::<Vec<_>>(),
     )
 }
 
@@ -559,7 +564,7 @@ impl<'a> Exporter<'a> {
             return Err("initial flight differs".into());
         }
         asserts(&mut self.e, t0, &self.d);
-        self.steps.push(TraceStep { index: 0, action: None, event: "initial state: the first flight is sent".into(), script_ms: Some(0), state: init.clone() });
+        self.steps.push(TraceStep { index: 0, action: None, event: "initial state: the first flight is sent".into(), script_ms: Some(0), state: init.clone(), mib: self.d.counters.clone() });
         Ok(())
     }
 
@@ -592,7 +597,7 @@ impl<'a> Exporter<'a> {
             self.last_t = out.t;
             self.last_m = m;
         }
-        self.steps.push(TraceStep { index: idx, action: Some(a), event: desc, script_ms: out.script_ms, state: next.clone() });
+        self.steps.push(TraceStep { index: idx, action: Some(a), event: desc, script_ms: out.script_ms, state: next.clone(), mib: self.d.counters.clone() });
         Ok(())
     }
 
@@ -606,7 +611,7 @@ impl<'a> Exporter<'a> {
 
     /// A delivery: its ACK line (spaced, off the timers' deadlines), then what the sender sent.
     #[allow(clippy::too_many_arguments)]
-    fn deliver(&mut self, idx: usize, prev: &State, pkt: u8, ece: bool, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
+    fn deliver(&mut self, idx: usize, prev: &State, pkt: u16, ece: bool, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
         let cfg = &self.model.cfg;
         let (_, ack) = self.model.ack_for(prev, pkt as usize);
         let mut t = self.last_t + (m - self.last_m).max(self.sp.gap_ms);

@@ -76,7 +76,8 @@ pub struct ReplayOptions {
     pub packetdrill: Vec<(String, Option<String>)>,
 }
 
-/// The sysctls the model reads (a fresh namespace's values; `defaults.sh` sets the same ones).
+/// The settings the model reads: sysctls of the script's namespace and CUBIC's module
+/// parameters.
 #[derive(Clone, Debug)]
 struct Sysctls {
     sack: bool,
@@ -86,12 +87,48 @@ struct Sysctls {
     dsack: bool,
     reordering: u32,
     max_reordering: u32,
+    /// `tcp_ecn`: 0 off, 1 request and accept, 2 accept only (a passive open negotiates ECN
+    /// unless 0).
+    ecn: i64,
+    slow_start_after_idle: bool,
+    hystart: bool,
+    hystart_detect: u8,
+    hystart_low_window: u32,
 }
 
 impl Default for Sysctls {
+    /// A fresh network namespace (and CUBIC's module defaults).
     fn default() -> Self {
-        Sysctls { sack: true, ts: true, frto: true, tlp: true, dsack: true, reordering: 3, max_reordering: 300 }
+        Sysctls { sack: true, ts: true, frto: true, tlp: true, dsack: true, reordering: 3, max_reordering: 300, ecn: 2, slow_start_after_idle: true, hystart: true, hystart_detect: 3, hystart_low_window: 16 }
     }
+}
+
+impl Sysctls {
+    /// What packetdrill's `defaults.sh` leaves (the gtests' and trc's own): a fresh namespace
+    /// with `tcp_ecn=0` and `tcp_slow_start_after_idle=0`; module parameters untouched.
+    fn after_defaults_sh(&self) -> Sysctls {
+        Sysctls { ecn: 0, slow_start_after_idle: false, hystart: self.hystart, hystart_detect: self.hystart_detect, hystart_low_window: self.hystart_low_window, ..Sysctls::default() }
+    }
+}
+
+/// How the model treats a sysctl it does not read.
+fn unread_sysctl(name: &str) -> Result<&'static str, &'static str> {
+    Ok(match name {
+        "tcp_rmem" | "tcp_moderate_rcvbuf" | "tcp_app_win" | "tcp_adv_win_scale" | "tcp_workaround_signed_windows" => "receive-side buffering: the model's peer is the script",
+        "tcp_wmem" => "send buffer sizes: the model's send buffer holds every write",
+        "tcp_syn_retries" | "tcp_synack_retries" | "tcp_syncookies" => "handshake retries and cookies: the handshake is the script's input",
+        "tcp_fastopen" | "tcp_fastopen_key" => "Fast Open: only used when the SYN carries a Fast Open option, which the model refuses",
+        "tcp_fack" => "has no effect since Linux 4.15 (RACK replaced FACK)",
+        "tcp_ecn_option" | "tcp_ecn_fallback" => "AccECN/fallback options: only with tcp_ecn >= 3",
+        "tcp_pacing_ss_ratio" | "tcp_pacing_ca_ratio" => "pacing rates: only used when the flow is paced (fq), which the model refuses",
+        "tcp_notsent_lowat" => "writability threshold: the model's writes are never blocked",
+        "tcp_no_metrics_save" => "the metrics cache: one connection per namespace",
+        "tcp_tso_win_divisor" | "tcp_min_tso_segs" | "tcp_tso_rtt_log" | "tcp_autocorking" | "tcp_limit_output_bytes" => "TSO sizing and small-queue limits: the model sends per segment and the replay matches the kernel's packets line by line",
+        "tcp_mtu_probing" | "tcp_base_mss" | "tcp_probe_threshold" | "tcp_probe_interval" | "tcp_mtu_probe_floor" => return Err("MTU probing is not modelled"),
+        "tcp_rto_min_us" | "tcp_rto_max_ms" | "tcp_thin_linear_timeouts" | "tcp_retries1" | "tcp_retries2" | "tcp_orphan_retries" => return Err("RTO bounds and retry limits are not modelled (the model's RTO is srtt + 200 ms, never aborting)"),
+        "tcp_thin_dupack" | "tcp_comp_sack_nr" | "tcp_comp_sack_delay_ns" | "tcp_comp_sack_slack_ns" => "has no sender-side effect the model tracks",
+        _ => return Err("not modelled, and it may change the sender"),
+    })
 }
 
 /// The passive open as the script performed it.
@@ -109,6 +146,26 @@ struct Handshake {
     synack_sent: bool,
     rtt_ms: Option<u32>,
     accepted: bool,
+    /// An active open (`connect()`): `syn_us` is then our SYN's time.
+    active: bool,
+    /// Active open: the handshake's last ACK (ours) is due, at this script µs.
+    final_ack_us: Option<i64>,
+}
+
+/// An orderly close once everything is acknowledged: the sender's FIN, the peer's FIN, the
+/// sender's last ACK. Not the model's business (no recovery is left), so the replay plays it
+/// out itself — and stops at anything else (a FIN retransmission, a close with data still
+/// outstanding).
+#[derive(Clone, Debug, Default)]
+struct Teardown {
+    /// Script µs of `close()`.
+    closed_us: i64,
+    /// Script sequence number of the FIN.
+    fin_seq: u32,
+    fin_sent: bool,
+    /// Script µs of the peer's FIN, once it came (our ACK of it is due).
+    peer_fin_us: Option<i64>,
+    last_ack_sent: bool,
 }
 
 /// The model backend.
@@ -124,9 +181,10 @@ struct ModelBackend<'a> {
     /// Script µs of model time 0 (the first write).
     w0_us: i64,
     now_us: i64,
-    /// Undo counters (TcpExt names) when `nstat -n` last ran.
-    nstat_base: BTreeMap<&'static str, i64>,
+    /// The MIB counters when `nstat` last ran (its history file).
+    nstat_base: trc_model::mib::MibTotals,
     config: Option<Config>,
+    teardown: Option<Teardown>,
 }
 
 /// Replays `script` on `profile`.
@@ -173,7 +231,7 @@ impl<'a> ModelBackend<'a> {
                 _ => None,
             })
             .sum();
-        ModelBackend { profile, sys: Sysctls::default(), initcwnd: 10, cc: CcKind::Cubic, hs: Handshake { mss: 536, ..Default::default() }, total_bytes, d: None, w0_us: 0, now_us: 0, nstat_base: BTreeMap::new(), config: None }
+        ModelBackend { profile, sys: Sysctls::default(), initcwnd: 10, cc: CcKind::Cubic, hs: Handshake { mss: 536, ..Default::default() }, total_bytes, d: None, w0_us: 0, now_us: 0, nstat_base: Default::default(), config: None, teardown: None }
     }
 
     /// Model ms of script µs `t_us` (rounded to the nearest ms).
@@ -202,12 +260,16 @@ impl<'a> ModelBackend<'a> {
             d.cfg.dsack = self.sys.dsack;
             d.cfg.sysctl_reordering = self.sys.reordering;
             d.cfg.sysctl_max_reordering = self.sys.max_reordering;
+            d.cfg.slow_start_after_idle = self.sys.slow_start_after_idle;
+            d.cfg.hystart = self.sys.hystart;
+            d.cfg.hystart_detect = self.sys.hystart_detect;
+            d.cfg.hystart_low_window = self.sys.hystart_low_window;
             d.cfg.cc = self.cc;
         }
     }
 
-    /// The undo counters the model's undo events bump so far (TcpExt names).
-    fn counters(&self) -> BTreeMap<&'static str, i64> {
+    /// The MIB counters so far.
+    fn counters(&self) -> trc_model::mib::MibTotals {
         self.d.as_ref().map(|d| d.counters.clone()).unwrap_or_default()
     }
 
@@ -220,8 +282,8 @@ impl<'a> ModelBackend<'a> {
             return Err(stop(format!("{total} segments of data: the model tracks at most {}", trc_model::config::MAX_SEGMENTS)));
         }
         let cfg = Config {
-            segments: segs as u8,
-            extra_writes: (total - segs) as u8,
+            segments: segs as u16,
+            extra_writes: (total - segs) as u16,
             initcwnd: self.initcwnd,
             rtt_ms: self.hs.rtt_ms.unwrap_or(50).max(1),
             timestamps: self.hs.ts_ok,
@@ -231,6 +293,10 @@ impl<'a> ModelBackend<'a> {
             ecn: self.hs.ecn,
             sysctl_reordering: self.sys.reordering,
             sysctl_max_reordering: self.sys.max_reordering,
+            slow_start_after_idle: self.sys.slow_start_after_idle,
+            hystart: self.sys.hystart,
+            hystart_detect: self.sys.hystart_detect,
+            hystart_low_window: self.sys.hystart_low_window,
             cc: self.cc,
             sack: if self.hs.sack_ok { trc_model::SackMode::Sack } else { trc_model::SackMode::NoSack },
             ..Config::default()
@@ -259,9 +325,177 @@ impl<'a> ModelBackend<'a> {
         Ok(SysResult::Other(Outcome1::applied(Some(format!("{segs} segment(s) written")))))
     }
 
+    /// `connect()`: an active open. Like the passive one, the handshake is the script's input:
+    /// the replay plays along (our SYN, the peer's SYN-ACK, our ACK) and takes the negotiated
+    /// options and the RTT from it.
+    fn connect(&mut self) -> Result<SysResult, Halt> {
+        if self.hs.syn_us.is_some() {
+            return Err(stop("connect() on a socket that already has a connection"));
+        }
+        self.hs.active = true;
+        self.hs.syn_us = Some(self.now_us);
+        Ok(SysResult::Other(Outcome1::applied(Some("active open: the SYN leaves now".into()))))
+    }
+
+    /// Active open: the peer's SYN-ACK negotiates what our SYN offered.
+    fn synack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        let syn = self.hs.syn_us.filter(|_| self.hs.active && self.hs.rtt_ms.is_none()).ok_or_else(|| stop("inbound SYN-ACK without our SYN"))?;
+        let mut mss = 536u32;
+        let (mut sack, mut ts) = (false, false);
+        for o in &p.options {
+            match o {
+                WireOption::Mss { mss: m } => mss = u32::from(*m),
+                WireOption::SackOk => sack = true,
+                WireOption::Timestamp { .. } => ts = true,
+                _ => {}
+            }
+        }
+        self.hs.sack_ok = sack && self.sys.sack;
+        self.hs.ts_ok = ts && self.sys.ts;
+        // tcp_ecn=1 puts ECE|CWR on our SYN; a SYN-ACK with ECE (not CWR) accepts.
+        self.hs.ecn = self.sys.ecn == 1 && p.flags & ECE != 0 && p.flags & wire::CWR == 0;
+        self.hs.mss = mss.min(1460) - if self.hs.ts_ok { 12 } else { 0 };
+        self.hs.remote_isn = p.seq;
+        let rtt = ((self.now_us - syn + 500) / 1000).max(1) as u32;
+        self.hs.rtt_ms = Some(rtt);
+        self.hs.accepted = true;
+        self.hs.final_ack_us = Some(self.now_us);
+        Ok(Outcome1::applied(Some(format!(
+            "active open: {}, {}, {}MSS {}, RTT {rtt} ms",
+            if self.hs.sack_ok { "SACK" } else { "no SACK" },
+            if self.hs.ts_ok { "timestamps" } else { "no timestamps" },
+            if self.hs.ecn { "ECN, " } else { "" },
+            self.hs.mss
+        ))))
+    }
+
+    /// The handshake packets the replay plays along with (not checked: the model starts
+    /// established).
+    fn handshake_packet(&self, at_us: i64, flags: u8, seq: u32, ack: u32, options: Vec<WireOption>) -> Next {
+        Next::Packet(Captured {
+            at_us,
+            spread_us: 0,
+            flags,
+            seq,
+            ack,
+            win: 0,
+            urg: 0,
+            tos: 0,
+            options,
+            payload_len: 0,
+            unknown: Unknown { psh: true, win: true, tos: true },
+            note: None,
+            applied: Some("the model starts established: the handshake is the script's input, not something it checks".into()),
+        })
+    }
+
+    /// `close()` of the connection: a FIN goes out at once if everything written is
+    /// acknowledged (see [`Teardown`]).
+    fn close(&mut self) -> Result<SysResult, Halt> {
+        if self.teardown.is_some() {
+            return Err(stop("a second close() is not modelled"));
+        }
+        if self.hs.rtt_ms.is_none() {
+            return Err(stop("close() before the connection is established is not modelled"));
+        }
+        let fin_seq = match self.d.as_ref() {
+            // Nothing written: the FIN is the first byte of sequence space.
+            None => 1,
+            Some(d) => {
+                let s = &d.snd;
+                if s.snd_una != s.write_seq || s.packets_out != 0 {
+                    return Err(stop("close() with data outstanding: the FIN's transmission behind it is not modelled"));
+                }
+                1 + (s.write_seq.wrapping_sub(d.cfg.isn)) * self.hs.mss
+            }
+        };
+        self.teardown = Some(Teardown { closed_us: self.now_us, fin_seq, ..Default::default() });
+        Ok(SysResult::Other(Outcome1::applied(Some("orderly close: everything written is acknowledged, the FIN leaves now".into()))))
+    }
+
+    /// The TS option of a segment the sender sends now (its TSval is the model's clock).
+    fn ts_option(&self, at_us: i64) -> Vec<WireOption> {
+        if !self.hs.ts_ok {
+            return vec![];
+        }
+        // The model's TS clock: `ts_base` at model time 0 (the first write), or at the SYN when
+        // nothing was written.
+        let (base, ms) = match self.d.as_ref() {
+            Some(d) => (d.cfg.ts_base, self.model_ms(at_us)),
+            None => (Config::default().ts_base, ((at_us - self.hs.syn_us.unwrap_or(0)).max(0) / 1000) as u32),
+        };
+        vec![WireOption::Nop, WireOption::Nop, WireOption::Timestamp { val: ms.wrapping_add(base), ecr: 0 }]
+    }
+
+    /// The teardown's outbound segments: the FIN after `close()`, the ACK of the peer's FIN.
+    fn teardown_outbound(&mut self, expect: &Packet) -> Result<Next, Halt> {
+        let ack = self.hs.remote_isn.wrapping_add(1);
+        let t = self.teardown.as_mut().unwrap();
+        let (at_us, flags, seq, ack) = if expect.flags.fin {
+            if t.fin_sent {
+                return Err(stop("FIN retransmission is not modelled"));
+            }
+            t.fin_sent = true;
+            (t.closed_us, FIN | ACK, t.fin_seq, ack)
+        } else {
+            match t.peer_fin_us {
+                Some(at) if !t.last_ack_sent => {
+                    t.last_ack_sent = true;
+                    (at, ACK, t.fin_seq.wrapping_add(1), ack.wrapping_add(1))
+                }
+                _ => return Ok(Next::OutOfScope("pure ACKs from the sender are not modelled".into())),
+            }
+        };
+        let options = self.ts_option(at_us);
+        Ok(Next::Packet(Captured {
+            at_us,
+            spread_us: 0,
+            flags,
+            seq,
+            ack,
+            win: 0,
+            urg: 0,
+            tos: 0,
+            options,
+            payload_len: 0,
+            unknown: Unknown { psh: true, win: true, tos: true },
+            note: Some("orderly close".into()),
+            applied: None,
+        }))
+    }
+
+    /// An inbound segment after `close()`: the ACK of our FIN, the peer's FIN.
+    fn teardown_inbound(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        let now = self.now_us;
+        let t = self.teardown.as_mut().unwrap();
+        if p.flags & RST != 0 || p.payload_len > 0 {
+            return Err(stop("data or RST from the peer after close() is not modelled"));
+        }
+        if !t.fin_sent {
+            return Err(stop("a segment from the peer before the FIN left is not modelled"));
+        }
+        if p.ack != t.fin_seq.wrapping_add(1) {
+            return Err(stop(format!("after close(), an ACK of {} rather than of the FIN ({}) is not modelled", p.ack, t.fin_seq.wrapping_add(1))));
+        }
+        if p.flags & FIN != 0 {
+            if t.peer_fin_us.is_some() {
+                return Err(stop("a repeated FIN from the peer is not modelled"));
+            }
+            t.peer_fin_us = Some(now);
+            return Ok(Outcome1::applied(Some("the peer's FIN: the sender ACKs it".into())));
+        }
+        Ok(Outcome1::applied(Some("the peer ACKs the FIN".into())))
+    }
+
     fn setsockopt(&mut self, s: &Syscall) -> Result<SysResult, Halt> {
+        let harmless = |why: &str| Ok(SysResult::Other(Outcome1::applied(Some(why.to_string()))));
         match (s.args.get(2), s.args.get(3)) {
-            (Some(Expr::Word(w)), _) if w == "SO_REUSEADDR" => Ok(SysResult::Other(Outcome1::applied(None))),
+            (Some(Expr::Word(w)), _) if w == "SO_REUSEADDR" || w == "SO_REUSEPORT" => Ok(SysResult::Other(Outcome1::applied(None))),
+            (Some(Expr::Word(w)), _) if w == "SO_SNDBUF" => harmless("SO_SNDBUF: the model's send buffer holds every write"),
+            (Some(Expr::Word(w)), _) if w == "SO_RCVBUF" => harmless("SO_RCVBUF: receive side, the model's peer is the script"),
+            (Some(Expr::Word(w)), _) if w == "IP_TOS" => harmless("IP_TOS: the TOS byte of the packets, which the model does not track (ECN bits aside)"),
+            (Some(Expr::Word(w)), _) if w == "IP_MTU_DISCOVER" => harmless("IP_MTU_DISCOVER: path MTU discovery, which the model has no part in (its MSS is fixed)"),
+            (Some(Expr::Word(w)), _) if w == "TCP_NODELAY" => harmless("TCP_NODELAY: the model's writes are whole segments, which Nagle never holds"),
             (Some(Expr::Word(w)), Some(Expr::Str(cc))) if w == "TCP_CONGESTION" => {
                 self.cc = match cc.as_str() {
                     "cubic" => CcKind::Cubic,
@@ -271,7 +505,8 @@ impl<'a> ModelBackend<'a> {
                 self.sync_cfg();
                 Ok(SysResult::Other(Outcome1::applied(Some(format!("congestion control {cc}")))))
             }
-            _ => Ok(SysResult::Other(Outcome1::out_of_scope("this socket option is not modelled"))),
+            (Some(Expr::Word(w)), _) => Err(stop(format!("socket option {w} is not modelled and may change the sender"))),
+            _ => Err(stop("a socket option the model does not read")),
         }
     }
 
@@ -301,7 +536,7 @@ impl<'a> ModelBackend<'a> {
         }
         self.hs.sack_ok = sack && self.sys.sack;
         self.hs.ts_ok = ts && self.sys.ts;
-        self.hs.ecn = p.flags & ECE != 0 && p.flags & wire::CWR != 0;
+        self.hs.ecn = p.flags & ECE != 0 && p.flags & wire::CWR != 0 && self.sys.ecn != 0;
         self.hs.mss = mss.min(1460) - if self.hs.ts_ok { 12 } else { 0 };
         self.hs.remote_isn = p.seq;
         self.hs.syn_us = Some(self.now_us);
@@ -336,83 +571,161 @@ impl<'a> ModelBackend<'a> {
         Ok(Outcome1::applied(None))
     }
 
-    /// A shell line, command by command.
+    /// A shell line as `/bin/sh` runs it: command by command, `&&` / `||` skipping on the
+    /// previous status; the line's result is the last command's (a check that passes, fails or
+    /// cannot be evaluated; a setting counts as success).
     fn shell_line(&mut self, cmd: &str) -> Result<Outcome1, Halt> {
+        use crate::shell::{Effect, Sep};
         let mut notes = Vec::new();
-        let mut checks: Vec<Outcome1> = Vec::new();
-        for simple in crate::shell::simple_commands(cmd) {
-            match crate::shell::interpret(&simple) {
-                crate::shell::Effect::Defaults => self.sys = Sysctls::default(),
-                crate::shell::Effect::Sysctl(settings) => {
+        let mut last = Outcome1::applied(None);
+        for (sep, simple) in crate::shell::commands(cmd) {
+            let ok = |o: &Outcome1| o.status != Status::Fail;
+            match sep {
+                Sep::And if !ok(&last) || last.status == Status::OutOfScope => continue,
+                Sep::Or if last.status == Status::OutOfScope => return Err(stop(format!("`{simple}` runs only if a command the model cannot evaluate failed"))),
+                Sep::Or if ok(&last) => continue,
+                _ => {}
+            }
+            let o = match crate::shell::interpret(&simple) {
+                Effect::Defaults => {
+                    self.sys = self.sys.after_defaults_sh();
+                    self.sync_cfg();
+                    Outcome1::applied(None)
+                }
+                Effect::Sysctl(settings) => {
                     for (k, v) in settings {
                         if let Some(n) = self.sysctl(&k, &v)? {
                             notes.push(n);
                         }
                     }
                     self.sync_cfg();
+                    Outcome1::applied(None)
                 }
-                crate::shell::Effect::InitCwnd(n) => {
+                Effect::ModuleParam { module, param, value } => {
+                    notes.push(self.module_param(&module, &param, &value)?);
+                    self.sync_cfg();
+                    Outcome1::applied(None)
+                }
+                Effect::InitCwnd(n) => {
                     if self.hs.syn_us.is_some() {
-                        checks.push(Outcome1::out_of_scope("initcwnd changed after the SYN has no effect on this connection"));
+                        Outcome1::out_of_scope("initcwnd changed after the SYN has no effect on this connection")
                     } else {
                         self.initcwnd = n.max(1);
                         notes.push(format!("initcwnd {n}"));
+                        Outcome1::applied(None)
                     }
                 }
-                crate::shell::Effect::NstatReset => self.nstat_base = self.counters(),
-                crate::shell::Effect::NstatCheck { counter, value } => {
-                    checks.push(self.nstat_check(&counter, value));
-                    // nstat (without -n) prints and also takes a new baseline.
+                Effect::NstatReset => {
                     self.nstat_base = self.counters();
+                    Outcome1::applied(None)
                 }
-                crate::shell::Effect::Sleep(us) => self.now_us += us,
-                crate::shell::Effect::ModelOnly(ev) => notes.push(self.model_only(&ev)?),
-                crate::shell::Effect::None(why) => notes.push(why),
-                crate::shell::Effect::NotModelled(why) => return Err(stop(why)),
-            }
+                Effect::NstatCheck { counter, value, zeros, absolute } => {
+                    let o = self.nstat_check(&counter, value, zeros, absolute);
+                    // nstat (without -s) prints and also takes a new baseline.
+                    self.nstat_base = self.counters();
+                    o
+                }
+                Effect::Sleep(us) => {
+                    self.now_us += us;
+                    Outcome1::applied(None)
+                }
+                Effect::ModelOnly(ev) => {
+                    notes.push(self.model_only(&ev)?);
+                    Outcome1::applied(None)
+                }
+                Effect::None(why) => {
+                    notes.push(why);
+                    Outcome1::applied(None)
+                }
+                Effect::NotModelled(why) => return Err(stop(why)),
+            };
+            last = o;
         }
-        let mut o = checks.iter().find(|c| c.status == Status::Fail).or_else(|| checks.iter().find(|c| c.status == Status::OutOfScope)).or_else(|| checks.first()).cloned().unwrap_or_else(|| Outcome1::applied(None));
-        o.notes.extend(notes);
-        Ok(o)
+        last.notes.extend(notes.into_iter().filter(|n| !n.is_empty()));
+        Ok(last)
     }
 
-    /// One `name=value` sysctl; a note if it does not matter to the model.
+    /// One `name=value` sysctl: set the model's configuration, or a note why it does not
+    /// matter, or out of scope (the rest of the script would mean nothing to the model).
     fn sysctl(&mut self, name: &str, v: &str) -> Result<Option<String>, Halt> {
-        let k = name.trim_start_matches("net.ipv4.").trim_start_matches("/proc/sys/net/ipv4/").replace('/', ".");
+        let k = name.trim_start_matches("/proc/sys/").replace('/', ".");
+        let k = k.trim_start_matches("net.ipv4.");
         let n: i64 = v.trim().parse().unwrap_or(-1);
-        match k.as_str() {
+        let bad = || stop(format!("net.ipv4.{k}={v}: a value the model does not read"));
+        match k {
             "tcp_sack" => self.sys.sack = n != 0,
             "tcp_timestamps" => self.sys.ts = n != 0,
             "tcp_frto" => self.sys.frto = n != 0,
-            "tcp_early_retrans" => self.sys.tlp = (3..=4).contains(&n),
+            // 0: no TLP, no early retransmit; 1-2: early retransmit only (gone with RACK);
+            // 3: TLP; 4 (defaults.sh): TLP.
+            "tcp_early_retrans" if (0..=4).contains(&n) => self.sys.tlp = n >= 3,
             "tcp_dsack" => self.sys.dsack = n != 0,
             "tcp_reordering" if n > 0 => self.sys.reordering = n as u32,
             "tcp_max_reordering" if n > 0 => self.sys.max_reordering = n as u32,
-            "tcp_recovery" if n & 1 == 0 => return Err(stop("net.ipv4.tcp_recovery without RACK: the model is RACK-only (6.17+)")),
-            "tcp_recovery" => {}
-            other => return Ok(Some(format!("{other} is not modelled"))),
+            // Bit 0: RACK (always on since 6.17); 0x4 (no dupthresh) means nothing once RACK is
+            // the only detector; 0x2 (static reordering window) is not modelled.
+            "tcp_recovery" if n >= 0 && n & 2 == 0 => {}
+            "tcp_recovery" => return Err(stop("net.ipv4.tcp_recovery with a static RACK reordering window (0x2) is not modelled")),
+            "tcp_ecn" if (0..=2).contains(&n) => self.sys.ecn = n,
+            "tcp_ecn" => return Err(stop(format!("net.ipv4.tcp_ecn={n}: AccECN is not modelled"))),
+            "tcp_slow_start_after_idle" => self.sys.slow_start_after_idle = n != 0,
+            "tcp_congestion_control" => {
+                self.cc = match v.trim() {
+                    "cubic" => CcKind::Cubic,
+                    "reno" => CcKind::Reno,
+                    other => return Err(stop(format!("congestion control \"{other}\" is not modelled (cubic, reno)"))),
+                };
+                return Ok(Some(format!("namespace default congestion control {}", v.trim())));
+            }
+            "tcp_early_retrans" | "tcp_reordering" | "tcp_max_reordering" => return Err(bad()),
+            other => {
+                return match unread_sysctl(other) {
+                    Ok(why) => Ok(Some(format!("net.ipv4.{other}: {why}"))),
+                    Err(why) => Err(stop(format!("net.ipv4.{other}: {why}"))),
+                }
+            }
         }
         Ok(None)
     }
 
-    /// `nstat | grep NAME | grep -q " N "`: the counter's increase since `nstat -n` is N.
-    fn nstat_check(&self, counter: &str, value: Option<i64>) -> Outcome1 {
-        if !crate::driver::MODELLED_COUNTERS.contains(&counter) {
-            return Outcome1::out_of_scope(format!("{counter} is not a counter the model maintains"));
+    /// `echo V > /sys/module/M/parameters/P`: CUBIC's HyStart parameters; anything else stops.
+    fn module_param(&mut self, module: &str, param: &str, value: &str) -> Result<String, Halt> {
+        let n: i64 = value.trim().parse().map_err(|_| stop(format!("{module}.{param}={value}: not a number")))?;
+        match (module, param) {
+            ("tcp_cubic", "hystart") => self.sys.hystart = n != 0,
+            ("tcp_cubic", "hystart_detect") if (0..=3).contains(&n) => self.sys.hystart_detect = n as u8,
+            ("tcp_cubic", "hystart_low_window") if n >= 0 => self.sys.hystart_low_window = n as u32,
+            _ => return Err(stop(format!("module parameter {module}.{param} is not modelled"))),
         }
-        let now = self.counters();
-        let delta = now.get(counter).copied().unwrap_or(0) - self.nstat_base.get(counter).copied().unwrap_or(0);
-        let ok = match value {
-            Some(v) => delta == v,
-            None => delta != 0,
+        Ok(format!("{module}.{param} = {n} (a machine-wide setting on a real kernel)"))
+    }
+
+    /// `nstat | grep NAME [| grep -q " N "]`: the counter's increase since the last `nstat`
+    /// (`-a`: since the start) is N, or (without N) its line is printed — non-zero, or any
+    /// value with `-z`.
+    fn nstat_check(&self, counter: &str, value: Option<i64>, zeros: bool, absolute: bool) -> Outcome1 {
+        let Some(m) = trc_model::mib::Mib::from_name(counter) else {
+            return Outcome1::out_of_scope(format!("{counter} is not a counter the model maintains"));
         };
-        let want = value.map(|v| v.to_string()).unwrap_or_else(|| "non-zero".into());
+        let now = self.counters();
+        let since = if absolute { 0 } else { self.nstat_base.get(m) };
+        let delta = now.get(m) as i64 - since as i64;
+        let printed = zeros || delta != 0;
+        let ok = printed && value.is_none_or(|v| delta == v);
+        let want = match value {
+            Some(v) => format!("{v}"),
+            None if zeros => "any value".into(),
+            None => "non-zero".into(),
+        };
+        let when = if absolute { "since the start" } else { "since the last nstat" };
         if ok {
             let mut o = Outcome1::pass();
-            o.notes.push(format!("{counter} = {delta} since nstat -n"));
+            o.notes.push(format!("{counter} = {delta} {when}"));
             o
+        } else if !printed {
+            Outcome1::fail(format!("{counter} did not move {when}, so nstat does not print it (the script expects {want})"))
         } else {
-            Outcome1::fail(format!("{counter} rose by {delta}, the script expects {want}"))
+            Outcome1::fail(format!("{counter} = {delta} {when}, the script expects {want}"))
         }
     }
 
@@ -436,15 +749,17 @@ impl<'a> ModelBackend<'a> {
         let options = if self.hs.ts_ok { vec![WireOption::Nop, WireOption::Nop, WireOption::Timestamp { val: s.at.wrapping_add(d.cfg.ts_base), ecr: 0 }] } else { vec![] };
         Captured {
             at_us: self.w0_us + s.at as i64 * 1000,
+            spread_us: d.timer_spread_us(&s),
             flags: ACK,
             seq: 1 + s.seg * mss,
             ack: self.hs.remote_isn.wrapping_add(1),
             win: 0,
             urg: 0,
-            tos: 0,
+            // tcp_ecn_send(): new data of an ECN connection is ECT(0), a retransmission not-ECT.
+            tos: if self.hs.ecn && !s.rtx { 0x02 } else { 0 },
             options,
             payload_len: mss,
-            unknown: Unknown { psh: true, win: true, tos: true },
+            unknown: Unknown { psh: true, win: true, tos: false },
             note: Some(if s.rtx { "model: retransmission".into() } else { "model: new data".into() }),
             applied: None,
         }
@@ -470,9 +785,15 @@ impl Backend for ModelBackend<'_> {
     }
 
     fn inbound(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        if self.teardown.is_some() {
+            return self.teardown_inbound(p);
+        }
         if p.flags & SYN != 0 {
             if p.flags & ACK != 0 {
-                return Err(stop("inbound SYN-ACK: active open is not modelled (the model starts from a passive open)"));
+                return self.synack(p);
+            }
+            if self.hs.active {
+                return Err(stop("an inbound SYN after connect() (simultaneous open) is not modelled"));
             }
             return Ok(self.syn(p));
         }
@@ -502,6 +823,18 @@ impl Backend for ModelBackend<'_> {
     }
 
     fn next_outbound(&mut self, deadline_us: i64, expect: &Packet) -> Result<Next, Halt> {
+        if self.hs.active && expect.flags.syn && !self.hs.synack_sent {
+            // Our SYN (`synack_sent` marks the handshake's first outbound packet as consumed).
+            self.hs.synack_sent = true;
+            let options = if self.sys.ts { vec![WireOption::Timestamp { val: Config::default().ts_base, ecr: 0 }] } else { vec![] };
+            let flags = SYN | if self.sys.ecn == 1 { ECE | wire::CWR } else { 0 };
+            return Ok(self.handshake_packet(self.hs.syn_us.unwrap(), flags, 0, 0, options));
+        }
+        if let Some(at) = self.hs.final_ack_us.filter(|_| expect.len == 0 && !expect.flags.syn && !expect.flags.fin) {
+            self.hs.final_ack_us = None;
+            let options = self.ts_option(at);
+            return Ok(self.handshake_packet(at, ACK, 1, self.hs.remote_isn.wrapping_add(1), options));
+        }
         if expect.flags.syn {
             if self.hs.syn_us.is_none() || self.hs.synack_sent {
                 return Err(stop("outbound SYN: active open is not modelled"));
@@ -513,6 +846,7 @@ impl Backend for ModelBackend<'_> {
             let options = if self.hs.ts_ok { vec![WireOption::Timestamp { val: Config::default().ts_base, ecr: 0 }] } else { vec![] };
             return Ok(Next::Packet(Captured {
                 at_us,
+                spread_us: 0,
                 flags: SYN | ACK,
                 seq: 0,
                 ack: self.hs.remote_isn.wrapping_add(1),
@@ -526,8 +860,11 @@ impl Backend for ModelBackend<'_> {
                 applied: Some("the model starts established: the handshake is the script's input, not something it checks".into()),
             }));
         }
+        if self.teardown.is_some() && !expect.flags.rst && expect.len == 0 {
+            return self.teardown_outbound(expect);
+        }
         if expect.flags.fin || expect.flags.rst {
-            return Err(stop("FIN/RST from the sender is not modelled"));
+            return Err(stop("FIN/RST from the sender is not modelled (only the FIN of an orderly close)"));
         }
         if expect.len == 0 {
             return Ok(Next::OutOfScope("pure ACKs from the sender are not modelled".into()));
@@ -563,7 +900,8 @@ impl Backend for ModelBackend<'_> {
                 self.hs.accepted = true;
                 Ok(SysResult::Other(Outcome1::applied(None)))
             }
-            "connect" => Err(stop("active open (connect) is not modelled: the model starts from a passive open")),
+            "connect" => self.connect(),
+            "close" => self.close(),
             "write" | "send" => match s.args.get(2) {
                 Some(Expr::Int(n)) => self.write(*n),
                 _ => Err(stop("write size is not a literal")),
@@ -581,7 +919,9 @@ impl Backend for ModelBackend<'_> {
         let mut values = BTreeMap::new();
         let mut missing = Vec::new();
         for f in trc_pkt::symbols::TCPI_FIELDS {
-            match self.d.as_ref().and_then(|d| d.tcpi(f)) {
+            // After close() the socket is in FIN_WAIT/TIME_WAIT, states the model does not have.
+            let closed = self.teardown.is_some() && *f == "tcpi_state";
+            match self.d.as_ref().and_then(|d| d.tcpi(f)).filter(|_| !closed) {
                 Some(v) => {
                     values.insert(f.to_string(), v as u64);
                 }

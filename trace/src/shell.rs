@@ -11,13 +11,17 @@ pub enum Effect {
     Defaults,
     /// Sysctls set (`net.ipv4.tcp_sack`, value).
     Sysctl(Vec<(String, String)>),
+    /// `echo V > /sys/module/M/parameters/P`: a module parameter (machine-wide on a kernel).
+    ModuleParam { module: String, param: String, value: String },
     /// The route's `initcwnd`.
     InitCwnd(u32),
     /// `nstat -n` (or any `nstat` whose output is thrown away): a new baseline.
     NstatReset,
-    /// `nstat | grep NAME | grep -q " N "` (`value` N), or `nstat | grep NAME` (`None`: the
-    /// counter rose at all). `nstat` also takes a new baseline.
-    NstatCheck { counter: String, value: Option<i64> },
+    /// `nstat | grep NAME | grep -q " N "` (`value` N), or `nstat | grep NAME` /
+    /// `nstat | grep -q NAME` (`None`: the counter's line is printed at all). `zeros`: `-z`,
+    /// counters at 0 are printed too; `absolute`: `-a`, values since the namespace was made
+    /// rather than since the last `nstat`. `nstat` without `-s` also takes a new baseline.
+    NstatCheck { counter: String, value: Option<i64>, zeros: bool, absolute: bool },
     /// `sleep S`: the script's clock moves on (µs).
     Sleep(i64),
     /// `: trc-model-only EVENT` (exported model-only events, no-ops on a kernel).
@@ -28,20 +32,45 @@ pub enum Effect {
     NotModelled(String),
 }
 
-/// A shell line split into simple commands (at newlines, `;` and `&&` outside quotes; `#`
-/// comments dropped).
-pub fn simple_commands(line: &str) -> Vec<String> {
+/// How a simple command is joined to the one before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sep {
+    /// First command, or after a newline or `;`: runs whatever came before.
+    Seq,
+    /// After `&&`: runs only if the command before succeeded.
+    And,
+    /// After `||`: runs only if the command before failed.
+    Or,
+}
+
+/// A shell line split into simple commands (at newlines, `;`, `&&` and `||` outside quotes;
+/// `#` comments dropped; a backslash-newline continues the line), each with the separator
+/// before it.
+pub fn commands(line: &str) -> Vec<(Sep, String)> {
     let mut out = Vec::new();
     let mut cur = String::new();
+    let mut sep = Sep::Seq;
     let mut quote: Option<char> = None;
     let mut chars = line.chars().peekable();
     let mut comment = false;
+    let push = |out: &mut Vec<(Sep, String)>, cur: &mut String, sep: Sep| {
+        let c = std::mem::take(cur);
+        if !c.trim().is_empty() {
+            out.push((sep, c.trim().to_string()));
+        }
+    };
     while let Some(c) = chars.next() {
         if comment {
             if c == '\n' {
                 comment = false;
-                out.push(std::mem::take(&mut cur));
+                push(&mut out, &mut cur, sep);
+                sep = Sep::Seq;
             }
+            continue;
+        }
+        if c == '\\' && quote != Some('\'') && chars.peek() == Some(&'\n') {
+            chars.next();
+            cur.push(' ');
             continue;
         }
         if let Some(q) = quote {
@@ -57,16 +86,30 @@ pub fn simple_commands(line: &str) -> Vec<String> {
                 cur.push(c);
             }
             '#' if cur.is_empty() || cur.ends_with(char::is_whitespace) => comment = true,
-            '\n' | ';' => out.push(std::mem::take(&mut cur)),
+            '\n' | ';' => {
+                push(&mut out, &mut cur, sep);
+                sep = Sep::Seq;
+            }
             '&' if chars.peek() == Some(&'&') => {
                 chars.next();
-                out.push(std::mem::take(&mut cur));
+                push(&mut out, &mut cur, sep);
+                sep = Sep::And;
+            }
+            '|' if chars.peek() == Some(&'|') => {
+                chars.next();
+                push(&mut out, &mut cur, sep);
+                sep = Sep::Or;
             }
             _ => cur.push(c),
         }
     }
-    out.push(cur);
-    out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    push(&mut out, &mut cur, sep);
+    out
+}
+
+/// The simple commands of a shell line (see [`commands`]), without their separators.
+pub fn simple_commands(line: &str) -> Vec<String> {
+    commands(line).into_iter().map(|(_, c)| c).collect()
 }
 
 /// Words of a simple command, quotes removed.
@@ -167,23 +210,51 @@ fn tc(args: &[String], cmd: &str) -> Effect {
     Effect::NotModelled(format!("`{cmd}`: qdisc changes (drops, delays, pacing) are not modelled"))
 }
 
+/// `nstat` in the forms tests use: `nstat -n` / `nstat > /dev/null` (a baseline), and
+/// `nstat [-z] [-a] | grep [-q] NAME [| grep -q " N "]` (a check).
 fn nstat(cmd: &str) -> Effect {
     let stages: Vec<Vec<String>> = cmd.split('|').map(words).collect();
     let head = &stages[0];
+    let flag = |short: &str, long: &str| head.iter().any(|a| a == short || a == long || (a.starts_with('-') && !a.starts_with("--") && a.contains(short.trim_start_matches('-'))));
+    let unread = || Effect::NotModelled(format!("`{cmd}`: an nstat pipeline the model does not read"));
+    if flag("-s", "--noupdate") || flag("-r", "--reset") || flag("-d", "--scan") || flag("-j", "--json") {
+        return unread();
+    }
     if stages.len() == 1 {
+        // Its output goes nowhere a test can check (or to /dev/null): only the new baseline.
         return Effect::NstatReset;
     }
-    let greps: Vec<&Vec<String>> = stages[1..].iter().collect();
-    let pattern = |g: &Vec<String>| -> Option<String> { (g.first().map(String::as_str) == Some("grep")).then(|| g[1..].iter().find(|a| !a.starts_with('-')).cloned()).flatten() };
-    let Some(counter) = greps.first().and_then(|g| pattern(g)) else { return Effect::NotModelled(format!("`{cmd}`: an nstat pipeline the model does not read")) };
-    if head.iter().any(|a| a == "-a" || a == "--ignore") {
-        return Effect::NotModelled(format!("`{cmd}`: absolute nstat values are not modelled (only increments since nstat -n)"));
+    let pattern = |g: &Vec<String>| -> Option<(String, bool)> {
+        if g.first().map(String::as_str) != Some("grep") {
+            return None;
+        }
+        let opts: Vec<&String> = g[1..].iter().filter(|a| a.starts_with('-')).collect();
+        if opts.iter().any(|o| o.as_str() != "-q" && o.as_str() != "-w") {
+            return None;
+        }
+        let pat: Vec<&String> = g[1..].iter().filter(|a| !a.starts_with('-')).collect();
+        match pat.as_slice() {
+            [p] => Some((p.to_string(), false)),
+            // `grep NAME > /dev/null`: output discarded, the status is what matters.
+            [p, r, d] if r.as_str() == ">" && d.as_str() == "/dev/null" => Some((p.to_string(), true)),
+            _ => None,
+        }
+    };
+    let Some((counter, _)) = stages.get(1).and_then(pattern) else { return unread() };
+    if !counter.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return unread();
     }
-    let value = greps.get(1).and_then(|g| pattern(g)).and_then(|p| p.trim().parse::<i64>().ok());
-    if greps.len() > 1 && value.is_none() {
-        return Effect::NotModelled(format!("`{cmd}`: an nstat pipeline the model does not read"));
+    let value = match stages.get(2) {
+        None => None,
+        Some(g) => match pattern(g).and_then(|(p, _)| p.trim().parse::<i64>().ok().filter(|_| p.starts_with(' ') && p.ends_with(' '))) {
+            Some(v) => Some(v),
+            None => return unread(),
+        },
+    };
+    if stages.len() > 3 {
+        return unread();
     }
-    Effect::NstatCheck { counter, value }
+    Effect::NstatCheck { counter, value, zeros: flag("-z", "--zeros"), absolute: flag("-a", "--ignore") }
 }
 
 fn echo(args: &[String], cmd: &str) -> Effect {
@@ -191,6 +262,9 @@ fn echo(args: &[String], cmd: &str) -> Effect {
         let target = args.get(i + 1).map(String::as_str).unwrap_or("");
         if let Some(name) = target.strip_prefix("/proc/sys/") {
             return Effect::Sysctl(vec![(name.replace('/', "."), args[..i].join(" "))]);
+        }
+        if let Some((module, param)) = target.strip_prefix("/sys/module/").and_then(|r| r.split_once("/parameters/")) {
+            return Effect::ModuleParam { module: module.into(), param: param.into(), value: args[..i].join(" ") };
         }
         if target != "/dev/null" {
             return Effect::NotModelled(format!("`{cmd}`: writes a file the model does not know"));
@@ -211,8 +285,18 @@ mod tests {
         assert_eq!(interpret(&cmds[1]), Effect::Sysctl(vec![("net.ipv4.tcp_sack".into(), "0".into())]));
         assert_eq!(interpret(&cmds[2]), Effect::InitCwnd(5));
         assert_eq!(interpret(&cmds[3]), Effect::NstatReset);
-        assert_eq!(interpret("nstat | grep TcpExtTCPFullUndo | grep -q \" 1 \""), Effect::NstatCheck { counter: "TcpExtTCPFullUndo".into(), value: Some(1) });
-        assert_eq!(interpret("nstat | grep TcpExtTCPLossUndo > /dev/null"), Effect::NstatCheck { counter: "TcpExtTCPLossUndo".into(), value: None });
+        let check = |counter: &str, value, zeros, absolute| Effect::NstatCheck { counter: counter.into(), value, zeros, absolute };
+        assert_eq!(interpret("nstat | grep TcpExtTCPFullUndo | grep -q \" 1 \""), check("TcpExtTCPFullUndo", Some(1), false, false));
+        assert_eq!(interpret("nstat | grep TcpExtTCPHystartTrainDetect | grep -q ' 1 '"), check("TcpExtTCPHystartTrainDetect", Some(1), false, false));
+        assert_eq!(interpret("nstat | grep TcpExtTCPLossUndo > /dev/null"), check("TcpExtTCPLossUndo", None, false, false));
+        assert_eq!(interpret("nstat | grep -q TcpExtTCPSpuriousRTOs"), check("TcpExtTCPSpuriousRTOs", None, false, false));
+        assert_eq!(interpret("nstat -az | grep TcpRetransSegs | grep -q \" 0 \""), check("TcpRetransSegs", Some(0), true, true));
+        assert_eq!(interpret("nstat > /dev/null"), Effect::NstatReset);
+        assert!(matches!(interpret("nstat | grep -i retrans"), Effect::NotModelled(_)));
+        assert!(matches!(interpret("nstat | grep 'TcpExt.*Undo'"), Effect::NotModelled(_)));
+        assert!(matches!(interpret("nstat -s | grep TcpRetransSegs"), Effect::NotModelled(_)));
+        assert_eq!(commands("a && b || c; d"), vec![(Sep::Seq, "a".into()), (Sep::And, "b".into()), (Sep::Or, "c".into()), (Sep::Seq, "d".into())]);
+        assert_eq!(simple_commands("sysctl -q net.ipv4.tcp_sack=0 \\\n  net.ipv4.tcp_dsack=0"), vec!["sysctl -q net.ipv4.tcp_sack=0   net.ipv4.tcp_dsack=0"]);
         assert_eq!(interpret("../common/set_sysctls.py /proc/sys/net/ipv4/tcp_slow_start_after_idle=1"), Effect::Sysctl(vec![("/proc/sys/net/ipv4/tcp_slow_start_after_idle".into(), "1".into())]));
         assert_eq!(interpret("echo 0 > /proc/sys/net/ipv4/tcp_frto"), Effect::Sysctl(vec![("net.ipv4.tcp_frto".into(), "0".into())]));
         assert_eq!(interpret("sleep 0.2"), Effect::Sleep(200_000));

@@ -55,6 +55,14 @@ pub struct DiffArgs {
     /// Quiet: no per-scenario progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Instead of random scenarios, one bulk transfer of this many segments (initcwnd 10, CUBIC,
+    /// every packet ACKed one RTT after it left); SACK and timestamps unless `--no-sack` /
+    /// `--no-ts`.
+    #[arg(long, value_name = "SEGMENTS", conflicts_with = "only")]
+    pub bulk: Option<u16>,
+    /// With `--bulk`: the segments (0-based) whose first transmission the network drops.
+    #[arg(long, value_delimiter = ',', requires = "bulk")]
+    pub drop: Vec<u32>,
 }
 
 /// Exit codes: 0 agreement at or above the bar, 1 below it (or a kernel error), 2 usage error,
@@ -74,7 +82,15 @@ pub fn run_diff(a: DiffArgs) -> i32 {
         eprintln!("trc diff: skipped: {why}");
         return trc_kernel::EXIT_SKIPPED;
     }
+    let fixed = match a.bulk {
+        None => None,
+        Some(n) => match trc_diff::bulk(n, &a.drop, a.conn.sack().unwrap_or(true), a.conn.ts().unwrap_or(true), &profile) {
+            Ok(s) => Some(s),
+            Err(e) => return usage_error(&format!("--bulk: {e}")),
+        },
+    };
     let opts = DiffOptions {
+        fixed,
         profile,
         scenarios: a.scenarios,
         seed: a.seed,
@@ -82,6 +98,12 @@ pub fn run_diff(a: DiffArgs) -> i32 {
             sack: a.conn.sack(),
             ts: a.conn.ts(),
             max_steps: a.max_steps,
+            // A bulk transfer's ACKs arrive in bursts, as its packets left: spacing them out
+            // would be another scenario (HyStart's ACK-train detector reads the spacing).
+            gap_ms: if a.bulk.is_some() { 0 } else { GenOptions::default().gap_ms },
+            // Its ACKs come every few ms: the random walks' 15 ms distance from a pending
+            // timer would refuse it; an injected ACK is late by well under 5 ms.
+            margin_ms: if a.bulk.is_some() { 5 } else { GenOptions::default().margin_ms },
             ..GenOptions::default()
         },
         reruns: a.reruns,

@@ -86,10 +86,10 @@ pub struct BoundArgs {
     pub config: Option<PathBuf>,
     /// Segments written by the application at the start.
     #[arg(long)]
-    pub segments: Option<u8>,
+    pub segments: Option<u16>,
     /// Extra one-segment application writes the environment may perform.
     #[arg(long)]
-    pub writes: Option<u8>,
+    pub writes: Option<u16>,
     /// Initial congestion window (route initcwnd; kernel default 10).
     #[arg(long)]
     pub initcwnd: Option<u32>,

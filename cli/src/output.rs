@@ -69,7 +69,7 @@ fn step(event: String, s: &State) -> Step {
 
 /// Describes an action with the packet it refers to (seq and whether it is a retransmission).
 pub fn describe(prev: &State, a: &Action) -> String {
-    let pk = |i: u8| {
+    let pk = |i: u16| {
         let p = prev.flight[i as usize];
         format!("seg {} ({}, sent at {} ms)", p.seg as u32 + 1, if p.rtx { "retransmission" } else { "original" }, p.sent)
     };

@@ -25,7 +25,7 @@ fn bad_inputs_exit_2_with_file_line() {
     let (code, _, err) = trc(&["check", "--config", &c]);
     assert_eq!(code, 2);
     assert!(err.contains("c.toml:2:"), "{err}");
-    let c = tmp("b.toml", "initcwnd = 4\nsegments = 30\n");
+    let c = tmp("b.toml", "initcwnd = 4\nsegments = 20000\n");
     let (code, _, err) = trc(&["check", "--config", &c]);
     assert_eq!(code, 2);
     assert!(err.contains("b.toml:2: impossible bounds: segments"), "{err}");
@@ -36,7 +36,7 @@ fn bad_inputs_exit_2_with_file_line() {
     let c = tmp("f.toml", "initcwnd = 4
 segments = 6
 ");
-    let (code, _, err) = trc(&["check", "--config", &c, "--segments", "30"]);
+    let (code, _, err) = trc(&["check", "--config", &c, "--segments", "20000"]);
     assert_eq!(code, 2);
     assert!(err.contains("--segments: impossible bounds: segments") && !err.contains("f.toml:2"), "{err}");
     let (code, _, err) = trc(&["check", "--property", "I99"]);

@@ -5,20 +5,22 @@
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use trc_kernel::{RunReport, TraceEvent};
-use trc_model::state::UndoKind;
+use trc_model::mib::Mib;
 use trc_pkt::ast::{Direction, StatementKind};
 use trc_trace::export::Exported;
 use trc_trace::MSS;
 
 /// Compared fields, in report order.
-pub const FIELDS: &[&str] = &["segments", "ca_state", "cwnd", "ssthresh", "unacked", "sacked", "lost", "retrans", "total_retrans", "undo_counters"];
+pub const FIELDS: &[&str] = &["segments", "ca_state", "cwnd", "ssthresh", "unacked", "sacked", "lost", "retrans", "total_retrans", "counters"];
 
 /// An outbound segment this far (ms) outside its due time, with nothing else wrong, is timing
 /// noise (HZ=250 timers, the kernel's srtt); farther, a different timer sent it.
 pub const AMBIGUOUS_OFFSET_MS: f64 = 100.0;
 
-/// The MIB counters compared (model: `UndoEvent` kinds).
-pub const COUNTERS: &[&str] = &["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPLossUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPSpuriousRTOs"];
+/// The MIB counters compared: every counter the model maintains (`trc_model::mib`).
+pub fn counters() -> impl Iterator<Item = &'static str> {
+    Mib::ALL.iter().map(|m| m.name())
+}
 
 /// What one side shows at one step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -33,8 +35,8 @@ pub struct Obs {
     pub lost: u32,
     pub retrans: u32,
     pub total_retrans: u32,
-    /// Cumulative undo counters, in [`COUNTERS`] order.
-    pub undo_counters: Vec<i64>,
+    /// Cumulative MIB counters, in [`counters`] order.
+    pub counters: Vec<i64>,
 }
 
 impl Obs {
@@ -52,8 +54,8 @@ impl Obs {
             "lost" => self.lost.to_string(),
             "retrans" => self.retrans.to_string(),
             "total_retrans" => self.total_retrans.to_string(),
-            "undo_counters" => {
-                let v: Vec<String> = COUNTERS.iter().zip(&self.undo_counters).filter(|(_, v)| **v != 0).map(|(n, v)| format!("{}={v}", n.trim_start_matches("TcpExtTCP"))).collect();
+            "counters" => {
+                let v: Vec<String> = counters().zip(&self.counters).filter(|(_, v)| **v != 0).map(|(n, v)| format!("{}={v}", n.trim_start_matches("TcpExt").trim_start_matches("TCP"))).collect();
                 format!("{{{}}}", v.join(","))
             }
             _ => String::new(),
@@ -80,9 +82,6 @@ fn classify(segs: &mut [(u32, bool)], hi: &mut u32) {
     }
 }
 
-fn undo_vec(kinds: &BTreeMap<&'static str, i64>) -> Vec<i64> {
-    COUNTERS.iter().map(|c| kinds.get(c).copied().unwrap_or(0)).collect()
-}
 
 /// The model's side of an exported walk: one view per asserted step.
 pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
@@ -101,8 +100,6 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
     let mut views: Vec<StepView> = Vec::new();
     let mut pending: Vec<(u32, bool)> = Vec::new();
     let mut hi = 0u32;
-    let mut counters: BTreeMap<&'static str, i64> = BTreeMap::new();
-    let mut counted = 0usize; // steps whose undo events are in `counters`
     for st in &script.statements {
         match &st.kind {
             StatementKind::Packet(p) if p.direction == Direction::Out && p.len > 0 && !p.flags.syn => {
@@ -114,21 +111,6 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
             StatementKind::Python(code) if trc_pkt::python::mentions(code, "tcpi_ca_state") => {
                 let step = step_of_line.get(st.line as usize).copied().unwrap_or(0);
                 let ts = x.trace.steps.get(step).ok_or_else(|| format!("line {}: step {step} not in the trace", st.line))?;
-                while counted <= step {
-                    for u in &x.trace.steps[counted].state.sender.ghost.ev.undos {
-                        let names: &[&'static str] = match u.kind {
-                            UndoKind::Full => &["TcpExtTCPFullUndo"],
-                            UndoKind::Partial => &["TcpExtTCPPartialUndo"],
-                            UndoKind::Loss | UndoKind::LossRecovered => &["TcpExtTCPLossUndo"],
-                            UndoKind::Frto => &["TcpExtTCPLossUndo", "TcpExtTCPSpuriousRTOs"],
-                            UndoKind::Dsack => &["TcpExtTCPDSACKUndo"],
-                        };
-                        for n in names {
-                            *counters.entry(n).or_default() += 1;
-                        }
-                    }
-                    counted += 1;
-                }
                 let s = &ts.state.sender;
                 let mut segs = std::mem::take(&mut pending);
                 classify(&mut segs, &mut hi);
@@ -146,7 +128,7 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
                         lost: s.lost_out,
                         retrans: s.retrans_out,
                         total_retrans: s.total_retrans,
-                        undo_counters: undo_vec(&counters),
+                        counters: Mib::ALL.iter().map(|m| ts.mib.get(*m) as i64).collect(),
                     },
                 });
             }
@@ -195,7 +177,7 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
     let mut oi = 0;
     let mut hi = 0u32;
     for v in views {
-        let Some((t, info, counters)) = snaps.get(&v.line) else {
+        let Some((t, info, k_counters)) = snaps.get(&v.line) else {
             res.push(None);
             continue;
         };
@@ -219,7 +201,7 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
             lost: info.lost,
             retrans: info.retrans,
             total_retrans: info.total_retrans,
-            undo_counters: COUNTERS.iter().map(|c| counters.get(*c).copied().unwrap_or(0)).collect(),
+            counters: counters().map(|c| k_counters.get(c).copied().unwrap_or(0)).collect(),
         }));
     }
     (res, ambiguous)

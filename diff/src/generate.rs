@@ -65,10 +65,15 @@ pub struct Scenario {
     pub cfg: Config,
     pub sack: bool,
     pub actions: Vec<Action>,
+    /// A name other than the index's (a non-random scenario such as [`bulk`]).
+    pub label: Option<String>,
 }
 
 impl Scenario {
     pub fn name(&self) -> String {
+        if let Some(l) = &self.label {
+            return format!("{l}-{}-{}", if self.sack { "sack" } else { "nosack" }, if self.cfg.timestamps { "ts" } else { "nots" });
+        }
         format!("{:04}-{}-{}", self.index, if self.sack { "sack" } else { "nosack" }, if self.cfg.timestamps { "ts" } else { "nots" })
     }
     pub fn model(&self, profile: &Profile) -> TcpModel {
@@ -91,10 +96,10 @@ pub fn kernel_reproducible(a: &Action) -> bool {
 pub fn draw_config(r: &mut Rng, g: &GenOptions) -> (Config, bool) {
     let sack = g.sack.unwrap_or_else(|| r.chance(50));
     let timestamps = g.ts.unwrap_or_else(|| r.chance(50));
-    let segments = r.range(2, 14) as u8;
+    let segments = r.range(2, 14) as u16;
     let cfg = Config {
         segments,
-        extra_writes: r.range(0, 3) as u8,
+        extra_writes: r.range(0, 3) as u16,
         initcwnd: r.range(2, 10),
         max_losses: r.range(0, 4) as u8,
         max_ack_losses: r.range(0, 3) as u8,
@@ -169,6 +174,65 @@ pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> 
     false
 }
 
+/// A bulk transfer at a real size: `segments` written at once (initcwnd 10, CUBIC, RTT 50 ms),
+/// every packet delivered in order one RTT after it left and ACKed at once, except the original
+/// transmissions of the segments in `drops`, which the network drops (once each); a timer fires
+/// whenever it is due before the next arrival. Not drawn at random: the same arguments give the
+/// same walk. `trc diff --bulk` runs it on the kernel.
+pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profile) -> Result<Scenario, String> {
+    if drops.iter().any(|&d| d >= segments as u32) {
+        return Err(format!("--drop: segments are numbered 0..{segments}"));
+    }
+    let cfg = Config {
+        segments,
+        extra_writes: 0,
+        initcwnd: 10,
+        max_losses: drops.len().min(255) as u8,
+        max_ack_losses: 0,
+        max_reorder: 0,
+        max_rtos: 255,
+        max_tlps: 255,
+        max_tsq: 0,
+        max_ece: 0,
+        horizon_ms: u32::MAX / 2,
+        rtt_ms: 50,
+        sack: if sack { SackMode::Sack } else { SackMode::NoSack },
+        timestamps: ts,
+        cc: CcKind::Cubic,
+        ..Config::default()
+    };
+    cfg.validate().map_err(|e| e.to_string())?;
+    let model = TcpModel::new(cfg.clone(), profile.clone());
+    let mut s: State = model.init_states().swap_remove(0);
+    let mut dropped: Vec<u32> = Vec::new();
+    let mut actions = Vec::new();
+    loop {
+        let drop = s.flight.iter().position(|p| !p.rtx && drops.contains(&(p.seg as u32)) && !dropped.contains(&(p.seg as u32)));
+        let a = if let Some(i) = drop {
+            dropped.push(s.flight[i].seg as u32);
+            Action::Drop { pkt: i as u16 }
+        } else {
+            let arrival = s.flight.first().map(|p| s.now.max(p.sent + cfg.rtt_ms));
+            match (s.sender.timer, arrival) {
+                (Some(tm), a) if a.is_none_or(|a| tm.deadline < a) => match tm.kind {
+                    trc_model::state::TimerKind::Rto => Action::Rto,
+                    trc_model::state::TimerKind::Tlp => Action::Tlp,
+                    trc_model::state::TimerKind::Reo => Action::Reo,
+                },
+                (_, Some(_)) => Action::Deliver { pkt: 0 },
+                _ => break,
+            }
+        };
+        s = model.next_state(&s, a).ok_or_else(|| format!("bulk walk: step {} ({a}) has no successor", actions.len()))?;
+        actions.push(a);
+        if actions.len() > 40 * segments as usize + 1000 {
+            return Err("bulk walk does not end".into());
+        }
+    }
+    let label = Some(format!("bulk{segments}-drop-{}", if drops.is_empty() { "none".to_string() } else { drops.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("-") }));
+    Ok(Scenario { index: 0, seed: 0, cfg, sack, actions, label })
+}
+
 /// Generates scenario `index` of the run with seed `seed`.
 pub fn generate(profile: &Profile, seed: u64, index: usize, g: &GenOptions) -> Scenario {
     let sseed = scenario_seed(seed, index);
@@ -219,7 +283,7 @@ pub fn generate(profile: &Profile, seed: u64, index: usize, g: &GenOptions) -> S
             break;
         }
     }
-    Scenario { index, seed: sseed, cfg, sack, actions }
+    Scenario { index, seed: sseed, cfg, sack, actions, label: None }
 }
 
 /// Applies `actions` leniently (skipping any that is not enabled) and keeps the longest prefix

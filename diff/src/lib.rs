@@ -29,9 +29,9 @@ pub mod execute;
 pub mod generate;
 pub mod shrink;
 
-pub use compare::{Comparison, Divergence, Obs, StepView, COUNTERS, FIELDS};
+pub use compare::{counters, Comparison, Divergence, Obs, StepView, FIELDS};
 pub use execute::{export_actions, run_scenario, trial, ScenarioResult, Trial, Verdict};
-pub use generate::{generate, normalize, GenOptions, Rng, Scenario};
+pub use generate::{bulk, generate, normalize, GenOptions, Rng, Scenario};
 pub use shrink::shrink;
 
 use serde::Serialize;
@@ -57,11 +57,13 @@ pub struct DiffOptions {
     pub keep: Option<std::path::PathBuf>,
     /// Run only these scenario indices of the seed (`None`: `0..scenarios`).
     pub only: Option<Vec<usize>>,
+    /// Instead of random scenarios, this one (e.g. [`generate::bulk`]).
+    pub fixed: Option<Scenario>,
 }
 
 impl Default for DiffOptions {
     fn default() -> Self {
-        DiffOptions { profile: Profile::linux_6_18(), scenarios: 20, seed: 1, gen: GenOptions::default(), reruns: 2, out: None, shrink_budget: 40, shrink_per_signature: 1, keep: None, only: None }
+        DiffOptions { profile: Profile::linux_6_18(), scenarios: 20, seed: 1, gen: GenOptions::default(), reruns: 2, out: None, shrink_budget: 40, shrink_per_signature: 1, keep: None, only: None, fixed: None }
     }
 }
 
@@ -136,10 +138,14 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
         rep.fields.insert(f.to_string(), (0, 0));
     }
     let mut shrunk: HashMap<String, usize> = HashMap::new();
-    let indices: Vec<usize> = opts.only.clone().unwrap_or_else(|| (0..opts.scenarios).collect());
+    let indices: Vec<usize> = match (&opts.fixed, &opts.only) {
+        (Some(_), _) => vec![0],
+        (None, Some(o)) => o.clone(),
+        (None, None) => (0..opts.scenarios).collect(),
+    };
     rep.scenarios = indices.len();
     for i in indices {
-        let sc = generate(&opts.profile, opts.seed, i, &opts.gen);
+        let sc = opts.fixed.clone().unwrap_or_else(|| generate(&opts.profile, opts.seed, i, &opts.gen));
         if let Some(dir) = &opts.keep {
             if let Ok(x) = export_actions(&opts.profile, &sc, &sc.actions, &opts.gen) {
                 let _ = std::fs::create_dir_all(dir);

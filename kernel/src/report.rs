@@ -60,9 +60,9 @@ pub struct RunReport {
     /// The lines and the verdict.
     pub script: Report,
     pub trace: Vec<TraceEvent>,
-    /// Deltas over the run of TcpExtTCPFullUndo, ...PartialUndo, ...LossUndo, ...DSACKUndo,
-    /// ...SpuriousRTOs, ...LostRetransmit.
-    pub undo_counters: BTreeMap<String, i64>,
+    /// The `Tcp*` / `TcpExt*` MIB counters that moved during the run (nstat names, deltas; the
+    /// namespace is the run's own, so they are the connection's).
+    pub counters: BTreeMap<String, i64>,
     /// What `getsockopt(TCP_CONGESTION)` said on the connection.
     pub congestion_control: Option<String>,
     pub duration_ms: f64,
@@ -71,7 +71,7 @@ pub struct RunReport {
 
 impl RunReport {
     pub fn new(file: String) -> RunReport {
-        RunReport { script: Report::new(&file), trace: Vec::new(), undo_counters: BTreeMap::new(), congestion_control: None, duration_ms: 0.0, notes: Vec::new() }
+        RunReport { script: Report::new(&file), trace: Vec::new(), counters: BTreeMap::new(), congestion_control: None, duration_ms: 0.0, notes: Vec::new() }
     }
 
     /// Whether the run passed (every statement run, every check passed).
@@ -90,8 +90,8 @@ impl RunReport {
             s.push_str(&format!("note: {n}\n"));
         }
         s.push_str(&format!("congestion control: {}\n", self.congestion_control.as_deref().unwrap_or("(no connection)")));
-        let counters: Vec<String> = self.undo_counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        s.push_str(&format!("undo counters (delta): {}\n", counters.join(" ")));
+        let counters: Vec<String> = self.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!("MIB counters that moved: {}\n", if counters.is_empty() { "none".to_string() } else { counters.join(" ") }));
         if let Some((line, why)) = &self.script.stopped {
             s.push_str(&format!("stopped at line {line}: {why}\n"));
         }

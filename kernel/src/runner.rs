@@ -101,6 +101,10 @@ pub(crate) struct KernelBackend<'a> {
     remote_isn: Option<u32>,
     line: u32,
     mib_before: BTreeMap<String, i64>,
+    /// `NSTAT_HISTORY` for the script's `nstat` commands: this run's own file, so a baseline
+    /// (`nstat -n`) never mixes with another namespace's counters through the shared default
+    /// (`/tmp/.nstat.u0`).
+    nstat_history: std::path::PathBuf,
     pub(crate) report: RunReport,
 }
 
@@ -135,6 +139,7 @@ impl<'a> KernelBackend<'a> {
             remote_isn: None,
             line: 0,
             mib_before: sys::read_mib(),
+            nstat_history: std::env::temp_dir().join(format!("trc-nstat-{}-{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0))),
             report: RunReport::new(file),
         })
     }
@@ -192,8 +197,7 @@ impl<'a> KernelBackend<'a> {
     fn snapshot(&mut self) {
         let Some(fd) = self.conn_fd else { return };
         let Ok((info, _)) = sys::tcp_info(fd) else { return };
-        let now = sys::read_mib();
-        let counters = sys::UNDO_COUNTERS.iter().map(|n| (n.to_string(), now.get(*n).copied().unwrap_or(0) - self.mib_before.get(*n).copied().unwrap_or(0))).collect();
+        let counters = sys::mib_delta(&self.mib_before, &sys::read_mib());
         let t_ms = ms(self.at_us(Instant::now()));
         self.report.trace.push(TraceEvent::TcpInfo { t_ms, line: self.line, info: info.summary(), counters });
     }
@@ -209,11 +213,8 @@ impl<'a> KernelBackend<'a> {
             self.report.notes.push(format!("{:.3} ms: outbound segment not matched by any script line: {d}", ms(self.at_us(at))));
             self.record_outbound(at, &s, None);
         }
-        let after = sys::read_mib();
-        for name in sys::UNDO_COUNTERS {
-            let d = after.get(*name).copied().unwrap_or(0) - self.mib_before.get(*name).copied().unwrap_or(0);
-            self.report.undo_counters.insert(name.to_string(), d);
-        }
+        self.report.counters = sys::mib_delta(&self.mib_before, &sys::read_mib());
+        let _ = std::fs::remove_file(&self.nstat_history);
         self.report.congestion_control = self.cc_used.clone();
         self.report.duration_ms = ms(self.at_us(Instant::now()));
         let mut fds: Vec<RawFd> = self.fds.values().copied().collect();
@@ -627,6 +628,7 @@ impl Backend for KernelBackend<'_> {
                 self.record_outbound(at, &s, Some(self.line));
                 return Ok(Next::Packet(Captured {
                     at_us: self.at_us(at),
+                    spread_us: 0,
                     flags: s.flags,
                     seq: s.seq,
                     ack: s.ack,
@@ -689,7 +691,11 @@ impl Backend for KernelBackend<'_> {
         if self.opts.no_shell {
             return Err(Halt::Stop("shell lines are refused (--no-shell)".into()));
         }
-        let mut o = match crate::shell::run(cmd, self.script_dir, env) {
+        let mut env = env.to_vec();
+        if !env.iter().any(|(k, _)| k == "NSTAT_HISTORY") {
+            env.push(("NSTAT_HISTORY".into(), self.nstat_history.display().to_string()));
+        }
+        let mut o = match crate::shell::run(cmd, self.script_dir, &env) {
             Err(e) => Outcome1::fail(format!("cannot run /bin/sh: {e}")),
             Ok(out) => {
                 let mut o = match (out.timed_out, out.code) {

@@ -2,7 +2,8 @@
 //!
 //! Each line runs as `/bin/sh -c LINE` (packetdrill runs them with `system(3)`), in the script's
 //! directory, with packetdrill's environment (`PACKETDRILL_PID`, so the gtests' `set_sysctls.py`
-//! works and `$PPID` names the same process), inside:
+//! works and `$PPID` names the same process) and the run's own `NSTAT_HISTORY` (an `nstat`
+//! baseline is never another namespace's), inside:
 //!
 //! * the run's **private network namespace** (it sees only `lo` and `tun0`);
 //! * a **private mount namespace** (mounts it makes do not reach the host);

@@ -229,15 +229,15 @@ pub fn read_mib() -> BTreeMap<String, i64> {
     out
 }
 
-/// The undo-related counters a recovery trace reports.
-pub const UNDO_COUNTERS: &[&str] = &[
-    "TcpExtTCPFullUndo",
-    "TcpExtTCPPartialUndo",
-    "TcpExtTCPLossUndo",
-    "TcpExtTCPDSACKUndo",
-    "TcpExtTCPSpuriousRTOs",
-    "TcpExtTCPLostRetransmit",
-];
+/// The `Tcp*` and `TcpExt*` counters that moved from `before` to `after` (nstat names, deltas).
+pub fn mib_delta(before: &BTreeMap<String, i64>, after: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    after
+        .iter()
+        .filter(|(k, _)| k.starts_with("Tcp"))
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, d)| *d != 0)
+        .collect()
+}
 
 /// TCP_INFO of a socket, and how many bytes of it the kernel filled in.
 pub fn tcp_info(fd: RawFd) -> io::Result<(TcpInfoRaw, usize)> {

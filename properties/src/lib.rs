@@ -37,13 +37,13 @@ fn at_or_above(m: &TcpModel, k: u32, marker: u32) -> bool {
 /// I1: no undo of a reduction while a retransmission of this episode repaired a real loss.
 fn i1(m: &TcpModel, s: &State) -> bool {
     let g = &s.ghost;
-    s.sender.ghost.ev.undos.iter().all(|u| {
-        (0..32u32).all(|k| {
-            let bit = 1u32 << k;
-            let real_loss_retransmitted = g.orig_dropped & bit != 0 && u.rtx_mask & bit != 0 && at_or_above(m, k, u.marker);
+    let ev = &s.sender.ghost.ev;
+    ev.undos.iter().enumerate().all(|(i, u)| {
+        g.orig_dropped.iter().all(|k| {
+            let real_loss_retransmitted = ev.undo_rtx_contains(i, k) && at_or_above(m, k, u.marker);
             // F-RTO's undo (RFC 5682 3b) judges the timeout, not the lost segment: it is only
             // wrong once the retransmission has already repaired the loss.
-            let relevant = if u.kind == UndoKind::Frto { s.rcv.have & bit != 0 } else { true };
+            let relevant = if u.kind == UndoKind::Frto { s.rcv.have.contains(k) } else { true };
             !(real_loss_retransmitted && relevant)
         })
     })
@@ -61,8 +61,8 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
     // Applies only when no segment at or above the episode's start was ever retransmitted (all
     // retransmissions were held in the host) and none was really lost.
     let from = ep.start_una.wrapping_sub(m.cfg.isn);
-    let retransmitted = snd.ghost.ever_rtx_mask >> from != 0;
-    let real_loss = s.ghost.orig_dropped >> from != 0;
+    let retransmitted = snd.ghost.ever_rtx_mask.any_at_or_above(from);
+    let real_loss = s.ghost.orig_dropped.any_at_or_above(from);
     retransmitted || real_loss
 }
 
@@ -376,7 +376,7 @@ pub fn properties(specs: &[Spec]) -> Vec<Property<TcpModel>> {
 /// they feed (for [`trc_model::reduce::Reduce::dead_ghosts`]). Unknown ids read everything.
 pub fn ghost_reads(id: &str) -> GhostSet {
     match id {
-        // UndoEvent::rtx_mask comes from SenderGhost::rtx_mask.
+        // Events::undo_rtx comes from SenderGhost::rtx_mask.
         "I1" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK),
         "I1p" => GhostSet::ORIG_DROPPED.union(GhostSet::EVER_RTX_MASK).union(GhostSet::EPISODE),
         // Reduction::prev comes from SenderGhost::last_reduction.

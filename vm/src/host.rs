@@ -20,6 +20,8 @@
 //! or 900 s wall), and after it the guest's progress — it writes a tick every second of guest
 //! time — 60 s of qemu CPU or 600 s wall without a record means the VM hangs. qemu is killed on
 //! every exit path (a guard's `Drop`, and `PR_SET_PDEATHSIG` should trc itself be killed).
+//! One VM runs at a time machine-wide (an `flock` on `/tmp/trc-vm-run.lock`, `$TRC_VM_LOCK`);
+//! it does not take the host runner's lock, so host runs are not held up for a minute.
 
 use serde::Serialize;
 use std::io::{Read as _, Write as _};
@@ -569,6 +571,25 @@ struct KvmProbe {
     reason: String,
 }
 
+/// Where the machine-wide VM lock lives (`$TRC_VM_LOCK` overrides).
+fn lock_path() -> PathBuf {
+    std::env::var_os("TRC_VM_LOCK").filter(|s| !s.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp/trc-vm-run.lock"))
+}
+
+/// Takes the exclusive `flock` that keeps VM runs serial machine-wide (released on drop or
+/// when the process dies), saying so if it has to wait.
+fn vm_lock(events: &mut dyn FnMut(&Event)) -> Result<std::fs::File, Error> {
+    let path = lock_path();
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
+    match f.try_lock() {
+        Ok(()) => return Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => events(&Event::Note(format!("waiting for another VM run to finish ({})", path.display()))),
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::Failed(format!("{}: cannot lock: {e}", path.display()))),
+    }
+    f.lock().map_err(|e| Error::Failed(format!("{}: cannot lock: {e}", path.display())))?;
+    Ok(f)
+}
+
 /// [`run_in_vm_with`] without progress events.
 pub fn run_in_vm(spec: &VmSpec, scripts: &[PathBuf]) -> Result<VmRun, Error> {
     run_in_vm_with(spec, scripts, &mut |_| {})
@@ -619,6 +640,8 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     let names: Vec<String> = parsed.iter().map(|p| p.1.clone()).collect();
     let mut notes = base.notes.clone();
 
+    // One VM at a time on this machine (each takes a core; tests and users share 2).
+    let _lock = vm_lock(events)?;
     // The accelerator.
     let probe_file = spec.cache_dir.join("kvm-probe.json");
     let mut kvm_fallback = None;

@@ -105,7 +105,13 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
     let scripts = ["counterexamples/kernel/fr-sack.pkt", "counterexamples/kernel/tlp.pkt", "counterexamples/kernel/rto-real-loss.pkt"];
     let mut args = vec!["kernel", "run", "--kernel", &k, "--accel", "tcg-icount", "--cache", cache.to_str().unwrap(), "--json", json.to_str().unwrap()];
     args.extend(scripts);
-    let (c, out, err) = trc(&args, &[]);
+    let (mut c, mut out, mut err) = trc(&args, &[]);
+    if c == 1 {
+        // As in the conformance test: HZ=250 timers can move a packet out of its window; a
+        // failure must repeat to count.
+        eprintln!("first run failed, running again:\n{out}\n{err}");
+        (c, out, err) = trc(&args, &[]);
+    }
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("accelerator: tcg-icount"), "{out}");
     assert!(out.contains("scripts: 3 passed, 0 failed"), "{out}");

@@ -682,6 +682,7 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
         let probe = KvmProbe { key: kvm_probe_key(&qemu), usable: ok, reason: reason.clone() };
         let _ = crate::write_atomic(&probe_file, serde_json::to_string_pretty(&probe).unwrap_or_default().as_bytes());
         if !ok && spec.accel == Accel::Auto {
+            let reason = format!("{reason} (after {:.1} s)", at.total.wall_s);
             events(&Event::KvmFailed { reason: reason.clone() });
             kvm_fallback = Some(format!("KVM failed: {reason}"));
             accel = AccelUsed::TcgIcount;

@@ -49,6 +49,17 @@ fn input_errors_before_any_vm() {
     let (c, _, e) = trc(&["kernel", "run", "--kernel", notimage.to_str().unwrap(), ok], &[]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("not a bzImage"), "{e}");
+    // No qemu: skipped (4), with a kernel that looks like one (a bzImage header).
+    let fake = d.join("fake-bzImage");
+    let mut b = vec![0u8; 0x1000];
+    b[0x202..0x206].copy_from_slice(b"HdrS");
+    b[0x206..0x208].copy_from_slice(&0x020fu16.to_le_bytes());
+    b[0x20e..0x210].copy_from_slice(&0x0500u16.to_le_bytes());
+    b[0x700..0x70b].copy_from_slice(b"9.9.9-test\0");
+    std::fs::write(&fake, b).unwrap();
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", fake.to_str().unwrap(), "--cache", d.to_str().unwrap(), ok], &[("TRC_QEMU", "/nonexistent/qemu-system-x86_64")]);
+    assert_eq!(c, 4, "{e}");
+    assert!(e.contains("qemu not found"), "{e}");
     // Several scripts need a VM; VM-only flags need --kernel; bad limits.
     let (c, _, e) = trc(&["kernel", "run", ok, ok], &[]);
     assert_eq!(c, 2, "{e}");

@@ -411,10 +411,8 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
                 for x in b {
                     if x == b'\n' {
                         let l = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-                        if accel == AccelUsed::Kvm {
-                            if let Some(s) = KVM_SIGNS.iter().find(|s| l.contains(*s)) {
-                                kvm_sign = Some(format!("{s}: {}", l.trim()));
-                            }
+                        if accel == AccelUsed::Kvm && KVM_SIGNS.iter().any(|s| l.contains(*s)) {
+                            kvm_sign = Some(l.trim().to_string());
                         }
                         if at.console.len() < 100_000 {
                             at.console.push(l);
@@ -428,8 +426,8 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
             Ok(Msg::Err(b)) => {
                 let s = String::from_utf8_lossy(&b);
                 if accel == AccelUsed::Kvm {
-                    if let Some(k) = KVM_SIGNS.iter().find(|k| s.contains(*k)) {
-                        kvm_sign = Some(format!("{k}: {}", s.lines().find(|l| l.contains(*k)).unwrap_or("").trim()));
+                    if let Some(l) = s.lines().find(|l| KVM_SIGNS.iter().any(|k| l.contains(*k))) {
+                        kvm_sign = Some(l.trim().to_string());
                     }
                 }
                 if at.stderr.len() < 64 << 10 {
@@ -620,7 +618,20 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     let base = initramfs::base(&kernel, &spec.cache_dir, &BaseOptions { trc: spec.trc_binary.clone(), no_python: spec.no_python })?;
     let job = Job { options: spec.options.clone(), scripts: Vec::new(), script_timeout_s: spec.script_timeout.as_secs_f64(), tick_s: 1.0 };
     let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
-    // The run's files: CACHE/runs/PID-N/, removed on every exit path.
+    // The run's files: CACHE/runs/PID-N/, removed on every exit path; those of a trc that was
+    // killed (its PID gone) are removed here.
+    if let Ok(rd) = std::fs::read_dir(spec.cache_dir.join("runs")) {
+        for e in rd.filter_map(|e| e.ok()) {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = n.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
+                // Gone, or a zombie (dead, not yet reaped).
+                let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(|c| c != 'Z'))).unwrap_or(false);
+                if pid != std::process::id() && !alive {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let rundir = spec.cache_dir.join("runs").join(format!("{}-{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)));
     std::fs::create_dir_all(&rundir).map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
@@ -688,9 +699,6 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
             accel = AccelUsed::TcgIcount;
             at = attempt(spec, &qemu, &initrd, &port, accel, &names, events);
         }
-    }
-    if let Some(k) = &kvm_fallback {
-        notes.push(k.clone());
     }
 
     // The results.

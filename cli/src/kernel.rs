@@ -1,14 +1,53 @@
 //! `trc kernel run`: the command line of the real-kernel runner (the runner itself is the
-//! `trc-kernel` library).
+//! `trc-kernel` library), on the running kernel or, with `--kernel`, on another one booted in
+//! qemu (`trc-vm`); `trc kernel fetch` (a Debian kernel for `--kernel`); the hidden `trc
+//! kernel guest` (the VM's `/init`).
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `trc kernel ...` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum KernelCommand {
-    /// Run a packetdrill-format script against the running kernel.
+    /// Run packetdrill-format scripts against the running kernel, or (--kernel) another kernel in qemu.
     Run(RunArgs),
+    /// Download and unpack a Debian kernel (cloud-amd64) for `trc kernel run --kernel`.
+    Fetch(FetchArgs),
+    /// The VM's /init (pid 1 only): runs the scripts of the initramfs and powers off.
+    #[command(hide = true)]
+    Guest,
+}
+
+/// Arguments of `trc kernel fetch`.
+#[derive(Debug, Args)]
+#[command(after_help = "SPEC: debian:sid, debian:trixie, debian:bookworm, debian:VERSION-SUITE (debian:7.2-sid) or \
+debian:VERSION (the newest of the three suites). The packages come through a private apt configuration under \
+CACHE/apt (the mirror is read from this machine's apt sources; nothing of the machine's apt state changes) and are \
+unpacked into CACHE/kernels/RELEASE, linked as CACHE/kernels/SPEC. Exit codes: 0 fetched, 1 failed, 2 bad SPEC, \
+4 skipped (no apt, dpkg-deb or keyring).")]
+pub struct FetchArgs {
+    /// What to fetch.
+    pub spec: String,
+    /// Cache directory (default $TRC_CACHE, $XDG_CACHE_HOME/trc or ~/.cache/trc).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Update the package lists even if they are less than a day old.
+    #[arg(long)]
+    pub refresh: bool,
+    /// Download and unpack again even if the release is in the cache.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `--accel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccelArg {
+    /// KVM if /dev/kvm works here (and did before), else TCG icount.
+    Auto,
+    Kvm,
+    /// TCG with virtual time (-icount shift=0,sleep=off): timing independent of the host.
+    TcgIcount,
 }
 
 /// Arguments of `trc kernel run`.
@@ -27,8 +66,34 @@ gap to the previous event, whichever is larger (--tolerance-usecs, --tolerance-p
 was not checked), 4 skipped (not root, no tun), 130 interrupted."
 )]
 pub struct RunArgs {
-    /// The script to run.
-    pub file: std::path::PathBuf,
+    /// The script to run (several with --kernel).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Boot this kernel in qemu and run the scripts there: a bzImage, a directory from `trc
+    /// kernel fetch`, or debian:SUITE (fetched before).
+    #[arg(long, value_name = "VMLINUZ")]
+    pub kernel: Option<String>,
+    /// The kernel's lib/modules/RELEASE directory (for tun.ko); default the fetched one.
+    #[arg(long, value_name = "DIR", requires = "kernel")]
+    pub modules: Option<PathBuf>,
+    /// The VM's accelerator.
+    #[arg(long, value_enum, default_value = "auto", requires = "kernel")]
+    pub accel: AccelArg,
+    /// Cache directory for kernels and the VM's initramfs (default $TRC_CACHE, $XDG_CACHE_HOME/trc or ~/.cache/trc).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// A limit on the whole VM run, in wall-clock seconds (besides the boot and progress limits).
+    #[arg(long, value_name = "SECS", requires = "kernel")]
+    pub vm_timeout: Option<f64>,
+    /// Per-script limit inside the VM, in guest seconds.
+    #[arg(long, value_name = "SECS", default_value = "120", requires = "kernel")]
+    pub script_timeout: f64,
+    /// The VM's memory, MB.
+    #[arg(long, value_name = "MB", default_value = "1024", requires = "kernel")]
+    pub memory: u32,
+    /// Write the VM's console here.
+    #[arg(long, value_name = "FILE", requires = "kernel")]
+    pub console: Option<PathBuf>,
     #[command(flatten)]
     pub conn: crate::conn::ConnFlags,
     /// Congestion control of the route to the peer (what a connection gets unless it sets
@@ -56,7 +121,8 @@ pub struct RunArgs {
     /// Refuse scripts with shell lines (the run stops at the first one).
     #[arg(long)]
     pub no_shell: bool,
-    /// Write the report and the trace (segments, tcp_info snapshots) as JSON here.
+    /// Write the report and the trace (segments, tcp_info snapshots) as JSON here; with
+    /// --kernel, the whole VM run (accelerator, timings, one report per script).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Also print the trace.
@@ -70,8 +136,181 @@ const LOOSE_TOLERANCE_USECS: u32 = 40_000;
 /// Entry point used by the CLI; returns the process exit code.
 pub fn main(cmd: KernelCommand) -> i32 {
     match cmd {
+        KernelCommand::Run(args) if args.kernel.is_some() => vm_cli(args),
         KernelCommand::Run(args) => run_cli(args),
+        KernelCommand::Fetch(args) => fetch_cli(args),
+        KernelCommand::Guest => trc_vm::guest::main(),
     }
+}
+
+/// The exit code for a `trc_vm` error.
+fn vm_error(what: &str, e: &trc_vm::Error) -> i32 {
+    eprintln!("{what}: {e}");
+    match e {
+        trc_vm::Error::Usage(_) => 2,
+        trc_vm::Error::Missing(_) => trc_kernel::EXIT_SKIPPED,
+        trc_vm::Error::Failed(_) => 1,
+    }
+}
+
+fn fetch_cli(args: FetchArgs) -> i32 {
+    let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
+    if !args.spec.starts_with("debian:") {
+        eprintln!("trc kernel fetch: {}: expected debian:SUITE, debian:VERSION-SUITE or debian:VERSION", args.spec);
+        return 2;
+    }
+    let o = trc_vm::FetchOptions { refresh: args.refresh, force: args.force };
+    match trc_vm::fetch_debian_kernel_with(&args.spec, &cache, &o, &mut |m| eprintln!("trc kernel fetch: {m}")) {
+        Ok(img) => {
+            let p = |x: &Option<PathBuf>| x.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into());
+            println!("release: {}", img.release);
+            if let (Some(s), Some(v)) = (&img.suite, &img.package_version) {
+                println!("package: {} ({s})", v);
+            }
+            println!("vmlinuz: {}", img.vmlinuz.display());
+            println!("modules: {}", p(&img.modules));
+            println!("config: {}", p(&img.config));
+            println!("System.map: {}", p(&img.system_map));
+            0
+        }
+        Err(e) => vm_error("trc kernel fetch", &e),
+    }
+}
+
+/// The kernel `--kernel` names.
+fn resolve_kernel(spec: &str, modules: Option<&Path>, cache: &Path) -> Result<trc_vm::KernelImage, trc_vm::Error> {
+    let mut img = if spec.starts_with("debian:") {
+        trc_vm::cached_kernel(spec, cache)?
+    } else {
+        let p = Path::new(spec);
+        if p.is_dir() {
+            trc_vm::KernelImage::from_dir(p)?
+        } else if p.exists() {
+            trc_vm::KernelImage::from_files(p, modules)?
+        } else {
+            return Err(trc_vm::Error::Missing(format!("{spec}: no such kernel image")));
+        }
+    };
+    if let Some(m) = modules {
+        img = trc_vm::KernelImage::from_files(&img.vmlinuz, Some(m))?;
+    }
+    Ok(img)
+}
+
+fn vm_cli(args: RunArgs) -> i32 {
+    let what = "trc kernel run";
+    // Scripts and options first: bad input is exit 2 wherever runs would be skipped.
+    for f in &args.files {
+        let src = match crate::read_source(f) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{what}: {e}");
+                return 2;
+            }
+        };
+        if let Err(e) = trc_pkt::parse(&src, &f.display().to_string()) {
+            eprintln!("{e}");
+            return 2;
+        }
+    }
+    let packetdrill = match packetdrill_options(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return 2;
+        }
+    };
+    if !(args.script_timeout.is_finite() && args.script_timeout >= 1.0) || args.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || args.memory < 256 {
+        eprintln!("{what}: --script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB");
+        return 2;
+    }
+    let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
+    let kspec = args.kernel.as_deref().unwrap_or_default();
+    let img = match resolve_kernel(kspec, args.modules.as_deref(), &cache) {
+        Ok(i) => i,
+        Err(e) => return vm_error(what, &e),
+    };
+    let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
+    spec.accel = match args.accel {
+        AccelArg::Auto => trc_vm::Accel::Auto,
+        AccelArg::Kvm => trc_vm::Accel::Kvm,
+        AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
+    };
+    spec.timeout = args.vm_timeout.map(Duration::from_secs_f64);
+    spec.script_timeout = Duration::from_secs_f64(args.script_timeout);
+    spec.cache_dir = cache;
+    spec.memory_mb = args.memory;
+    spec.options = trc_vm::GuestOptions { sack: args.conn.sack(), timestamps: args.conn.ts(), cc: (args.cc != "default").then(|| args.cc.clone()), packetdrill, no_shell: args.no_shell };
+    let n = args.files.len();
+    let mut progress = |e: &trc_vm::Event| match e {
+        trc_vm::Event::Initramfs { base, cached, bytes, seconds } => {
+            eprintln!("{what}: initramfs {:.1} MB ({}, {:.1} s): {}", *bytes as f64 / 1e6, if *cached { "base cached" } else { "base built" }, seconds, base.display())
+        }
+        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
+        trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
+        trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
+        trc_vm::Event::ScriptBegin { .. } => {}
+        trc_vm::Event::ScriptEnd { index, name, rc, wall_s } => eprintln!("{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
+        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
+    };
+    let run = match trc_vm::run_in_vm_with(&spec, &args.files, &mut progress) {
+        Ok(r) => r,
+        Err(e) => return vm_error(what, &e),
+    };
+    for (i, s) in run.scripts.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        match &s.outcome {
+            trc_vm::ScriptOutcome::Ran { report } => print!("{}", report.render()),
+            trc_vm::ScriptOutcome::Error { message, report, .. } => {
+                if let Some(r) = report {
+                    print!("{}", r.render());
+                }
+                println!("{}: {message}", s.name);
+            }
+            trc_vm::ScriptOutcome::Missing => println!("{}: no result from the VM", s.name),
+        }
+        if args.verbose {
+            for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {
+                println!("trace: {}", serde_json::to_string(ev).unwrap_or_default());
+            }
+        }
+    }
+    println!();
+    println!("accelerator: {}", run.accelerator);
+    if let Some(k) = &run.kvm_fallback {
+        println!("kvm: {k}");
+    }
+    println!("kernel: {} ({})", if run.release.is_empty() { img.release.as_str() } else { run.release.as_str() }, run.kernel.display());
+    println!("boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s", run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s);
+    println!("total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})", run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1);
+    for note in &run.notes {
+        println!("note: {note}");
+    }
+    let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
+    println!("scripts: {} passed, {} failed, {} incomplete or missing, {} skipped", count(0), count(1), count(3) + count(130), count(4) + count(2));
+    if let Some(p) = &run.problem {
+        println!("problem: {p}");
+        for l in run.console.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+            eprintln!("console: {l}");
+        }
+    }
+    if let Some(c) = &args.console {
+        let mut text = run.console.join("\n");
+        text.push('\n');
+        if let Err(e) = trc_vm::write_atomic(c, text.as_bytes()) {
+            eprintln!("{what}: {e}");
+            return 2;
+        }
+    }
+    if let Some(out) = &args.json {
+        if let Err(e) = trc_kernel::write_json_atomic(out, &run) {
+            eprintln!("{what}: cannot write {}: {e}", out.display());
+            return 2;
+        }
+    }
+    run.exit_code()
 }
 
 /// packetdrill command-line options from the flags.
@@ -99,15 +338,23 @@ fn packetdrill_options(args: &RunArgs) -> Result<Vec<(String, Option<String>)>, 
 }
 
 fn run_cli(args: RunArgs) -> i32 {
+    let [file] = &args.files[..] else {
+        eprintln!("trc kernel run: several scripts need --kernel (a VM); on the running kernel, run them one at a time");
+        return 2;
+    };
+    if args.cache.is_some() {
+        eprintln!("trc kernel run: --cache needs --kernel");
+        return 2;
+    }
     // Parse first: a malformed script is exit 2 even where runs would be skipped.
-    let src = match crate::read_source(&args.file) {
+    let src = match crate::read_source(file) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("trc kernel run: {e}");
             return 2;
         }
     };
-    let name = args.file.display().to_string();
+    let name = file.display().to_string();
     let script = match trc_pkt::parse(&src, &name) {
         Ok(s) => s,
         Err(e) => {
@@ -135,7 +382,7 @@ fn run_cli(args: RunArgs) -> i32 {
         timestamps: args.conn.ts(),
         cc: (args.cc != "default").then(|| args.cc.clone()),
         packetdrill,
-        script_dir: args.file.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".")),
+        script_dir: file.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".")),
         no_shell: args.no_shell,
         handle_signals: true,
     };

@@ -255,6 +255,10 @@ pub fn python_problem(script: &trc_pkt::Script) -> Option<String> {
 }
 
 fn main() {
+    // As the VM's /init (pid 1), trc is the guest side of `trc kernel run --kernel`, whatever its arguments.
+    if std::process::id() == 1 {
+        std::process::exit(trc_vm::guest::main());
+    }
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Check(a) => check::run_check(a),

@@ -1,7 +1,7 @@
 //! What a kernel run produced: the script engine's line-by-line report and verdict
 //! (`trc_pkt::report`), plus the trace the differential tester and the kernel check read.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::packet::{self, Segment, WireOption};
@@ -9,7 +9,7 @@ use crate::tcpinfo::TcpInfoSnapshot;
 pub use trc_pkt::report::{LineKind, LineResult, Report, Status, Verdict};
 
 /// A segment in script sequence space (plus the raw live values).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TraceSegment {
     pub flags: String,
     pub seq: u32,
@@ -42,7 +42,7 @@ impl TraceSegment {
 }
 
 /// One entry of the time-ordered trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TraceEvent {
     /// A segment injected into the kernel.
@@ -55,7 +55,7 @@ pub enum TraceEvent {
 }
 
 /// Everything a run produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
     /// The lines and the verdict.
     pub script: Report,

@@ -322,3 +322,15 @@ pub fn install_signal_handlers() {
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
+
+/// Ask the running script to stop, as a first SIGINT would (no signal involved: the VM guest,
+/// which is pid 1, uses it for its per-script time limit).
+pub fn request_interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Forget an earlier interruption, so that the next script runs (the VM guest runs several
+/// scripts in one process).
+pub fn clear_interrupt() {
+    INTERRUPTED.store(false, Ordering::SeqCst);
+}

@@ -1,7 +1,7 @@
 //! `struct tcp_info` (Linux 6.x `include/uapi/linux/tcp.h`) and field lookup by
 //! packetdrill name (`tcpi_snd_cwnd`, ...).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Layout of `struct tcp_info` as of Linux 6.7+ (fields after `tcpi_snd_wnd`
@@ -258,7 +258,7 @@ impl TcpInfoRaw {
 }
 
 /// The fields a loss-recovery trace needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TcpInfoSnapshot {
     pub state: u8,
     pub ca_state: u8,

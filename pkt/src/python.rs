@@ -51,8 +51,9 @@ pub enum Outcome {
 /// How long one script's Python may run.
 pub const TIME_LIMIT: Duration = Duration::from_secs(30);
 
-/// The program python3 runs: reads `{"file", "blocks": [...]}`, prints `[outcome, ...]`.
-const DRIVER: &str = r#"
+/// The program python3 runs: reads `{"file", "blocks": [...]}`, prints `[outcome, ...]`. Public
+/// so that the VM's initramfs builder (`trc-vm`) can find which standard-library files it imports.
+pub const DRIVER: &str = r#"
 import ast, contextlib, io, json, sys
 req = json.load(sys.stdin)
 ns = {"__name__": "__packetdrill__"}

@@ -12,10 +12,10 @@
 //! run stopped or was interrupted early, or nothing was checked; otherwise **passed**. Exit codes
 //! 0 / 1 / 3 ([`Verdict::exit_code`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Pass,
@@ -26,7 +26,7 @@ pub enum Status {
     Applied,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LineKind {
     PacketIn,
@@ -37,7 +37,7 @@ pub enum LineKind {
 }
 
 /// The result of one statement.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LineResult {
     pub line: u32,
     pub col: u32,
@@ -62,9 +62,9 @@ pub struct LineResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The integer values a `%{ }%` block read.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub values: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
@@ -135,7 +135,7 @@ impl LineResult {
 }
 
 /// The verdict of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
 pub enum Verdict {
     /// Every statement ran and every check passed.
@@ -169,7 +169,7 @@ impl Verdict {
 pub const EXIT_INCOMPLETE: i32 = 3;
 
 /// The line-by-line report of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub file: String,
     pub lines: Vec<LineResult>,

@@ -1,0 +1,147 @@
+//! `trc kernel run --kernel` and `trc kernel fetch`: input errors (no VM needed), and one real
+//! boot — a Debian 7.2 kernel (`$TRC_VM_KERNEL`, or `trc kernel fetch debian:sid` in the
+//! cache) under TCG icount running three scripts of `counterexamples/kernel/`, which must pass
+//! there as they do on the host. Skipped, saying why, without qemu, busybox-static or the kernel.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn trc(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trc"));
+    c.args(args).current_dir(root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn input_errors_before_any_vm() {
+    let d = scratch("kernel-vm-inputs");
+    let bad = d.join("bad.pkt");
+    std::fs::write(&bad, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 > S. bogus\n").unwrap();
+    let notimage = d.join("not-a-kernel");
+    std::fs::write(&notimage, vec![0u8; 4096]).unwrap();
+    let ok = "counterexamples/kernel/fr-sack.pkt";
+    // A bad script: 2, even with a kernel that does not exist.
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", "/nonexistent/vmlinuz", bad.to_str().unwrap()], &[]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("bad.pkt:2"), "{e}");
+    // No kernel image: skipped (4).
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", "/nonexistent/vmlinuz", ok], &[]);
+    assert_eq!(c, 4, "{e}");
+    assert!(e.contains("no such kernel image"), "{e}");
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", "debian:nosuchsuite", "--cache", d.to_str().unwrap(), ok], &[]);
+    assert_eq!(c, 4, "{e}");
+    assert!(e.contains("trc kernel fetch debian:nosuchsuite"), "{e}");
+    // A file that is not a bzImage: 2.
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", notimage.to_str().unwrap(), ok], &[]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("not a bzImage"), "{e}");
+    // No qemu: skipped (4), with a kernel that looks like one (a bzImage header).
+    let fake = d.join("fake-bzImage");
+    let mut b = vec![0u8; 0x1000];
+    b[0x202..0x206].copy_from_slice(b"HdrS");
+    b[0x206..0x208].copy_from_slice(&0x020fu16.to_le_bytes());
+    b[0x20e..0x210].copy_from_slice(&0x0500u16.to_le_bytes());
+    b[0x700..0x70b].copy_from_slice(b"9.9.9-test\0");
+    std::fs::write(&fake, b).unwrap();
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", fake.to_str().unwrap(), "--cache", d.to_str().unwrap(), ok], &[("TRC_QEMU", "/nonexistent/qemu-system-x86_64")]);
+    assert_eq!(c, 4, "{e}");
+    assert!(e.contains("qemu not found"), "{e}");
+    // Several scripts need a VM; VM-only flags need --kernel; bad limits.
+    let (c, _, e) = trc(&["kernel", "run", ok, ok], &[]);
+    assert_eq!(c, 2, "{e}");
+    let (c, _, _) = trc(&["kernel", "run", "--accel", "kvm", ok], &[]);
+    assert_eq!(c, 2);
+    let (c, _, e) = trc(&["kernel", "run", "--kernel", notimage.to_str().unwrap(), "--script-timeout", "0", ok], &[]);
+    assert_eq!(c, 2, "{e}");
+    // Bad fetch specs.
+    for s in ["sid", "debian:Sid", "debian:7.2_sid", "debian:"] {
+        let (c, _, e) = trc(&["kernel", "fetch", s, "--cache", d.to_str().unwrap()], &[]);
+        assert_eq!(c, 2, "{s}: {e}");
+    }
+    // The guest's init refuses to run anywhere but as pid 1.
+    let (c, _, e) = trc(&["kernel", "guest"], &[]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("pid 1"), "{e}");
+}
+
+/// The kernel for the boot test, or why there is none.
+fn kernel() -> Result<String, String> {
+    if let Some(k) = std::env::var_os("TRC_VM_KERNEL").filter(|k| !k.is_empty()) {
+        return Ok(k.to_string_lossy().into_owned());
+    }
+    let cache = trc_vm::default_cache_dir();
+    for k in ["7.2-sid", "sid"] {
+        let d = cache.join("kernels").join(k);
+        if d.join("vmlinuz").exists() && trc_vm::KernelImage::from_dir(&d).is_ok_and(|i| i.release.starts_with("7.2")) {
+            return Ok(d.to_string_lossy().into_owned());
+        }
+    }
+    Err(format!("no Debian 7.2 kernel (set TRC_VM_KERNEL, or run `trc kernel fetch debian:sid`; looked in {})", cache.join("kernels").display()))
+}
+
+#[test]
+fn three_scripts_pass_in_a_debian_7_2_vm() {
+    if let Err(e) = trc_vm::host::find_qemu(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    if let Err(e) = trc_vm::initramfs::find_busybox() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let k = match kernel() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let d = scratch("kernel-vm-boot");
+    let json = d.join("run.json");
+    let cache = d.join("cache");
+    let scripts = ["counterexamples/kernel/fr-sack.pkt", "counterexamples/kernel/tlp.pkt", "counterexamples/kernel/rto-real-loss.pkt"];
+    let mut args = vec!["kernel", "run", "--kernel", &k, "--accel", "tcg-icount", "--cache", cache.to_str().unwrap(), "--json", json.to_str().unwrap()];
+    args.extend(scripts);
+    let (mut c, mut out, mut err) = trc(&args, &[]);
+    if c == 1 {
+        // As in the conformance test: HZ=250 timers can move a packet out of its window; a
+        // failure must repeat to count.
+        eprintln!("first run failed, running again:\n{out}\n{err}");
+        (c, out, err) = trc(&args, &[]);
+    }
+    assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("accelerator: tcg-icount"), "{out}");
+    assert!(out.contains("scripts: 3 passed, 0 failed"), "{out}");
+    // The same report as on the host, per script: its lines under the name given.
+    assert!(out.contains("PASS counterexamples/kernel/tlp.pkt:26: +0 %{ assert tcpi_ca_state == TCP_CA_Open"), "Python blocks run in the guest:\n{out}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["accelerator"], "tcg-icount");
+    assert!(v["release"].as_str().unwrap().starts_with("7.2"), "{}", v["release"]);
+    assert_eq!(v["complete"], true);
+    let runs = v["scripts"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for (r, s) in runs.iter().zip(scripts) {
+        assert_eq!(r["name"], s);
+        assert_eq!(r["rc"], 0, "{r}");
+        assert_eq!(r["outcome"]["report"]["script"]["verdict"]["verdict"], "passed", "{s}");
+    }
+    // Nothing left behind: the run's directory goes, the base archive stays cached.
+    let runs_dir = cache.join("runs");
+    assert!(std::fs::read_dir(&runs_dir).map(|d| d.count()).unwrap_or(0) == 0, "temporary files left in {}", runs_dir.display());
+    assert!(std::fs::read_dir(cache.join("initramfs")).unwrap().count() == 1);
+    eprintln!("boot {} s, total {} s", v["boot"]["wall_s"], v["total"]["wall_s"]);
+}

@@ -1,0 +1,152 @@
+//! The kernel modules the guest loads: `tun` (required by the runner), and `veth`, `sch_netem`,
+//! `ifb` when the kernel has them. Debian's packages carry no `modules.dep` (depmod makes it at
+//! install time), so dependencies come from the `depends=` string of the module's `.modinfo`,
+//! and `vermagic=` is checked against the kernel's release. Modules are decompressed on the
+//! host (`.ko.xz`, `.ko.gz`); a `.ko.zst` is shipped as it is and loaded with
+//! `MODULE_INIT_COMPRESSED_FILE` (the kernel decompresses it if it has `MODULE_DECOMPRESS`).
+
+use crate::Error;
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+/// The modules asked for; only `tun` must exist (as a module or built in).
+pub const WANTED: &[&str] = &["tun", "veth", "sch_netem", "ifb"];
+
+/// A module ready for the initramfs.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub name: String,
+    pub source: PathBuf,
+    /// The bytes to ship (decompressed unless `compressed`).
+    pub data: Vec<u8>,
+    /// Still compressed (zstd): load with `MODULE_INIT_COMPRESSED_FILE`.
+    pub compressed: bool,
+    pub depends: Vec<String>,
+}
+
+/// What was found for the wanted modules.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// In load order (dependencies first).
+    pub modules: Vec<Module>,
+    /// Wanted modules that are built into the kernel.
+    pub builtin: Vec<String>,
+    /// Wanted modules that do not exist at all.
+    pub absent: Vec<String>,
+}
+
+fn walk(dir: &Path, out: &mut BTreeMap<String, PathBuf>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk(&p, out, depth + 1);
+        } else if let Some(n) = p.file_name().and_then(|n| n.to_str()) {
+            for ext in [".ko", ".ko.xz", ".ko.gz", ".ko.zst"] {
+                if let Some(stem) = n.strip_suffix(ext) {
+                    // Module names use `_` and `-` interchangeably.
+                    out.entry(stem.replace('-', "_")).or_insert_with(|| p.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Decompresses a module file as needed: `(bytes, still_compressed)`.
+pub fn load_file(p: &Path) -> Result<(Vec<u8>, bool), Error> {
+    let raw = std::fs::read(p).map_err(|e| Error::Failed(format!("{}: {e}", p.display())))?;
+    let name = p.to_string_lossy();
+    let bad = |e: String| Error::Failed(format!("{}: cannot decompress: {e}", p.display()));
+    if name.ends_with(".xz") {
+        let mut out = Vec::new();
+        lzma_rs::xz_decompress(&mut std::io::Cursor::new(&raw), &mut out).map_err(|e| bad(format!("{e:?}")))?;
+        Ok((out, false))
+    } else if name.ends_with(".gz") {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| bad(e.to_string()))?;
+        Ok((out, false))
+    } else if name.ends_with(".zst") {
+        Ok((raw, true))
+    } else {
+        Ok((raw, false))
+    }
+}
+
+/// The value of `key=` in a module's `.modinfo` strings (NUL-separated), if any.
+pub fn modinfo(ko: &[u8], key: &str) -> Option<String> {
+    let pat = format!("{key}=");
+    ko.split(|&b| b == 0).find_map(|s| s.strip_prefix(pat.as_bytes())).map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// Finds [`WANTED`] (and their dependencies) under `dir` (`lib/modules/RELEASE`).
+pub fn select(dir: Option<&Path>, release: &str) -> Result<Selection, Error> {
+    let mut sel = Selection::default();
+    let Some(dir) = dir else {
+        // No modules: tun must be built in (the guest reports it if it is not).
+        sel.absent = WANTED.iter().map(|s| s.to_string()).collect();
+        return Ok(sel);
+    };
+    let mut files = BTreeMap::new();
+    walk(dir, &mut files, 0);
+    let builtin = std::fs::read_to_string(dir.join("modules.builtin")).unwrap_or_default();
+    let is_builtin = |n: &str| builtin.lines().any(|l| l.rsplit('/').next().and_then(|f| f.strip_suffix(".ko")).is_some_and(|f| f.replace('-', "_") == n));
+    fn add(n: &str, files: &BTreeMap<String, PathBuf>, release: &str, sel: &mut Selection, depth: usize) -> Result<bool, Error> {
+        if sel.modules.iter().any(|m| m.name == n) {
+            return Ok(true);
+        }
+        let Some(p) = files.get(n) else { return Ok(false) };
+        if depth > 16 {
+            return Err(Error::Failed(format!("module {n}: dependency loop")));
+        }
+        let (data, compressed) = load_file(p)?;
+        let mut depends = Vec::new();
+        if !compressed {
+            if let Some(v) = modinfo(&data, "vermagic") {
+                let r = v.split_whitespace().next().unwrap_or("");
+                if r != release {
+                    return Err(Error::Usage(format!("{}: built for {r}, but the kernel is {release}", p.display())));
+                }
+            }
+            depends = modinfo(&data, "depends").unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(|s| s.replace('-', "_")).collect();
+        }
+        for d in &depends {
+            if !add(d, files, release, sel, depth + 1)? {
+                return Err(Error::Failed(format!("module {n} needs {d}, which is not in the modules directory")));
+            }
+        }
+        sel.modules.push(Module { name: n.to_string(), source: p.clone(), data, compressed, depends });
+        Ok(true)
+    }
+    for w in WANTED {
+        if add(w, &files, release, &mut sel, 0)? {
+            continue;
+        }
+        if is_builtin(w) {
+            sel.builtin.push(w.to_string());
+        } else {
+            sel.absent.push(w.to_string());
+        }
+    }
+    Ok(sel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modinfo_strings() {
+        let ko = b"\x7fELF junk\0license=GPL\0depends=ifb,veth\0vermagic=7.2.13+deb14-cloud-amd64 SMP preempt mod_unload\0name=x\0";
+        assert_eq!(modinfo(ko, "depends").as_deref(), Some("ifb,veth"));
+        assert_eq!(modinfo(ko, "vermagic").unwrap().split_whitespace().next(), Some("7.2.13+deb14-cloud-amd64"));
+        assert_eq!(modinfo(ko, "alias"), None);
+        assert_eq!(modinfo(b"depends=\0", "depends").as_deref(), Some(""));
+    }
+}

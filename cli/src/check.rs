@@ -17,8 +17,8 @@ use trc_model::{Config, Profile};
 pub struct CheckArgs {
     #[command(flatten)]
     pub model: crate::ModelArgs,
-    /// Worker threads (0 = all cores).
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads (0 = all cores; at most 4 per core).
+    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
     pub threads: usize,
     /// Stop at the end of the BFS level where the first violation is found.
     #[arg(long)]
@@ -58,7 +58,8 @@ pub struct MatrixArgs {
     pub profiles: Vec<String>,
     #[command(flatten)]
     pub bounds: BoundArgs,
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads (0 = all cores; at most 4 per core).
+    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
     pub threads: usize,
     /// Print the matrix as JSON.
     #[arg(long)]
@@ -147,7 +148,8 @@ pub fn run_check(a: CheckArgs) -> i32 {
         threads: a.threads,
         max_depth: a.max_depth,
         fail_fast: a.fail_fast,
-        max_memory_bytes: a.max_memory.map(|m| m * 1024 * 1024),
+        max_memory_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
+        max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
         ..Options::default()
     };
     let pb = progress_bar();
@@ -176,8 +178,21 @@ pub fn run_check(a: CheckArgs) -> i32 {
         }
     }
     let failing = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
+    let code = exit_code(failing, &report);
+    if code == 3 && !a.json {
+        println!("\nINCOMPLETE: stopped early ({:?}) with no violation among the states explored (exit 3)", report.stop_reason);
+    }
+    code
+}
+
+/// 1: a violation outside the baseline; 3 (incomplete): none, but the check stopped before
+/// the bounds were explored (`--max-memory`, a state limit), so "holds" is not a verdict; 0:
+/// none within the bounds (`--max-depth` is a bound like the others).
+fn exit_code(failing: bool, report: &Report<Action>) -> i32 {
     if failing {
         1
+    } else if output::incomplete(report) {
+        3
     } else {
         0
     }

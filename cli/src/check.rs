@@ -89,7 +89,7 @@ fn load_baseline(p: &Path) -> Result<Baseline, String> {
     if !p.exists() {
         return Ok(Baseline::default());
     }
-    let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let src = crate::read_source(p)?;
     toml::from_str(&src).map_err(|e| crate::toml_error(p, &src, &e))
 }
 
@@ -105,7 +105,7 @@ pub fn load_profile(arg: &str) -> Result<Profile, String> {
             Profile::builtin().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
         ));
     }
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{arg}: {e}"))?;
+    let src = crate::read_source(path)?;
     parse_profile_file(&src, arg).map_err(|e| e.to_string())
 }
 
@@ -144,6 +144,11 @@ pub fn run_check(a: CheckArgs) -> i32 {
         Ok(b) => b,
         Err(e) => return output::usage_error(&e),
     };
+    if let Some(dir) = &a.out {
+        if let Err(e) = out_dir_ok(dir) {
+            return output::usage_error(&e);
+        }
+    }
     let opts = Options {
         threads: a.threads,
         max_depth: a.max_depth,
@@ -196,6 +201,15 @@ fn exit_code(failing: bool, report: &Report<Action>) -> i32 {
     } else {
         0
     }
+}
+
+/// `--out DIR` is usable before the exploration starts (not after it): a directory, or one that
+/// can be created.
+fn out_dir_ok(dir: &Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--out {}: not a directory (--out names the directory the counterexamples go to)", dir.display()));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))
 }
 
 /// `--out` / `--save-regressions`: export every violated property's counterexample (messages on

@@ -147,7 +147,7 @@ impl BoundArgs {
         let mut file_src = None;
         let mut c = match &self.config {
             Some(p) => {
-                let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let src = read_source(p)?;
                 let c = toml::from_str::<Config>(&src).map_err(|e| toml_error(p, &src, &e))?;
                 file_src = Some((p, src));
                 c
@@ -232,8 +232,8 @@ pub fn toml_error(file: &std::path::Path, src: &str, e: &toml::de::Error) -> Str
     format!("{}:{line}: {}", file.display(), e.message().trim())
 }
 
-/// A script's text, or `file: why` (unreadable, or not UTF-8 — with the line of the first bad
-/// byte).
+/// A script's, profile's or config file's text, or `file: why` (unreadable, or not UTF-8 —
+/// with the line of the first bad byte).
 pub fn read_source(path: &std::path::Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|e| {

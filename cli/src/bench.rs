@@ -13,7 +13,7 @@ use trc_model::{Config, Profile};
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Worker threads for both checkers.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::threads_value)]
     pub threads: usize,
     /// Only the smaller configurations (for a quick run).
     #[arg(long)]

@@ -17,8 +17,8 @@ use trc_model::{Config, Profile};
 pub struct CheckArgs {
     #[command(flatten)]
     pub model: crate::ModelArgs,
-    /// Worker threads (0 = all cores).
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads (0 = all cores; at most 4 per core).
+    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
     pub threads: usize,
     /// Stop at the end of the BFS level where the first violation is found.
     #[arg(long)]
@@ -58,7 +58,8 @@ pub struct MatrixArgs {
     pub profiles: Vec<String>,
     #[command(flatten)]
     pub bounds: BoundArgs,
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads (0 = all cores; at most 4 per core).
+    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
     pub threads: usize,
     /// Print the matrix as JSON.
     #[arg(long)]
@@ -88,7 +89,7 @@ fn load_baseline(p: &Path) -> Result<Baseline, String> {
     if !p.exists() {
         return Ok(Baseline::default());
     }
-    let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let src = crate::read_source(p)?;
     toml::from_str(&src).map_err(|e| crate::toml_error(p, &src, &e))
 }
 
@@ -104,7 +105,7 @@ pub fn load_profile(arg: &str) -> Result<Profile, String> {
             Profile::builtin().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
         ));
     }
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{arg}: {e}"))?;
+    let src = crate::read_source(path)?;
     parse_profile_file(&src, arg).map_err(|e| e.to_string())
 }
 
@@ -143,11 +144,17 @@ pub fn run_check(a: CheckArgs) -> i32 {
         Ok(b) => b,
         Err(e) => return output::usage_error(&e),
     };
+    if let Some(dir) = &a.out {
+        if let Err(e) = out_dir_ok(dir) {
+            return output::usage_error(&e);
+        }
+    }
     let opts = Options {
         threads: a.threads,
         max_depth: a.max_depth,
         fail_fast: a.fail_fast,
-        max_memory_bytes: a.max_memory.map(|m| m * 1024 * 1024),
+        max_memory_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
+        max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
         ..Options::default()
     };
     let pb = progress_bar();
@@ -176,11 +183,33 @@ pub fn run_check(a: CheckArgs) -> i32 {
         }
     }
     let failing = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
+    let code = exit_code(failing, &report);
+    if code == 3 && !a.json {
+        println!("\nINCOMPLETE: stopped early ({:?}) with no violation among the states explored (exit 3)", report.stop_reason);
+    }
+    code
+}
+
+/// 1: a violation outside the baseline; 3 (incomplete): none, but the check stopped before
+/// the bounds were explored (`--max-memory`, a state limit), so "holds" is not a verdict; 0:
+/// none within the bounds (`--max-depth` is a bound like the others).
+fn exit_code(failing: bool, report: &Report<Action>) -> i32 {
     if failing {
         1
+    } else if output::incomplete(report) {
+        3
     } else {
         0
     }
+}
+
+/// `--out DIR` is usable before the exploration starts (not after it): a directory, or one that
+/// can be created.
+fn out_dir_ok(dir: &Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--out {}: not a directory (--out names the directory the counterexamples go to)", dir.display()));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))
 }
 
 /// `--out` / `--save-regressions`: export every violated property's counterexample (messages on

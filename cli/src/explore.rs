@@ -99,11 +99,12 @@ pub fn run_explore(a: ExploreArgs) -> i32 {
         return output::usage_error(&format!("trc explore supports at most {} properties at once", FORWARD.len()));
     }
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
-    // stateright's server panics if it cannot bind: find out first.
-    match std::net::TcpListener::bind(addr) {
-        Ok(l) => drop(l),
+    // stateright's server panics if it cannot bind: find out first, and learn the port the
+    // system chose for `--port 0` (the URL printed is the one served).
+    let addr = match std::net::TcpListener::bind(addr).and_then(|l| l.local_addr()) {
+        Ok(bound) => bound,
         Err(e) => return output::usage_error(&format!("cannot listen on {addr}: {e}")),
-    }
+    };
     let model = ExploreModel(TcpModel::new(cfg, profile).with_properties(trc_properties::properties(&specs)));
     println!("trc explore: profile {} — Explorer on http://{addr}/ (Ctrl-C to stop)", model.0.profile.name);
     // Never returns in practice: stateright joins its server thread.

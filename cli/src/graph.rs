@@ -22,8 +22,8 @@ use trc_model::model::{Action, State, TcpModel};
 pub struct GraphArgs {
     #[command(flatten)]
     pub model: crate::ModelArgs,
-    /// Worker threads for the check (0 = all cores).
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads for the check (0 = all cores; at most 4 per core).
+    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
     pub threads: usize,
     /// Check at most this many events deep (bounded depth).
     #[arg(long)]
@@ -238,7 +238,7 @@ pub fn run_graph(a: GraphArgs) -> i32 {
     if a.out.exists() && !a.out.is_dir() {
         return output::usage_error(&format!("--out {}: not a directory", a.out.display()));
     }
-    let opts = Options { threads: a.threads, max_depth: a.max_depth, max_memory_bytes: a.max_memory.map(|m| m * 1024 * 1024), ..Options::default() };
+    let opts = Options { threads: a.threads, max_depth: a.max_depth, max_memory_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)), max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)), ..Options::default() };
     eprintln!("trc graph: checking profile {} ...", profile.name);
     let (model, report) = match explore(&cfg, &profile, &a.model.properties, &opts, None) {
         Ok(x) => x,

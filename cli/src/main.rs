@@ -1,6 +1,7 @@
 //! `trc`: the command-line front end. Exit codes: 0 all properties hold (or the command
 //! succeeded), 1 a property is violated (outside the baseline) or a script failed, 2 usage or
-//! input error, 4 kernel tests skipped (no root / tun).
+//! input error, 3 incomplete (a script run with something not checked; a check stopped early by
+//! `--max-memory` with no violation), 4 kernel tests skipped (no root / tun).
 
 mod bench;
 mod check;
@@ -146,7 +147,7 @@ impl BoundArgs {
         let mut file_src = None;
         let mut c = match &self.config {
             Some(p) => {
-                let src = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let src = read_source(p)?;
                 let c = toml::from_str::<Config>(&src).map_err(|e| toml_error(p, &src, &e))?;
                 file_src = Some((p, src));
                 c
@@ -231,8 +232,8 @@ pub fn toml_error(file: &std::path::Path, src: &str, e: &toml::de::Error) -> Str
     format!("{}:{line}: {}", file.display(), e.message().trim())
 }
 
-/// A script's text, or `file: why` (unreadable, or not UTF-8 — with the line of the first bad
-/// byte).
+/// A script's, profile's or config file's text, or `file: why` (unreadable, or not UTF-8 —
+/// with the line of the first bad byte).
 pub fn read_source(path: &std::path::Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|e| {
@@ -240,6 +241,23 @@ pub fn read_source(path: &std::path::Path) -> Result<String, String> {
         let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
         format!("{}:{line}: not valid UTF-8", path.display())
     })
+}
+
+/// Most worker threads `--threads` takes: 4 per core (at least 4, at most 256). More only cost
+/// memory and time to create (`--threads 100000` spent minutes creating threads).
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (4 * cores).clamp(4, 256)
+}
+
+/// `--threads N`: 0 (all cores) up to [`max_threads`].
+pub fn threads_value(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number of threads"))?;
+    let max = max_threads();
+    if n > max {
+        return Err(format!("at most {max} threads (4 per core on this machine); 0 uses every core"));
+    }
+    Ok(n)
 }
 
 /// Why the script's `%{ }%` blocks could not be evaluated here (no python3), if they could not.

@@ -118,6 +118,13 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted])
         .collect()
 }
 
+/// The check stopped before its bounds were explored (memory budget, state limit): without a
+/// violation that is not a pass (exit 3). `--max-depth` and `--fail-fast` are not this: the
+/// first is a bound, the second stops only at a violation.
+pub fn incomplete(report: &Report<Action>) -> bool {
+    matches!(report.stop_reason, trc_engine::StopReason::MemoryBudget | trc_engine::StopReason::MaxStates)
+}
+
 /// Why an incomplete check stopped, for the summary line (empty when complete).
 fn stop_note(report: &Report<Action>) -> String {
     use trc_engine::StopReason::*;
@@ -172,7 +179,11 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
 }
 
 pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
+    let violated = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
+    // The exit code in words: 1 violated, 3 incomplete, 0 holds.
+    let result = if violated { "violated" } else if incomplete(report) { "incomplete" } else { "holds" };
     let v = serde_json::json!({
+        "result": result,
         "profile": model.profile,
         "config": model.cfg,
         "unique_states": report.unique_states,
@@ -180,6 +191,7 @@ pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "max_depth": report.max_depth,
         "seconds": report.elapsed.as_secs_f64(),
         "complete": report.complete,
+        "incomplete": incomplete(report),
         "stop_reason": format!("{:?}", report.stop_reason),
         "peak_memory_bytes": report.peak_memory_bytes,
         "properties": results,

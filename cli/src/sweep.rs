@@ -34,8 +34,8 @@ pub struct SweepArgs {
     /// Also enumerate every cubic_root input below 2^N exhaustively (plus a log grid up to 2^64).
     #[arg(long, default_value_t = 26)]
     pub root_bits: u32,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 4 per core).
+    #[arg(long, value_parser = crate::threads_value)]
     pub threads: Option<usize>,
     /// Print at most this many violations of each kind.
     #[arg(long, default_value_t = 5)]

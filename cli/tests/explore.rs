@@ -75,3 +75,33 @@ fn busy_port_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn port_0_prints_the_port_it_serves_on() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trc"))
+        .args(["explore", "--profile", "linux-6.15", "--no-sack", "--segments", "3", "--port", "0"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = Kill(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    let port: u16 = line.split("http://127.0.0.1:").nth(1).and_then(|r| r.split('/').next()).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    assert_ne!(port, 0, "{line}");
+    let t0 = Instant::now();
+    loop {
+        match get(port, "/.states") {
+            Ok((status, _)) => {
+                assert!(status.contains("200"), "{status}");
+                break;
+            }
+            Err(_) if t0.elapsed() < Duration::from_secs(60) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("no explorer on the printed port {port}: {e}"),
+        }
+    }
+}

@@ -40,17 +40,30 @@ fn fail_fast_stops_early_with_the_same_shortest_counterexample() {
 
 #[test]
 fn max_memory_stops_cleanly_with_partial_statistics() {
-    let (code, r) = json(&["check", "--sack", "--property", "I5", "--max-memory", "2", "--threads", "2"]);
-    assert_eq!(code, 0, "no violation among the explored states");
+    let (code, r) = json(&["check", "--sack", "--property", "I5", "--max-memory", "30", "--threads", "2"]);
+    assert_eq!(code, 3, "no violation among the explored states, but not a pass: incomplete");
     assert_eq!(r["stop_reason"], "MemoryBudget");
     assert_eq!(r["complete"], false);
+    assert_eq!(r["result"], "incomplete");
     let states = r["unique_states"].as_u64().unwrap();
     assert!(states > 1000, "partial statistics: {states} states");
-    assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 2 << 20);
-    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "2"]);
-    assert_eq!(code, 0);
+    assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 30 << 20);
+    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "30"]);
+    assert_eq!(code, 3);
     assert!(text.contains("stopped early (MemoryBudget): --max-memory"), "{text}");
-    assert!(text.contains(&format!("explored {states} states")), "{text}");
+    assert!(text.contains("INCOMPLETE: stopped early (MemoryBudget)"), "{text}");
+    assert!(text.contains(" states, "), "{text}");
+}
+
+#[test]
+fn threads_are_bounded_by_the_machine() {
+    let (code, _, err) = trc(&["check", "--threads", "100000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at most") && err.contains("threads"), "{err}");
+    for cmd in [&["matrix", "--threads", "100000"][..], &["sweep", "--threads", "100000"], &["bench", "--threads", "100000"]] {
+        let (code, _, err) = trc(cmd);
+        assert_eq!(code, 2, "{cmd:?}: {err}");
+    }
 }
 
 #[test]

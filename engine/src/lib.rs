@@ -115,6 +115,7 @@ pub mod fphash;
 mod store;
 mod parallel;
 mod reference;
+mod rss;
 mod table;
 pub mod toy;
 
@@ -141,6 +142,12 @@ pub struct Options {
     pub max_states: Option<u64>,
     /// Heap bytes owned by a state beyond `size_of::<State>()`, for the memory estimate.
     pub state_heap_bytes: usize,
+    /// Also stop with [`StopReason::MemoryBudget`] when the process's measured resident memory
+    /// (plus what the next step allocates) would exceed this: the backstop for what the
+    /// estimate does not see (the allocator, the binary; see `rss.rs`). Such a stop point
+    /// depends on the allocator and the process, not only on the model. `trc check
+    /// --max-memory` sets both limits.
+    pub max_rss_bytes: Option<u64>,
 }
 
 /// Why a check stopped.

@@ -201,8 +201,11 @@ struct Ctx<'a, M: Model, F> {
     cand_limit: Option<u64>,
     /// Candidates counted so far (in batches of [`FLUSH`]; only with a budget).
     cand_count: AtomicU64,
-    /// The level's candidates exceed `cand_limit` (expansion stops).
+    /// The level's candidates exceed `cand_limit`, or the process's measured RSS the budget
+    /// (expansion stops).
     over_budget: AtomicBool,
+    /// `max_rss_bytes`.
+    rss_budget: Option<u64>,
     /// A probed state has an unvisited successor (probing stops).
     probe_found: AtomicBool,
 }
@@ -228,7 +231,8 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             mode,
             cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + env.state_bytes)),
             cand_count: AtomicU64::new(0),
-            over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX)),
+            rss_budget: env.opts.max_rss_bytes,
+            over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX) || env.opts.max_rss_bytes.is_some_and(|b| crate::rss::over(b, 0))),
             probe_found: AtomicBool::new(false),
         }
     }
@@ -241,7 +245,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         }
         let total = self.cand_count.fetch_add(*pending, Relaxed) + *pending;
         *pending = 0;
-        if self.cand_limit.is_some_and(|l| total > l) {
+        if self.cand_limit.is_some_and(|l| total > l) || self.rss_budget.is_some_and(|b| crate::rss::over(b, 0)) {
             self.over_budget.store(true, Relaxed);
         }
     }
@@ -282,7 +286,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
                     }
                     let before = out.fps.len();
                     self.expand_state(rank, state, out, &mut seen, scratch, &mut actions);
-                    if self.cand_limit.is_some() {
+                    if self.cand_limit.is_some() || self.rss_budget.is_some() {
                         pending += (out.fps.len() - before) as u64;
                         if pending >= FLUSH {
                             self.flush(&mut pending);
@@ -735,10 +739,11 @@ where
     }
 
     /// Memory budget: `Break(MemoryBudget)` if the estimate `mem` of the next step would
-    /// exceed `max_memory_bytes` (the check stops before that step allocates); otherwise `mem`
-    /// counts towards the peak.
-    fn admit(&mut self, mem: u64) -> ControlFlow<StopReason> {
-        if self.env.opts.max_memory_bytes.is_some_and(|b| mem > b) {
+    /// exceed `max_memory_bytes`, or the process's measured RSS plus the `alloc` bytes the step
+    /// allocates would exceed `max_rss_bytes` (the check stops before that step allocates);
+    /// otherwise `mem` counts towards the peak.
+    fn admit(&mut self, mem: u64, alloc: u64) -> ControlFlow<StopReason> {
+        if self.env.opts.max_memory_bytes.is_some_and(|b| mem > b) || self.env.opts.max_rss_bytes.is_some_and(|b| crate::rss::over(b, alloc)) {
             return ControlFlow::Break(StopReason::MemoryBudget);
         }
         self.peak = self.peak.max(mem);
@@ -827,8 +832,9 @@ where
     /// far); the minimal link, i.e. the first discoverer in canonical order, wins. Returns the
     /// number of distinct fingerprints and the estimate with the claim table.
     fn claim(&mut self, nchunks: usize, total: usize, mem: u64) -> ControlFlow<StopReason, (u64, u64)> {
-        let mem = mem + self.claim.bytes_after_reset(total);
-        self.admit(mem)?;
+        let claim_after = self.claim.bytes_after_reset(total);
+        let mem = mem + claim_after;
+        self.admit(mem, claim_after.saturating_sub(self.claim.bytes()))?;
         self.claim.reset(total);
         let claim = &self.claim;
         let distinct: u64 = self.outs[..nchunks].par_iter().with_max_len(1).map(|o| o.claim_all(claim)).sum();
@@ -842,7 +848,7 @@ where
         let grow_len = self.unique + distinct;
         let grow = !self.table.fits(grow_len);
         let table_after = if grow { FpTable::capacity_for(grow_len) as u64 * 8 } else { 0 };
-        self.admit(mem + table_after)?;
+        self.admit(mem + table_after, table_after)?;
         if grow {
             self.table.grow_to(FpTable::capacity_for(grow_len));
         }

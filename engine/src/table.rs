@@ -202,6 +202,11 @@ pub(crate) struct ClaimTable {
 }
 
 impl ClaimTable {
+    /// Bytes allocated now.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.slots.len() * 8) as u64
+    }
+
     /// Bytes allocated once [`reset`](Self::reset) has sized the table for `n` claims.
     pub(crate) fn bytes_after_reset(&self, n: usize) -> u64 {
         let need = Self::cap_for(n) * 2;

@@ -274,6 +274,13 @@ pub(crate) fn eval_int(e: &Expr, defines: &BTreeMap<String, String>) -> Result<i
     }
 }
 
+/// An argument that is a C `int` (a `u32` bit pattern is taken as one too): a clear error
+/// outside that range instead of a silent truncation.
+fn c_int(e: &Expr, defines: &BTreeMap<String, String>, what: &str) -> Result<i32, String> {
+    let v = eval_int(e, defines)?;
+    i32::try_from(v).or_else(|_| u32::try_from(v).map(|u| u as i32)).map_err(|_| format!("{what} {v} does not fit a C int"))
+}
+
 /// Bytes of a `setsockopt` value: a string, a struct of ints (e.g. `{onoff=1, linger=0}`), or
 /// an int.
 fn opt_bytes(e: &Expr, defines: &BTreeMap<String, String>) -> Result<Vec<u8>, String> {
@@ -282,11 +289,11 @@ fn opt_bytes(e: &Expr, defines: &BTreeMap<String, String>) -> Result<Vec<u8>, St
         Expr::Struct(fields) => {
             let mut b = Vec::new();
             for f in fields {
-                b.extend_from_slice(&(eval_int(&f.value, defines)? as i32).to_ne_bytes());
+                b.extend_from_slice(&c_int(&f.value, defines, "option value field")?.to_ne_bytes());
             }
             Ok(b)
         }
-        other => Ok((eval_int(other, defines)? as i32).to_ne_bytes().to_vec()),
+        other => Ok(c_int(other, defines, "option value")?.to_ne_bytes().to_vec()),
     }
 }
 
@@ -334,8 +341,8 @@ impl KernelBackend<'_> {
 
     fn sys_setsockopt(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
-        let level = eval_int(s.args.get(1).ok_or("missing level")?, d)? as i32;
-        let name = eval_int(s.args.get(2).ok_or("missing option name")?, d)? as i32;
+        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
+        let name = c_int(s.args.get(2).ok_or("missing option name")?, d, "option name")?;
         let bytes = opt_bytes(s.args.get(3).ok_or("missing option value")?, d)?;
         // packetdrill passes the length as written.
         let len = match s.args.get(4) {
@@ -350,8 +357,8 @@ impl KernelBackend<'_> {
 
     fn sys_getsockopt(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
-        let level = eval_int(s.args.get(1).ok_or("missing level")?, d)? as i32;
-        let name = eval_int(s.args.get(2).ok_or("missing option name")?, d)? as i32;
+        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
+        let name = c_int(s.args.get(2).ok_or("missing option name")?, d, "option name")?;
         let want = s.args.get(3).ok_or("missing option value")?;
         let mut buf = [0u8; 256];
         let mut len = buf.len() as libc::socklen_t;
@@ -522,7 +529,7 @@ impl KernelBackend<'_> {
 
     fn sys_fcntl(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
-        let cmd = eval_int(s.args.get(1).ok_or("missing command")?, d)? as i32;
+        let cmd = c_int(s.args.get(1).ok_or("missing command")?, d, "fcntl command")?;
         let arg = s.args.get(2).map(|e| eval_int(e, d)).transpose()?.unwrap_or(0);
         // SAFETY: fcntl with an integer argument.
         Ok(ret(unsafe { libc::fcntl(fd, cmd, arg as libc::c_long) } as i64))
@@ -743,5 +750,20 @@ pub(crate) fn apply_overrides(opts: &RunOptions, notes: &mut Vec<String>) {
                 notes.push(e.to_string());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_int_arguments_are_checked_not_truncated() {
+        let d = BTreeMap::new();
+        assert_eq!(c_int(&Expr::Int(-1), &d, "x"), Ok(-1));
+        assert_eq!(c_int(&Expr::Int(0xffff_ffff), &d, "x"), Ok(-1), "a u32 bit pattern");
+        assert!(c_int(&Expr::Int(4_294_968_296), &d, "level").unwrap_err().contains("does not fit a C int"));
+        assert!(opt_bytes(&Expr::Int(1 << 40), &d).is_err());
+        assert_eq!(opt_bytes(&Expr::Int(1), &d).unwrap(), 1i32.to_ne_bytes().to_vec());
     }
 }

@@ -188,6 +188,11 @@ pub enum ConfigError {
     UsPerMs(u32),
     #[error("jiffy_phase_us must be below one jiffy, 10^6/hz µs (got {0})")]
     JiffyPhase(u32),
+    /// A field outside the range the model's (and the kernel's) arithmetic holds for.
+    #[error("{field} must be between {min} and {max} (got {got}){why}")]
+    Range { field: &'static str, min: u64, max: u64, got: u64, why: &'static str },
+    #[error("{field} may list at most {max} values (got {got})")]
+    TooMany { field: &'static str, max: usize, got: usize },
 }
 
 /// Upper bound on `segments + extra_writes`. The per-segment state (tags, transmit times, the
@@ -232,6 +237,55 @@ impl Config {
         if self.jiffy_phase_us >= 1_000_000 / self.hz {
             return Err(ConfigError::JiffyPhase(self.jiffy_phase_us));
         }
+        self.validate_ranges()
+    }
+
+    /// The numeric fields' ranges (the constants below): values the kernel's own types hold without
+    /// overflow in every computation the model makes with them (`cwnd · 717` and
+    /// `cwnd · 1741` in CUBIC, the pacing rate `mss · 80000 · 200 · cwnd`), sequence numbers and
+    /// TS values that do not wrap within a run, and times the model's u32 clocks hold.
+    pub fn validate_ranges(&self) -> Result<(), ConfigError> {
+        let range = |field: &'static str, got: u64, min: u64, max: u64, why: &'static str| {
+            if (min..=max).contains(&got) {
+                Ok(())
+            } else {
+                Err(ConfigError::Range { field, min, max, got, why })
+            }
+        };
+        range("initcwnd", self.initcwnd.into(), 1, MAX_CWND.into(), "")?;
+        range("horizon_ms", self.horizon_ms.into(), self.rtt_ms.into(), MAX_HORIZON_MS.into(), "")?;
+        range("sysctl_reordering", self.sysctl_reordering.into(), 1, MAX_REORDERING.into(), "")?;
+        range("sysctl_max_reordering", self.sysctl_max_reordering.into(), 1, MAX_REORDERING.into(), "")?;
+        range("isn", self.isn.into(), 0, MAX_SEQ_BASE.into(), " (the model's sequence numbers do not wrap)")?;
+        range("ts_base", self.ts_base.into(), 0, MAX_SEQ_BASE.into(), " (the model's TS values do not wrap)")?;
+        range("mss", self.mss.into(), MIN_MSS.into(), MAX_MSS.into(), "")?;
+        range("gso_max_size", self.gso_max_size.into(), self.mss.into(), MAX_GSO_SIZE.into(), " (at least one MSS)")?;
+        range("hystart_low_window", self.hystart_low_window.into(), 1, MAX_CWND.into(), "")?;
+        for (field, v) in [("rtt_extra_ms", &self.rtt_extra_ms), ("write_gap_ms", &self.write_gap_ms)] {
+            if v.len() > MAX_DELAY_CHOICES {
+                return Err(ConfigError::TooMany { field, max: MAX_DELAY_CHOICES, got: v.len() });
+            }
+            for &d in v {
+                range(field, d.into(), 1, u16::MAX.into(), " (each value)")?;
+            }
+        }
         Ok(())
     }
 }
+
+/// Largest `initcwnd` (and `hystart_low_window`): cwnd stays far below the 5.99 M at which
+/// CUBIC's `cwnd · 717` (u32 in the kernel too) overflows.
+pub const MAX_CWND: u32 = 65_535;
+/// Largest `horizon_ms` (1 h: the µs clocks CUBIC and HyStart keep in u32 hold 71 minutes).
+pub const MAX_HORIZON_MS: u32 = 3_600_000;
+/// Largest `tcp_reordering` / `tcp_max_reordering`.
+pub const MAX_REORDERING: u32 = 65_535;
+/// Largest `isn` / `ts_base`: a run adds at most a horizon's worth to them, far from a wrap.
+pub const MAX_SEQ_BASE: u32 = 0x7fff_ffff;
+/// `net.ipv4.tcp_min_snd_mss` and the largest MSS of an IPv4 path (MTU 65535).
+pub const MIN_MSS: u32 = 48;
+pub const MAX_MSS: u32 = 65_495;
+/// Largest `gso_max_size` (BIG TCP's 512 KiB).
+pub const MAX_GSO_SIZE: u32 = 512 * 1024;
+/// Most `rtt_extra_ms` / `write_gap_ms` choices (each one multiplies the branching).
+pub const MAX_DELAY_CHOICES: usize = 16;

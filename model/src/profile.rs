@@ -516,8 +516,8 @@ pub struct ProfileFileError {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
-    base: Option<String>,
-    name: Option<String>,
+    base: Option<toml::Spanned<String>>,
+    name: Option<toml::Spanned<String>>,
     description: Option<String>,
     packet_delayed: Option<PacketDelayed>,
     enter_loss_guard: Option<EnterLossGuard>,
@@ -544,6 +544,22 @@ fn line_of(src: &str, offset: usize) -> usize {
     src[..offset.min(src.len())].bytes().filter(|b| *b == b'\n').count() + 1
 }
 
+/// Longest profile name.
+pub const MAX_PROFILE_NAME: usize = 64;
+
+/// A profile's name becomes part of file names (`trc check --out DIR` writes
+/// `DIR/<property>-<profile>.pkt`): letters, digits, `.`, `_`, `+`, `-`, not starting with
+/// `.` or `-`, at most [`MAX_PROFILE_NAME`] characters (so no `/`, no `..`).
+pub fn check_profile_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_PROFILE_NAME {
+        return Err(format!("must have 1 to {MAX_PROFILE_NAME} characters"));
+    }
+    if name.starts_with(['.', '-']) || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-')) {
+        return Err("may use only letters, digits, `.`, `_`, `+` and `-`, and not start with `.` or `-` (it names files)".into());
+    }
+    Ok(())
+}
+
 /// Parses a user's profile file (TOML). `file` is used in error messages only.
 pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileError> {
     let f: ProfileFile = toml::from_str(src).map_err(|e| ProfileFileError {
@@ -551,9 +567,10 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
         line: e.span().map(|s| line_of(src, s.start)).unwrap_or(1),
         message: e.message().trim().to_string(),
     })?;
-    let base_name = f.base.clone().unwrap_or_else(|| "linux-6.18".into());
+    let base_name = f.base.as_ref().map(|b| b.get_ref().clone()).unwrap_or_else(|| "linux-6.18".into());
     let mut p = Profile::by_name(&base_name).ok_or_else(|| {
-        let off = src.find("base").unwrap_or(0);
+        // The line of the `base` value itself (not of the first "base" anywhere in the file).
+        let off = f.base.as_ref().map_or(0, |b| b.span().start);
         ProfileFileError {
             file: file.into(),
             line: line_of(src, off),
@@ -567,7 +584,11 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.into());
-    p.name = f.name.unwrap_or(stem);
+    let name_line = f.name.as_ref().map_or(1, |n| line_of(src, n.span().start));
+    p.name = f.name.map(toml::Spanned::into_inner).unwrap_or(stem);
+    if let Err(why) = check_profile_name(&p.name) {
+        return Err(ProfileFileError { file: file.into(), line: name_line, message: format!("profile name `{}` {why}", p.name.escape_debug()) });
+    }
     p.description = f.description.unwrap_or_else(|| format!("{base_name} with overrides from {file}"));
     if let Some(v) = f.packet_delayed { p.packet_delayed = v; }
     if let Some(v) = f.enter_loss_guard { p.enter_loss_guard = v; }

@@ -290,7 +290,9 @@ impl Lexer {
                     self.advance();
                     self.delimited('"', "quote '\"'", line, col)?
                 } else {
-                    self.take_while(|c| !c.is_whitespace())
+                    // A quote cannot be part of an unquoted value (packetdrill's words and
+                    // numbers have none), so every value the writer quotes or not reads back.
+                    self.take_while(|c| !c.is_whitespace() && c != '"')
                 };
                 mk(Tok::Opt(name, Some(value)))
             }

@@ -73,8 +73,12 @@ pub(crate) fn time_micros(text: &str) -> Option<i64> {
         let d = i64::from(c.to_digit(10)?);
         usecs += d * 10i64.pow(5 - i as u32);
     }
-    secs.checked_mul(1_000_000)?.checked_add(usecs)
+    secs.checked_mul(1_000_000)?.checked_add(usecs).filter(|&us| us <= MAX_TIME_US)
 }
+
+/// Largest time a script may write: 10^6 s (11.6 days). Sums of such times stay far inside
+/// the engine's i64 µs clock, and no test runs that long.
+pub const MAX_TIME_US: i64 = 1_000_000_000_000;
 
 /// Parse an integer literal (`12`, `-1`, `0x1f`, `-0x1f`) that fits an i64.
 pub(crate) fn int_value(text: &str) -> Option<i64> {
@@ -200,7 +204,7 @@ impl<'f> Parser<'f> {
             Some(v) => Ok(TimePoint::Absolute(v)),
             None => Err(self.err_at(
                 &t,
-                "time in seconds (non-negative, at most microsecond precision)",
+                "time in seconds (non-negative, at most microsecond precision, at most 1000000)",
             )),
         }
     }

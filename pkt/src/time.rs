@@ -72,7 +72,7 @@ pub struct Due {
 impl Due {
     /// Whether an event that happened at `t_us` is on time.
     pub fn accepts(&self, t_us: i64) -> bool {
-        self.any || (t_us >= self.start - self.tol && t_us <= self.end + self.tol)
+        self.any || (t_us >= self.start.saturating_sub(self.tol) && t_us <= self.end.saturating_add(self.tol))
     }
 
     /// packetdrill's wording of a timing error for `what` ("outbound packet", "inbound
@@ -96,7 +96,7 @@ pub struct Clock {
 fn point(p: TimePoint, anchor: i64) -> i64 {
     match p {
         TimePoint::Absolute(v) => v,
-        TimePoint::Relative(v) => anchor + v,
+        TimePoint::Relative(v) => anchor.saturating_add(v),
     }
 }
 
@@ -111,11 +111,11 @@ impl Clock {
         let relative = matches!(time, Time::Relative(_) | Time::Range { start: TimePoint::Relative(_), .. });
         let (start, end, any) = match time {
             Time::Absolute(v) => (v, v, false),
-            Time::Relative(v) => (anchor + v, anchor + v, false),
+            Time::Relative(v) => (anchor.saturating_add(v), anchor.saturating_add(v), false),
             Time::Range { start, end } => (point(start, anchor), point(end, anchor), false),
             Time::Any => (now_us, now_us, true),
         };
-        let gap = self.prev.map_or(0, |(_, t)| start - t);
+        let gap = self.prev.map_or(0, |(_, t)| start.saturating_sub(t));
         self.prev = Some((kind, start));
         Due { start, end, any, tol: tol.after_gap(gap), anchor, relative }
     }
@@ -125,13 +125,13 @@ impl Clock {
         let t = match end {
             // packetdrill writes the end without '+' and counts it from the start's anchor when
             // the start was relative.
-            Time::Absolute(v) if start.relative => start.anchor + v,
+            Time::Absolute(v) if start.relative => start.anchor.saturating_add(v),
             Time::Absolute(v) => v,
-            Time::Relative(v) => start.anchor + v,
+            Time::Relative(v) => start.anchor.saturating_add(v),
             Time::Range { start: s, .. } => point(s, start.anchor),
             Time::Any => start.start,
         };
-        Due { start: t, end: t, any: matches!(end, Time::Any), tol: tol.after_gap(t - start.start), anchor: start.anchor, relative: start.relative }
+        Due { start: t, end: t, any: matches!(end, Time::Any), tol: tol.after_gap(t.saturating_sub(start.start)), anchor: start.anchor, relative: start.relative }
     }
 }
 

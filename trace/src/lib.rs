@@ -93,6 +93,37 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     res
 }
 
+/// `s` with every character that is not a letter, a digit, `.`, `_`, `+` or `-` replaced by
+/// `_`, and no leading `.` (a file name in the directory it is written to, never a path).
+pub fn file_safe(s: &str) -> String {
+    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') { c } else { '_' }).collect();
+    if out.starts_with('.') || out.is_empty() {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// Removes the temporary files ([`write_atomic`]'s `.NAME.tmp-PID`) that a trc killed between
+/// create and rename left in `dir`: those whose process is gone (Linux: no `/proc/PID`).
+/// Returns how many it removed.
+pub fn remove_stale_tmp(dir: &Path) -> usize {
+    if !Path::new("/proc/self").exists() {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((_, pid)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")) else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// trc's `counterexamples/common/defaults.sh`: the namespace settings exported scripts expect
 /// (the values of packetdrill's gtests). Exports call it as `./defaults.sh` (the layout of the
 /// kernel's packetdrill selftests: beside the script); the regression corpus as
@@ -118,8 +149,9 @@ pub fn write_defaults(dir: &Path) -> std::io::Result<()> {
 /// returns the `.pkt` path.
 pub fn write_export(dir: &Path, x: &export::Exported) -> std::io::Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir)?;
+    remove_stale_tmp(dir);
     write_defaults(dir)?;
-    let stem = format!("{}-{}", x.trace.property, x.trace.profile.name);
+    let stem = file_safe(&format!("{}-{}", x.trace.property, x.trace.profile.name));
     let json = serde_json::to_string_pretty(&x.trace).map_err(std::io::Error::other)?;
     write_atomic(&dir.join(format!("{stem}.json")), json.as_bytes())?;
     write_atomic(&dir.join(format!("{stem}.dot")), x.dot.as_bytes())?;

@@ -220,23 +220,13 @@ fn stop(why: impl Into<String>) -> Halt {
 
 impl<'a> ModelBackend<'a> {
     fn new(profile: &'a Profile, script: &Script) -> ModelBackend<'a> {
-        let total_bytes = script
-            .statements
-            .iter()
-            .filter_map(|st| match &st.kind {
-                StatementKind::Syscall(s) if matches!(s.name.as_str(), "write" | "send") => match s.args.get(2) {
-                    Some(Expr::Int(n)) => Some(*n),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .sum();
+        let total_bytes = script_write_bytes(script);
         ModelBackend { profile, sys: Sysctls::default(), initcwnd: 10, cc: CcKind::Cubic, hs: Handshake { mss: 536, ..Default::default() }, total_bytes, d: None, w0_us: 0, now_us: 0, nstat_base: Default::default(), config: None, teardown: None }
     }
 
     /// Model ms of script µs `t_us` (rounded to the nearest ms).
     fn model_ms(&self, t_us: i64) -> u32 {
-        (((t_us - self.w0_us).max(0) + 500) / 1000) as u32
+        ((t_us.saturating_sub(self.w0_us).clamp(0, u32::MAX as i64 * 1000 - 500) + 500) / 1000) as u32
     }
 
     /// Fires the pending timer while its deadline is before model time `t`.
@@ -301,6 +291,7 @@ impl<'a> ModelBackend<'a> {
             sack: if self.hs.sack_ok { trc_model::SackMode::Sack } else { trc_model::SackMode::NoSack },
             ..Config::default()
         };
+        model_config_ok(&cfg)?;
         self.w0_us = self.now_us;
         self.config = Some(cfg.clone());
         self.d = Some(Driver::start(cfg, self.profile.clone(), self.hs.sack_ok));
@@ -311,6 +302,7 @@ impl<'a> ModelBackend<'a> {
         if !self.hs.accepted {
             return Err(stop("write before the connection is established and accepted"));
         }
+        write_size_ok(n)?;
         let mss = self.hs.mss as i64;
         if n <= 0 || n % mss != 0 {
             return Err(stop(format!("write of {n} bytes is not a whole number of {mss}-byte (MSS) segments")));
@@ -524,11 +516,11 @@ impl<'a> ModelBackend<'a> {
 
     /// The inbound SYN of the passive open: what it negotiates (with the sysctls).
     fn syn(&mut self, p: &LivePacket) -> Outcome1 {
-        let mut mss = 536u32;
+        let mut mss = None;
         let (mut sack, mut ts) = (false, false);
         for o in &p.options {
             match o {
-                WireOption::Mss { mss: m } => mss = u32::from(*m),
+                WireOption::Mss { mss: m } => mss = Some(*m),
                 WireOption::SackOk => sack = true,
                 WireOption::Timestamp { .. } => ts = true,
                 _ => {}
@@ -537,7 +529,7 @@ impl<'a> ModelBackend<'a> {
         self.hs.sack_ok = sack && self.sys.sack;
         self.hs.ts_ok = ts && self.sys.ts;
         self.hs.ecn = p.flags & ECE != 0 && p.flags & wire::CWR != 0 && self.sys.ecn != 0;
-        self.hs.mss = mss.min(1460) - if self.hs.ts_ok { 12 } else { 0 };
+        self.hs.mss = negotiated_mss(mss, self.hs.ts_ok);
         self.hs.remote_isn = p.seq;
         self.hs.syn_us = Some(self.now_us);
         Outcome1::applied(Some(format!("passive open: {}, {}, MSS {}", if self.hs.sack_ok { "SACK" } else { "no SACK" }, if self.hs.ts_ok { "timestamps" } else { "no timestamps" }, self.hs.mss)))
@@ -626,7 +618,7 @@ impl<'a> ModelBackend<'a> {
                     o
                 }
                 Effect::Sleep(us) => {
-                    self.now_us += us;
+                    self.now_us = self.now_us.saturating_add(us);
                     Outcome1::applied(None)
                 }
                 Effect::ModelOnly(ev) => {
@@ -660,8 +652,8 @@ impl<'a> ModelBackend<'a> {
             // 3: TLP; 4 (defaults.sh): TLP.
             "tcp_early_retrans" if (0..=4).contains(&n) => self.sys.tlp = n >= 3,
             "tcp_dsack" => self.sys.dsack = n != 0,
-            "tcp_reordering" if n > 0 => self.sys.reordering = n as u32,
-            "tcp_max_reordering" if n > 0 => self.sys.max_reordering = n as u32,
+            "tcp_reordering" if n > 0 => self.sys.reordering = reordering_sysctl(k, n)?,
+            "tcp_max_reordering" if n > 0 => self.sys.max_reordering = reordering_sysctl(k, n)?,
             // Bit 0: RACK (always on since 6.17); 0x4 (no dupthresh) means nothing once RACK is
             // the only detector; 0x2 (static reordering window) is not modelled.
             "tcp_recovery" if n >= 0 && n & 2 == 0 => {}
@@ -777,6 +769,7 @@ impl Backend for ModelBackend<'_> {
 
     fn wait_until(&mut self, t_us: i64) -> Result<(), Halt> {
         if self.d.is_some() {
+            model_time_ok(t_us.saturating_sub(self.w0_us))?;
             let t = self.model_ms(t_us);
             self.fire_before(t);
         }
@@ -870,7 +863,7 @@ impl Backend for ModelBackend<'_> {
             return Ok(Next::OutOfScope("pure ACKs from the sender are not modelled".into()));
         }
         let Some(d) = self.d.as_mut() else { return Err(stop("outbound segment before any data was written")) };
-        let end_ms = ((deadline_us - self.w0_us).max(0) / 1000) as u32;
+        let end_ms = ((deadline_us.saturating_sub(self.w0_us)).clamp(0, u32::MAX as i64 * 1000) / 1000) as u32;
         for _ in 0..64 {
             if !d.out.is_empty() {
                 break;
@@ -930,6 +923,69 @@ impl Backend for ModelBackend<'_> {
         }
         Ok(CodeValues { values, missing })
     }
+}
+
+/// The sender's MSS after a SYN with MSS option `opt` (as `tcp_parse_options` and
+/// `tcp_mtu_to_mss` make it on MTU 1500): an option of 0 is ignored (the default 536), the
+/// value is capped by the route (1460) and raised to `net.ipv4.tcp_min_snd_mss` (48), and the
+/// timestamp option's 12 bytes come off that.
+fn negotiated_mss(opt: Option<u16>, ts: bool) -> u32 {
+    let clamp = match opt {
+        None | Some(0) => 536,
+        Some(m) => u32::from(m),
+    };
+    clamp.clamp(TCP_MIN_SND_MSS, 1460) - if ts { 12 } else { 0 }
+}
+
+/// `net.ipv4.tcp_min_snd_mss`'s default.
+const TCP_MIN_SND_MSS: u32 = 48;
+
+/// Largest write the model replays, in bytes (the kernel runner's limit too: larger writes are
+/// refused, not truncated).
+pub const MAX_WRITE_BYTES: i64 = 256 << 20;
+
+/// Bytes the script's writes add up to (the model sizes its data up front): positive literal
+/// sizes only (a negative or zero one stops the replay at its line), saturating.
+fn script_write_bytes(script: &Script) -> i64 {
+    script
+        .statements
+        .iter()
+        .filter_map(|st| match &st.kind {
+            StatementKind::Syscall(s) if matches!(s.name.as_str(), "write" | "send") => match s.args.get(2) {
+                Some(Expr::Int(n)) if *n > 0 => Some(*n),
+                _ => None,
+            },
+            _ => None,
+        })
+        .fold(0i64, i64::saturating_add)
+}
+
+/// A `tcp_reordering` / `tcp_max_reordering` value the model holds (`Config`'s range).
+fn reordering_sysctl(name: &str, n: i64) -> Result<u32, Halt> {
+    u32::try_from(n).ok().filter(|v| (1..=trc_model::config::MAX_REORDERING).contains(v)).ok_or_else(|| stop(format!("{name}={n}: the model holds 1 to {}", trc_model::config::MAX_REORDERING)))
+}
+
+/// Script time `since_w0_us` after the first write within the model's clock
+/// ([`trc_model::config::MAX_HORIZON_MS`]: its µs clocks are u32, as the kernel's).
+fn model_time_ok(since_w0_us: i64) -> Result<(), Halt> {
+    let max = trc_model::config::MAX_HORIZON_MS;
+    if since_w0_us > max as i64 * 1000 {
+        return Err(stop(format!("script time {:.3} s after the first write: the model's clock runs for at most {} s", since_w0_us as f64 / 1e6, max / 1000)));
+    }
+    Ok(())
+}
+
+/// A write's size within [`MAX_WRITE_BYTES`].
+fn write_size_ok(n: i64) -> Result<(), Halt> {
+    if n > MAX_WRITE_BYTES {
+        return Err(stop(format!("write of {n} bytes: the model replays writes of at most {MAX_WRITE_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+/// The configuration the script leads to must be one the model accepts (`Config::validate`).
+fn model_config_ok(cfg: &Config) -> Result<(), Halt> {
+    cfg.validate().map_err(|e| stop(format!("the script's connection is outside the model's bounds: {e}")))
 }
 
 fn fmt_sent(s: &Sent, mss: u32) -> String {

@@ -3,6 +3,7 @@
 use crate::check::Accepted;
 use serde::Serialize;
 use trc_engine::{replay, Report, Verdict};
+use trc_model::mib::MibDelta;
 use trc_model::model::{Action, State, TcpModel};
 use trc_trace::notes;
 
@@ -41,10 +42,12 @@ pub struct Step {
     pub lost_out: u32,
     pub retrans_out: u32,
     pub notes: Vec<String>,
+    /// The MIB counters this step moved, by their nstat names (e.g. `TcpExtTCPLossUndo`).
+    pub counters: std::collections::BTreeMap<String, u32>,
 }
 
 
-fn step(event: String, s: &State) -> Step {
+fn step(event: String, s: &State, mib: &MibDelta) -> Step {
     let x = &s.sender;
     Step {
         event,
@@ -64,6 +67,7 @@ fn step(event: String, s: &State) -> Step {
         lost_out: x.lost_out,
         retrans_out: x.retrans_out,
         notes: notes(s),
+        counters: mib.nonzero().map(|(m, n)| (m.name().to_string(), n)).collect(),
     }
 }
 
@@ -83,16 +87,14 @@ pub fn describe(prev: &State, a: &Action) -> String {
 }
 
 pub fn counterexample(model: &TcpModel, path: &trc_engine::Path<Action>) -> Vec<Step> {
-    let states = replay(model, path);
-    let mut out = Vec::new();
-    let mut prev: Option<&State> = None;
-    for (a, s) in &states {
-        let ev = match (a, prev) {
-            (Some(a), Some(p)) => describe(p, a),
-            _ => format!("initial state ({}), first flight sent", if s.sender.sack_ok { "SACK" } else { "no SACK" }),
-        };
-        out.push(step(ev, s));
-        prev = Some(s);
+    // The engine's replay, step by step with the MIB counters each step moved.
+    let init = replay(model, &trc_engine::Path { init_index: path.init_index, actions: vec![] }).swap_remove(0).1;
+    let mut out = vec![step(format!("initial state ({}), first flight sent", if init.sender.sack_ok { "SACK" } else { "no SACK" }), &init, &MibDelta::default())];
+    let mut prev = init;
+    for (i, a) in path.actions.iter().enumerate() {
+        let (next, mib) = model.next_state_counted(&prev, *a).unwrap_or_else(|| panic!("counterexample: action {i} of the path has no next state"));
+        out.push(step(describe(&prev, a), &next, &mib));
+        prev = next;
     }
     out
 }
@@ -173,6 +175,10 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
             );
             for n in &s.notes {
                 println!("      → {n}");
+            }
+            if !s.counters.is_empty() {
+                let c: Vec<String> = s.counters.iter().map(|(k, v)| format!("{k} +{v}")).collect();
+                println!("      counters: {}", c.join(", "));
             }
         }
     }

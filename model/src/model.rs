@@ -10,6 +10,7 @@ use crate::config::{Config, SackMode};
 use crate::net::{Pkt, Receiver};
 use crate::profile::Profile;
 use crate::sender::ack::AckSeg;
+use crate::mib::MibDelta;
 use crate::sender::Cx;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
@@ -155,10 +156,16 @@ impl TcpModel {
 
     /// Runs one sender operation at time `now`, then moves its transmissions into the network.
     fn step(&self, s: &mut State, now: u32, f: impl FnOnce(&mut Sender, &mut Cx)) {
+        self.step_counted(s, now, &mut (), f)
+    }
+
+    /// [`Self::step`], handing the step's MIB counter deltas to `sink` (nothing for `()`).
+    fn step_counted<K: MibSink>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
         s.now = now;
         s.sender.ghost.ev = Events::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
         f(&mut s.sender, &mut cx);
+        sink.take(&cx.mib);
         for tx in cx.out {
             s.flight.push(Pkt { seg: tx.seg as u16, sent: now, rtx: tx.rtx });
         }
@@ -184,15 +191,23 @@ impl TcpModel {
 
     /// Delivers packet `i` `extra` ms later than the path RTT allows; its ACK arrives normally.
     pub fn deliver_late(&self, s: &mut State, i: usize, extra: u32) {
+        self.deliver_late_counted(s, i, extra, &mut ())
+    }
+
+    fn deliver_late_counted<K: MibSink>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
         let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
         let ack: AckSeg = s.rcv.receive(&self.cfg, &pkt, sack_ok, ts_ok);
-        self.step(s, t, |snd, cx| snd.tcp_ack(cx, &ack));
+        self.step_counted(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
     }
 
     /// The ACK the receiver sends for delivered packet `pkt`.
     pub fn deliver(&self, s: &mut State, i: usize, ack_fate: AckFate) {
+        self.deliver_counted(s, i, ack_fate, &mut ())
+    }
+
+    fn deliver_counted<K: MibSink>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
         let t = self.arrival(s, i);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -206,7 +221,7 @@ impl TcpModel {
             AckFate::Ece => ack.ece = true,
             AckFate::Normal => {}
         }
-        self.step(s, t, |snd, cx| snd.tcp_ack(cx, &ack));
+        self.step_counted(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
     }
 }
 
@@ -325,15 +340,28 @@ impl TcpModel {
     /// successor (then `s` is left partly updated and must be discarded).
     #[inline]
     fn apply(&self, s: &mut State, a: Action) -> bool {
+        self.apply_counted(s, a, &mut ())
+    }
+
+    /// The successor of `s` under `a` and the MIB counters the step moved (`None`: no
+    /// successor). For counterexample printing and traces; the checker uses `next_state_into`.
+    pub fn next_state_counted(&self, s: &State, a: Action) -> Option<(State, MibDelta)> {
+        let mut n = s.clone();
+        let mut mib = MibDelta::default();
+        self.apply_counted(&mut n, a, &mut mib).then_some((n, mib))
+    }
+
+    #[inline]
+    fn apply_counted<K: MibSink>(&self, s: &mut State, a: Action, sink: &mut K) -> bool {
         match a {
-            Action::Deliver { pkt } => self.deliver(s, pkt as usize, AckFate::Normal),
+            Action::Deliver { pkt } => self.deliver_counted(s, pkt as usize, AckFate::Normal, sink),
             Action::DeliverEce { pkt } => {
                 s.budget.ece -= 1;
-                self.deliver(s, pkt as usize, AckFate::Ece)
+                self.deliver_counted(s, pkt as usize, AckFate::Ece, sink)
             }
             Action::DeliverAckLost { pkt } => {
                 s.budget.ack_losses -= 1;
-                self.deliver(s, pkt as usize, AckFate::Lost)
+                self.deliver_counted(s, pkt as usize, AckFate::Lost, sink)
             }
             Action::Drop { pkt } => {
                 s.budget.losses -= 1;
@@ -350,7 +378,7 @@ impl TcpModel {
                     Action::Tlp => s.budget.tlps -= 1,
                     _ => {}
                 }
-                self.step(s, tm.deadline, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
+                self.step_counted(s, tm.deadline, sink, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
             }
             Action::TsqFill => {
                 s.budget.tsq -= 1;
@@ -360,13 +388,13 @@ impl TcpModel {
             Action::TsqDrain => {
                 s.tsq_full = false;
                 let now = s.now;
-                self.step(s, now, |snd, cx| snd.tcp_tsq_handler(cx));
+                self.step_counted(s, now, sink, |snd, cx| snd.tcp_tsq_handler(cx));
             }
-            Action::DeliverLate { pkt, extra } => self.deliver_late(s, pkt as usize, extra as u32),
+            Action::DeliverLate { pkt, extra } => self.deliver_late_counted(s, pkt as usize, extra as u32, sink),
             Action::WriteAfter { gap } => {
                 s.budget.writes -= 1;
                 let now = s.now + gap as u32;
-                self.step(s, now, |snd, cx| {
+                self.step_counted(s, now, sink, |snd, cx| {
                     cx.idle_ms = gap as u32;
                     snd.tcp_sendmsg(cx, 1)
                 });
@@ -374,11 +402,30 @@ impl TcpModel {
             Action::Write => {
                 s.budget.writes -= 1;
                 let now = s.now;
-                self.step(s, now, |snd, cx| snd.tcp_sendmsg(cx, 1));
+                self.step_counted(s, now, sink, |snd, cx| snd.tcp_sendmsg(cx, 1));
             }
         }
         self.canonicalize(s);
         true
+    }
+}
+
+/// Where [`TcpModel`]'s step puts its MIB counter deltas: nowhere (`()`, the checker) or a
+/// [`MibDelta`] (counterexamples, traces).
+pub trait MibSink {
+    fn take(&mut self, d: &MibDelta);
+}
+
+impl MibSink for () {
+    #[inline(always)]
+    fn take(&mut self, _: &MibDelta) {}
+}
+
+impl MibSink for MibDelta {
+    fn take(&mut self, d: &MibDelta) {
+        for (m, n) in d.nonzero() {
+            self.add(m, n);
+        }
     }
 }
 

@@ -194,7 +194,7 @@ pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profil
         max_tlps: 255,
         max_tsq: 0,
         max_ece: 0,
-        horizon_ms: u32::MAX / 2,
+        horizon_ms: trc_model::config::MAX_HORIZON_MS,
         rtt_ms: 50,
         sack: if sack { SackMode::Sack } else { SackMode::NoSack },
         timestamps: ts,

@@ -402,7 +402,13 @@ fn export_violations(model: &TcpModel, report: &Report<Action>, out: Option<&Pat
         let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
-            eprintln!("trc check: wrote {} (+ .json, .dot){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });
+            // The counterexample page beside the script: what `trc graph` draws for it.
+            let g = crate::graph::build(model, path, 1, 2000);
+            let title = format!("{} — profile {} — shortest counterexample, {} events", p.name, model.profile.name, path.len());
+            let html = crate::graph_html::render(&g, model, &title, &crate::pictures::render(model, path, Some(id)));
+            let page = f.with_extension("html");
+            crate::graph::write_atomic(&page, &html).map_err(|e| format!("{}: {e}", page.display()))?;
+            eprintln!("trc check: wrote {} (+ .json, .dot, .html){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });
         }
         if let Some(dir) = corpus {
             match trc_trace::regress::add(dir, &x)? {

@@ -12,6 +12,7 @@ mod graph;
 mod graph_html;
 mod kernel;
 mod output;
+mod pictures;
 mod sweep;
 mod replay;
 mod shard;

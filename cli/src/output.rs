@@ -2,6 +2,7 @@
 
 use crate::check::Accepted;
 use serde::Serialize;
+use serde_json::Value;
 use trc_engine::{replay, Report, Verdict};
 use trc_model::mib::MibDelta;
 use trc_model::model::{Action, State, TcpModel};
@@ -127,54 +128,71 @@ pub fn incomplete(report: &Report<Action>) -> bool {
     matches!(report.stop_reason, trc_engine::StopReason::MemoryBudget | trc_engine::StopReason::MaxStates)
 }
 
-/// Why an incomplete check stopped, for the summary line (empty when complete).
-fn stop_note(report: &Report<Action>) -> String {
-    use trc_engine::StopReason::*;
-    let why = match report.stop_reason {
-        Complete => return String::new(),
-        FailFast => "--fail-fast: a property was violated (its BFS level was finished, so the counterexample is still a shortest one)".to_string(),
-        MaxDepth => format!("--max-depth {} reached with unexplored successors", report.max_depth),
-        MaxStates => "the state limit was reached".to_string(),
-        MemoryBudget => format!(
+/// Why an incomplete check stopped, for the summary line (empty when complete), from a check's
+/// JSON (`stop_reason`, `max_depth`, `peak_memory_bytes`).
+fn stop_note(v: &Value) -> String {
+    let reason = v["stop_reason"].as_str().unwrap_or("Complete");
+    let why = match reason {
+        "Complete" => return String::new(),
+        "FailFast" => "--fail-fast: a property was violated (its BFS level was finished, so the counterexample is still a shortest one)".to_string(),
+        "MaxDepth" => format!("--max-depth {} reached with unexplored successors", v["max_depth"]),
+        "MaxStates" => "the state limit was reached".to_string(),
+        _ => format!(
             "--max-memory: exploring the next level would exceed the budget (estimated peak {:.1} MiB so far)",
-            report.peak_memory_bytes as f64 / (1 << 20) as f64
+            v["peak_memory_bytes"].as_u64().unwrap_or(0) as f64 / (1 << 20) as f64
         ),
     };
-    format!("\nstopped early ({:?}): {why}; \"holds\" below covers only the states explored", report.stop_reason)
+    format!("\nstopped early ({reason}): {why}; \"holds\" below covers only the states explored")
 }
 
-pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
-    let secs = report.elapsed.as_secs_f64();
-    println!("trc check: profile {} ({})", model.profile.name, model.profile.description);
+/// The human summary of one check, from its JSON ([`check_json`], or a merge of shards).
+pub fn print_summary(v: &Value) {
+    let secs = v["seconds"].as_f64().unwrap_or(0.0);
+    let states = v["unique_states"].as_u64().unwrap_or(0);
+    println!("trc check: profile {} ({})", v["profile"]["name"].as_str().unwrap_or(""), v["profile"]["description"].as_str().unwrap_or(""));
     println!(
         "explored {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s){}",
-        report.unique_states,
-        report.transitions,
-        report.max_depth,
+        states,
+        v["transitions"],
+        v["max_depth"],
         secs,
-        report.unique_states as f64 / secs.max(1e-9),
-        stop_note(report)
+        states as f64 / secs.max(1e-9),
+        stop_note(v)
     );
-    for r in results {
-        let v = match (r.verdict, &r.accepted) {
-            (Verdict::Violated, Some(_)) => "VIOLATED (accepted finding, baseline)",
-            (Verdict::Violated, None) => "VIOLATED",
-            (Verdict::Holds, _) => "holds",
+    let props = v["properties"].as_array().cloned().unwrap_or_default();
+    for r in &props {
+        let verdict = match (r["verdict"].as_str(), r["accepted"].is_string()) {
+            (Some("Violated"), true) => "VIOLATED (accepted finding, baseline)",
+            (Some("Violated"), false) => "VIOLATED",
+            (Some("Holds"), _) => "holds",
             _ => "not checked",
         };
-        println!("  {:<70} {}", r.name, v);
+        println!("  {:<70} {}", r["name"].as_str().unwrap_or(""), verdict);
     }
-    for r in results {
-        let Some(ce) = &r.counterexample else { continue };
-        println!("\n{} — shortest counterexample ({} events){}:", r.name, ce.len() - 1, r.accepted.as_ref().map(|a| format!(" [accepted: {a}]")).unwrap_or_default());
+    for r in &props {
+        let Some(ce) = r["counterexample"].as_array() else { continue };
+        let accepted = r["accepted"].as_str().map(|a| format!(" [accepted: {a}]")).unwrap_or_default();
+        println!("\n{} — shortest counterexample ({} events){}:", r["name"].as_str().unwrap_or(""), ce.len() - 1, accepted);
         for (i, s) in ce.iter().enumerate() {
-            println!("  {:>2}. t={:>5}ms {}", i, s.time_ms, s.event);
+            println!("  {:>2}. t={:>5}ms {}", i, s["time_ms"].to_string(), s["event"].as_str().unwrap_or(""));
             println!(
                 "      {:<9} cwnd {:>3} ssthresh {:>10} snd_una {:>3} snd_nxt {:>3} high_seq {:>3} retrans_stamp {:>5} undo_marker {:>3} undo_retrans {:>2} out/sacked/lost/retrans {}/{}/{}/{}",
-                s.ca_state, s.cwnd, s.ssthresh, s.snd_una, s.snd_nxt, s.high_seq, s.retrans_stamp, s.undo_marker, s.undo_retrans, s.packets_out, s.sacked_out, s.lost_out, s.retrans_out
+                s["ca_state"].as_str().unwrap_or(""),
+                s["cwnd"].to_string(),
+                s["ssthresh"].to_string(),
+                s["snd_una"].to_string(),
+                s["snd_nxt"].to_string(),
+                s["high_seq"].to_string(),
+                s["retrans_stamp"].to_string(),
+                s["undo_marker"].to_string(),
+                s["undo_retrans"].to_string(),
+                s["packets_out"],
+                s["sacked_out"],
+                s["lost_out"],
+                s["retrans_out"]
             );
-            for n in &s.notes {
-                println!("      → {n}");
+            for n in s["notes"].as_array().into_iter().flatten() {
+                println!("      → {}", n.as_str().unwrap_or(""));
             }
             if !s.counters.is_empty() {
                 let c: Vec<String> = s.counters.iter().map(|(k, v)| format!("{k} +{v}")).collect();
@@ -184,12 +202,24 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
     }
 }
 
-pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
-    let violated = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
-    // The exit code in words: 1 violated, 3 incomplete, 0 holds.
-    let result = if violated { "violated" } else if incomplete(report) { "incomplete" } else { "holds" };
-    let v = serde_json::json!({
-        "result": result,
+/// The result of a check in words, as its exit code says it: violated (1), incomplete (3),
+/// holds (0).
+pub fn result_word(results: &[Value], incomplete: bool) -> &'static str {
+    let violated = results.iter().any(|r| r["verdict"] == "Violated" && r["accepted"].is_null());
+    if violated {
+        "violated"
+    } else if incomplete {
+        "incomplete"
+    } else {
+        "holds"
+    }
+}
+
+/// A check's machine-readable result (`trc check --json`); the human summary is printed from it.
+pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) -> Value {
+    let props: Vec<Value> = results.iter().map(|r| serde_json::to_value(r).unwrap()).collect();
+    serde_json::json!({
+        "result": result_word(&props, incomplete(report)),
         "profile": model.profile,
         "config": model.cfg,
         "unique_states": report.unique_states,
@@ -200,7 +230,6 @@ pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "incomplete": incomplete(report),
         "stop_reason": format!("{:?}", report.stop_reason),
         "peak_memory_bytes": report.peak_memory_bytes,
-        "properties": results,
-    });
-    println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        "properties": props,
+    })
 }

@@ -2,7 +2,7 @@
 //! randomly drawn configuration, kept to what a real kernel can be made to reproduce and what
 //! exports with a safe timing margin.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stateright::Model;
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::{CcKind, Config, Profile, SackMode};
@@ -57,7 +57,7 @@ impl Default for GenOptions {
 }
 
 /// One generated scenario.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scenario {
     pub index: usize,
     /// The scenario's own seed (derived from the run seed and the index).

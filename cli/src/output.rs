@@ -194,8 +194,8 @@ pub fn print_summary(v: &Value) {
             for n in s["notes"].as_array().into_iter().flatten() {
                 println!("      → {}", n.as_str().unwrap_or(""));
             }
-            if !s.counters.is_empty() {
-                let c: Vec<String> = s.counters.iter().map(|(k, v)| format!("{k} +{v}")).collect();
+            if let Some(c) = s["counters"].as_object().filter(|c| !c.is_empty()) {
+                let c: Vec<String> = c.iter().map(|(k, v)| format!("{k} +{v}")).collect();
                 println!("      counters: {}", c.join(", "));
             }
         }

@@ -673,7 +673,10 @@ impl<'a> Exporter<'a> {
         } else {
             self.map_ts(&sent, m, t);
             let at = self.at(t);
-            self.cx.out_lines(&mut self.e, Some((at, at + 5000)), at, &sent, label(t + base, base));
+            // As late as the kernel's jiffies and timer wheel may make it (a level-1 RTO: up to
+            // 8 jiffies), at least 5 ms.
+            let spread = sent.iter().map(|s| self.d.timer_spread_us(s)).max().unwrap_or(0).max(5000);
+            self.cx.out_lines(&mut self.e, Some((at, at + spread)), at, &sent, label(t + base, base));
         }
         self.d.out.clear();
         Ok(Emitted { t, script_ms: Some(t), quiet })

@@ -289,8 +289,10 @@ pub struct PropertySummary {
     pub decided: usize,
     pub undecided: usize,
     pub violated: Vec<String>,
-    /// The violating scenario with the fewest inbound segments, its line and why.
+    /// The violating scenario with the fewest inbound segments (its name), its line and why.
     pub shortest: Option<(String, u32, String)>,
+    /// That scenario's script.
+    pub shortest_path: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -363,8 +365,8 @@ pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], 
     let results: Vec<CaseResult> = cases.iter().enumerate().map(|(i, c)| evaluate(c, runs.get(i).unwrap_or(&missing), mons, profile)).collect();
     let mut props = Vec::new();
     for m in mons {
-        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None };
-        let mut best: Option<(usize, String, u32, String)> = None;
+        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None, shortest_path: None };
+        let mut best: Option<(usize, String, u32, String, String)> = None;
         for r in &results {
             match r.properties.get(m.id) {
                 Some(Outcome::Holds) => s.decided += 1,
@@ -372,13 +374,14 @@ pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], 
                     s.decided += 1;
                     s.violated.push(r.name.clone());
                     if best.as_ref().is_none_or(|b| r.inbound < b.0) {
-                        best = Some((r.inbound, r.path.clone(), *line, detail.clone()));
+                        best = Some((r.inbound, r.name.clone(), *line, detail.clone(), r.path.clone()));
                     }
                 }
                 Some(Outcome::Undecided { .. }) => s.undecided += 1,
                 None => {}
             }
         }
+        s.shortest_path = best.as_ref().map(|b| b.4.clone());
         s.shortest = best.map(|b| (b.1, b.2, b.3));
         s.verdict = if !s.violated.is_empty() { "violated" } else if s.decided > 0 { "holds" } else { "undecided" }.into();
         props.push(s);
@@ -434,8 +437,9 @@ impl CheckReport {
                 v => v,
             };
             let _ = writeln!(o, "  {name:<72} {word} ({} decided, {} undecided)", p.decided, p.undecided);
-            if let Some((path, line, detail)) = &p.shortest {
-                let _ = writeln!(o, "      in {} scenario(s); shortest: {path} line {line}: {detail}", p.violated.len());
+            if let Some((name, line, detail)) = &p.shortest {
+                let _ = writeln!(o, "      in {} scenario(s): {}", p.violated.len(), p.violated.join(", "));
+                let _ = writeln!(o, "      shortest: {name} line {line}: {detail}");
             }
         }
         let differ = self.cases.iter().filter(|r| r.divergence.as_ref().is_some_and(|d| !d.timing)).count();

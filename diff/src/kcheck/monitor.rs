@@ -60,6 +60,11 @@ pub struct Derived {
     pub prev_state: u8,
     pub prev_retransmits: u8,
     pub prev_ssthresh: u32,
+    pub prev_cwnd: u32,
+    /// The episode's `prior_cwnd` and `prior_ssthresh` as `tcp_init_cwnd_reduction` /
+    /// `tcp_enter_loss` saved them (from the statement before the episode began); `None` for
+    /// the ssthresh when the kernel saves none (Recovery entered in CWR).
+    pub prior: Option<(u32, Option<u32>)>,
 }
 
 /// The per-step derivation: episodes start where the kernel calls `tcp_init_undo` —
@@ -71,6 +76,8 @@ pub fn derive(k: &KTrace) -> Vec<Derived> {
     let mut out = Vec::with_capacity(k.steps.len());
     let (mut prev_state, mut prev_retx, mut prev_ssth, mut una) = (CA_OPEN, 0u8, INFINITE_SSTHRESH, 1u32);
     let mut episode: Option<(f64, u32)> = None;
+    let mut prior: Option<(u32, Option<u32>)> = None;
+    let mut prev_cwnd = 0u32;
     let mut high_seq: Option<u32> = None;
     for (i, s) in k.steps.iter().enumerate() {
         let t_prev = if i == 0 { 0.0 } else { k.steps[i - 1].t_ms };
@@ -92,14 +99,19 @@ pub fn derive(k: &KTrace) -> Vec<Derived> {
             && (prev_state <= CA_CWR || episode.is_none() || high_seq.is_none_or(|h| !after(h, una_before)) || (prev_state == CA_LOSS && prev_retx == 0));
         if entered_recovery || reinit_loss {
             episode = Some((t_prev, una));
+            // tcp_current_ssthresh(): ssthresh itself in CWR/Recovery, else max(ssthresh, 3/4 cwnd).
+            let current = if prev_state == CA_CWR || prev_state == CA_RECOVERY { prev_ssth } else { prev_ssth.max((prev_cwnd >> 1) + (prev_cwnd >> 2)) };
+            prior = Some((prev_cwnd, if entered_recovery && prev_state == CA_CWR { None } else { Some(current) }));
         }
         if entered_recovery || rto {
             high_seq = Some(snd_nxt);
         }
-        out.push(Derived { una, t_ev, undos, frto_undo, timeouts, episode, high_seq, prev_state, prev_retransmits: prev_retx, prev_ssthresh: prev_ssth });
+        out.push(Derived { una, t_ev, undos, frto_undo, timeouts, episode, high_seq, prev_state, prev_retransmits: prev_retx, prev_ssthresh: prev_ssth, prev_cwnd, prior });
         if undos > 0 {
             episode = if st == CA_RECOVERY || st == CA_LOSS { Some((t_ev, una)) } else { None };
+            prior = None;
         }
+        prev_cwnd = s.info.snd_cwnd;
         prev_state = st;
         prev_retx = s.info.retransmits;
         prev_ssth = s.info.snd_ssthresh;
@@ -156,6 +168,47 @@ fn i1(k: &KTrace, g: &Ghost) -> Outcome {
                 }
                 Fate::Delivered(_) => {}
             }
+        }
+    }
+    undecided.map_or(Outcome::Holds, |reason| Outcome::Undecided { reason })
+}
+
+/// I11: an undo restores exactly the prior values.
+fn i11(k: &KTrace, _g: &Ghost) -> Outcome {
+    if let Some(o) = no_steps(k) {
+        return o;
+    }
+    let d = derive(k);
+    let mut undecided: Option<String> = None;
+    for (i, s) in k.steps.iter().enumerate() {
+        if d[i].undos == 0 {
+            continue;
+        }
+        let st = s.info.ca_state;
+        let Some((prior_cwnd, prior_ssth)) = d[i].prior else {
+            undecided.get_or_insert(format!("line {}: an undo with no episode start seen before it", s.line));
+            continue;
+        };
+        if st == CA_RECOVERY || st == CA_CWR || (st == CA_LOSS && d[i].timeouts > 0) {
+            undecided.get_or_insert(format!("line {}: the same statement reduced again after the undo", s.line));
+            continue;
+        }
+        let Some(prior_ssth) = prior_ssth else {
+            undecided.get_or_insert(format!("line {}: Recovery was entered in CWR (no prior_ssthresh saved)", s.line));
+            continue;
+        };
+        let (cwnd, ssth) = (s.info.snd_cwnd, s.info.snd_ssthresh);
+        let want_ssth = d[i].prev_ssthresh.max(prior_ssth);
+        let lo = d[i].prev_cwnd.max(prior_cwnd);
+        // The same ACK may grow cwnd afterwards: by what it delivered in slow start (the restored
+        // ssthresh above cwnd), by half of it in congestion avoidance.
+        let dd = k.delivered_delta(i);
+        let hi = lo + if lo < want_ssth { dd } else { dd / 2 } + 1;
+        if ssth != want_ssth || cwnd < lo || cwnd > hi {
+            return Outcome::Violated {
+                line: s.line,
+                detail: format!("undo left cwnd {cwnd}, ssthresh {ssth}; expected ssthresh max({}, prior {prior_ssth}) = {want_ssth} and cwnd max({}, prior {prior_cwnd}) = {lo} (up to {hi} with the same ACK's growth)", d[i].prev_ssthresh, d[i].prev_cwnd),
+            };
         }
     }
     undecided.map_or(Outcome::Holds, |reason| Outcome::Undecided { reason })
@@ -292,6 +345,12 @@ pub fn monitors() -> Vec<Monitor> {
             definition: "tcpi_snd_cwnd >= 1 after every statement",
             blind: "PRR dividing by a zero prior_cwnd (no observable, and a kernel would oops); cwnd between statements",
             check: i3,
+        },
+        Monitor {
+            id: "I11",
+            definition: "at an undo (a TcpExt*Undo counter moved) that leaves the connection out of Recovery/CWR: ssthresh == max(ssthresh before, prior_ssthresh) and max(cwnd before, prior_cwnd) <= cwnd <= that + delivered + 1 in slow start (delivered/2 + 1 in congestion avoidance), with prior_cwnd/prior_ssthresh (tcp_current_ssthresh) computed from the statement before the episode began",
+            blind: "prior_cwnd/prior_ssthresh are recomputed, not read; an undo followed in the same statement by a new reduction (F3) is undecided; the same ACK's congestion avoidance widens the cwnd check",
+            check: i11,
         },
         Monitor {
             id: "I13",

@@ -217,3 +217,20 @@ fn the_trace_reader_maps_sack_blocks_and_finds_dsacks() {
     assert_eq!(k.steps.len(), 1);
     assert_eq!(k.steps[0].acks, vec![0, 1]);
 }
+
+#[test]
+fn i11_checks_the_restored_values() {
+    // F1: prior cwnd 10 and an infinite ssthresh come back.
+    assert_eq!(check("I11", &f1(true, 310), &inferred()), Outcome::Holds);
+    let mut k = f1(true, 310);
+    k.steps[6].info.snd_ssthresh = 7; // the undo kept the reduced ssthresh
+    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { line: 7, .. }));
+    let mut k = f1(true, 310);
+    k.steps[6].info.snd_cwnd = 4; // cwnd not restored to prior_cwnd 10
+    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
+    let mut k = f1(true, 310);
+    k.steps[6].info.snd_cwnd = 12; // slow start after the undo: 10 + 2 delivered
+    assert_eq!(check("I11", &k, &inferred()), Outcome::Holds);
+    k.steps[6].info.snd_cwnd = 14; // more than the ACK could add
+    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
+}

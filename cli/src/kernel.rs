@@ -431,7 +431,7 @@ files of --corpus only) or random:N[,SEED] \
 (trc diff's seeded walks on --profile). Each scenario runs once on the kernel (the running one, in a private network \
 namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
-with a kernel monitor: I1, I2, I3, I13, I14 (docs/properties.md). Exit codes: 0 every property holds, 1 one is \
+with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/properties.md). Exit codes: 0 every property holds, 1 one is \
 violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
 (not root or no tun; with --kernel: no qemu or no kernel image).")]
 pub struct CheckArgs {

@@ -12,6 +12,9 @@ use std::time::Duration;
 pub enum KernelCommand {
     /// Run packetdrill-format scripts against the running kernel, or (--kernel) another kernel in qemu.
     Run(RunArgs),
+    /// Check the properties on a kernel's behaviour: run a suite of scenarios, judge each run
+    /// with the property monitors, and compare it with the model's profile.
+    Check(CheckArgs),
     /// Download and unpack a Debian kernel (cloud-amd64) for `trc kernel run --kernel`.
     Fetch(FetchArgs),
     /// The VM's /init (pid 1 only): runs the scripts of the initramfs and powers off.
@@ -138,6 +141,7 @@ pub fn main(cmd: KernelCommand) -> i32 {
     match cmd {
         KernelCommand::Run(args) if args.kernel.is_some() => vm_cli(args),
         KernelCommand::Run(args) => run_cli(args),
+        KernelCommand::Check(args) => check_cli(args),
         KernelCommand::Fetch(args) => fetch_cli(args),
         KernelCommand::Guest => trc_vm::guest::main(),
     }
@@ -417,4 +421,208 @@ fn run_cli(args: RunArgs) -> i32 {
         return 130;
     }
     report.script.verdict.exit_code()
+}
+
+/// Arguments of `trc kernel check`.
+#[derive(Debug, Args)]
+#[command(after_help = "Suites: regressions (every .pkt under counterexamples/, plus the shortest counterexample of every \
+property on every built-in profile that a kernel can run, exported as trc check --out does), corpus (the .pkt \
+files of --corpus only) or random:N[,SEED] \
+(trc diff's seeded walks on --profile). Each scenario runs once on the kernel (the running one, in a private network \
+namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
+violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
+with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/properties.md). Exit codes: 0 every property holds, 1 one is \
+violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
+(not root or no tun; with --kernel: no qemu or no kernel image).")]
+pub struct CheckArgs {
+    /// regressions, corpus or random:N[,SEED].
+    #[arg(long, default_value = "regressions")]
+    pub suite: String,
+    /// Only these properties (comma-separated ids).
+    #[arg(long, value_delimiter = ',', value_name = "I1,I2,...")]
+    pub properties: Vec<String>,
+    /// The model's profile the kernel is compared with (and random walks are drawn on).
+    #[arg(long, default_value = "linux-6.18", value_name = "NAME|FILE.toml")]
+    pub profile: String,
+    /// The counterexamples/ directory (default ./counterexamples, else the one of the source tree trc was built from).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// Keep the generated scripts and write report.json here (default: a temporary directory, removed).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Threads for generating the engine's counterexamples.
+    #[arg(long, default_value = "0")]
+    pub threads: usize,
+    /// Boot this kernel in qemu and run the suite there (as `trc kernel run --kernel`).
+    #[arg(long, value_name = "VMLINUZ")]
+    pub kernel: Option<String>,
+    #[arg(long, value_name = "DIR", requires = "kernel")]
+    pub modules: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto", requires = "kernel")]
+    pub accel: AccelArg,
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    #[arg(long, value_name = "SECS", requires = "kernel")]
+    pub vm_timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", default_value = "120", requires = "kernel")]
+    pub script_timeout: f64,
+    #[arg(long, value_name = "MB", default_value = "1024", requires = "kernel")]
+    pub memory: u32,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn default_corpus() -> PathBuf {
+    let here = PathBuf::from("counterexamples");
+    if here.is_dir() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples")
+}
+
+fn check_cli(args: CheckArgs) -> i32 {
+    let what = "trc kernel check";
+    let suite = match trc_diff::kcheck::Suite::parse(&args.suite) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return 2;
+        }
+    };
+    let mons = match trc_diff::kcheck::monitor::select(&args.properties) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return 2;
+        }
+    };
+    let profile = match crate::check::load_profile(&args.profile) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return 2;
+        }
+    };
+    if !(args.script_timeout.is_finite() && args.script_timeout >= 1.0) || args.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || args.memory < 256 {
+        eprintln!("{what}: --script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB");
+        return 2;
+    }
+    let corpus = args.corpus.clone().unwrap_or_else(default_corpus);
+    // Skips first: nothing is generated for a run that cannot happen.
+    let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
+    let vm = match &args.kernel {
+        None => {
+            if let Some(r) = trc_kernel::skip_reason() {
+                eprintln!("{what}: skipped: {r}");
+                return trc_kernel::EXIT_SKIPPED;
+            }
+            None
+        }
+        Some(k) => {
+            let img = match resolve_kernel(k, args.modules.as_deref(), &cache) {
+                Ok(i) => i,
+                Err(e) => return vm_error(what, &e),
+            };
+            if let Err(e) = trc_vm::host::find_qemu(None) {
+                return vm_error(what, &e);
+            }
+            Some(img)
+        }
+    };
+    let (work, _cleanup) = match &args.out {
+        Some(d) => (d.clone(), None),
+        None => {
+            let d = std::env::temp_dir().join(format!("trc-kcheck-{}", std::process::id()));
+            (d.clone(), Some(trc_vm::RemoveOnDrop(d)))
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&work) {
+        eprintln!("{what}: {}: {e}", work.display());
+        return 2;
+    }
+    let t0 = std::time::Instant::now();
+    let cases = match trc_diff::kcheck::plan(&suite, &corpus, &work, &profile, args.threads, &mut |m| eprintln!("{what}: {m}")) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return 2;
+        }
+    };
+    let n = cases.len();
+    eprintln!("{what}: {n} scenarios ({:.1} s to prepare)", t0.elapsed().as_secs_f64());
+    let (kernel_desc, runs) = match vm {
+        None => {
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
+            let opts = trc_kernel::RunOptions { handle_signals: true, ..Default::default() };
+            let runs = trc_diff::kcheck::run_host(&cases, &opts, &mut |i, c, r| {
+                let v = match r {
+                    Ok(r) => r.script.verdict.render(),
+                    Err(e) => format!("error: {e}"),
+                };
+                eprintln!("{what}: [{}/{n}] {}: {v}", i + 1, c.name)
+            });
+            (format!("{release} (running kernel)"), runs)
+        }
+        Some(img) => {
+            let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
+            spec.accel = match args.accel {
+                AccelArg::Auto => trc_vm::Accel::Auto,
+                AccelArg::Kvm => trc_vm::Accel::Kvm,
+                AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
+            };
+            spec.timeout = args.vm_timeout.map(Duration::from_secs_f64);
+            spec.script_timeout = Duration::from_secs_f64(args.script_timeout);
+            spec.cache_dir = cache.clone();
+            spec.memory_mb = args.memory;
+            let paths: Vec<PathBuf> = cases.iter().map(|c| c.path.clone()).collect();
+            let mut progress = |e: &trc_vm::Event| match e {
+                trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
+                trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
+                trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
+                trc_vm::Event::ScriptEnd { index, name, rc, wall_s } => eprintln!("{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
+                trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
+                _ => {}
+            };
+            let run = match trc_vm::run_in_vm_with(&spec, &paths, &mut progress) {
+                Ok(r) => r,
+                Err(e) => return vm_error(what, &e),
+            };
+            let runs: Vec<Result<trc_kernel::RunReport, String>> = cases
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let s = run.scripts.iter().find(|s| s.path == c.path).or(run.scripts.get(i));
+                    match s {
+                        None => Err("no result from the VM".into()),
+                        Some(s) => match (&s.outcome, s.report()) {
+                            (trc_vm::ScriptOutcome::Ran { .. }, Some(r)) => Ok(r.clone()),
+                            (trc_vm::ScriptOutcome::Error { message, .. }, _) => Err(format!("in the VM: {message}")),
+                            _ => Err("no result from the VM".into()),
+                        },
+                    }
+                })
+                .collect();
+            let release = if run.release.is_empty() { img.release.clone() } else { run.release.clone() };
+            eprintln!("{what}: VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU", run.boot.wall_s, run.total.wall_s, run.total.cpu_s);
+            (format!("{release} (VM, {})", run.accelerator), runs)
+        }
+    };
+    let rep = trc_diff::kcheck::report(&suite, kernel_desc, &profile, &cases, &runs, &mons);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rep).unwrap_or_default());
+    } else {
+        print!("{}", rep.render());
+        println!("total: {:.1} s", t0.elapsed().as_secs_f64());
+    }
+    if args.out.is_some() {
+        if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &rep) {
+            eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
+            return 2;
+        }
+    }
+    if trc_kernel::sys::interrupted() {
+        return 130;
+    }
+    rep.exit_code()
 }

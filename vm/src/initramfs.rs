@@ -254,7 +254,7 @@ pub fn python_files(python: &Path) -> Result<(String, Vec<PathBuf>), Error> {
          atexit.register(_trc_files)\n{}",
         trc_pkt::python::DRIVER
     );
-    let input = r#"{"file":"t.pkt","blocks":[
+    let input = r#"{"file":"t.pkt","common":{},"blocks":[
         {"line":1,"code":"x = 1\nprint('%d %s' % (x, 'y'))","bindings":{"tcpi_snd_cwnd":7},"missing":[]},
         {"line":2,"code":"assert tcpi_snd_cwnd == 8, 'cwnd %d' % tcpi_snd_cwnd","bindings":{"tcpi_snd_cwnd":7},"missing":[]},
         {"line":3,"code":"assert tcpi_snd_cwnd in range(1, 10) and (1, 2) == (1, 2)","bindings":{"tcpi_snd_cwnd":7},"missing":[]},

@@ -1,0 +1,453 @@
+//! `trc kernel check`: the catalogue's invariants checked on a real kernel's behaviour.
+//!
+//! A *suite* is a list of scenarios (packetdrill scripts with their ghost truth, [`ghost`]). Each
+//! runs once on a kernel — the running one here ([`run_host`]), or another in a VM (the CLI runs
+//! the same scripts through `trc-vm` and hands back the reports) — and the property monitors
+//! ([`monitor`]) judge the run from what it observed ([`observe`]). Side by side, the script is
+//! replayed on the model's profile, and the first line where the kernel and the profile differ
+//! is reported: "violated on this kernel" and "this kernel behaves differently from the profile
+//! here" are two separate answers.
+//!
+//! Suites: `regressions` (every `.pkt` under `counterexamples/`, plus the shortest
+//! counterexample of every property on every built-in profile that a kernel can run, exported
+//! as `trc check --out` does), `corpus` (the scripts only) and `random:N[,SEED]` (`trc diff`'s
+//! seeded walks).
+
+pub mod ghost;
+pub mod monitor;
+pub mod observe;
+
+pub use ghost::{Fate, Ghost, GhostSource};
+pub use monitor::{monitors, Monitor, Outcome};
+pub use observe::KTrace;
+
+use crate::generate::{generate, GenOptions};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use trc_kernel::RunReport;
+use trc_model::model::{State, TcpModel};
+use trc_model::{Config, Profile};
+use trc_pkt::report::{LineResult, Status};
+
+/// Which scenarios.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Suite {
+    Regressions,
+    /// Only the scripts of the corpus directory (no engine counterexamples).
+    Corpus,
+    Random { n: usize, seed: u64 },
+}
+
+impl Suite {
+    /// `regressions` or `random:N[,SEED]` (seed 1 by default).
+    pub fn parse(s: &str) -> Result<Suite, String> {
+        if s == "regressions" {
+            return Ok(Suite::Regressions);
+        }
+        if s == "corpus" {
+            return Ok(Suite::Corpus);
+        }
+        if let Some(rest) = s.strip_prefix("random:") {
+            let mut it = rest.splitn(2, ',');
+            let n = it.next().unwrap_or("").parse::<usize>().map_err(|_| format!("--suite {s}: expected random:N[,SEED] with N a number"))?;
+            let seed = match it.next() {
+                Some(x) => x.parse::<u64>().map_err(|_| format!("--suite {s}: SEED must be a number"))?,
+                None => 1,
+            };
+            if n == 0 || n > 10_000 {
+                return Err(format!("--suite {s}: N must be between 1 and 10000"));
+            }
+            return Ok(Suite::Random { n, seed });
+        }
+        Err(format!("--suite {s}: expected regressions, corpus or random:N[,SEED]"))
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Suite::Regressions => "regressions".into(),
+            Suite::Corpus => "corpus".into(),
+            Suite::Random { n, seed } => format!("random:{n},{seed}"),
+        }
+    }
+}
+
+/// One scenario of a suite.
+#[derive(Clone, Debug, Serialize)]
+pub struct Case {
+    pub name: String,
+    /// Where it comes from.
+    pub origin: String,
+    /// The script on disk (its directory holds what its shell lines name).
+    pub path: PathBuf,
+    #[serde(skip)]
+    pub text: String,
+    pub ghost: Ghost,
+}
+
+impl Case {
+    fn from_file(path: &Path, name: String, origin: String) -> Result<Case, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        trc_pkt::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+        let ghost = Ghost::of_script(&text);
+        Ok(Case { name, origin, path: path.to_path_buf(), text, ghost })
+    }
+}
+
+fn pkt_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        if p.is_dir() {
+            pkt_files(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "pkt") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The shortest counterexample of every property on every built-in profile (default bounds,
+/// both SACK modes), exported into `dir` like `trc check --out`; only kernel-runnable ones, and
+/// one script for profiles whose counterexample is the same (its origin lists them all).
+pub fn engine_counterexamples(dir: &Path, threads: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Case>, String> {
+    let specs = trc_properties::catalogue();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut bodies: Vec<(String, String)> = Vec::new();
+    for p in Profile::builtin() {
+        let model = TcpModel::new(Config::default(), p.clone()).with_properties(trc_properties::properties(&specs));
+        let opts = trc_engine::Options { threads, ..trc_engine::Options::default() };
+        let report = trc_engine::check_with(&model, &opts, None, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
+        let mut n = 0;
+        for pr in &report.properties {
+            let (trc_engine::Verdict::Violated, Some(path)) = (pr.verdict, &pr.path) else { continue };
+            let id = pr.name.split(':').next().unwrap_or(pr.name);
+            let statement = specs.iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
+            let subject = trc_trace::export::Subject { id, name: pr.name, statement };
+            let x = trc_trace::export::export(&model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id} on {}: {e}", p.name))?;
+            if !x.trace.kernel_runnable {
+                continue;
+            }
+            // Several profiles often share one shortest counterexample: run its script once.
+            let body: String = x.pkt.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+            if let Some(i) = bodies.iter().position(|b| *b == (id.to_string(), body.clone())) {
+                let c: &mut Case = &mut cases[i];
+                c.origin = c.origin.replacen(" (", &format!(", {} (", p.name), 1);
+                continue;
+            }
+            let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let name = format!("check/{}", f.file_name().unwrap_or_default().to_string_lossy());
+            cases.push(Case::from_file(&f, name, format!("shortest counterexample of {id} on {} ({} events, trc check default bounds)", p.name, path.actions.len()))?);
+            bodies.push((id.to_string(), body));
+            n += 1;
+        }
+        log(&format!("{}: {} states, {n} kernel-runnable counterexample(s)", p.name, report.unique_states));
+    }
+    Ok(cases)
+}
+
+/// The scenarios of `suite`. `corpus` is the `counterexamples/` directory; generated scripts go
+/// under `work`.
+pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, threads: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Case>, String> {
+    match suite {
+        Suite::Regressions | Suite::Corpus => {
+            let mut files = Vec::new();
+            pkt_files(corpus, &mut files).map_err(|e| format!("{}: {e}", corpus.display()))?;
+            if files.is_empty() {
+                return Err(format!("{}: no .pkt scripts (the suite needs the repository's counterexamples/ directory; --corpus names it)", corpus.display()));
+            }
+            let mut cases = Vec::new();
+            for f in &files {
+                let rel = f.strip_prefix(corpus).unwrap_or(f).display().to_string();
+                cases.push(Case::from_file(f, rel.clone(), format!("counterexamples/{rel}"))?);
+            }
+            if *suite == Suite::Regressions {
+                cases.extend(engine_counterexamples(&work.join("check"), threads, log)?);
+            }
+            Ok(cases)
+        }
+        Suite::Random { n, seed } => {
+            let g = GenOptions::default();
+            let dir = work.join("random");
+            trc_trace::write_defaults(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let mut cases = Vec::new();
+            for i in 0..*n {
+                let sc = generate(profile, *seed, i, &g);
+                let x = crate::export_actions(profile, &sc, &sc.actions, &g).map_err(|e| format!("scenario {i}: {e}"))?;
+                let f = dir.join(format!("{}.pkt", sc.name()));
+                trc_trace::write_atomic(&f, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
+                cases.push(Case::from_file(&f, format!("random/{}", sc.name()), format!("trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})", sc.actions.len(), sc.seed))?);
+            }
+            Ok(cases)
+        }
+    }
+}
+
+/// Runs every case on the running kernel, one at a time (`trc_kernel::run_file`, which takes the
+/// machine-wide lock). `Err` for a case: no report (setup error).
+pub fn run_host(cases: &[Case], opts: &trc_kernel::RunOptions, log: &mut dyn FnMut(usize, &Case, &Result<RunReport, String>)) -> Vec<Result<RunReport, String>> {
+    let mut out = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let r = trc_kernel::run_file(&c.path, opts).map_err(|e| e.to_string());
+        log(i, c, &r);
+        out.push(r);
+        if trc_kernel::sys::interrupted() {
+            break;
+        }
+    }
+    out
+}
+
+/// The first line where the kernel run and the profile's replay differ.
+#[derive(Clone, Debug, Serialize)]
+pub struct Divergence {
+    pub line: u32,
+    pub text: String,
+    pub kernel: String,
+    pub profile: String,
+    /// The kernel's side is a timing error (a late or early packet), not a value.
+    pub timing: bool,
+}
+
+fn line_view(l: Option<&LineResult>) -> String {
+    match l {
+        None => "not reached".into(),
+        Some(l) => {
+            let mut s = format!("{:?}", l.status).to_lowercase();
+            if let Some(a) = &l.actual {
+                s.push_str(&format!(" (got {a})"));
+            } else if l.status == Status::Fail {
+                if let Some(m) = &l.message {
+                    s.push_str(&format!(" ({m})"));
+                }
+            }
+            s
+        }
+    }
+}
+
+/// Compares two runs of one script line by line: the first line that passes on one and fails
+/// on the other, or fails on both with different values. A line applied on one side and passed
+/// on the other agrees (a shell line is run by the kernel and read by the model); a line the
+/// model cannot check (out of scope) is skipped.
+pub fn first_divergence(kernel: &[LineResult], profile: &[LineResult]) -> Option<Divergence> {
+    let norm = |l: Option<&LineResult>| match l.map(|l| l.status) {
+        None => Some(None),
+        Some(Status::OutOfScope) => None,
+        Some(Status::Fail) => Some(Some(false)),
+        Some(Status::Pass | Status::Applied) => Some(Some(true)),
+    };
+    let mut lines: Vec<u32> = kernel.iter().chain(profile).map(|l| l.line).collect();
+    lines.sort_unstable();
+    lines.dedup();
+    for ln in lines {
+        let k = kernel.iter().find(|l| l.line == ln);
+        let p = profile.iter().find(|l| l.line == ln);
+        let differ = match (norm(k), norm(p)) {
+            (None, _) | (_, None) => false,
+            (Some(None), Some(None)) => false,
+            (Some(a), Some(b)) if a != b => true,
+            (Some(Some(false)), Some(Some(false))) => k.unwrap().actual != p.unwrap().actual,
+            _ => false,
+        };
+        if differ {
+            let text = k.or(p).map(|l| l.text.trim().to_string()).unwrap_or_default();
+            let timing = k.is_some_and(|l| l.status == Status::Fail && l.message.as_deref().is_some_and(|m| m.starts_with("timing error")));
+            return Some(Divergence { line: ln, text, kernel: line_view(k), profile: line_view(p), timing });
+        }
+    }
+    None
+}
+
+/// One scenario's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseResult {
+    pub name: String,
+    pub origin: String,
+    pub path: String,
+    pub ghost: GhostSource,
+    /// The kernel run's verdict on the script's own checks (`passed`, `failed at line L`...), or
+    /// why there is no run.
+    pub kernel: String,
+    pub kernel_ran: bool,
+    /// Property id → the monitor's verdict (absent: no run).
+    pub properties: BTreeMap<String, Outcome>,
+    /// The profile's replay of the script: its verdict.
+    pub profile: String,
+    pub divergence: Option<Divergence>,
+    /// Segments the kernel took in (the size of the scenario, for "shortest").
+    pub inbound: usize,
+}
+
+/// Per property over the suite.
+#[derive(Clone, Debug, Serialize)]
+pub struct PropertySummary {
+    pub id: String,
+    /// `holds`, `violated` or `undecided` (no scenario decided it).
+    pub verdict: String,
+    pub decided: usize,
+    pub undecided: usize,
+    pub violated: Vec<String>,
+    /// The violating scenario with the fewest inbound segments (its name), its line and why.
+    pub shortest: Option<(String, u32, String)>,
+    /// That scenario's script.
+    pub shortest_path: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub suite: String,
+    /// `running kernel RELEASE` or the VM's description.
+    pub kernel: String,
+    pub profile: String,
+    pub cases: Vec<CaseResult>,
+    pub properties: Vec<PropertySummary>,
+    /// Scenarios with no kernel report.
+    pub not_run: usize,
+}
+
+fn verdict_text(r: &RunReport) -> String {
+    if r.passed() {
+        return "passed".into();
+    }
+    match r.script.lines.iter().find(|l| l.status == Status::Fail) {
+        Some(l) => format!("failed at line {}: {}", l.line, l.message.clone().unwrap_or_else(|| l.text.trim().to_string())),
+        None => r.script.verdict.render(),
+    }
+}
+
+/// Judges one case's run and replays it on `profile`.
+pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], profile: &Profile) -> CaseResult {
+    let replay = trc_pkt::parse(&c.text, &c.path.display().to_string()).map(|s| trc_trace::replay::replay(&s, &c.path.display().to_string(), profile, &trc_trace::replay::ReplayOptions::default()));
+    let (profile_verdict, replay_lines) = match &replay {
+        Ok(r) => (
+            match r.first_failure() {
+                None => r.script.verdict.render(),
+                Some(l) => format!("failed at line {}: {}", l.line, l.message.clone().unwrap_or_default()),
+            },
+            r.script.lines.clone(),
+        ),
+        Err(e) => (format!("not replayed: {e}"), Vec::new()),
+    };
+    let mut res = CaseResult {
+        name: c.name.clone(),
+        origin: c.origin.clone(),
+        path: c.path.display().to_string(),
+        ghost: c.ghost.source.clone(),
+        kernel: String::new(),
+        kernel_ran: false,
+        properties: BTreeMap::new(),
+        profile: profile_verdict,
+        divergence: None,
+        inbound: 0,
+    };
+    match run {
+        Err(e) => res.kernel = format!("not run: {e}"),
+        Ok(r) => {
+            res.kernel_ran = true;
+            res.kernel = verdict_text(r);
+            let k = KTrace::from_report(r);
+            res.inbound = k.acks.len();
+            for m in mons {
+                res.properties.insert(m.id.to_string(), (m.check)(&k, &c.ghost));
+            }
+            res.divergence = first_divergence(&r.script.lines, &replay_lines);
+        }
+    }
+    res
+}
+
+/// The whole report from the cases and their runs (`runs[i]` for `cases[i]`; missing ones count
+/// as not run).
+pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor]) -> CheckReport {
+    let missing: Result<RunReport, String> = Err("no result (interrupted)".into());
+    let results: Vec<CaseResult> = cases.iter().enumerate().map(|(i, c)| evaluate(c, runs.get(i).unwrap_or(&missing), mons, profile)).collect();
+    let mut props = Vec::new();
+    for m in mons {
+        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None, shortest_path: None };
+        let mut best: Option<(usize, String, u32, String, String)> = None;
+        for r in &results {
+            match r.properties.get(m.id) {
+                Some(Outcome::Holds) => s.decided += 1,
+                Some(Outcome::Violated { line, detail }) => {
+                    s.decided += 1;
+                    s.violated.push(r.name.clone());
+                    if best.as_ref().is_none_or(|b| r.inbound < b.0) {
+                        best = Some((r.inbound, r.name.clone(), *line, detail.clone(), r.path.clone()));
+                    }
+                }
+                Some(Outcome::Undecided { .. }) => s.undecided += 1,
+                None => {}
+            }
+        }
+        s.shortest_path = best.as_ref().map(|b| b.4.clone());
+        s.shortest = best.map(|b| (b.1, b.2, b.3));
+        s.verdict = if !s.violated.is_empty() { "violated" } else if s.decided > 0 { "holds" } else { "undecided" }.into();
+        props.push(s);
+    }
+    let not_run = results.iter().filter(|r| !r.kernel_ran).count();
+    CheckReport { suite: suite.name(), kernel, profile: profile.name.clone(), cases: results, properties: props, not_run }
+}
+
+impl CheckReport {
+    /// 1 if a property is violated; else 3 if a scenario did not run or a property was decided
+    /// by none; else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.properties.iter().any(|p| p.verdict == "violated") {
+            1
+        } else if self.not_run > 0 || self.properties.iter().any(|p| p.verdict == "undecided") {
+            3
+        } else {
+            0
+        }
+    }
+
+    /// One line per scenario.
+    pub fn case_line(r: &CaseResult) -> String {
+        let props: Vec<String> = r
+            .properties
+            .iter()
+            .filter(|(_, o)| !matches!(o, Outcome::Holds))
+            .map(|(id, o)| match o {
+                Outcome::Violated { line, .. } => format!("{id} VIOLATED (line {line})"),
+                _ => format!("{id} undecided"),
+            })
+            .collect();
+        let div = match &r.divergence {
+            None if r.kernel_ran => "same as the profile".to_string(),
+            None => String::new(),
+            Some(d) => format!("differs from the profile at line {}{} ({}): kernel {}, profile {}", d.line, if d.timing { " [timing]" } else { "" }, d.text, d.kernel, d.profile),
+        };
+        format!("{}: kernel {}; {}; {}", r.name, r.kernel, if props.is_empty() { "all hold".to_string() } else { props.join(", ") }, div)
+    }
+
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let _ = writeln!(o, "trc kernel check: suite {}, {} scenarios, kernel {}, profile {}", self.suite, self.cases.len(), self.kernel, self.profile);
+        for r in &self.cases {
+            let _ = writeln!(o, "  {}", Self::case_line(r));
+        }
+        let _ = writeln!(o);
+        for p in &self.properties {
+            let name = trc_properties::catalogue().into_iter().find(|s| s.id == p.id).map(|s| s.name).unwrap_or("");
+            let word = match p.verdict.as_str() {
+                "violated" => "VIOLATED",
+                v => v,
+            };
+            let _ = writeln!(o, "  {name:<72} {word} ({} decided, {} undecided)", p.decided, p.undecided);
+            if let Some((name, line, detail)) = &p.shortest {
+                let _ = writeln!(o, "      in {} scenario(s): {}", p.violated.len(), p.violated.join(", "));
+                let _ = writeln!(o, "      shortest: {name} line {line}: {detail}");
+            }
+        }
+        let differ = self.cases.iter().filter(|r| r.divergence.as_ref().is_some_and(|d| !d.timing)).count();
+        let timing = self.cases.iter().filter(|r| r.divergence.as_ref().is_some_and(|d| d.timing)).count();
+        let _ = writeln!(o, "\n{differ} of {} scenarios behave differently from profile {} (first differing line above), {timing} differ first by a timing error; {} not run", self.cases.len(), self.profile, self.not_run);
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,236 @@
+//! The monitors on hand-built traces: each can fail, each can hold, and a run that does not show
+//! which copy arrived is undecided.
+
+use super::ghost::Ghost;
+use super::monitor::{monitors, Outcome};
+use super::observe::*;
+use std::collections::BTreeMap;
+use trc_kernel::packet::WireOption;
+use trc_kernel::{RunReport, TcpInfoSnapshot, TraceEvent, TraceSegment};
+
+fn info(ca: u8, cwnd: u32, ssth: u32, retransmits: u8, delivered: u32) -> TcpInfoSnapshot {
+    TcpInfoSnapshot {
+        state: 1,
+        ca_state: ca,
+        ca_state_name: ["Open", "Disorder", "CWR", "Recovery", "Loss"][ca as usize].into(),
+        snd_cwnd: cwnd,
+        snd_ssthresh: ssth,
+        unacked: 0,
+        sacked: 0,
+        lost: 0,
+        retrans: 0,
+        total_retrans: 0,
+        reordering: 3,
+        retransmits,
+        backoff: 0,
+        rto_us: 0,
+        rtt_us: 0,
+        rttvar_us: 0,
+        delivered,
+        dsack_dups: 0,
+        bytes_retrans: 0,
+    }
+}
+
+/// A trace built event by event; counters are cumulative, as the runner records them.
+#[derive(Default)]
+struct B {
+    k: KTrace,
+    t: f64,
+    counters: BTreeMap<String, i64>,
+    line: u32,
+    pending: Vec<usize>,
+}
+
+impl B {
+    fn new(sack: bool, ts: bool) -> B {
+        B { k: KTrace { sack, ts, ..Default::default() }, ..Default::default() }
+    }
+    fn send(&mut self, seq: u32, end: u32, tsval: u32) -> &mut Self {
+        self.t += 1.0;
+        let max = self.k.sends.iter().map(|s| s.end).max().unwrap_or(1);
+        self.k.sends.push(Send { t_ms: self.t, seq, end, tsval: self.k.ts.then_some(tsval), retrans: seq < max });
+        self
+    }
+    fn ack(&mut self, ack: u32, sacks: &[(u32, u32)], dsack: Option<(u32, u32)>, ecr: u32) -> &mut Self {
+        self.t += 1.0;
+        self.k.acks.push(Ack { t_ms: self.t, line: self.line + 1, ack, sacks: sacks.to_vec(), dsack, tsecr: self.k.ts.then_some(ecr) });
+        self.pending.push(self.k.acks.len() - 1);
+        self
+    }
+    fn count(&mut self, name: &str) -> &mut Self {
+        *self.counters.entry(name.to_string()).or_default() += 1;
+        self
+    }
+    fn step(&mut self, i: TcpInfoSnapshot) -> &mut Self {
+        self.t += 0.5;
+        self.line += 1;
+        self.k.steps.push(Step { line: self.line, t_ms: self.t, info: i, counters: self.counters.clone(), acks: std::mem::take(&mut self.pending) });
+        self
+    }
+}
+
+fn check(id: &str, k: &KTrace, g: &Ghost) -> Outcome {
+    (monitors().into_iter().find(|m| m.id == id).unwrap().check)(k, g)
+}
+
+fn inferred() -> Ghost {
+    Ghost::of_script("// hand-written\n")
+}
+
+/// Finding F1's shape: seg 2 only delayed, seg 4 really lost; the RTO during Recovery, then the
+/// delayed original's ACK (echoing the first flight's TSval) undoes the episode. `last_ecr` is
+/// what the final ACK (filling the hole at 3001) echoes.
+fn f1(ts: bool, last_ecr: u32) -> KTrace {
+    let mut b = B::new(true, ts);
+    b.send(1, 5001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+    b.ack(1001, &[], None, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 1));
+    b.ack(1001, &[(2001, 3001)], None, 200).step(info(1, 10, INFINITE_SSTHRESH, 0, 2));
+    b.send(1001, 2001, 300).step(info(3, 3, 7, 0, 2));
+    b.ack(1001, &[(2001, 3001), (4001, 5001)], None, 200).send(3001, 4001, 310).step(info(3, 2, 7, 0, 3));
+    b.count("TcpExtTCPTimeouts").send(1001, 2001, 400).step(info(4, 1, 7, 1, 3));
+    b.count("TcpExtTCPLossUndo").ack(3001, &[(4001, 5001)], None, 200).step(info(1, 10, INFINITE_SSTHRESH, 0, 5));
+    b.ack(5001, &[], None, last_ecr).step(info(0, 10, INFINITE_SSTHRESH, 0, 6));
+    b.k.clone()
+}
+
+#[test]
+fn i1_fails_on_f1_from_the_scripts_timestamps() {
+    let o = check("I1", &f1(true, 310), &inferred());
+    let Outcome::Violated { line, detail } = o else { panic!("{o:?}") };
+    assert_eq!(line, 7, "the statement of the undo");
+    assert!(detail.contains("3001:4001") && detail.contains("LossUndo"), "{detail}");
+}
+
+#[test]
+fn i1_holds_when_the_hole_filler_echoes_the_original() {
+    // The last ACK echoes the first flight: 3001:4001's original was only delayed too.
+    assert_eq!(check("I1", &f1(true, 200), &inferred()), Outcome::Holds);
+}
+
+#[test]
+fn i1_without_timestamps_is_undecided_unless_declared() {
+    assert!(matches!(check("I1", &f1(false, 0), &inferred()), Outcome::Undecided { .. }));
+    let declared = Ghost::of_script("// model segment k = bytes 1+1000k\n// step 1: the network drops seg 4 (3001:4001, original sent at 0 ms): it is never ACKed\n");
+    assert!(matches!(check("I1", &f1(false, 0), &declared), Outcome::Violated { .. }));
+    let none_dropped = Ghost::of_script("// model segment k = bytes 1+1000k\n");
+    assert_eq!(check("I1", &f1(false, 0), &none_dropped), Outcome::Holds);
+}
+
+#[test]
+fn i1_a_dsack_proves_the_original_arrived() {
+    let mut k = f1(true, 310);
+    k.acks.last_mut().unwrap().dsack = Some((3001, 4001));
+    assert_eq!(check("I1", &k, &inferred()), Outcome::Holds);
+}
+
+/// A non-SACK RTO recovery of seg 1 (1:1001) of 5; `exit_at_high_seq` leaves Loss on the ACK that
+/// reaches high_seq (5001) instead of holding.
+fn nonsack_rto(exit_at_high_seq: bool) -> KTrace {
+    let mut b = B::new(false, true);
+    b.send(1, 5001, 200).step(info(0, 5, INFINITE_SSTHRESH, 0, 0));
+    b.count("TcpExtTCPTimeouts").send(1, 1001, 452).step(info(4, 1, 3, 1, 0));
+    b.ack(1, &[], None, 200).step(info(4, 1, 3, 1, 0));
+    b.ack(5001, &[], None, 452).step(info(if exit_at_high_seq { 0 } else { 4 }, 3, 3, 0, 5));
+    b.send(5001, 6001, 514).ack(6001, &[], None, 514).step(info(0, 4, 3, 0, 6));
+    b.k.clone()
+}
+
+#[test]
+fn i14_fails_when_leaving_loss_at_high_seq() {
+    assert!(matches!(check("I14", &nonsack_rto(true), &inferred()), Outcome::Violated { line: 4, .. }));
+    assert_eq!(check("I14", &nonsack_rto(false), &inferred()), Outcome::Holds);
+    let mut sack = nonsack_rto(true);
+    sack.sack = true;
+    assert_eq!(check("I14", &sack, &inferred()), Outcome::Holds, "a SACK sender is not held");
+}
+
+fn recovery_exit(cwnd_at_exit: u32) -> KTrace {
+    let mut b = B::new(true, true);
+    b.send(1, 9001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+    b.ack(1, &[(1001, 4001)], None, 200).send(1, 1001, 300).step(info(3, 7, 7, 0, 3));
+    b.ack(9001, &[], None, 300).step(info(0, cwnd_at_exit, 7, 0, 9));
+    b.k.clone()
+}
+
+#[test]
+fn i13_fails_when_recovery_ends_off_ssthresh() {
+    assert_eq!(check("I13", &recovery_exit(7), &inferred()), Outcome::Holds);
+    assert_eq!(check("I13", &recovery_exit(9), &inferred()), Outcome::Holds, "within congestion avoidance's slack for 6 delivered");
+    assert!(matches!(check("I13", &recovery_exit(3), &inferred()), Outcome::Violated { line: 3, .. }));
+    assert!(matches!(check("I13", &recovery_exit(20), &inferred()), Outcome::Violated { .. }));
+}
+
+fn rto_in_recovery(ssthresh_after: u32) -> KTrace {
+    let mut b = B::new(true, true);
+    b.send(1, 9001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+    b.ack(1, &[(1001, 4001)], None, 200).send(1, 1001, 300).step(info(3, 7, 7, 0, 3));
+    b.count("TcpExtTCPTimeouts").send(1, 1001, 500).step(info(4, 1, ssthresh_after, 1, 3));
+    b.k.clone()
+}
+
+#[test]
+fn i2_fails_on_a_second_reduction_in_one_window() {
+    assert_eq!(check("I2", &rto_in_recovery(7), &inferred()), Outcome::Holds, "6.18 keeps ssthresh for an RTO in Recovery");
+    assert!(matches!(check("I2", &rto_in_recovery(2), &inferred()), Outcome::Violated { line: 3, .. }));
+}
+
+#[test]
+fn i3_fails_on_a_zero_cwnd() {
+    assert_eq!(check("I3", &rto_in_recovery(7), &inferred()), Outcome::Holds);
+    let mut k = rto_in_recovery(7);
+    k.steps[2].info.snd_cwnd = 0;
+    assert!(matches!(check("I3", &k, &inferred()), Outcome::Violated { line: 3, .. }));
+}
+
+#[test]
+fn an_empty_run_decides_nothing() {
+    for m in monitors() {
+        assert!(matches!((m.check)(&KTrace::default(), &inferred()), Outcome::Undecided { .. }), "{}", m.id);
+    }
+}
+
+fn seg(flags: &str, seq: u32, len: usize, ack: u32, off_seq: u32, off_ack: u32, options: Vec<WireOption>) -> TraceSegment {
+    TraceSegment { flags: flags.into(), seq, end_seq: seq + len as u32, len, ack, win: 320, options, live_seq: seq.wrapping_add(off_seq), live_ack: ack.wrapping_add(off_ack), text: String::new() }
+}
+
+#[test]
+fn the_trace_reader_maps_sack_blocks_and_finds_dsacks() {
+    let off = 0x1000_0000u32; // our ISN: live = script + off
+    let mut r = RunReport::new("x.pkt".into());
+    let ts = |v, e| WireOption::Timestamp { val: v, ecr: e };
+    r.trace.push(TraceEvent::Inbound { t_ms: 0.0, line: 1, segment: seg("S", 0, 0, 0, 0, 0, vec![WireOption::SackOk, ts(1, 0)]) });
+    r.trace.push(TraceEvent::Outbound { t_ms: 0.1, line: Some(2), segment: seg("S.", 0, 0, 1, off, 0, vec![WireOption::SackOk, ts(7, 1)]) });
+    r.trace.push(TraceEvent::Outbound { t_ms: 1.0, line: Some(4), segment: seg("P.", 1, 3000, 1, off, 0, vec![ts(9, 1)]) });
+    r.trace.push(TraceEvent::Outbound { t_ms: 2.0, line: Some(5), segment: seg(".", 1, 1000, 1, off, 0, vec![ts(11, 1)]) });
+    let sack = |blocks: Vec<(u32, u32)>| WireOption::Sack { blocks: blocks.into_iter().map(|(a, b)| (a + off, b + off)).collect() };
+    r.trace.push(TraceEvent::Inbound { t_ms: 3.0, line: 6, segment: seg(".", 1, 0, 3001, 0, off, vec![sack(vec![(1, 1001)]), ts(2, 11)]) });
+    r.trace.push(TraceEvent::Inbound { t_ms: 4.0, line: 7, segment: seg(".", 1, 0, 1, 0, off, vec![sack(vec![(1001, 2001), (1001, 3001)])]) });
+    r.trace.push(TraceEvent::TcpInfo { t_ms: 4.5, line: 7, info: info(0, 10, INFINITE_SSTHRESH, 0, 3), counters: BTreeMap::new() });
+    let k = KTrace::from_report(&r);
+    assert!(k.sack && k.ts);
+    assert_eq!(k.sends.len(), 2);
+    assert!(!k.sends[0].retrans && k.sends[1].retrans);
+    assert_eq!((k.acks[0].ack, k.acks[0].dsack, k.acks[0].tsecr), (3001, Some((1, 1001)), Some(11)), "a block below the ACK is a DSACK");
+    assert_eq!(k.acks[1].dsack, Some((1001, 2001)), "a first block inside the second is a DSACK");
+    assert_eq!(k.acks[1].sacks, vec![(1001, 3001)]);
+    assert_eq!(k.steps.len(), 1);
+    assert_eq!(k.steps[0].acks, vec![0, 1]);
+}
+
+#[test]
+fn i11_checks_the_restored_values() {
+    // F1: prior cwnd 10 and an infinite ssthresh come back.
+    assert_eq!(check("I11", &f1(true, 310), &inferred()), Outcome::Holds);
+    let mut k = f1(true, 310);
+    k.steps[6].info.snd_ssthresh = 7; // the undo kept the reduced ssthresh
+    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { line: 7, .. }));
+    let mut k = f1(true, 310);
+    k.steps[6].info.snd_cwnd = 4; // cwnd not restored to prior_cwnd 10
+    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
+    let mut k = f1(true, 310);
+    k.steps[6].info.snd_cwnd = 12; // slow start after the undo: 10 + 2 delivered
+    assert_eq!(check("I11", &k, &inferred()), Outcome::Holds);
+    k.steps[6].info.snd_cwnd = 14; // more than the ACK could add
+    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
+}

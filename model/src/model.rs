@@ -155,9 +155,15 @@ impl TcpModel {
 
     /// Runs one sender operation at time `now`, then moves its transmissions into the network.
     fn step(&self, s: &mut State, now: u32, f: impl FnOnce(&mut Sender, &mut Cx)) {
+        self.step_with(s, now, None, f)
+    }
+
+    /// [`Self::step`], recording the decision branches it takes in `sink` (coverage).
+    fn step_with(&self, s: &mut State, now: u32, sink: Option<&crate::decision::DecisionCounts>, f: impl FnOnce(&mut Sender, &mut Cx)) {
         s.now = now;
         s.sender.ghost.ev = Events::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
+        cx.decisions = sink;
         f(&mut s.sender, &mut cx);
         for tx in cx.out {
             s.flight.push(Pkt { seg: tx.seg as u16, sent: now, rtx: tx.rtx });
@@ -184,15 +190,23 @@ impl TcpModel {
 
     /// Delivers packet `i` `extra` ms later than the path RTT allows; its ACK arrives normally.
     pub fn deliver_late(&self, s: &mut State, i: usize, extra: u32) {
+        self.deliver_late_with(s, i, extra, None)
+    }
+
+    fn deliver_late_with(&self, s: &mut State, i: usize, extra: u32, sink: Option<&crate::decision::DecisionCounts>) {
         let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
         let ack: AckSeg = s.rcv.receive(&self.cfg, &pkt, sack_ok, ts_ok);
-        self.step(s, t, |snd, cx| snd.tcp_ack(cx, &ack));
+        self.step_with(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
     }
 
     /// The ACK the receiver sends for delivered packet `pkt`.
     pub fn deliver(&self, s: &mut State, i: usize, ack_fate: AckFate) {
+        self.deliver_with(s, i, ack_fate, None)
+    }
+
+    fn deliver_with(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: Option<&crate::decision::DecisionCounts>) {
         let t = self.arrival(s, i);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -206,7 +220,7 @@ impl TcpModel {
             AckFate::Ece => ack.ece = true,
             AckFate::Normal => {}
         }
-        self.step(s, t, |snd, cx| snd.tcp_ack(cx, &ack));
+        self.step_with(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
     }
 }
 
@@ -325,15 +339,28 @@ impl TcpModel {
     /// successor (then `s` is left partly updated and must be discarded).
     #[inline]
     fn apply(&self, s: &mut State, a: Action) -> bool {
+        self.apply_with(s, a, None)
+    }
+
+    /// Runs transition `a` from `s` on a copy, recording the decision branches its step takes
+    /// in `sink` (`trc check --coverage`); false if `a` has no successor. The successor is not
+    /// returned: this is only the record of what the step decided.
+    pub fn record_decisions(&self, s: &State, a: Action, sink: &crate::decision::DecisionCounts) -> bool {
+        let mut n = s.clone();
+        self.apply_with(&mut n, a, Some(sink))
+    }
+
+    #[inline(always)]
+    fn apply_with(&self, s: &mut State, a: Action, sink: Option<&crate::decision::DecisionCounts>) -> bool {
         match a {
-            Action::Deliver { pkt } => self.deliver(s, pkt as usize, AckFate::Normal),
+            Action::Deliver { pkt } => self.deliver_with(s, pkt as usize, AckFate::Normal, sink),
             Action::DeliverEce { pkt } => {
                 s.budget.ece -= 1;
-                self.deliver(s, pkt as usize, AckFate::Ece)
+                self.deliver_with(s, pkt as usize, AckFate::Ece, sink)
             }
             Action::DeliverAckLost { pkt } => {
                 s.budget.ack_losses -= 1;
-                self.deliver(s, pkt as usize, AckFate::Lost)
+                self.deliver_with(s, pkt as usize, AckFate::Lost, sink)
             }
             Action::Drop { pkt } => {
                 s.budget.losses -= 1;
@@ -350,7 +377,7 @@ impl TcpModel {
                     Action::Tlp => s.budget.tlps -= 1,
                     _ => {}
                 }
-                self.step(s, tm.deadline, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
+                self.step_with(s, tm.deadline, sink, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
             }
             Action::TsqFill => {
                 s.budget.tsq -= 1;
@@ -360,13 +387,13 @@ impl TcpModel {
             Action::TsqDrain => {
                 s.tsq_full = false;
                 let now = s.now;
-                self.step(s, now, |snd, cx| snd.tcp_tsq_handler(cx));
+                self.step_with(s, now, sink, |snd, cx| snd.tcp_tsq_handler(cx));
             }
-            Action::DeliverLate { pkt, extra } => self.deliver_late(s, pkt as usize, extra as u32),
+            Action::DeliverLate { pkt, extra } => self.deliver_late_with(s, pkt as usize, extra as u32, sink),
             Action::WriteAfter { gap } => {
                 s.budget.writes -= 1;
                 let now = s.now + gap as u32;
-                self.step(s, now, |snd, cx| {
+                self.step_with(s, now, sink, |snd, cx| {
                     cx.idle_ms = gap as u32;
                     snd.tcp_sendmsg(cx, 1)
                 });
@@ -374,7 +401,7 @@ impl TcpModel {
             Action::Write => {
                 s.budget.writes -= 1;
                 let now = s.now;
-                self.step(s, now, |snd, cx| snd.tcp_sendmsg(cx, 1));
+                self.step_with(s, now, sink, |snd, cx| snd.tcp_sendmsg(cx, 1));
             }
         }
         self.canonicalize(s);

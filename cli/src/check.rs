@@ -49,6 +49,15 @@ pub struct CheckArgs {
     /// Regression corpus directory (manifest.toml + scripts) for --save-regressions.
     #[arg(long, value_name = "DIR", default_value = "counterexamples/regressions")]
     pub regressions: PathBuf,
+    /// Compare with this profile (built-in name or file): a violation whose signature also
+    /// occurs there is reported as "also on PROFILE" and does not fail. Default for a profile
+    /// file: its `base`; for a built-in profile: none.
+    #[arg(long, value_name = "PROFILE")]
+    pub against: Option<String>,
+    /// Count, for every decision function and branch of it, the transitions of the explored
+    /// space that went through it, and list those never reached (about twice the time).
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 #[derive(Args, Debug)]
@@ -66,15 +75,16 @@ pub struct MatrixArgs {
     pub json: bool,
 }
 
-/// A baseline entry: a violation on a profile that was confirmed as real kernel behaviour (see
-/// docs/findings.md) and is reported without failing the check.
+/// A baseline entry: a violation *mechanism* (its signature, see
+/// `trc_properties::signature`) confirmed as real kernel behaviour (docs/findings.md). It is
+/// reported without failing the check, on every profile and SACK mode where it occurs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Accepted {
-    pub property: String,
-    pub profile: String,
-    /// Restricted to SACK (`true`) or non-SACK (`false`) connections; both if absent.
-    pub sack: Option<bool>,
+    /// `PROPERTY:FUNCTION:STATE:EVIDENCE`, as `trc check` prints it.
+    pub signature: String,
+    /// The finding's name in docs/findings.md (`F1`).
+    pub finding: String,
     pub reason: String,
 }
 
@@ -95,8 +105,21 @@ fn load_baseline(p: &Path) -> Result<Baseline, String> {
 
 /// Resolves `--profile`: a built-in name, else a file.
 pub fn load_profile(arg: &str) -> Result<Profile, String> {
+    load_profile_info(arg).map(|(p, _)| p)
+}
+
+/// What a profile file says beside its decision points: its base and the decision points it
+/// overrides.
+#[derive(Debug, Clone)]
+pub struct FileInfo {
+    pub base: String,
+    pub overrides: Vec<String>,
+}
+
+/// [`load_profile`], with the file's [`FileInfo`] (`None` for a built-in profile).
+pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), String> {
     if let Some(p) = Profile::by_name(arg) {
-        return Ok(p);
+        return Ok((p, None));
     }
     let path = Path::new(arg);
     if !path.exists() {
@@ -106,7 +129,9 @@ pub fn load_profile(arg: &str) -> Result<Profile, String> {
         ));
     }
     let src = crate::read_source(path)?;
-    parse_profile_file(&src, arg).map_err(|e| e.to_string())
+    let p = parse_profile_file(&src, arg).map_err(|e| e.to_string())?;
+    let (base, overrides) = trc_model::profile::profile_file_base(&src);
+    Ok((p, Some(FileInfo { base, overrides })))
 }
 
 /// One exploration: model + engine + the catalogue's properties.
@@ -125,6 +150,34 @@ pub fn explore_reduced(cfg: &Config, profile: &Profile, ids: &[String], opts: &O
     Ok((model, report))
 }
 
+/// [`explore_reduced`] with every violation classified by its signature
+/// (`trc_properties::signature`): each property's report lists every signature met, with its
+/// count and a shortest counterexample.
+pub fn explore_classified(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, reduce: bool) -> Result<(TcpModel, Report<Action>), String> {
+    let specs = trc_properties::select(ids)?;
+    let mut model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    if reduce {
+        model = model.with_reduce(trc_properties::reductions(&specs));
+    }
+    let hooks = trc_engine::Classified {
+        hooks: trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        classify: trc_properties::signature::classifier(&specs),
+    };
+    let report = check_with(&model, opts, progress, hooks);
+    Ok((model, report))
+}
+
+/// The signatures each property's violations have (property id → signatures).
+pub fn signatures(report: &Report<Action>) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in &report.properties {
+        let id = p.name.split(':').next().unwrap_or(p.name).to_string();
+        let set: std::collections::BTreeSet<String> = p.classes.iter().map(|c| trc_properties::signature::describe(&id, c.class)).collect();
+        out.insert(id, set);
+    }
+    out
+}
+
 fn progress_bar() -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
@@ -136,9 +189,21 @@ fn progress_bar() -> Option<ProgressBar> {
 }
 
 pub fn run_check(a: CheckArgs) -> i32 {
-    let (cfg, profile) = match a.model.load() {
+    let cfg = match a.model.bounds.config() {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
+    };
+    let (profile, file) = match load_profile_info(&a.model.profile) {
+        Ok(x) => x,
+        Err(e) => return output::usage_error(&e),
+    };
+    // The comparison profile: --against, else a profile file's base.
+    let against = match a.against.clone().or_else(|| file.as_ref().map(|f| f.base.clone())) {
+        Some(name) => match load_profile(&name) {
+            Ok(p) => Some(p),
+            Err(e) => return output::usage_error(&format!("--against: {e}")),
+        },
+        None => None,
     };
     let baseline = match load_baseline(&a.baseline) {
         Ok(b) => b,
@@ -163,18 +228,38 @@ pub fn run_check(a: CheckArgs) -> i32 {
             pb.set_message(format!("depth {} · {} states · {} in frontier", p.depth, p.unique_states, p.frontier));
         }
     };
-    let (model, report) = match explore_reduced(&cfg, &profile, &a.model.properties, &opts, Some(&cb), a.reduce) {
+    let (model, report) = match explore_classified(&cfg, &profile, &a.model.properties, &opts, Some(&cb), a.reduce) {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
+    };
+    // The same bounds and properties on the comparison profile, for its signatures.
+    let base = match &against {
+        Some(bp) => match explore_classified(&cfg, bp, &a.model.properties, &opts, Some(&cb), a.reduce) {
+            Ok((_, r)) => Some(output::Base { name: bp.name.clone(), signatures: signatures(&r), incomplete: output::incomplete(&r) }),
+            Err(e) => return output::usage_error(&e),
+        },
+        None => None,
+    };
+    let coverage = if a.coverage {
+        let mut c = crate::coverage::explore(&cfg, &profile, &a.model.properties, &opts, a.reduce);
+        if let Some(f) = &file {
+            c.warn_overrides(&f.overrides);
+        }
+        Some(c)
+    } else {
+        None
     };
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let results = output::results(&model, &report, &baseline.accepted);
+    let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
     if a.json {
-        output::print_json(&model, &report, &results);
+        output::print_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
     } else {
-        output::print_summary(&model, &report, &results);
+        output::print_summary(&model, &report, &results, base.as_ref());
+        if let Some(c) = &coverage {
+            c.print();
+        }
     }
     if a.out.is_some() || a.save_regressions {
         let corpus = a.save_regressions.then_some(a.regressions.as_path());
@@ -182,7 +267,7 @@ pub fn run_check(a: CheckArgs) -> i32 {
             return output::usage_error(&e);
         }
     }
-    let failing = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
+    let failing = results.iter().any(output::PropResult::fails);
     let code = exit_code(failing, &report);
     if code == 3 && !a.json {
         println!("\nINCOMPLETE: stopped early ({:?}) with no violation among the states explored (exit 3)", report.stop_reason);

@@ -11,14 +11,62 @@ pub fn usage_error(msg: &str) -> i32 {
     2
 }
 
-/// A property's outcome, with the baseline entry that accepts it, if any.
+/// A property's outcome: its verdict and, when violated, every signature its violations have,
+/// each classified against the baseline and the comparison profile.
 #[derive(Serialize)]
 pub struct PropResult {
     pub id: String,
     pub name: String,
     pub verdict: Verdict,
+    /// Violated, but every signature is accepted or also on the comparison profile: why, in
+    /// one line (the findings, the base).
     pub accepted: Option<String>,
+    /// In the canonical order of their first violating states (shortest first).
+    pub signatures: Vec<SigResult>,
+    /// The signature of the counterexample below: the shortest one that fails, else the
+    /// shortest of all.
+    pub counterexample_signature: Option<String>,
     pub counterexample: Option<Vec<Step>>,
+}
+
+impl PropResult {
+    /// Whether this property fails the check: a violation with a new signature.
+    pub fn fails(&self) -> bool {
+        self.verdict == Verdict::Violated && self.accepted.is_none()
+    }
+}
+
+/// How a signature is judged.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "kebab-case")]
+pub enum SigStatus {
+    /// Neither accepted nor on the comparison profile: fails the check.
+    New,
+    /// Listed in the baseline.
+    Accepted,
+    /// Also occurs on the comparison profile (`--against`, a profile file's base).
+    AlsoOnBase,
+}
+
+/// One signature of a property's violations.
+#[derive(Serialize)]
+pub struct SigResult {
+    pub signature: String,
+    pub status: SigStatus,
+    /// The baseline's finding (`F1`), if accepted.
+    pub finding: Option<String>,
+    /// Violating states with this signature.
+    pub states: u64,
+    /// Events of its shortest counterexample.
+    pub events: usize,
+}
+
+/// The comparison profile's signatures (same bounds, same properties).
+pub struct Base {
+    pub name: String,
+    pub signatures: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Its check stopped early: signatures missing there are not evidence of a new one.
+    pub incomplete: bool,
 }
 
 /// One step of a counterexample in kernel terms.
@@ -97,23 +145,49 @@ pub fn counterexample(model: &TcpModel, path: &trc_engine::Path<Action>) -> Vec<
     out
 }
 
-pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted]) -> Vec<PropResult> {
+pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted], base: Option<&Base>) -> Vec<PropResult> {
     report
         .properties
         .iter()
         .map(|p| {
             let id = p.name.split(':').next().unwrap_or(p.name).to_string();
-            let ce = p.path.as_ref().map(|path| counterexample(model, path));
-            let sack = ce.as_ref().and_then(|c| c.first()).map(|s| s.sack);
-            let accepted = if p.verdict == Verdict::Violated {
-                baseline
-                    .iter()
-                    .find(|b| b.property == id && b.profile == model.profile.name && (b.sack.is_none() || b.sack == sack))
-                    .map(|b| b.reason.clone())
+            let mut signatures = Vec::new();
+            for c in &p.classes {
+                let signature = trc_properties::signature::describe(&id, c.class);
+                let acc = baseline.iter().find(|b| b.signature == signature);
+                let on_base = base.is_some_and(|b| b.signatures.get(&id).is_some_and(|s| s.contains(&signature)));
+                let status = if acc.is_some() {
+                    SigStatus::Accepted
+                } else if on_base {
+                    SigStatus::AlsoOnBase
+                } else {
+                    SigStatus::New
+                };
+                signatures.push(SigResult { signature, status, finding: acc.map(|a| a.finding.clone()), states: c.count, events: c.path.len() });
+            }
+            let failing = p.classes.iter().zip(&signatures).find(|(_, s)| s.status == SigStatus::New);
+            let (shown_sig, shown_path) = match (failing, p.classes.first()) {
+                (Some((c, s)), _) => (Some(s.signature.clone()), Some(&c.path)),
+                (None, Some(c)) => (Some(signatures[0].signature.clone()), Some(&c.path)),
+                (None, None) => (None, p.path.as_ref()),
+            };
+            let accepted = if p.verdict == Verdict::Violated && !p.classes.is_empty() && failing.is_none() {
+                let mut why: Vec<String> = Vec::new();
+                for s in &signatures {
+                    let w = match s.status {
+                        SigStatus::Accepted => format!("accepted {}", s.finding.as_deref().unwrap_or("?")),
+                        _ => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
+                    };
+                    if !why.contains(&w) {
+                        why.push(w);
+                    }
+                }
+                Some(why.join(", "))
             } else {
                 None
             };
-            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, counterexample: ce }
+            let ce = shown_path.map(|path| counterexample(model, path));
+            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, signatures, counterexample_signature: shown_sig, counterexample: ce }
         })
         .collect()
 }
@@ -141,9 +215,12 @@ fn stop_note(report: &Report<Action>) -> String {
     format!("\nstopped early ({:?}): {why}; \"holds\" below covers only the states explored", report.stop_reason)
 }
 
-pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
+pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>) {
     let secs = report.elapsed.as_secs_f64();
     println!("trc check: profile {} ({})", model.profile.name, model.profile.description);
+    if let Some(b) = base {
+        println!("compared with {} (same bounds){}", b.name, if b.incomplete { " — its check stopped early" } else { "" });
+    }
     println!(
         "explored {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s){}",
         report.unique_states,
@@ -155,16 +232,25 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
     );
     for r in results {
         let v = match (r.verdict, &r.accepted) {
-            (Verdict::Violated, Some(_)) => "VIOLATED (accepted finding, baseline)",
-            (Verdict::Violated, None) => "VIOLATED",
-            (Verdict::Holds, _) => "holds",
-            _ => "not checked",
+            (Verdict::Violated, Some(why)) => format!("VIOLATED ({why})"),
+            (Verdict::Violated, None) => "VIOLATED".to_string(),
+            (Verdict::Holds, _) => "holds".to_string(),
+            _ => "not checked".to_string(),
         };
         println!("  {:<70} {}", r.name, v);
+        for s in &r.signatures {
+            let status = match s.status {
+                SigStatus::New => "NEW".to_string(),
+                SigStatus::Accepted => format!("accepted ({}, baseline)", s.finding.as_deref().unwrap_or("?")),
+                SigStatus::AlsoOnBase => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
+            };
+            println!("      {:<66} {:>7} states, shortest {:>2} events: {status}", s.signature, s.states, s.events);
+        }
     }
     for r in results {
         let Some(ce) = &r.counterexample else { continue };
-        println!("\n{} — shortest counterexample ({} events){}:", r.name, ce.len() - 1, r.accepted.as_ref().map(|a| format!(" [accepted: {a}]")).unwrap_or_default());
+        let sig = r.counterexample_signature.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
+        println!("\n{} — shortest counterexample{sig} ({} events){}:", r.name, ce.len() - 1, r.accepted.as_ref().map(|a| format!(" [{a}]")).unwrap_or_default());
         for (i, s) in ce.iter().enumerate() {
             println!("  {:>2}. t={:>5}ms {}", i, s.time_ms, s.event);
             println!(
@@ -178,13 +264,14 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
     }
 }
 
-pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) {
-    let violated = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
+pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>, coverage: Option<&crate::coverage::Coverage>) {
+    let violated = results.iter().any(PropResult::fails);
     // The exit code in words: 1 violated, 3 incomplete, 0 holds.
     let result = if violated { "violated" } else if incomplete(report) { "incomplete" } else { "holds" };
     let v = serde_json::json!({
         "result": result,
         "profile": model.profile,
+        "against": base.map(|b| serde_json::json!({"profile": b.name, "incomplete": b.incomplete})),
         "config": model.cfg,
         "unique_states": report.unique_states,
         "transitions": report.transitions,
@@ -195,6 +282,7 @@ pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "stop_reason": format!("{:?}", report.stop_reason),
         "peak_memory_bytes": report.peak_memory_bytes,
         "properties": results,
+        "coverage": coverage,
     });
     println!("{}", serde_json::to_string_pretty(&v).unwrap());
 }

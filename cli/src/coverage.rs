@@ -75,12 +75,15 @@ pub fn explore(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, 
 }
 
 impl Coverage {
-    /// Warns for each decision point a profile file overrides (`overrides`: its keys) whose
-    /// function no transition went through at these bounds. Fields without a counted branch
+    /// Warns for each decision point a profile file overrides (`overrides`: its keys) when no
+    /// transition went through a situation where its variants differ, at these bounds. Fields without a counted branch
     /// (CUBIC/HyStart ones) get a warning that says so.
     pub fn warn_overrides(&mut self, overrides: &[String]) {
         for f in overrides {
-            let rows: Vec<&Row> = Branch::ALL.iter().zip(&self.rows).filter(|(b, _)| b.profile_field() == f).map(|(_, r)| r).collect();
+            // The situations where the variants differ (all of the function's, if none is marked).
+            let all: Vec<(&Branch, &Row)> = Branch::ALL.iter().zip(&self.rows).filter(|(b, _)| b.profile_field() == f).collect();
+            let applies: Vec<&Row> = all.iter().filter(|(b, _)| b.choice_applies()).map(|(_, r)| *r).collect();
+            let rows: Vec<&Row> = if applies.is_empty() { all.iter().map(|(_, r)| *r).collect() } else { applies };
             if rows.is_empty() {
                 self.warnings.push(format!("`{f}`: --coverage does not count this decision point's branches (CUBIC/HyStart are not instrumented); its effect is unknown"));
             } else if rows.iter().all(|r| r.transitions == 0) {

@@ -59,6 +59,8 @@ pub struct SigResult {
     pub states: u64,
     /// Events of its shortest counterexample.
     pub events: usize,
+    /// It also occurs on the comparison profile (whatever its status).
+    pub also_on_base: bool,
 }
 
 /// The comparison profile's signatures (same bounds, same properties).
@@ -163,7 +165,7 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted],
                 } else {
                     SigStatus::New
                 };
-                signatures.push(SigResult { signature, status, finding: acc.map(|a| a.finding.clone()), states: c.count, events: c.path.len() });
+                signatures.push(SigResult { signature, status, finding: acc.map(|a| a.finding.clone()), states: c.count, events: c.path.len(), also_on_base: on_base });
             }
             let failing = p.classes.iter().zip(&signatures).find(|(_, s)| s.status == SigStatus::New);
             let (shown_sig, shown_path) = match (failing, p.classes.first()) {
@@ -241,7 +243,11 @@ pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropR
         for s in &r.signatures {
             let status = match s.status {
                 SigStatus::New => "NEW".to_string(),
-                SigStatus::Accepted => format!("accepted ({}, baseline)", s.finding.as_deref().unwrap_or("?")),
+                SigStatus::Accepted => format!(
+                    "accepted ({}, baseline){}",
+                    s.finding.as_deref().unwrap_or("?"),
+                    if s.also_on_base { format!("; also on {}", base.map_or("?", |b| b.name.as_str())) } else { String::new() }
+                ),
                 SigStatus::AlsoOnBase => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
             };
             println!("      {:<66} {:>7} states, shortest {:>2} events: {status}", s.signature, s.states, s.events);

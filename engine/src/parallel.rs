@@ -502,6 +502,14 @@ impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
     fn classify(&self, model: &M, prop: usize, s: &M::State) -> u64 {
         self.0.classify(model, prop, s)
     }
+    #[inline(always)]
+    fn tallies(&self) -> usize {
+        self.0.tallies()
+    }
+    #[inline(always)]
+    fn tally(&self, model: &M, s: &M::State, a: &M::Action, counts: &mut [u64]) {
+        self.0.tally(model, s, a, counts)
+    }
 }
 
 /// A value aligned for [`stream_copy`](crate::store::stream_copy)'s fast path.

@@ -1,6 +1,10 @@
 //! Decision-point coverage: the branches of the decision functions (the kernel functions whose
 //! behaviour a profile chooses, see [`crate::profile`], and the undo entry points), counted per
-//! step when the caller asks for it (`trc check --coverage`).
+//! step when the caller asks for it (`trc check --coverage`). A branch is a *situation* the
+//! function meets, not the profile's answer to it, so that what is reachable does not depend on
+//! the profile: "(the choice applies)" marks the situations where the decision point's variants
+//! behave differently — a change there that was never reached was never exercised. (CUBIC and
+//! HyStart's decision points are not recorded.)
 //!
 //! Like [`crate::mib`], nothing of it is kept in the [`State`](crate::State): a step's
 //! [`Cx`](crate::sender::Cx) may carry a [`DecisionCounts`] sink (`None` in the checker's hot
@@ -36,6 +40,12 @@ macro_rules! branches {
                 }
             }
 
+            /// Whether the decision point's variants behave differently in this situation
+            /// (the label says "(the choice applies)" or "(the variants differ)").
+            pub fn choice_applies(self) -> bool {
+                self.label().contains("(the ")
+            }
+
             /// What happened, in the kernel's terms.
             pub fn label(self) -> &'static str {
                 match self {
@@ -47,33 +57,27 @@ macro_rules! branches {
 }
 
 branches! {
-    DelayedEcrBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr before it: delayed"),
-    DelayedEcrNotBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr not before it: not delayed"),
-    DelayedNoStampYes = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0: delayed"),
-    DelayedNoStampNo = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0: not delayed"),
-    InitUndoTlpCounted = ("tcp_init_undo", "init_undo_tlp", "TLP retransmission in flight: counted in undo_retrans"),
-    InitUndoTlpIgnored = ("tcp_init_undo", "init_undo_tlp", "TLP retransmission in flight: not counted"),
+    DelayedEcrBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr before it"),
+    DelayedEcrNotBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr not before it"),
+    DelayedNoStampSack = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0, SACK flow (the variants differ)"),
+    DelayedNoStampRenoAtHigh = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0, non-SACK flow, snd_una >= high_seq (the variants differ)"),
+    DelayedNoStampRenoBelowHigh = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0, non-SACK flow, snd_una < high_seq (the variants differ)"),
+    InitUndoTlp = ("tcp_init_undo", "init_undo_tlp", "a TLP retransmission in flight (the choice applies)"),
     InitUndoNoTlp = ("tcp_init_undo", "init_undo_tlp", "no TLP retransmission in flight"),
-    RecoveryStampCleared = ("tcp_enter_recovery", "enter_recovery_stamp_cleanup", "nothing retransmitted outstanding: retrans_stamp cleared"),
-    RecoveryStampKept = ("tcp_enter_recovery", "enter_recovery_stamp_cleanup", "nothing retransmitted outstanding: retrans_stamp kept (no cleanup)"),
+    RecoveryNoRetrans = ("tcp_enter_recovery", "enter_recovery_stamp_cleanup", "nothing retransmitted outstanding (the choice applies)"),
     RecoveryRetransOutstanding = ("tcp_enter_recovery", "enter_recovery_stamp_cleanup", "a retransmission outstanding"),
     EnterLossUnaEqHigh = ("tcp_enter_loss", "enter_loss_guard", "snd_una == high_seq"),
-    EnterLossUnaAfterHigh = ("tcp_enter_loss", "enter_loss_guard", "snd_una after high_seq"),
+    EnterLossUnaAfterHigh = ("tcp_enter_loss", "enter_loss_guard", "snd_una after high_seq (the variants differ)"),
     EnterLossUnaBeforeHigh = ("tcp_enter_loss", "enter_loss_guard", "snd_una before high_seq"),
-    LossUndoAdvanced = ("tcp_process_loss", "loss_undo_acks", "ACK advanced snd_una: undo tried"),
-    LossUndoNotAdvancedTried = ("tcp_process_loss", "loss_undo_acks", "ACK did not advance snd_una: undo tried"),
-    LossUndoNotAdvancedSkipped = ("tcp_process_loss", "loss_undo_acks", "ACK did not advance snd_una: no undo"),
-    DsackNotDupack = ("tcp_ack", "dsack_dupack", "DSACK-only ACK: not a dupack"),
-    DsackDupack = ("tcp_ack", "dsack_dupack", "DSACK-only ACK: a dupack"),
-    PrrEarlyReturn = ("tcp_cwnd_reduction", "prr_guards", "nothing delivered or prior_cwnd 0: returns early"),
-    PrrUnguarded = ("tcp_cwnd_reduction", "prr_guards", "nothing delivered or prior_cwnd 0: runs (no guard)"),
-    PrrRuns = ("tcp_cwnd_reduction", "prr_guards", "delivered, prior_cwnd set: runs"),
-    RetransResetInAck = ("tcp_ack", "rto_retrans_reset", "snd_una advanced: icsk_retransmits reset"),
-    RetransResetInLoss = ("tcp_process_loss", "rto_retrans_reset", "recovered or data ACKed: icsk_retransmits reset"),
-    LossUndoHoldChecked = ("tcp_try_undo_loss", "loss_undo_nonsack_hold", "after the undo: non-SACK hold checked"),
-    LossUndoHoldSkipped = ("tcp_try_undo_loss", "loss_undo_nonsack_hold", "after the undo: no non-SACK hold"),
-    OrigSackCleared = ("tcp_clean_rtx_queue", "nonsack_orig_sack_fix", "non-SACK, retransmitted data ACKed: FLAG_ORIG_SACK_ACKED cleared"),
-    OrigSackKept = ("tcp_clean_rtx_queue", "nonsack_orig_sack_fix", "non-SACK, retransmitted data ACKed: FLAG_ORIG_SACK_ACKED kept"),
+    LossUndoAdvanced = ("tcp_process_loss", "loss_undo_acks", "ACK advanced snd_una"),
+    LossUndoNotAdvanced = ("tcp_process_loss", "loss_undo_acks", "ACK did not advance snd_una (the choice applies)"),
+    DsackOnlyAck = ("tcp_ack", "dsack_dupack", "dubious DSACK ACK without other progress (the choice applies)"),
+    PrrNothingDelivered = ("tcp_cwnd_reduction", "prr_guards", "nothing delivered or prior_cwnd 0 (the choice applies)"),
+    PrrRuns = ("tcp_cwnd_reduction", "prr_guards", "delivered, prior_cwnd set"),
+    RetransResetAfterRto = ("tcp_ack", "rto_retrans_reset", "ACK advanced snd_una after an RTO, icsk_retransmits > 0 (the choice applies)"),
+    LossUndoRenoAtHigh = ("tcp_try_undo_loss", "loss_undo_nonsack_hold", "undo on a non-SACK flow at snd_una == high_seq (the choice applies)"),
+    LossUndoOther = ("tcp_try_undo_loss", "loss_undo_nonsack_hold", "undo, SACK flow or snd_una != high_seq"),
+    OrigSackRetransAcked = ("tcp_clean_rtx_queue", "nonsack_orig_sack_fix", "non-SACK, retransmitted data cumulatively ACKed (the choice applies)"),
     UndoRecoveryFull = ("tcp_try_undo_recovery", "", "undo in Recovery (TCPFullUndo)"),
     UndoRecoveryLoss = ("tcp_try_undo_recovery", "", "undo in Loss (TCPLossUndo)"),
     UndoPartial = ("tcp_try_undo_partial", "", "undo"),

@@ -125,11 +125,7 @@ impl Sender {
             LossUndoAcks::SndUnaAdvanced => fl & flag::SND_UNA_ADVANCED != 0,
             LossUndoAcks::AnyAck => true,
         };
-        cx.took(match (fl & flag::SND_UNA_ADVANCED != 0, undo_trigger) {
-            (true, _) => crate::decision::Branch::LossUndoAdvanced,
-            (false, true) => crate::decision::Branch::LossUndoNotAdvancedTried,
-            (false, false) => crate::decision::Branch::LossUndoNotAdvancedSkipped,
-        });
+        cx.took(if fl & flag::SND_UNA_ADVANCED != 0 { Branch::LossUndoAdvanced } else { Branch::LossUndoNotAdvanced });
         if undo_trigger && self.tcp_try_undo_loss(cx, false) {
             return;
         }
@@ -155,7 +151,6 @@ impl Sender {
         }
         if cx.prof.rto_retrans_reset == RtoRetransReset::InProcessLoss {
             if recovered || fl & flag::DATA_ACKED != 0 {
-                cx.took(crate::decision::Branch::RetransResetInLoss);
                 self.icsk_retransmits = 0;
             }
         }

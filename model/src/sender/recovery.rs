@@ -133,11 +133,7 @@ impl Sender {
             self.undo_retrans += 1;
         }
         self.ghost.init_undo_ignored_tlp = cx.prof.init_undo_tlp == InitUndoTlp::Ignore && tlp_in_flight;
-        cx.took(match (tlp_in_flight, cx.prof.init_undo_tlp) {
-            (false, _) => Branch::InitUndoNoTlp,
-            (true, InitUndoTlp::Count) => Branch::InitUndoTlpCounted,
-            (true, InitUndoTlp::Ignore) => Branch::InitUndoTlpIgnored,
-        });
+        cx.took(if tlp_in_flight { Branch::InitUndoTlp } else { Branch::InitUndoNoTlp });
         if self.undo_retrans == 0 {
             self.undo_retrans = -1;
         }
@@ -189,11 +185,7 @@ impl Sender {
     pub fn tcp_enter_recovery_from(&mut self, cx: &mut Cx, ece: bool, lost_retrans: bool) {
         // b41b4cbd9655: restart the undo/ETIMEDOUT clock with this episode's first retransmit.
         let retrans_done = self.tcp_any_retrans_done(cx.cfg);
-        cx.took(match (retrans_done, cx.prof.enter_recovery_stamp_cleanup) {
-            (true, _) => Branch::RecoveryRetransOutstanding,
-            (false, true) => Branch::RecoveryStampCleared,
-            (false, false) => Branch::RecoveryStampKept,
-        });
+        cx.took(if retrans_done { Branch::RecoveryRetransOutstanding } else { Branch::RecoveryNoRetrans });
         if cx.prof.enter_recovery_stamp_cleanup && !retrans_done {
             self.retrans_stamp = 0;
         }
@@ -237,13 +229,27 @@ impl Sender {
     /// `tcp_packet_delayed()`: the profile's variant (PacketDelayed).
     pub fn tcp_packet_delayed(&self, cx: &Cx) -> bool {
         let d = self.tcp_packet_delayed_variant(cx);
-        cx.took(match (self.retrans_stamp != 0, d) {
-            (true, true) => Branch::DelayedEcrBefore,
-            (true, false) => Branch::DelayedEcrNotBefore,
-            (false, true) => Branch::DelayedNoStampYes,
-            (false, false) => Branch::DelayedNoStampNo,
-        });
+        if cx.decisions.is_some() {
+            cx.took(self.packet_delayed_branch(cx));
+        }
         d
+    }
+
+    /// The coverage branch of `tcp_packet_delayed()`: the situation it judges.
+    fn packet_delayed_branch(&self, cx: &Cx) -> Branch {
+        if self.retrans_stamp != 0 {
+            if self.tcp_tsopt_ecr_before(cx, self.retrans_stamp) {
+                Branch::DelayedEcrBefore
+            } else {
+                Branch::DelayedEcrNotBefore
+            }
+        } else if self.sack_ok {
+            Branch::DelayedNoStampSack
+        } else if !before(self.snd_una, self.high_seq) {
+            Branch::DelayedNoStampRenoAtHigh
+        } else {
+            Branch::DelayedNoStampRenoBelowHigh
+        }
     }
 
     fn tcp_packet_delayed_variant(&self, cx: &Cx) -> bool {
@@ -419,7 +425,7 @@ impl Sender {
             let kind = if frto_undo { UndoKind::Frto } else { UndoKind::Loss };
             let ev = if frto_undo { evidence::FRTO } else { self.may_undo_evidence(cx) };
             cx.took(if frto_undo { Branch::UndoFrto } else { Branch::UndoLoss });
-            cx.took(if cx.prof.loss_undo_nonsack_hold { Branch::LossUndoHoldChecked } else { Branch::LossUndoHoldSkipped });
+            cx.took(if !self.sack_ok && self.snd_una == self.high_seq { Branch::LossUndoRenoAtHigh } else { Branch::LossUndoOther });
             self.tcp_undo_cwnd_reduction_on(cx, true, kind, ev);
             cx.mib.inc(Mib::LossUndo);
             if frto_undo {

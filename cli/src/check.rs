@@ -263,7 +263,7 @@ pub fn run_check(a: CheckArgs) -> i32 {
     }
     if a.out.is_some() || a.save_regressions {
         let corpus = a.save_regressions.then_some(a.regressions.as_path());
-        if let Err(e) = export_violations(&model, &report, a.out.as_deref(), corpus) {
+        if let Err(e) = export_violations(&model, &results, a.out.as_deref(), corpus) {
             return output::usage_error(&e);
         }
     }
@@ -297,14 +297,15 @@ fn out_dir_ok(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))
 }
 
-/// `--out` / `--save-regressions`: export every violated property's counterexample (messages on
-/// stderr, so `--json` output stays machine-readable).
-fn export_violations(model: &TcpModel, report: &Report<Action>, out: Option<&Path>, corpus: Option<&Path>) -> Result<(), String> {
-    for p in &report.properties {
+/// `--out` / `--save-regressions`: export every violated property's counterexample — the one
+/// printed: of the shortest failing signature, else the shortest — (messages on stderr, so
+/// `--json` output stays machine-readable).
+fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Option<&Path>, corpus: Option<&Path>) -> Result<(), String> {
+    for p in results {
         let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else { continue };
-        let id = p.name.split(':').next().unwrap_or(p.name);
+        let id = p.id.as_str();
         let statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
-        let subject = trc_trace::export::Subject { id, name: p.name, statement };
+        let subject = trc_trace::export::Subject { id, name: &p.name, statement };
         let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;

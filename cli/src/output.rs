@@ -27,6 +27,9 @@ pub struct PropResult {
     /// shortest of all.
     pub counterexample_signature: Option<String>,
     pub counterexample: Option<Vec<Step>>,
+    /// The path of that counterexample (for `--out`).
+    #[serde(skip)]
+    pub path: Option<trc_engine::Path<Action>>,
 }
 
 impl PropResult {
@@ -189,7 +192,8 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted],
                 None
             };
             let ce = shown_path.map(|path| counterexample(model, path));
-            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, signatures, counterexample_signature: shown_sig, counterexample: ce }
+            let path = if p.verdict == Verdict::Violated { shown_path.cloned() } else { None };
+            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, signatures, counterexample_signature: shown_sig, counterexample: ce, path }
         })
         .collect()
 }

@@ -11,7 +11,9 @@ use std::time::Duration;
 use trc_engine::{check_with, Options, Progress, Report, Verdict};
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::profile::parse_profile_file;
+use trc_model::config::SackMode;
 use trc_model::{Config, Profile};
+use serde_json::Value;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -58,6 +60,10 @@ pub struct CheckArgs {
     /// space that went through it, and list those never reached (about twice the time).
     #[arg(long)]
     pub coverage: bool,
+    /// Do only shard I of N of the work list (bounds files × SACK modes × property groups, see
+    /// docs/ci.md) and print it as JSON for `trc merge`.
+    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +79,10 @@ pub struct MatrixArgs {
     /// Print the matrix as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Do only shard I of N of the work list (profiles × SACK modes, see docs/ci.md) and print it
+    /// as JSON for `trc merge`.
+    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// A baseline entry: a violation *mechanism* (its signature, see
@@ -178,18 +188,109 @@ pub fn signatures(report: &Report<Action>) -> std::collections::BTreeMap<String,
     out
 }
 
-fn progress_bar() -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
+/// The progress display of a check on a terminal (`trc check` without `--json`, stdout and
+/// stderr both terminals): one line per BFS level (depth, states, states/s, memory) above a
+/// spinner, and a one-line summary at the end. Nothing otherwise, so piped output is plain.
+pub struct LevelProgress {
+    pb: ProgressBar,
+    last_depth: std::sync::Mutex<Option<usize>>,
+}
+
+impl LevelProgress {
+    pub fn new(json: bool) -> Option<LevelProgress> {
+        if json || !std::io::stdout().is_terminal() || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
+        pb.enable_steady_tick(Duration::from_millis(120));
+        Some(LevelProgress { pb, last_depth: std::sync::Mutex::new(None) })
     }
-    let pb = ProgressBar::new_spinner();
-    pb.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
-    pb.enable_steady_tick(Duration::from_millis(120));
-    Some(pb)
+
+    /// The engine's callback (at least once per level): a line when a level is done.
+    pub fn update(&self, p: &Progress) {
+        let secs = p.elapsed.as_secs_f64().max(1e-9);
+        let mib = p.memory_bytes as f64 / (1 << 20) as f64;
+        let mut last = self.last_depth.lock().unwrap();
+        if *last != Some(p.depth) {
+            *last = Some(p.depth);
+            self.pb.println(format!("level {:>3}: {:>10} states ({:>9} new) {:>10.0} states/s {:>8.1} MiB", p.depth, p.unique_states, p.frontier, p.unique_states as f64 / secs, mib));
+        }
+        self.pb.set_message(format!("depth {} · {} states · {:.0} states/s · {:.1} MiB", p.depth, p.unique_states, p.unique_states as f64 / secs, mib));
+    }
+
+    /// Clears the spinner and prints the one-line summary (on stderr, like the levels).
+    pub fn finish(self, report: &Report<Action>) {
+        self.pb.finish_and_clear();
+        let secs = report.elapsed.as_secs_f64();
+        eprintln!(
+            "done: {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s), peak {:.1} MiB",
+            report.unique_states,
+            report.transitions,
+            report.max_depth,
+            secs,
+            report.unique_states as f64 / secs.max(1e-9),
+            report.peak_memory_bytes as f64 / (1 << 20) as f64
+        );
+    }
+}
+
+/// One unit of `trc check`'s work list: a bounds file, a SACK mode (the two halves of
+/// `SackMode::Both` are disjoint state spaces), and a property group.
+#[derive(Clone, Debug)]
+pub struct CheckUnit {
+    pub config: usize,
+    pub sack: SackMode,
+    /// Property ids, in the selection's order.
+    pub group: Vec<String>,
+    /// Printed name, also the export subdirectory under `--out` (e.g. `no-sack`, `c1-sack-g2`).
+    pub label: String,
+}
+
+/// The work list of `trc check` in its canonical order: bounds files, then SACK modes (SACK
+/// first, as the model's initial states), then property groups. Property groups are the
+/// properties sharing the ghost fields they read, and only with `--reduce` (each group's
+/// reduced space is then smaller than the whole selection's); without it every group would
+/// explore the same states, so the selection is one group.
+pub fn check_work_list(configs: &[Config], ids: &[String], reduce: bool) -> Vec<CheckUnit> {
+    let groups: Vec<Vec<String>> = if reduce {
+        let mut g: Vec<(trc_model::reduce::GhostSet, Vec<String>)> = Vec::new();
+        for id in ids {
+            let reads = trc_properties::ghost_reads(id);
+            match g.iter_mut().find(|(r, _)| *r == reads) {
+                Some((_, v)) => v.push(id.clone()),
+                None => g.push((reads, vec![id.clone()])),
+            }
+        }
+        g.into_iter().map(|(_, v)| v).collect()
+    } else {
+        vec![ids.to_vec()]
+    };
+    let mut units = Vec::new();
+    for (ci, c) in configs.iter().enumerate() {
+        let modes: Vec<SackMode> = match c.sack {
+            SackMode::Both => vec![SackMode::Sack, SackMode::NoSack],
+            m => vec![m],
+        };
+        for m in &modes {
+            for (gi, g) in groups.iter().enumerate() {
+                let mut label = String::new();
+                if configs.len() > 1 {
+                    label.push_str(&format!("c{ci}-"));
+                }
+                label.push_str(if *m == SackMode::Sack { "sack" } else { "no-sack" });
+                if groups.len() > 1 {
+                    label.push_str(&format!("-g{gi}"));
+                }
+                units.push(CheckUnit { config: ci, sack: *m, group: g.clone(), label });
+            }
+        }
+    }
+    units
 }
 
 pub fn run_check(a: CheckArgs) -> i32 {
-    let cfg = match a.model.bounds.config() {
+    let configs = match a.model.bounds.configs() {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
@@ -197,6 +298,13 @@ pub fn run_check(a: CheckArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
+    let ids: Vec<String> = match trc_properties::select(&a.model.properties) {
+        Ok(specs) => specs.iter().map(|s| s.id.to_string()).collect(),
+        Err(e) => return output::usage_error(&e),
+    };
+    if a.coverage && a.shard.is_some() {
+        return output::usage_error("--coverage cannot be sharded (--shard): run it unsharded");
+    }
     // The comparison profile: --against, else a profile file's base.
     let against = match a.against.clone().or_else(|| file.as_ref().map(|f| f.base.clone())) {
         Some(name) => match load_profile(&name) {
@@ -214,6 +322,12 @@ pub fn run_check(a: CheckArgs) -> i32 {
             return output::usage_error(&e);
         }
     }
+    if a.shard.is_some() && a.fail_fast {
+        return output::usage_error("--fail-fast cannot be sharded: it stops at a BFS level of the whole state space, which no shard sees");
+    }
+    if a.shard.is_some() && a.save_regressions {
+        return output::usage_error("--save-regressions needs the merged result: run it on an unsharded check");
+    }
     let opts = Options {
         threads: a.threads,
         max_depth: a.max_depth,
@@ -222,66 +336,150 @@ pub fn run_check(a: CheckArgs) -> i32 {
         max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
         ..Options::default()
     };
-    let pb = progress_bar();
-    let cb = |p: &Progress| {
-        if let Some(pb) = &pb {
-            pb.set_message(format!("depth {} · {} states · {} in frontier", p.depth, p.unique_states, p.frontier));
+    let several = configs.len() > 1;
+    let cfgs: Vec<Config> = configs.iter().map(|(_, c)| c.clone()).collect();
+    // One exploration (and its comparison profile's): its JSON, exports, whether it fails, its
+    // coverage and, for a shard, what the merge needs to judge signatures (`shard_detail`).
+    let run_one = |cfg: &Config, ids: &[String], out_dir: Option<PathBuf>| -> Result<RunOut, String> {
+        let progress = LevelProgress::new(a.json || a.shard.is_some());
+        let cb = |p: &Progress| {
+            if let Some(pr) = &progress {
+                pr.update(p);
+            }
+        };
+        let (model, report) = explore_classified(cfg, &profile, ids, &opts, Some(&cb), a.reduce)?;
+        // The same bounds and properties on the comparison profile, for its signatures.
+        let base = match &against {
+            Some(bp) => {
+                let (_, r) = explore_classified(cfg, bp, ids, &opts, Some(&cb), a.reduce)?;
+                Some(output::Base { name: bp.name.clone(), signatures: signatures(&r), incomplete: output::incomplete(&r) })
+            }
+            None => None,
+        };
+        let coverage = if a.coverage {
+            let mut c = crate::coverage::explore(cfg, &profile, ids, &opts, a.reduce);
+            if let Some(f) = &file {
+                c.warn_overrides(&f.overrides);
+            }
+            Some(c)
+        } else {
+            None
+        };
+        if let Some(pr) = progress {
+            pr.finish(&report);
         }
-    };
-    let (model, report) = match explore_classified(&cfg, &profile, &a.model.properties, &opts, Some(&cb), a.reduce) {
-        Ok(x) => x,
-        Err(e) => return output::usage_error(&e),
-    };
-    // The same bounds and properties on the comparison profile, for its signatures.
-    let base = match &against {
-        Some(bp) => match explore_classified(&cfg, bp, &a.model.properties, &opts, Some(&cb), a.reduce) {
-            Ok((_, r)) => Some(output::Base { name: bp.name.clone(), signatures: signatures(&r), incomplete: output::incomplete(&r) }),
-            Err(e) => return output::usage_error(&e),
-        },
-        None => None,
-    };
-    let coverage = if a.coverage {
-        let mut c = crate::coverage::explore(&cfg, &profile, &a.model.properties, &opts, a.reduce);
-        if let Some(f) = &file {
-            c.warn_overrides(&f.overrides);
+        let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
+        let v = output::check_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
+        if out_dir.is_some() || a.save_regressions {
+            let corpus = a.save_regressions.then_some(a.regressions.as_path());
+            export_violations(&model, &results, out_dir.as_deref(), corpus)?;
         }
-        Some(c)
-    } else {
-        None
+        let failing = results.iter().any(output::PropResult::fails);
+        let detail = a.shard.is_some().then(|| output::shard_detail(&model, &report, base.as_ref()));
+        Ok(RunOut { json: v, failing, incomplete: output::incomplete(&report), coverage, detail })
     };
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
+    if let Some(shard) = a.shard {
+        let units = check_work_list(&cfgs, &ids, a.reduce);
+        let mut done = Vec::new();
+        let (mut failing, mut incomplete) = (false, false);
+        for (k, u) in units.iter().enumerate() {
+            if !shard.owns(k) {
+                continue;
+            }
+            let mut cfg = cfgs[u.config].clone();
+            cfg.sack = u.sack;
+            let r = match run_one(&cfg, &u.group, a.out.as_ref().map(|d| d.join(&u.label))) {
+                Ok(x) => x,
+                Err(e) => return output::usage_error(&e),
+            };
+            failing |= r.failing;
+            incomplete |= r.incomplete;
+            done.push(serde_json::json!({"unit": k, "label": u.label, "config": u.config, "run": r.json, "detail": r.detail}));
+        }
+        let args = serde_json::json!({
+            "profile": profile,
+            "configs": cfgs,
+            "properties": ids,
+            "reduce": a.reduce,
+            "against": against.as_ref().map(|p| p.name.clone()),
+            "units": units.iter().map(|u| u.label.clone()).collect::<Vec<_>>(),
+        });
+        crate::shard::print_shard("check", shard, units.len(), args, done);
+        return exit_code(failing, incomplete);
     }
-    let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
-    if a.json {
-        output::print_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
-    } else {
-        output::print_summary(&model, &report, &results, base.as_ref());
-        if let Some(c) = &coverage {
+    let (mut runs, mut coverages, mut failing, mut incomplete) = (Vec::new(), Vec::new(), false, false);
+    for (path, cfg) in &configs {
+        let out_dir = a.out.as_ref().map(|d| if several { d.join(config_label(path.as_deref())) } else { d.clone() });
+        let r = match run_one(cfg, &ids, out_dir) {
+            Ok(x) => x,
+            Err(e) => return output::usage_error(&e),
+        };
+        failing |= r.failing;
+        incomplete |= r.incomplete;
+        runs.push(r.json);
+        coverages.push(r.coverage);
+    }
+    print_check_with(&runs, a.json, &coverages);
+    exit_code(failing, incomplete)
+}
+
+/// What one exploration of `trc check` gives.
+struct RunOut {
+    json: Value,
+    failing: bool,
+    incomplete: bool,
+    coverage: Option<crate::coverage::Coverage>,
+    /// With `--shard`: [`output::shard_detail`].
+    detail: Option<Value>,
+}
+
+/// The export subdirectory of a bounds file when several are checked: its file stem.
+fn config_label(path: Option<&Path>) -> String {
+    path.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "default".into())
+}
+
+/// Prints one run per bounds file (`trc check` and `trc merge`): one file's JSON as it is, several
+/// as `{"result", "runs": [...]}`; the human summaries one after the other.
+pub fn print_check(runs: &[Value], json: bool) {
+    print_check_with(runs, json, &[]);
+}
+
+/// [`print_check`], with each run's `--coverage` table after its summary (text only: the JSON
+/// has it).
+fn print_check_with(runs: &[Value], json: bool, coverages: &[Option<crate::coverage::Coverage>]) {
+    if json {
+        let v = if runs.len() == 1 {
+            runs[0].clone()
+        } else {
+            let results: Vec<&str> = runs.iter().map(|r| r["result"].as_str().unwrap_or("")).collect();
+            let result = ["violated", "incomplete", "holds"].into_iter().find(|w| results.contains(w)).unwrap_or("holds");
+            serde_json::json!({"result": result, "runs": runs})
+        };
+        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        return;
+    }
+    for (i, v) in runs.iter().enumerate() {
+        if runs.len() > 1 {
+            println!("{}== bounds file {} of {}", if i > 0 { "\n" } else { "" }, i + 1, runs.len());
+        }
+        output::print_summary(v);
+        if let Some(Some(c)) = coverages.get(i) {
             c.print();
         }
     }
-    if a.out.is_some() || a.save_regressions {
-        let corpus = a.save_regressions.then_some(a.regressions.as_path());
-        if let Err(e) = export_violations(&model, &results, a.out.as_deref(), corpus) {
-            return output::usage_error(&e);
-        }
+    if runs.iter().any(|r| r["result"] == "incomplete") && !runs.iter().any(|r| r["result"] == "violated") {
+        let reasons: Vec<&str> = runs.iter().filter(|r| r["result"] == "incomplete").map(|r| r["stop_reason"].as_str().unwrap_or("")).collect();
+        println!("\nINCOMPLETE: stopped early ({}) with no violation among the states explored (exit 3)", reasons.join(", "));
     }
-    let failing = results.iter().any(output::PropResult::fails);
-    let code = exit_code(failing, &report);
-    if code == 3 && !a.json {
-        println!("\nINCOMPLETE: stopped early ({:?}) with no violation among the states explored (exit 3)", report.stop_reason);
-    }
-    code
 }
 
 /// 1: a violation outside the baseline; 3 (incomplete): none, but the check stopped before
 /// the bounds were explored (`--max-memory`, a state limit), so "holds" is not a verdict; 0:
 /// none within the bounds (`--max-depth` is a bound like the others).
-fn exit_code(failing: bool, report: &Report<Action>) -> i32 {
+pub fn exit_code(failing: bool, incomplete: bool) -> i32 {
     if failing {
         1
-    } else if output::incomplete(report) {
+    } else if incomplete {
         3
     } else {
         0
@@ -309,7 +507,13 @@ fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Opti
         let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
-            eprintln!("trc check: wrote {} (+ .json, .dot){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });
+            // The counterexample page beside the script: what `trc graph` draws for it.
+            let g = crate::graph::build(model, path, 1, 2000);
+            let title = format!("{} — profile {} — shortest counterexample, {} events", p.name, model.profile.name, path.len());
+            let html = crate::graph_html::render(&g, model, &title, &crate::pictures::render(model, path, Some(id)));
+            let page = f.with_extension("html");
+            crate::graph::write_atomic(&page, &html).map_err(|e| format!("{}: {e}", page.display()))?;
+            eprintln!("trc check: wrote {} (+ .json, .dot, .html){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });
         }
         if let Some(dir) = corpus {
             match trc_trace::regress::add(dir, &x)? {
@@ -319,6 +523,31 @@ fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Opti
         }
     }
     Ok(())
+}
+
+/// One row of `trc matrix`: a profile's states, seconds and, per catalogue property, the
+/// length of the shortest counterexample if violated.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MatrixRow {
+    pub profile: String,
+    pub states: u64,
+    pub seconds: f64,
+    pub cells: Vec<Option<usize>>,
+}
+
+/// The work list of `trc matrix`: profiles, then SACK modes (both halves of `Both`).
+pub fn matrix_work_list(profiles: usize, cfg: &Config) -> Vec<(usize, SackMode)> {
+    let modes: Vec<SackMode> = match cfg.sack {
+        SackMode::Both => vec![SackMode::Sack, SackMode::NoSack],
+        m => vec![m],
+    };
+    (0..profiles).flat_map(|p| modes.iter().map(move |m| (p, *m))).collect()
+}
+
+fn matrix_row(cfg: &Config, p: &Profile, opts: &Options) -> MatrixRow {
+    let (_model, report) = explore(cfg, p, &[], opts, None).expect("catalogue ids are valid");
+    let cells = report.properties.iter().map(|pr| if pr.verdict == Verdict::Violated { pr.path.as_ref().map(|x| x.actions.len()) } else { None }).collect();
+    MatrixRow { profile: p.name.clone(), states: report.unique_states, seconds: report.elapsed.as_secs_f64(), cells }
 }
 
 pub fn run_matrix(a: MatrixArgs) -> i32 {
@@ -339,53 +568,68 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         v
     };
     let opts = Options { threads: a.threads, ..Options::default() };
-    let specs = trc_properties::catalogue();
-    let mut rows = Vec::new();
-    let mut total_states = 0u64;
-    let mut total_secs = 0f64;
-    for p in &profiles {
-        let (model, report) = explore(&cfg, p, &[], &opts, None).expect("catalogue ids are valid");
-        total_states += report.unique_states;
-        total_secs += report.elapsed.as_secs_f64();
-        let cells: Vec<Option<usize>> = report
-            .properties
-            .iter()
-            .map(|pr| if pr.verdict == Verdict::Violated { pr.path.as_ref().map(|x| x.actions.len()) } else { None })
-            .collect();
-        let _ = model;
-        rows.push((p.name.clone(), report.unique_states, report.elapsed.as_secs_f64(), cells));
+    if let Some(shard) = a.shard {
+        let units = matrix_work_list(profiles.len(), &cfg);
+        let mut done = Vec::new();
+        for (k, (pi, mode)) in units.iter().enumerate() {
+            if !shard.owns(k) {
+                continue;
+            }
+            let mut c = cfg.clone();
+            c.sack = *mode;
+            let row = matrix_row(&c, &profiles[*pi], &opts);
+            done.push(serde_json::json!({"unit": k, "profile": pi, "row": row}));
+        }
+        let args = serde_json::json!({
+            "profiles": profiles,
+            "config": cfg,
+            "properties": trc_properties::catalogue().iter().map(|s| s.id).collect::<Vec<_>>(),
+            "units": units.iter().map(|(p, m)| format!("{}-{}", profiles[*p].name, if *m == SackMode::Sack { "sack" } else { "no-sack" })).collect::<Vec<_>>(),
+        });
+        crate::shard::print_shard("matrix", shard, units.len(), args, done);
+        return 0;
     }
-    if a.json {
+    let rows: Vec<MatrixRow> = profiles.iter().map(|p| matrix_row(&cfg, p, &opts)).collect();
+    print_matrix(&rows, a.json);
+    0
+}
+
+/// Prints the matrix (`trc matrix` and `trc merge`).
+pub fn print_matrix(rows: &[MatrixRow], json: bool) {
+    let specs = trc_properties::catalogue();
+    if json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(name, states, secs, cells)| {
+            .map(|r| {
                 let props: serde_json::Map<String, serde_json::Value> = specs
                     .iter()
-                    .zip(cells)
+                    .zip(&r.cells)
                     .map(|(s, c)| (s.id.to_string(), match c { Some(n) => serde_json::json!({"violated": true, "steps": n}), None => serde_json::json!({"violated": false}) }))
                     .collect();
-                serde_json::json!({"profile": name, "states": states, "seconds": secs, "properties": props})
+                serde_json::json!({"profile": r.profile, "states": r.states, "seconds": r.seconds, "properties": props})
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&v).unwrap());
-        return 0;
+        return;
     }
     print!("{:<20}", "profile");
     for s in &specs {
         print!(" {:>6}", s.id);
     }
     println!(" {:>10} {:>8}", "states", "seconds");
-    for (name, states, secs, cells) in &rows {
-        print!("{:<20}", name);
-        for c in cells {
+    let (mut total_states, mut total_secs) = (0u64, 0f64);
+    for r in rows {
+        total_states += r.states;
+        total_secs += r.seconds;
+        print!("{:<20}", r.profile);
+        for c in &r.cells {
             match c {
                 Some(n) => print!(" {:>6}", format!("✗{n}")),
                 None => print!(" {:>6}", "ok"),
             }
         }
-        println!(" {:>10} {:>8.2}", states, secs);
+        println!(" {:>10} {:>8.2}", r.states, r.seconds);
     }
     println!("\n✗N: violated, shortest counterexample N events; ok: holds within the bounds.");
     println!("total: {} states in {:.2} s ({:.0} states/s)", total_states, total_secs, total_states as f64 / total_secs.max(1e-9));
-    0
 }

@@ -63,6 +63,10 @@ pub struct DiffArgs {
     /// With `--bulk`: the segments (0-based) whose first transmission the network drops.
     #[arg(long, value_delimiter = ',', requires = "bulk")]
     pub drop: Vec<u32>,
+    /// Run only shard I of N of the scenarios (`--only`'s list, else 0..`--scenarios`) and print
+    /// it as JSON for `trc merge` (docs/ci.md).
+    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// Exit codes: 0 agreement at or above the bar, 1 below it (or a kernel error), 2 usage error,
@@ -113,21 +117,52 @@ pub fn run_diff(a: DiffArgs) -> i32 {
         only: if a.only.is_empty() { None } else { Some(a.only.clone()) },
         ..DiffOptions::default()
     };
+    // The work list: the scenario indices one run would do.
+    let indices: Vec<usize> = if opts.fixed.is_some() { vec![0] } else if a.only.is_empty() { (0..a.scenarios).collect() } else { a.only.clone() };
+    if let Some(shard) = a.shard {
+        let mine: Vec<usize> = (0..indices.len()).filter(|k| shard.owns(*k)).collect();
+        let rep = if mine.is_empty() {
+            trc_diff::DiffReport { profile: opts.profile.name.clone(), seed: opts.seed, fields: trc_diff::FIELDS.iter().map(|f| (f.to_string(), (0, 0))).collect(), ..Default::default() }
+        } else {
+            let opts = trc_diff::DiffOptions { only: if opts.fixed.is_some() { None } else { Some(mine.iter().map(|k| indices[*k]).collect()) }, ..opts };
+            run(&opts, &mut |l| {
+                if !a.quiet {
+                    eprintln!("{l}");
+                }
+            })
+        };
+        let args = serde_json::json!({"profile": rep.profile, "seed": a.seed, "bar": a.bar, "scenarios": indices, "bulk": a.bulk, "drop": a.drop});
+        let units: Vec<serde_json::Value> = mine.iter().map(|k| serde_json::json!({"unit": k, "scenario": indices[*k]})).collect();
+        let code = verdict_code(&rep, a.bar);
+        crate::shard::print_shard_with("diff", shard, indices.len(), args, units, Some(serde_json::to_value(&rep).unwrap()));
+        return code;
+    }
     let quiet = a.quiet || a.json;
     let rep = run(&opts, &mut |l| {
         if !quiet {
             eprintln!("{l}");
         }
     });
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep).unwrap());
+    finish(&rep, a.bar, a.json)
+}
+
+/// 1 if a field agrees below `bar` percent or a kernel run failed, else 0.
+fn verdict_code(rep: &trc_diff::DiffReport, bar: f64) -> i32 {
+    let below = ["segments", "ca_state", "cwnd", "ssthresh"].into_iter().any(|f| 100.0 * rep.rate(f) < bar);
+    i32::from(below || rep.errors > 0)
+}
+
+/// Prints a diff report (`trc diff` and `trc merge`) and returns its exit code.
+pub fn finish(rep: &trc_diff::DiffReport, bar: f64, json: bool) -> i32 {
+    if json {
+        println!("{}", serde_json::to_string_pretty(rep).unwrap());
     } else {
         print!("{}", rep.render());
     }
-    let below: Vec<&str> = ["segments", "ca_state", "cwnd", "ssthresh"].into_iter().filter(|f| 100.0 * rep.rate(f) < a.bar).collect();
+    let below: Vec<&str> = ["segments", "ca_state", "cwnd", "ssthresh"].into_iter().filter(|f| 100.0 * rep.rate(f) < bar).collect();
     if !below.is_empty() {
-        if !a.json {
-            println!("below the {}% bar: {}", a.bar, below.join(", "));
+        if !json {
+            println!("below the {}% bar: {}", bar, below.join(", "));
         }
         return 1;
     }

@@ -302,6 +302,7 @@ for (const e of D.edges) {
 }
 const $ = id => document.getElementById(id);
 let step = 0, selected = null;
+const picHook = typeof picturesInit === 'function' && document.getElementById('pictures') ? picturesInit(k => { if (k < D.path.length) select(D.path[k]); }) : (() => {});
 function flatten(v, pre, out) {
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     const ks = Object.keys(v);
@@ -343,6 +344,7 @@ function select(id) {
   document.querySelectorAll('.edge[data-from="' + id + '"],.edge[data-to="' + id + '"]').forEach(e => e.classList.add('hl'));
   document.querySelectorAll('.path-edge').forEach(e => e.classList.toggle('done', +e.dataset.step <= step));
   document.querySelectorAll('#steps li').forEach((li, i) => li.classList.toggle('current', i === step && n.path_index !== null));
+  picHook(n.path_index !== null ? step : -1);
   $('step-label').textContent = 'step ' + step + ' / ' + (D.path.length - 1);
   const pe = step > 0 ? D.edges.find(e => e.path && e.to === D.path[step]) : null;
   $('step-event').textContent = pe ? pe.event : 'initial state';
@@ -395,8 +397,9 @@ document.body.dataset.ready = '1';
 })();
 "#;
 
-/// The whole page.
-pub fn render(g: &StateGraph, model: &TcpModel, title: &str) -> String {
+/// The whole page; `pictures` is the counterexample's time-sequence diagram and timeline
+/// ([`crate::pictures::render`]), drawn above the state graph.
+pub fn render(g: &StateGraph, model: &TcpModel, title: &str, pictures: &str) -> String {
     let cfg = &model.cfg;
     let sub = format!(
         "{} states drawn ({} on the path), {} transitions{} · bounds: segments {}, writes {}, losses {}, ack-losses {}, reorder {}, rtos {}, tlps {}, tsq {}, ece {}, rtt {} ms · last state's ssthresh {}",
@@ -421,12 +424,12 @@ pub fn render(g: &StateGraph, model: &TcpModel, title: &str) -> String {
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <title>trc graph — {title_e}</title>
-<style>{CSS}</style></head>
+<style>{CSS}{PCSS}</style></head>
 <body>
 <header><h1>{title_e}</h1><div class="sub">{sub_e}</div></header>
 <div id="toolbar"><button id="prev" title="previous path state (←)">◀ Prev</button><span id="step-label"></span><button id="next" title="next path state (→)">Next ▶</button><span id="step-event"></span>
 <span class="legend" style="margin-left:auto"><span style="background:#e8f5e9">Open</span><span style="background:#fff8e1">Disorder</span><span style="background:#fff3e0">CWR</span><span style="background:#e3f2fd">Recovery</span><span style="background:#f3e5f5">Loss</span><span style="background:#ffcdd2">violates</span><span style="border:2px solid #c0392b">path</span></span></div>
-<div id="main"><div id="canvas">{svg}</div>
+{pictures}<div id="main"><div id="canvas">{svg}</div>
 <div id="panel">
 <h2 id="details-title"></h2><div id="details-viol" class="viol-note"></div><div id="details-summary"></div>
 <h3>reached by</h3><ul class="ev" id="details-in"></ul>
@@ -435,13 +438,15 @@ pub fn render(g: &StateGraph, model: &TcpModel, title: &str) -> String {
 <h3>path</h3><ol id="steps" start="0"></ol>
 </div></div>
 <script id="trc-data" type="application/json">{data}</script>
-<script>{JS}</script>
+<script>{PJS}{JS}</script>
 </body></html>
 "#,
         title_e = esc(title),
         sub_e = esc(&sub),
         svg = svg(g),
         data = data_json(g, model, title),
+        PCSS = crate::pictures::CSS,
+        PJS = crate::pictures::JS,
     )
 }
 

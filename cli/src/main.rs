@@ -13,8 +13,10 @@ mod graph;
 mod graph_html;
 mod kernel;
 mod output;
+mod pictures;
 mod sweep;
 mod replay;
+mod shard;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -45,6 +47,8 @@ enum Cmd {
     Diff(diff::DiffArgs),
     /// Exhaustively check CUBIC's integer arithmetic (cubic_root, bictcp_update) against exact arithmetic.
     Sweep(sweep::SweepArgs),
+    /// Combine the JSON outputs of `--shard I/N` runs into the report one run would print.
+    Merge(shard::MergeArgs),
     /// List the built-in profiles.
     Profiles,
     /// List the properties.
@@ -83,9 +87,10 @@ impl ModelArgs {
     mut_arg("no_ts", |a| a.help("Timestamps off"))
 )]
 pub struct BoundArgs {
-    /// TOML file with a `Config` (bounds and options); flags override it.
+    /// TOML file with a `Config` (bounds and options); flags override it. `trc check` takes
+    /// several (one check per file, in order; the unit of `--shard`).
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub config: Vec<PathBuf>,
     /// Segments written by the application at the start.
     #[arg(long)]
     pub segments: Option<u16>,
@@ -143,10 +148,28 @@ pub struct BoundArgs {
 }
 
 impl BoundArgs {
-    /// The configuration: defaults, then the config file, then the flags.
+    /// The configuration: defaults, then the config file, then the flags (one `--config` at
+    /// most: only `trc check` takes several, see [`BoundArgs::configs`]).
     pub fn config(&self) -> Result<Config, String> {
+        if self.config.len() > 1 {
+            return Err(format!("--config given {} times: only `trc check` takes several bounds files", self.config.len()));
+        }
+        self.config_from(self.config.first().map(|p| p.as_path()))
+    }
+
+    /// Every `--config` file's configuration with the flags applied, in order (the defaults
+    /// and the flags when there is none), each with the file.
+    pub fn configs(&self) -> Result<Vec<(Option<PathBuf>, Config)>, String> {
+        if self.config.is_empty() {
+            return Ok(vec![(None, self.config_from(None)?)]);
+        }
+        self.config.iter().map(|p| Ok((Some(p.clone()), self.config_from(Some(p))?))).collect()
+    }
+
+    /// Defaults, then `file`, then the flags.
+    fn config_from(&self, file: Option<&std::path::Path>) -> Result<Config, String> {
         let mut file_src = None;
-        let mut c = match &self.config {
+        let mut c = match file {
             Some(p) => {
                 let src = read_source(p)?;
                 let c = toml::from_str::<Config>(&src).map_err(|e| toml_error(p, &src, &e))?;
@@ -287,6 +310,7 @@ fn main() {
         Cmd::Explore(a) => explore::run_explore(a),
         Cmd::Replay(a) => replay::run_replay(a),
         Cmd::Diff(a) => diff::run_diff(a),
+        Cmd::Merge(a) => shard::run_merge(a),
         Cmd::Sweep(a) => sweep::run_sweep(a),
         Cmd::Profiles => {
             for p in trc_model::Profile::builtin() {

@@ -2,7 +2,9 @@
 
 use crate::check::Accepted;
 use serde::Serialize;
+use serde_json::Value;
 use trc_engine::{replay, Report, Verdict};
+use trc_model::mib::MibDelta;
 use trc_model::model::{Action, State, TcpModel};
 use trc_trace::notes;
 
@@ -94,10 +96,12 @@ pub struct Step {
     pub lost_out: u32,
     pub retrans_out: u32,
     pub notes: Vec<String>,
+    /// The MIB counters this step moved, by their nstat names (e.g. `TcpExtTCPLossUndo`).
+    pub counters: std::collections::BTreeMap<String, u32>,
 }
 
 
-fn step(event: String, s: &State) -> Step {
+fn step(event: String, s: &State, mib: &MibDelta) -> Step {
     let x = &s.sender;
     Step {
         event,
@@ -117,6 +121,7 @@ fn step(event: String, s: &State) -> Step {
         lost_out: x.lost_out,
         retrans_out: x.retrans_out,
         notes: notes(s),
+        counters: mib.nonzero().map(|(m, n)| (m.name().to_string(), n)).collect(),
     }
 }
 
@@ -136,16 +141,14 @@ pub fn describe(prev: &State, a: &Action) -> String {
 }
 
 pub fn counterexample(model: &TcpModel, path: &trc_engine::Path<Action>) -> Vec<Step> {
-    let states = replay(model, path);
-    let mut out = Vec::new();
-    let mut prev: Option<&State> = None;
-    for (a, s) in &states {
-        let ev = match (a, prev) {
-            (Some(a), Some(p)) => describe(p, a),
-            _ => format!("initial state ({}), first flight sent", if s.sender.sack_ok { "SACK" } else { "no SACK" }),
-        };
-        out.push(step(ev, s));
-        prev = Some(s);
+    // The engine's replay, step by step with the MIB counters each step moved.
+    let init = replay(model, &trc_engine::Path { init_index: path.init_index, actions: vec![] }).swap_remove(0).1;
+    let mut out = vec![step(format!("initial state ({}), first flight sent", if init.sender.sack_ok { "SACK" } else { "no SACK" }), &init, &MibDelta::default())];
+    let mut prev = init;
+    for (i, a) in path.actions.iter().enumerate() {
+        let (next, mib) = model.next_state_counted(&prev, *a).unwrap_or_else(|| panic!("counterexample: action {i} of the path has no next state"));
+        out.push(step(describe(&prev, a), &next, &mib));
+        prev = next;
     }
     out
 }
@@ -205,81 +208,118 @@ pub fn incomplete(report: &Report<Action>) -> bool {
     matches!(report.stop_reason, trc_engine::StopReason::MemoryBudget | trc_engine::StopReason::MaxStates)
 }
 
-/// Why an incomplete check stopped, for the summary line (empty when complete).
-fn stop_note(report: &Report<Action>) -> String {
-    use trc_engine::StopReason::*;
-    let why = match report.stop_reason {
-        Complete => return String::new(),
-        FailFast => "--fail-fast: a property was violated (its BFS level was finished, so the counterexample is still a shortest one)".to_string(),
-        MaxDepth => format!("--max-depth {} reached with unexplored successors", report.max_depth),
-        MaxStates => "the state limit was reached".to_string(),
-        MemoryBudget => format!(
+/// Why an incomplete check stopped, for the summary line (empty when complete), from a check's
+/// JSON (`stop_reason`, `max_depth`, `peak_memory_bytes`).
+fn stop_note(v: &Value) -> String {
+    let reason = v["stop_reason"].as_str().unwrap_or("Complete");
+    let why = match reason {
+        "Complete" => return String::new(),
+        "FailFast" => "--fail-fast: a property was violated (its BFS level was finished, so the counterexample is still a shortest one)".to_string(),
+        "MaxDepth" => format!("--max-depth {} reached with unexplored successors", v["max_depth"]),
+        "MaxStates" => "the state limit was reached".to_string(),
+        _ => format!(
             "--max-memory: exploring the next level would exceed the budget (estimated peak {:.1} MiB so far)",
-            report.peak_memory_bytes as f64 / (1 << 20) as f64
+            v["peak_memory_bytes"].as_u64().unwrap_or(0) as f64 / (1 << 20) as f64
         ),
     };
-    format!("\nstopped early ({:?}): {why}; \"holds\" below covers only the states explored", report.stop_reason)
+    format!("\nstopped early ({reason}): {why}; \"holds\" below covers only the states explored")
 }
 
-pub fn print_summary(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>) {
-    let secs = report.elapsed.as_secs_f64();
-    println!("trc check: profile {} ({})", model.profile.name, model.profile.description);
-    if let Some(b) = base {
-        println!("compared with {} (same bounds){}", b.name, if b.incomplete { " — its check stopped early" } else { "" });
+/// The human summary of one check, from its JSON ([`check_json`], or a merge of shards): the
+/// verdicts, every signature with its count, shortest length and status, and the counterexamples.
+pub fn print_summary(v: &Value) {
+    let secs = v["seconds"].as_f64().unwrap_or(0.0);
+    let states = v["unique_states"].as_u64().unwrap_or(0);
+    println!("trc check: profile {} ({})", v["profile"]["name"].as_str().unwrap_or(""), v["profile"]["description"].as_str().unwrap_or(""));
+    let base = v["against"]["profile"].as_str().unwrap_or("?");
+    if v["against"].is_object() {
+        println!("compared with {base} (same bounds){}", if v["against"]["incomplete"] == true { " — its check stopped early" } else { "" });
     }
     println!(
         "explored {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s){}",
-        report.unique_states,
-        report.transitions,
-        report.max_depth,
+        states,
+        v["transitions"],
+        v["max_depth"],
         secs,
-        report.unique_states as f64 / secs.max(1e-9),
-        stop_note(report)
+        states as f64 / secs.max(1e-9),
+        stop_note(v)
     );
-    for r in results {
-        let v = match (r.verdict, &r.accepted) {
-            (Verdict::Violated, Some(why)) => format!("VIOLATED ({why})"),
-            (Verdict::Violated, None) => "VIOLATED".to_string(),
-            (Verdict::Holds, _) => "holds".to_string(),
+    let props = v["properties"].as_array().cloned().unwrap_or_default();
+    for r in &props {
+        let verdict = match (r["verdict"].as_str(), r["accepted"].as_str()) {
+            (Some("Violated"), Some(why)) => format!("VIOLATED ({why})"),
+            (Some("Violated"), None) => "VIOLATED".to_string(),
+            (Some("Holds"), _) => "holds".to_string(),
             _ => "not checked".to_string(),
         };
-        println!("  {:<70} {}", r.name, v);
-        for s in &r.signatures {
-            let status = match s.status {
-                SigStatus::New => "NEW".to_string(),
-                SigStatus::Accepted => format!(
-                    "accepted ({}, baseline){}",
-                    s.finding.as_deref().unwrap_or("?"),
-                    if s.also_on_base { format!("; also on {}", base.map_or("?", |b| b.name.as_str())) } else { String::new() }
-                ),
-                SigStatus::AlsoOnBase => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
+        println!("  {:<70} {}", r["name"].as_str().unwrap_or(""), verdict);
+        for s in r["signatures"].as_array().into_iter().flatten() {
+            let finding = s["finding"].as_str().unwrap_or("?");
+            let status = match s["status"].as_str() {
+                Some("accepted") => format!("accepted ({finding}, baseline){}", if s["also_on_base"] == true { format!("; also on {base}") } else { String::new() }),
+                Some("also-on-base") => format!("also on {base}"),
+                _ => "NEW".to_string(),
             };
-            println!("      {:<66} {:>7} states, shortest {:>2} events: {status}", s.signature, s.states, s.events);
+            println!(
+                "      {:<66} {:>7} states, shortest {:>2} events: {status}",
+                s["signature"].as_str().unwrap_or(""),
+                s["states"].as_u64().unwrap_or(0),
+                s["events"].as_u64().unwrap_or(0)
+            );
         }
     }
-    for r in results {
-        let Some(ce) = &r.counterexample else { continue };
-        let sig = r.counterexample_signature.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
-        println!("\n{} — shortest counterexample{sig} ({} events){}:", r.name, ce.len() - 1, r.accepted.as_ref().map(|a| format!(" [{a}]")).unwrap_or_default());
+    for r in &props {
+        let Some(ce) = r["counterexample"].as_array() else { continue };
+        let sig = r["counterexample_signature"].as_str().map(|s| format!(" {s}")).unwrap_or_default();
+        let accepted = r["accepted"].as_str().map(|a| format!(" [{a}]")).unwrap_or_default();
+        println!("\n{} — shortest counterexample{sig} ({} events){accepted}:", r["name"].as_str().unwrap_or(""), ce.len() - 1);
         for (i, s) in ce.iter().enumerate() {
-            println!("  {:>2}. t={:>5}ms {}", i, s.time_ms, s.event);
+            println!("  {:>2}. t={:>5}ms {}", i, s["time_ms"].to_string(), s["event"].as_str().unwrap_or(""));
             println!(
                 "      {:<9} cwnd {:>3} ssthresh {:>10} snd_una {:>3} snd_nxt {:>3} high_seq {:>3} retrans_stamp {:>5} undo_marker {:>3} undo_retrans {:>2} out/sacked/lost/retrans {}/{}/{}/{}",
-                s.ca_state, s.cwnd, s.ssthresh, s.snd_una, s.snd_nxt, s.high_seq, s.retrans_stamp, s.undo_marker, s.undo_retrans, s.packets_out, s.sacked_out, s.lost_out, s.retrans_out
+                s["ca_state"].as_str().unwrap_or(""),
+                s["cwnd"].to_string(),
+                s["ssthresh"].to_string(),
+                s["snd_una"].to_string(),
+                s["snd_nxt"].to_string(),
+                s["high_seq"].to_string(),
+                s["retrans_stamp"].to_string(),
+                s["undo_marker"].to_string(),
+                s["undo_retrans"].to_string(),
+                s["packets_out"],
+                s["sacked_out"],
+                s["lost_out"],
+                s["retrans_out"]
             );
-            for n in &s.notes {
-                println!("      → {n}");
+            for n in s["notes"].as_array().into_iter().flatten() {
+                println!("      → {}", n.as_str().unwrap_or(""));
+            }
+            if let Some(c) = s["counters"].as_object().filter(|c| !c.is_empty()) {
+                let c: Vec<String> = c.iter().map(|(k, v)| format!("{k} +{v}")).collect();
+                println!("      counters: {}", c.join(", "));
             }
         }
     }
 }
 
-pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>, coverage: Option<&crate::coverage::Coverage>) {
-    let violated = results.iter().any(PropResult::fails);
-    // The exit code in words: 1 violated, 3 incomplete, 0 holds.
-    let result = if violated { "violated" } else if incomplete(report) { "incomplete" } else { "holds" };
-    let v = serde_json::json!({
-        "result": result,
+/// The result of a check in words, as its exit code says it: violated (1: a property violated
+/// with a new signature), incomplete (3), holds (0).
+pub fn result_word(results: &[Value], incomplete: bool) -> &'static str {
+    let violated = results.iter().any(|r| r["verdict"] == "Violated" && r["accepted"].is_null());
+    if violated {
+        "violated"
+    } else if incomplete {
+        "incomplete"
+    } else {
+        "holds"
+    }
+}
+
+/// A check's machine-readable result (`trc check --json`); the human summary is printed from it.
+pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>, coverage: Option<&crate::coverage::Coverage>) -> Value {
+    let props: Vec<Value> = results.iter().map(|r| serde_json::to_value(r).unwrap()).collect();
+    serde_json::json!({
+        "result": result_word(&props, incomplete(report)),
         "profile": model.profile,
         "against": base.map(|b| serde_json::json!({"profile": b.name, "incomplete": b.incomplete})),
         "config": model.cfg,
@@ -291,8 +331,26 @@ pub fn print_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "incomplete": incomplete(report),
         "stop_reason": format!("{:?}", report.stop_reason),
         "peak_memory_bytes": report.peak_memory_bytes,
-        "properties": results,
+        "properties": props,
         "coverage": coverage,
-    });
-    println!("{}", serde_json::to_string_pretty(&v).unwrap());
+    })
+}
+
+/// What a shard's unit carries beside its run's JSON so that `trc merge` judges signatures as
+/// the one run does: every signature's shortest counterexample (the run's JSON shows one per
+/// property, which after the merge may be another unit's or another signature's) and the
+/// comparison profile's signatures on this unit (a signature is "also on" the base if it occurs
+/// there in any unit).
+pub fn shard_detail(model: &TcpModel, report: &Report<Action>, base: Option<&Base>) -> Value {
+    let mut cex = serde_json::Map::new();
+    for p in &report.properties {
+        let id = p.name.split(':').next().unwrap_or(p.name).to_string();
+        let m: serde_json::Map<String, Value> =
+            p.classes.iter().map(|c| (trc_properties::signature::describe(&id, c.class), serde_json::to_value(counterexample(model, &c.path)).unwrap())).collect();
+        cex.insert(id, Value::Object(m));
+    }
+    serde_json::json!({
+        "counterexamples": cex,
+        "base": base.map(|b| serde_json::json!({"profile": b.name, "incomplete": b.incomplete, "signatures": b.signatures})),
+    })
 }

@@ -55,6 +55,26 @@ fn seed_bug_exits_1_on_6_15_and_0_on_6_18() {
     assert_eq!(code, 0, "{out}");
 }
 
+/// The counterexample names the MIB counters each step moved, as nstat prints them: the seed
+/// bug's RTO (`tcp_retransmit_timer`: TCPTimeouts, `__tcp_retransmit_skb`: RetransSegs) and its
+/// undo (`tcp_try_undo_loss` without F-RTO: TCPLossUndo), in the text and in the JSON.
+#[test]
+fn counterexample_names_the_counters_its_undo_bumps() {
+    let (code, out, _) = trc(&["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let steps = v["properties"][0]["counterexample"].as_array().unwrap();
+    let with = |name: &str| steps.iter().filter(|s| s["counters"][name].as_u64() == Some(1)).map(|s| s["event"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(with("TcpExtTCPTimeouts"), vec!["RTO fires".to_string()]);
+    let undo = with("TcpExtTCPLossUndo");
+    assert_eq!(undo.len(), 1, "{undo:?}");
+    let last = steps.last().unwrap();
+    assert_eq!(last["counters"]["TcpExtTCPLossUndo"], 1, "the undo is the violating step");
+    assert!(steps.iter().all(|s| s["counters"].get("TcpExtTCPFullUndo").is_none()));
+    let (_, text, _) = trc(&["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1"]);
+    assert!(text.contains("counters: TcpExtTCPLossUndo +1"), "{text}");
+}
+
 #[test]
 fn user_profile_file_reproduces_the_bug() {
     let p = tmp("mypatch.toml", "base = \"linux-6.18\"\npacket_delayed = \"e37ab7\"\n");

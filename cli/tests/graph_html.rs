@@ -210,3 +210,85 @@ fn browser_renders_path_and_state_details() {
     assert!(dom.contains(" nbr selected\""), "neighbour highlighted");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `chromium --headless --screenshot=FILE URL`.
+fn screenshot(chromium: &Path, url: &str, profile_dir: &Path, file: &Path) {
+    let out = Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars", "--window-size=1700,1100", "--virtual-time-budget=3000"])
+        .arg(format!("--user-data-dir={}", profile_dir.display()))
+        .arg(format!("--screenshot={}", file.display()))
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("start chromium");
+    assert!(out.success(), "chromium --screenshot failed");
+}
+
+/// The element tags with `class="CLASS"` (exactly) in the dumped DOM.
+fn count_class(dom: &str, class: &str) -> usize {
+    dom.matches(&format!("class=\"{class}\" ")).count()
+}
+
+#[test]
+fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
+    let Some(chromium) = find_chromium() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but chromium is not installed (.ci/run installs Debian's `chromium`)");
+        }
+        eprintln!("SKIPPED browser_draws_the_seed_bug_pictures_and_clicks_select_steps: chromium not found (apt-get install -y chromium, or set TRC_CHROMIUM)");
+        return;
+    };
+    // The page `trc check --out` writes beside the script is the same page as `trc graph`'s.
+    let dir = tmpdir("pictures");
+    let (code, _, err) = trc(&["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(".html"), "{err}");
+    let page = dir.join("I1-linux-6.15.html");
+    assert!(dir.join("I1-linux-6.15.pkt").is_file() && page.is_file());
+    let html = std::fs::read_to_string(&page).unwrap();
+    for bad in ["<link", "<script src", "src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(bad), "page references an external resource: {bad}");
+    }
+    let profile = dir.join("chromium-profile");
+    let shot = dir.join("seed-bug-pictures.png");
+    screenshot(&chromium, &format!("file://{}#step=8", page.display()), &profile, &shot);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "screenshot {}", shot.display());
+    eprintln!("screenshot of the seed bug's counterexample page: {}", shot.display());
+
+    let dom = dump_dom(&chromium, &format!("file://{}#step=8", page.display()), &profile);
+    assert!(dom.contains("data-ready=\"1\""));
+    // What the acceptance asks to see: the drop of seg 1, the RTO, the retransmission of seg 1,
+    // the undo at the violating step, and cwnd back to 5 there.
+    assert!(dom.contains("class=\"tsd-drop\" data-pstep=\"1\" data-seg=\"1\""), "drop of seg 1");
+    assert!(dom.contains("class=\"tsd-timer\" data-pstep=\"2\" data-kind=\"rto\""), "RTO");
+    assert!(dom.contains("class=\"tsd-tx rtx\" data-pstep=\"2\" data-seg=\"1\""), "retransmission of seg 1");
+    assert!(dom.contains("class=\"tsd-undo\" data-pstep=\"8\""), "undo at step 8");
+    assert!(dom.contains("class=\"tl-cwnd\" data-pstep=\"7\" data-value=\"3\"") && dom.contains("class=\"tl-cwnd\" data-pstep=\"8\" data-value=\"5\""), "cwnd 3 → 5");
+    assert!(dom.contains("class=\"pic-viol\" data-pstep=\"8\""), "violating step marked");
+    // Counts: 6 original transmissions + 1 retransmission, 1 drop, 6 ACKs, 1 timer; a cwnd
+    // point, an ssthresh point, a ca_state cell and a column per step (9).
+    assert_eq!(count_class(&dom, "tsd-tx"), 6);
+    assert_eq!(count_class(&dom, "tsd-tx rtx"), 1);
+    assert_eq!(count_class(&dom, "tsd-drop"), 1);
+    assert_eq!(count_class(&dom, "tsd-ack"), 6);
+    assert_eq!(count_class(&dom, "tsd-timer"), 1);
+    assert_eq!(count_class(&dom, "tl-cwnd"), 9);
+    assert_eq!(count_class(&dom, "tl-ssthresh"), 9);
+    assert_eq!(count_class(&dom, "tl-ca"), 9);
+    assert_eq!(dom.matches("class=\"pic-col").count(), 18, "9 columns in each picture");
+    // The current step's columns are shaded.
+    assert_eq!(dom.matches("class=\"pic-col cur\" data-pstep=\"8\"").count(), 2, "step 8 shaded in both pictures");
+
+    // A click on the timeline's point of step 3 selects step 3 in the state view: a copy of the
+    // page with a script that clicks it once the page is ready.
+    let click = dir.join("click.html");
+    let clicker = "<script>document.querySelector('#timeline .tl-cwnd[data-pstep=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>";
+    std::fs::write(&click, html.replacen("</body>", clicker, 1)).unwrap();
+    let dom = dump_dom(&chromium, &format!("file://{}", click.display()), &profile);
+    assert!(dom.contains("id=\"details-title\">step 3 — state #3<"), "the click selected step 3");
+    assert!(dom.contains("id=\"step-label\">step 3 / 8<"));
+    assert_eq!(dom.matches("class=\"pic-col cur\" data-pstep=\"3\"").count(), 2);
+}

@@ -2,7 +2,7 @@
 //! the kernel's (tcp_info, undo counters and segments at the same script lines), compared field
 //! by field up to the first divergence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use trc_kernel::{RunReport, TraceEvent};
 use trc_model::mib::Mib;
@@ -23,7 +23,7 @@ pub fn counters() -> impl Iterator<Item = &'static str> {
 }
 
 /// What one side shows at one step.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Obs {
     /// Segments sent during the step: (segment index, retransmission?).
     pub segments: Vec<(u32, bool)>,
@@ -64,7 +64,7 @@ impl Obs {
 }
 
 /// One compared step of a scenario.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepView {
     /// Step index in the walk (0 = initial flight; step k follows action k-1).
     pub step: usize,
@@ -208,7 +208,7 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
 }
 
 /// Where a scenario first diverges.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Divergence {
     pub step: usize,
     pub line: u32,
@@ -228,7 +228,7 @@ impl Divergence {
 }
 
 /// Per-field counts of one comparison (up to and including the first divergence).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Comparison {
     /// field → (steps agreeing, steps compared)
     pub fields: BTreeMap<String, (u64, u64)>,

@@ -3,20 +3,20 @@
 
 use crate::compare::{compare, kernel_view, model_view, Comparison};
 use crate::generate::{GenOptions, Scenario};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use trc_model::model::Action;
 use trc_model::{CcKind, Profile};
 use trc_trace::export::{self, Exported};
 
 /// One kernel run of one exported walk.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Trial {
     pub comparison: Comparison,
     pub ambiguous: Option<String>,
 }
 
 /// The verdict on one scenario.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     Agree,
@@ -27,7 +27,7 @@ pub enum Verdict {
     Error,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScenarioResult {
     pub scenario: Scenario,
     pub verdict: Verdict,

@@ -2,7 +2,7 @@
 //! randomly drawn configuration, kept to what a real kernel can be made to reproduce and what
 //! exports with a safe timing margin.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stateright::Model;
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::{CcKind, Config, Profile, SackMode};
@@ -57,7 +57,7 @@ impl Default for GenOptions {
 }
 
 /// One generated scenario.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scenario {
     pub index: usize,
     /// The scenario's own seed (derived from the run seed and the index).
@@ -194,7 +194,7 @@ pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profil
         max_tlps: 255,
         max_tsq: 0,
         max_ece: 0,
-        horizon_ms: u32::MAX / 2,
+        horizon_ms: trc_model::config::MAX_HORIZON_MS,
         rtt_ms: 50,
         sack: if sack { SackMode::Sack } else { SackMode::NoSack },
         timestamps: ts,

@@ -34,7 +34,7 @@ pub use execute::{export_actions, run_scenario, trial, ScenarioResult, Trial, Ve
 pub use generate::{bulk, generate, normalize, GenOptions, Rng, Scenario};
 pub use shrink::shrink;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use trc_model::Profile;
 
@@ -68,7 +68,7 @@ impl Default for DiffOptions {
 }
 
 /// The result of a differential run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DiffReport {
     pub profile: String,
     pub seed: u64,

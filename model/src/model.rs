@@ -10,6 +10,7 @@ use crate::config::{Config, SackMode};
 use crate::net::{Pkt, Receiver};
 use crate::profile::Profile;
 use crate::sender::ack::AckSeg;
+use crate::mib::MibDelta;
 use crate::sender::Cx;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
@@ -155,16 +156,17 @@ impl TcpModel {
 
     /// Runs one sender operation at time `now`, then moves its transmissions into the network.
     fn step(&self, s: &mut State, now: u32, f: impl FnOnce(&mut Sender, &mut Cx)) {
-        self.step_with(s, now, None, f)
+        self.step_counted(s, now, &mut (), f)
     }
 
-    /// [`Self::step`], recording the decision branches it takes in `sink` (coverage).
-    fn step_with(&self, s: &mut State, now: u32, sink: Option<&crate::decision::DecisionCounts>, f: impl FnOnce(&mut Sender, &mut Cx)) {
+    /// [`Self::step`], handing the step's MIB counter deltas to `sink` (nothing for `()`).
+    fn step_counted<'d, K: MibSink<'d>>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
         s.now = now;
         s.sender.ghost.ev = Events::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
-        cx.decisions = sink;
+        cx.decisions = sink.decisions();
         f(&mut s.sender, &mut cx);
+        sink.take(&cx.mib);
         for tx in cx.out {
             s.flight.push(Pkt { seg: tx.seg as u16, sent: now, rtx: tx.rtx });
         }
@@ -190,23 +192,23 @@ impl TcpModel {
 
     /// Delivers packet `i` `extra` ms later than the path RTT allows; its ACK arrives normally.
     pub fn deliver_late(&self, s: &mut State, i: usize, extra: u32) {
-        self.deliver_late_with(s, i, extra, None)
+        self.deliver_late_counted(s, i, extra, &mut ())
     }
 
-    fn deliver_late_with(&self, s: &mut State, i: usize, extra: u32, sink: Option<&crate::decision::DecisionCounts>) {
+    fn deliver_late_counted<'d, K: MibSink<'d>>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
         let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
         let ack: AckSeg = s.rcv.receive(&self.cfg, &pkt, sack_ok, ts_ok);
-        self.step_with(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
+        self.step_counted(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
     }
 
     /// The ACK the receiver sends for delivered packet `pkt`.
     pub fn deliver(&self, s: &mut State, i: usize, ack_fate: AckFate) {
-        self.deliver_with(s, i, ack_fate, None)
+        self.deliver_counted(s, i, ack_fate, &mut ())
     }
 
-    fn deliver_with(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: Option<&crate::decision::DecisionCounts>) {
+    fn deliver_counted<'d, K: MibSink<'d>>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
         let t = self.arrival(s, i);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -220,7 +222,7 @@ impl TcpModel {
             AckFate::Ece => ack.ece = true,
             AckFate::Normal => {}
         }
-        self.step_with(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
+        self.step_counted(s, t, sink, |snd, cx| snd.tcp_ack(cx, &ack));
     }
 }
 
@@ -339,28 +341,36 @@ impl TcpModel {
     /// successor (then `s` is left partly updated and must be discarded).
     #[inline]
     fn apply(&self, s: &mut State, a: Action) -> bool {
-        self.apply_with(s, a, None)
+        self.apply_counted(s, a, &mut ())
     }
 
+    /// The successor of `s` under `a` and the MIB counters the step moved (`None`: no
+    /// successor). For counterexample printing and traces; the checker uses `next_state_into`.
     /// Runs transition `a` from `s` on a copy, recording the decision branches its step takes
     /// in `sink` (`trc check --coverage`); false if `a` has no successor. The successor is not
     /// returned: this is only the record of what the step decided.
     pub fn record_decisions(&self, s: &State, a: Action, sink: &crate::decision::DecisionCounts) -> bool {
         let mut n = s.clone();
-        self.apply_with(&mut n, a, Some(sink))
+        self.apply_counted(&mut n, a, &mut Decisions(sink))
     }
 
-    #[inline(always)]
-    fn apply_with(&self, s: &mut State, a: Action, sink: Option<&crate::decision::DecisionCounts>) -> bool {
+    pub fn next_state_counted(&self, s: &State, a: Action) -> Option<(State, MibDelta)> {
+        let mut n = s.clone();
+        let mut mib = MibDelta::default();
+        self.apply_counted(&mut n, a, &mut mib).then_some((n, mib))
+    }
+
+    #[inline]
+    fn apply_counted<'d, K: MibSink<'d>>(&self, s: &mut State, a: Action, sink: &mut K) -> bool {
         match a {
-            Action::Deliver { pkt } => self.deliver_with(s, pkt as usize, AckFate::Normal, sink),
+            Action::Deliver { pkt } => self.deliver_counted(s, pkt as usize, AckFate::Normal, sink),
             Action::DeliverEce { pkt } => {
                 s.budget.ece -= 1;
-                self.deliver_with(s, pkt as usize, AckFate::Ece, sink)
+                self.deliver_counted(s, pkt as usize, AckFate::Ece, sink)
             }
             Action::DeliverAckLost { pkt } => {
                 s.budget.ack_losses -= 1;
-                self.deliver_with(s, pkt as usize, AckFate::Lost, sink)
+                self.deliver_counted(s, pkt as usize, AckFate::Lost, sink)
             }
             Action::Drop { pkt } => {
                 s.budget.losses -= 1;
@@ -377,7 +387,7 @@ impl TcpModel {
                     Action::Tlp => s.budget.tlps -= 1,
                     _ => {}
                 }
-                self.step_with(s, tm.deadline, sink, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
+                self.step_counted(s, tm.deadline, sink, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
             }
             Action::TsqFill => {
                 s.budget.tsq -= 1;
@@ -387,13 +397,13 @@ impl TcpModel {
             Action::TsqDrain => {
                 s.tsq_full = false;
                 let now = s.now;
-                self.step_with(s, now, sink, |snd, cx| snd.tcp_tsq_handler(cx));
+                self.step_counted(s, now, sink, |snd, cx| snd.tcp_tsq_handler(cx));
             }
-            Action::DeliverLate { pkt, extra } => self.deliver_late_with(s, pkt as usize, extra as u32, sink),
+            Action::DeliverLate { pkt, extra } => self.deliver_late_counted(s, pkt as usize, extra as u32, sink),
             Action::WriteAfter { gap } => {
                 s.budget.writes -= 1;
                 let now = s.now + gap as u32;
-                self.step_with(s, now, sink, |snd, cx| {
+                self.step_counted(s, now, sink, |snd, cx| {
                     cx.idle_ms = gap as u32;
                     snd.tcp_sendmsg(cx, 1)
                 });
@@ -401,11 +411,43 @@ impl TcpModel {
             Action::Write => {
                 s.budget.writes -= 1;
                 let now = s.now;
-                self.step_with(s, now, sink, |snd, cx| snd.tcp_sendmsg(cx, 1));
+                self.step_counted(s, now, sink, |snd, cx| snd.tcp_sendmsg(cx, 1));
             }
         }
         self.canonicalize(s);
         true
+    }
+}
+
+/// What a [`TcpModel`] step reports beyond its successor: the MIB counter deltas (to a
+/// [`MibDelta`]: counterexamples, traces) and the decision branches taken (to [`Decisions`]:
+/// `--coverage`). The checker passes `()`, for which both compile away.
+pub trait MibSink<'d> {
+    fn take(&mut self, _d: &MibDelta) {}
+    fn decisions(&self) -> Option<&'d crate::decision::DecisionCounts> {
+        None
+    }
+}
+
+impl MibSink<'_> for () {
+    #[inline(always)]
+    fn take(&mut self, _: &MibDelta) {}
+}
+
+/// A step that records its decision branches.
+pub struct Decisions<'d>(pub &'d crate::decision::DecisionCounts);
+
+impl<'d> MibSink<'d> for Decisions<'d> {
+    fn decisions(&self) -> Option<&'d crate::decision::DecisionCounts> {
+        Some(self.0)
+    }
+}
+
+impl MibSink<'_> for MibDelta {
+    fn take(&mut self, d: &MibDelta) {
+        for (m, n) in d.nonzero() {
+            self.add(m, n);
+        }
     }
 }
 

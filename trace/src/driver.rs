@@ -20,7 +20,8 @@ pub struct Sent {
     pub at: u32,
     /// The timer whose expiry sent it (`None`: an ACK or a write did).
     pub timer: Option<TimerKind>,
-    /// Armed timeout of that timer, in jiffies (what decides its timer-wheel level).
+    /// That timer's timeout when it was last armed (expiry minus arming time), in jiffies:
+    /// what decides its timer-wheel level.
     pub timer_jiffies: u64,
 }
 
@@ -39,6 +40,8 @@ pub struct Driver {
     pub counters: MibTotals,
     /// What the last event added to them.
     pub last_mib: MibDelta,
+    /// The pending timer and the model time (ms) it was last (re)armed.
+    armed: Option<(trc_model::state::Timer, u32)>,
 }
 
 impl Driver {
@@ -46,7 +49,7 @@ impl Driver {
     /// model time 0 and the first flight is sent (as `TcpModel::initial`).
     pub fn start(cfg: Config, profile: Profile, sack_ok: bool) -> Driver {
         let snd = Sender::new(&cfg, sack_ok);
-        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new(), counters: MibTotals::default(), last_mib: MibDelta::default() };
+        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new(), counters: MibTotals::default(), last_mib: MibDelta::default(), armed: None };
         d.run(0, |s, cx| s.tcp_write_xmit(cx));
         d
     }
@@ -56,13 +59,22 @@ impl Driver {
     }
 
     fn run_timer(&mut self, now: u32, timer: Option<TimerKind>, f: impl FnOnce(&mut Sender, &mut Cx)) -> Vec<Sent> {
-        let timer_jiffies = self.snd.icsk_rto_jiffies(&self.cfg);
+        let timer_jiffies = match self.armed {
+            Some((t, at)) if timer.is_some() => ms_to_jiffies(t.deadline.saturating_sub(at), self.cfg.hz),
+            _ => 0,
+        };
+        let before = self.snd.timer;
         self.now = now;
         self.snd.ghost.ev = Default::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, self.tsq_full);
         f(&mut self.snd, &mut cx);
         self.counters.absorb(&cx.mib);
         self.last_mib = cx.mib.clone();
+        // `sk_reset_timer()` with a new expiry re-queues the timer (its wheel level computed
+        // from the new timeout); the same expiry leaves it where it is (`mod_timer()`).
+        if self.snd.timer != before || timer.is_some() {
+            self.armed = self.snd.timer.map(|t| (t, now));
+        }
         let sent: Vec<Sent> = cx.out.iter().map(|t| Sent { seg: t.seg, rtx: t.rtx, at: now, timer, timer_jiffies }).collect();
         self.out.extend(sent.iter().copied());
         sent
@@ -111,19 +123,22 @@ impl Driver {
     }
 
     /// How much later than the model's time the kernel may really send `s` (µs): a
-    /// timer-driven transmission is rounded to jiffies whose phase the model does not know.
-    /// RACK's reorder timer and the TLP are armed through `usecs_to_jiffies()` (up to a jiffy
-    /// later) and sit in the timer wheel's level 0 (expiry on the next jiffy: up to one more);
-    /// an RTO of 63 jiffies or more sits in level 1, whose 8-jiffy buckets expire up to 8
-    /// jiffies after the deadline (kernel/time/timer.c, `calc_wheel_index()`).
+    /// timer-driven transmission is rounded to jiffies whose phase the model does not know. The
+    /// timeout goes through `usecs_to_jiffies()` (up to a jiffy later), then the timer wheel
+    /// (kernel/time/timer.c, `calc_wheel_index()`): a timeout below 63 jiffies sits in level 0
+    /// and expires on the next tick, one of 63..504 in level 1 whose 8-jiffy buckets expire up
+    /// to 8 jiffies after the deadline, and so on (granularity 8^level).
     pub fn timer_spread_us(&self, s: &Sent) -> i64 {
         let jiffy = 1_000_000 / self.cfg.hz as i64;
-        match s.timer {
-            None => 0,
-            Some(TimerKind::Reo | TimerKind::Tlp) => 2 * jiffy,
-            Some(TimerKind::Rto) if (63..504).contains(&s.timer_jiffies) => 9 * jiffy,
-            Some(TimerKind::Rto) => 2 * jiffy,
+        if s.timer.is_none() {
+            return 0;
         }
+        let (mut start, mut gran) = (63u64, 1i64);
+        while s.timer_jiffies >= start && gran < 8i64.pow(4) {
+            start <<= 3;
+            gran *= 8;
+        }
+        (gran + 1) * jiffy
     }
 
     /// `tcp_info` as the model computes it; `None` for fields the model does not compute.
@@ -145,4 +160,9 @@ impl Driver {
             _ => return None,
         })
     }
+}
+
+/// A model duration in ms as jiffies (rounded up, as `msecs_to_jiffies()`).
+fn ms_to_jiffies(ms: u32, hz: u32) -> u64 {
+    (ms as u64 * hz as u64).div_ceil(1000)
 }

@@ -364,21 +364,7 @@ impl<'a> ModelBackend<'a> {
     /// The handshake packets the replay plays along with (not checked: the model starts
     /// established).
     fn handshake_packet(&self, at_us: i64, flags: u8, seq: u32, ack: u32, options: Vec<WireOption>) -> Next {
-        Next::Packet(Captured {
-            at_us,
-            spread_us: 0,
-            flags,
-            seq,
-            ack,
-            win: 0,
-            urg: 0,
-            tos: 0,
-            options,
-            payload_len: 0,
-            unknown: Unknown { psh: true, win: true, tos: true },
-            note: None,
-            applied: Some("the model starts established: the handshake is the script's input, not something it checks".into()),
-        })
+        Next::Packet(control_packet(at_us, flags, seq, ack, options, None, Some(HANDSHAKE_APPLIED.into())))
     }
 
     /// `close()` of the connection: a FIN goes out at once if everything written is
@@ -439,21 +425,7 @@ impl<'a> ModelBackend<'a> {
             }
         };
         let options = self.ts_option(at_us);
-        Ok(Next::Packet(Captured {
-            at_us,
-            spread_us: 0,
-            flags,
-            seq,
-            ack,
-            win: 0,
-            urg: 0,
-            tos: 0,
-            options,
-            payload_len: 0,
-            unknown: Unknown { psh: true, win: true, tos: true },
-            note: Some("orderly close".into()),
-            applied: None,
-        }))
+        Ok(Next::Packet(control_packet(at_us, flags, seq, ack, options, Some("orderly close".into()), None)))
     }
 
     /// An inbound segment after `close()`: the ACK of our FIN, the peer's FIN.
@@ -837,21 +809,7 @@ impl Backend for ModelBackend<'_> {
             // Its TS val only stands for the SYN-ACK's (the peer's echo of it is mapped, not
             // read: the model measures the RTT from the handshake's timing).
             let options = if self.hs.ts_ok { vec![WireOption::Timestamp { val: Config::default().ts_base, ecr: 0 }] } else { vec![] };
-            return Ok(Next::Packet(Captured {
-                at_us,
-                spread_us: 0,
-                flags: SYN | ACK,
-                seq: 0,
-                ack: self.hs.remote_isn.wrapping_add(1),
-                win: 0,
-                urg: 0,
-                tos: 0,
-                options,
-                payload_len: 0,
-                unknown: Unknown { psh: true, win: true, tos: true },
-                note: None,
-                applied: Some("the model starts established: the handshake is the script's input, not something it checks".into()),
-            }));
+            return Ok(Next::Packet(control_packet(at_us, SYN | ACK, 0, self.hs.remote_isn.wrapping_add(1), options, None, Some(HANDSHAKE_APPLIED.into()))));
         }
         if self.teardown.is_some() && !expect.flags.rst && expect.len == 0 {
             return self.teardown_outbound(expect);
@@ -990,4 +948,13 @@ fn model_config_ok(cfg: &Config) -> Result<(), Halt> {
 
 fn fmt_sent(s: &Sent, mss: u32) -> String {
     format!("{}:{}({}) {} at {} ms", 1 + s.seg * mss, 1 + (s.seg + 1) * mss, mss, if s.rtx { "retransmission" } else { "new data" }, s.at)
+}
+
+/// Why the handshake's packets are applied, not checked.
+const HANDSHAKE_APPLIED: &str = "the model starts established: the handshake is the script's input, not something it checks";
+
+/// A packet without payload whose window, PSH and TOS the model does not know (the handshake's,
+/// an orderly close's).
+fn control_packet(at_us: i64, flags: u8, seq: u32, ack: u32, options: Vec<WireOption>, note: Option<String>, applied: Option<String>) -> Captured {
+    Captured { at_us, spread_us: 0, flags, seq, ack, win: 0, urg: 0, tos: 0, options, payload_len: 0, unknown: Unknown { psh: true, win: true, tos: true }, note, applied }
 }

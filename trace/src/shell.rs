@@ -69,8 +69,8 @@ pub fn commands(line: &str) -> Vec<(Sep, String)> {
             continue;
         }
         if c == '\\' && quote != Some('\'') && chars.peek() == Some(&'\n') {
+            // sh removes a backslash-newline pair entirely.
             chars.next();
-            cur.push(' ');
             continue;
         }
         if let Some(q) = quote {

@@ -349,3 +349,37 @@ impl Sender {
         self.sacked_out = 0;
     }
 }
+
+/// `tcp_ack()` on hand-built states (`super::test_util`, kernel values).
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::cfg;
+    use super::super::Cx;
+    use super::AckSeg;
+    use crate::mib::Mib;
+    use crate::profile::Profile;
+    use crate::state::*;
+
+    /// An ACK below `snd_una` without SACK blocks changes nothing of the connection, but
+    /// `tcp_rcv_established()` still runs `tcp_data_snd_check()`: data the window allows but that
+    /// has not left yet goes out (6.18: gtest prr-ss-ack-below-snd_una-cubic sends new data right
+    /// after its old ACK). Here 5 of the 10 first segments are ACKed, cwnd 10: segments 11 and 12
+    /// (indices 10, 11) may leave, and the old ACK (ack 3) lets them.
+    #[test]
+    fn old_ack_still_sends_new_data() {
+        let cfg = cfg();
+        let prof = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, false, 10);
+        s.snd_una = cfg.isn + 5;
+        s.packets_out = 5;
+        let before = (s.snd_una, s.cwnd, s.ssthresh, s.ca_state);
+        let mut cx = Cx::new(&cfg, &prof, 100, false);
+        s.tcp_ack(&mut cx, &AckSeg { ack: cfg.isn + 2, sacks: Default::default(), ece: false, tsecr: None });
+        assert_eq!((s.snd_una, s.cwnd, s.ssthresh, s.ca_state), before, "an old ACK moves nothing");
+        let sent: Vec<u32> = cx.out.iter().map(|t| t.seg).collect();
+        assert_eq!(sent, vec![10, 11], "tcp_data_snd_check after the old ACK");
+        assert!(cx.out.iter().all(|t| !t.rtx));
+        assert_eq!(s.packets_out, 7);
+        assert_eq!(cx.mib.get(Mib::RetransSegs), 0);
+    }
+}

@@ -51,6 +51,15 @@ pub struct CheckArgs {
     /// Regression corpus directory (manifest.toml + scripts) for --save-regressions.
     #[arg(long, value_name = "DIR", default_value = "counterexamples/regressions")]
     pub regressions: PathBuf,
+    /// Compare with this profile (built-in name or file): a violation whose signature also
+    /// occurs there is reported as "also on PROFILE" and does not fail. Default for a profile
+    /// file: its `base`; for a built-in profile: none.
+    #[arg(long, value_name = "PROFILE")]
+    pub against: Option<String>,
+    /// Count, for every decision function and branch of it, the transitions of the explored
+    /// space that went through it, and list those never reached (about twice the time).
+    #[arg(long)]
+    pub coverage: bool,
     /// Do only shard I of N of the work list (bounds files × SACK modes × property groups, see
     /// docs/ci.md) and print it as JSON for `trc merge`.
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
@@ -76,15 +85,16 @@ pub struct MatrixArgs {
     pub shard: Option<crate::shard::Shard>,
 }
 
-/// A baseline entry: a violation on a profile that was confirmed as real kernel behaviour (see
-/// docs/findings.md) and is reported without failing the check.
+/// A baseline entry: a violation *mechanism* (its signature, see
+/// `trc_properties::signature`) confirmed as real kernel behaviour (docs/findings.md). It is
+/// reported without failing the check, on every profile and SACK mode where it occurs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Accepted {
-    pub property: String,
-    pub profile: String,
-    /// Restricted to SACK (`true`) or non-SACK (`false`) connections; both if absent.
-    pub sack: Option<bool>,
+    /// `PROPERTY:FUNCTION:STATE:EVIDENCE`, as `trc check` prints it.
+    pub signature: String,
+    /// The finding's name in docs/findings.md (`F1`).
+    pub finding: String,
     pub reason: String,
 }
 
@@ -105,8 +115,21 @@ fn load_baseline(p: &Path) -> Result<Baseline, String> {
 
 /// Resolves `--profile`: a built-in name, else a file.
 pub fn load_profile(arg: &str) -> Result<Profile, String> {
+    load_profile_info(arg).map(|(p, _)| p)
+}
+
+/// What a profile file says beside its decision points: its base and the decision points it
+/// overrides.
+#[derive(Debug, Clone)]
+pub struct FileInfo {
+    pub base: String,
+    pub overrides: Vec<String>,
+}
+
+/// [`load_profile`], with the file's [`FileInfo`] (`None` for a built-in profile).
+pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), String> {
     if let Some(p) = Profile::by_name(arg) {
-        return Ok(p);
+        return Ok((p, None));
     }
     let path = Path::new(arg);
     if !path.exists() {
@@ -116,7 +139,9 @@ pub fn load_profile(arg: &str) -> Result<Profile, String> {
         ));
     }
     let src = crate::read_source(path)?;
-    parse_profile_file(&src, arg).map_err(|e| e.to_string())
+    let p = parse_profile_file(&src, arg).map_err(|e| e.to_string())?;
+    let (base, overrides) = trc_model::profile::profile_file_base(&src);
+    Ok((p, Some(FileInfo { base, overrides })))
 }
 
 /// One exploration: model + engine + the catalogue's properties.
@@ -133,6 +158,34 @@ pub fn explore_reduced(cfg: &Config, profile: &Profile, ids: &[String], opts: &O
     }
     let report = check_with(&model, opts, progress, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
     Ok((model, report))
+}
+
+/// [`explore_reduced`] with every violation classified by its signature
+/// (`trc_properties::signature`): each property's report lists every signature met, with its
+/// count and a shortest counterexample.
+pub fn explore_classified(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, reduce: bool) -> Result<(TcpModel, Report<Action>), String> {
+    let specs = trc_properties::select(ids)?;
+    let mut model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    if reduce {
+        model = model.with_reduce(trc_properties::reductions(&specs));
+    }
+    let hooks = trc_engine::Classified {
+        hooks: trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        classify: trc_properties::signature::classifier(&specs),
+    };
+    let report = check_with(&model, opts, progress, hooks);
+    Ok((model, report))
+}
+
+/// The signatures each property's violations have (property id → signatures).
+pub fn signatures(report: &Report<Action>) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in &report.properties {
+        let id = p.name.split(':').next().unwrap_or(p.name).to_string();
+        let set: std::collections::BTreeSet<String> = p.classes.iter().map(|c| trc_properties::signature::describe(&id, c.class)).collect();
+        out.insert(id, set);
+    }
+    out
 }
 
 /// The progress display of a check on a terminal (`trc check` without `--json`, stdout and
@@ -241,13 +294,24 @@ pub fn run_check(a: CheckArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
-    let profile = match load_profile(&a.model.profile) {
+    let (profile, file) = match load_profile_info(&a.model.profile) {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
     let ids: Vec<String> = match trc_properties::select(&a.model.properties) {
         Ok(specs) => specs.iter().map(|s| s.id.to_string()).collect(),
         Err(e) => return output::usage_error(&e),
+    };
+    if a.coverage && a.shard.is_some() {
+        return output::usage_error("--coverage cannot be sharded (--shard): run it unsharded");
+    }
+    // The comparison profile: --against, else a profile file's base.
+    let against = match a.against.clone().or_else(|| file.as_ref().map(|f| f.base.clone())) {
+        Some(name) => match load_profile(&name) {
+            Ok(p) => Some(p),
+            Err(e) => return output::usage_error(&format!("--against: {e}")),
+        },
+        None => None,
     };
     let baseline = match load_baseline(&a.baseline) {
         Ok(b) => b,
@@ -274,26 +338,45 @@ pub fn run_check(a: CheckArgs) -> i32 {
     };
     let several = configs.len() > 1;
     let cfgs: Vec<Config> = configs.iter().map(|(_, c)| c.clone()).collect();
-    // One exploration: its JSON, exports, and whether it fails.
-    let run_one = |cfg: &Config, ids: &[String], out_dir: Option<PathBuf>| -> Result<(Value, bool, bool), String> {
+    // One exploration (and its comparison profile's): its JSON, exports, whether it fails, its
+    // coverage and, for a shard, what the merge needs to judge signatures (`shard_detail`).
+    let run_one = |cfg: &Config, ids: &[String], out_dir: Option<PathBuf>| -> Result<RunOut, String> {
         let progress = LevelProgress::new(a.json || a.shard.is_some());
         let cb = |p: &Progress| {
             if let Some(pr) = &progress {
                 pr.update(p);
             }
         };
-        let (model, report) = explore_reduced(cfg, &profile, ids, &opts, Some(&cb), a.reduce)?;
+        let (model, report) = explore_classified(cfg, &profile, ids, &opts, Some(&cb), a.reduce)?;
+        // The same bounds and properties on the comparison profile, for its signatures.
+        let base = match &against {
+            Some(bp) => {
+                let (_, r) = explore_classified(cfg, bp, ids, &opts, Some(&cb), a.reduce)?;
+                Some(output::Base { name: bp.name.clone(), signatures: signatures(&r), incomplete: output::incomplete(&r) })
+            }
+            None => None,
+        };
+        let coverage = if a.coverage {
+            let mut c = crate::coverage::explore(cfg, &profile, ids, &opts, a.reduce);
+            if let Some(f) = &file {
+                c.warn_overrides(&f.overrides);
+            }
+            Some(c)
+        } else {
+            None
+        };
         if let Some(pr) = progress {
             pr.finish(&report);
         }
-        let results = output::results(&model, &report, &baseline.accepted);
-        let v = output::check_json(&model, &report, &results);
+        let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
+        let v = output::check_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
         if out_dir.is_some() || a.save_regressions {
             let corpus = a.save_regressions.then_some(a.regressions.as_path());
-            export_violations(&model, &report, out_dir.as_deref(), corpus)?;
+            export_violations(&model, &results, out_dir.as_deref(), corpus)?;
         }
-        let failing = results.iter().any(|r| r.verdict == Verdict::Violated && r.accepted.is_none());
-        Ok((v, failing, output::incomplete(&report)))
+        let failing = results.iter().any(output::PropResult::fails);
+        let detail = a.shard.is_some().then(|| output::shard_detail(&model, &report, base.as_ref()));
+        Ok(RunOut { json: v, failing, incomplete: output::incomplete(&report), coverage, detail })
     };
     if let Some(shard) = a.shard {
         let units = check_work_list(&cfgs, &ids, a.reduce);
@@ -305,37 +388,49 @@ pub fn run_check(a: CheckArgs) -> i32 {
             }
             let mut cfg = cfgs[u.config].clone();
             cfg.sack = u.sack;
-            let (v, f, inc) = match run_one(&cfg, &u.group, a.out.as_ref().map(|d| d.join(&u.label))) {
+            let r = match run_one(&cfg, &u.group, a.out.as_ref().map(|d| d.join(&u.label))) {
                 Ok(x) => x,
                 Err(e) => return output::usage_error(&e),
             };
-            failing |= f;
-            incomplete |= inc;
-            done.push(serde_json::json!({"unit": k, "label": u.label, "config": u.config, "run": v}));
+            failing |= r.failing;
+            incomplete |= r.incomplete;
+            done.push(serde_json::json!({"unit": k, "label": u.label, "config": u.config, "run": r.json, "detail": r.detail}));
         }
         let args = serde_json::json!({
             "profile": profile,
             "configs": cfgs,
             "properties": ids,
             "reduce": a.reduce,
+            "against": against.as_ref().map(|p| p.name.clone()),
             "units": units.iter().map(|u| u.label.clone()).collect::<Vec<_>>(),
         });
         crate::shard::print_shard("check", shard, units.len(), args, done);
         return exit_code(failing, incomplete);
     }
-    let (mut runs, mut failing, mut incomplete) = (Vec::new(), false, false);
+    let (mut runs, mut coverages, mut failing, mut incomplete) = (Vec::new(), Vec::new(), false, false);
     for (path, cfg) in &configs {
         let out_dir = a.out.as_ref().map(|d| if several { d.join(config_label(path.as_deref())) } else { d.clone() });
-        let (v, f, inc) = match run_one(cfg, &ids, out_dir) {
+        let r = match run_one(cfg, &ids, out_dir) {
             Ok(x) => x,
             Err(e) => return output::usage_error(&e),
         };
-        failing |= f;
-        incomplete |= inc;
-        runs.push(v);
+        failing |= r.failing;
+        incomplete |= r.incomplete;
+        runs.push(r.json);
+        coverages.push(r.coverage);
     }
-    print_check(&runs, a.json);
+    print_check_with(&runs, a.json, &coverages);
     exit_code(failing, incomplete)
+}
+
+/// What one exploration of `trc check` gives.
+struct RunOut {
+    json: Value,
+    failing: bool,
+    incomplete: bool,
+    coverage: Option<crate::coverage::Coverage>,
+    /// With `--shard`: [`output::shard_detail`].
+    detail: Option<Value>,
 }
 
 /// The export subdirectory of a bounds file when several are checked: its file stem.
@@ -346,6 +441,12 @@ fn config_label(path: Option<&Path>) -> String {
 /// Prints one run per bounds file (`trc check` and `trc merge`): one file's JSON as it is, several
 /// as `{"result", "runs": [...]}`; the human summaries one after the other.
 pub fn print_check(runs: &[Value], json: bool) {
+    print_check_with(runs, json, &[]);
+}
+
+/// [`print_check`], with each run's `--coverage` table after its summary (text only: the JSON
+/// has it).
+fn print_check_with(runs: &[Value], json: bool, coverages: &[Option<crate::coverage::Coverage>]) {
     if json {
         let v = if runs.len() == 1 {
             runs[0].clone()
@@ -362,6 +463,9 @@ pub fn print_check(runs: &[Value], json: bool) {
             println!("{}== bounds file {} of {}", if i > 0 { "\n" } else { "" }, i + 1, runs.len());
         }
         output::print_summary(v);
+        if let Some(Some(c)) = coverages.get(i) {
+            c.print();
+        }
     }
     if runs.iter().any(|r| r["result"] == "incomplete") && !runs.iter().any(|r| r["result"] == "violated") {
         let reasons: Vec<&str> = runs.iter().filter(|r| r["result"] == "incomplete").map(|r| r["stop_reason"].as_str().unwrap_or("")).collect();
@@ -391,14 +495,15 @@ fn out_dir_ok(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))
 }
 
-/// `--out` / `--save-regressions`: export every violated property's counterexample (messages on
-/// stderr, so `--json` output stays machine-readable).
-fn export_violations(model: &TcpModel, report: &Report<Action>, out: Option<&Path>, corpus: Option<&Path>) -> Result<(), String> {
-    for p in &report.properties {
+/// `--out` / `--save-regressions`: export every violated property's counterexample — the one
+/// printed: of the shortest failing signature, else the shortest — (messages on stderr, so
+/// `--json` output stays machine-readable).
+fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Option<&Path>, corpus: Option<&Path>) -> Result<(), String> {
+    for p in results {
         let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else { continue };
-        let id = p.name.split(':').next().unwrap_or(p.name);
+        let id = p.id.as_str();
         let statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
-        let subject = trc_trace::export::Subject { id, name: p.name, statement };
+        let subject = trc_trace::export::Subject { id, name: &p.name, statement };
         let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;

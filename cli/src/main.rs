@@ -6,6 +6,7 @@
 mod bench;
 mod check;
 mod conn;
+mod coverage;
 mod diff;
 mod explore;
 mod graph;

@@ -13,14 +13,67 @@ pub fn usage_error(msg: &str) -> i32 {
     2
 }
 
-/// A property's outcome, with the baseline entry that accepts it, if any.
+/// A property's outcome: its verdict and, when violated, every signature its violations have,
+/// each classified against the baseline and the comparison profile.
 #[derive(Serialize)]
 pub struct PropResult {
     pub id: String,
     pub name: String,
     pub verdict: Verdict,
+    /// Violated, but every signature is accepted or also on the comparison profile: why, in
+    /// one line (the findings, the base).
     pub accepted: Option<String>,
+    /// In the canonical order of their first violating states (shortest first).
+    pub signatures: Vec<SigResult>,
+    /// The signature of the counterexample below: the shortest one that fails, else the
+    /// shortest of all.
+    pub counterexample_signature: Option<String>,
     pub counterexample: Option<Vec<Step>>,
+    /// The path of that counterexample (for `--out`).
+    #[serde(skip)]
+    pub path: Option<trc_engine::Path<Action>>,
+}
+
+impl PropResult {
+    /// Whether this property fails the check: a violation with a new signature.
+    pub fn fails(&self) -> bool {
+        self.verdict == Verdict::Violated && self.accepted.is_none()
+    }
+}
+
+/// How a signature is judged.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "kebab-case")]
+pub enum SigStatus {
+    /// Neither accepted nor on the comparison profile: fails the check.
+    New,
+    /// Listed in the baseline.
+    Accepted,
+    /// Also occurs on the comparison profile (`--against`, a profile file's base).
+    AlsoOnBase,
+}
+
+/// One signature of a property's violations.
+#[derive(Serialize)]
+pub struct SigResult {
+    pub signature: String,
+    pub status: SigStatus,
+    /// The baseline's finding (`F1`), if accepted.
+    pub finding: Option<String>,
+    /// Violating states with this signature.
+    pub states: u64,
+    /// Events of its shortest counterexample.
+    pub events: usize,
+    /// It also occurs on the comparison profile (whatever its status).
+    pub also_on_base: bool,
+}
+
+/// The comparison profile's signatures (same bounds, same properties).
+pub struct Base {
+    pub name: String,
+    pub signatures: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Its check stopped early: signatures missing there are not evidence of a new one.
+    pub incomplete: bool,
 }
 
 /// One step of a counterexample in kernel terms.
@@ -100,23 +153,50 @@ pub fn counterexample(model: &TcpModel, path: &trc_engine::Path<Action>) -> Vec<
     out
 }
 
-pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted]) -> Vec<PropResult> {
+pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted], base: Option<&Base>) -> Vec<PropResult> {
     report
         .properties
         .iter()
         .map(|p| {
             let id = p.name.split(':').next().unwrap_or(p.name).to_string();
-            let ce = p.path.as_ref().map(|path| counterexample(model, path));
-            let sack = ce.as_ref().and_then(|c| c.first()).map(|s| s.sack);
-            let accepted = if p.verdict == Verdict::Violated {
-                baseline
-                    .iter()
-                    .find(|b| b.property == id && b.profile == model.profile.name && (b.sack.is_none() || b.sack == sack))
-                    .map(|b| b.reason.clone())
+            let mut signatures = Vec::new();
+            for c in &p.classes {
+                let signature = trc_properties::signature::describe(&id, c.class);
+                let acc = baseline.iter().find(|b| b.signature == signature);
+                let on_base = base.is_some_and(|b| b.signatures.get(&id).is_some_and(|s| s.contains(&signature)));
+                let status = if acc.is_some() {
+                    SigStatus::Accepted
+                } else if on_base {
+                    SigStatus::AlsoOnBase
+                } else {
+                    SigStatus::New
+                };
+                signatures.push(SigResult { signature, status, finding: acc.map(|a| a.finding.clone()), states: c.count, events: c.path.len(), also_on_base: on_base });
+            }
+            let failing = p.classes.iter().zip(&signatures).find(|(_, s)| s.status == SigStatus::New);
+            let (shown_sig, shown_path) = match (failing, p.classes.first()) {
+                (Some((c, s)), _) => (Some(s.signature.clone()), Some(&c.path)),
+                (None, Some(c)) => (Some(signatures[0].signature.clone()), Some(&c.path)),
+                (None, None) => (None, p.path.as_ref()),
+            };
+            let accepted = if p.verdict == Verdict::Violated && !p.classes.is_empty() && failing.is_none() {
+                let mut why: Vec<String> = Vec::new();
+                for s in &signatures {
+                    let w = match s.status {
+                        SigStatus::Accepted => format!("accepted {}", s.finding.as_deref().unwrap_or("?")),
+                        _ => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
+                    };
+                    if !why.contains(&w) {
+                        why.push(w);
+                    }
+                }
+                Some(why.join(", "))
             } else {
                 None
             };
-            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, counterexample: ce }
+            let ce = shown_path.map(|path| counterexample(model, path));
+            let path = if p.verdict == Verdict::Violated { shown_path.cloned() } else { None };
+            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, signatures, counterexample_signature: shown_sig, counterexample: ce, path }
         })
         .collect()
 }
@@ -145,11 +225,16 @@ fn stop_note(v: &Value) -> String {
     format!("\nstopped early ({reason}): {why}; \"holds\" below covers only the states explored")
 }
 
-/// The human summary of one check, from its JSON ([`check_json`], or a merge of shards).
+/// The human summary of one check, from its JSON ([`check_json`], or a merge of shards): the
+/// verdicts, every signature with its count, shortest length and status, and the counterexamples.
 pub fn print_summary(v: &Value) {
     let secs = v["seconds"].as_f64().unwrap_or(0.0);
     let states = v["unique_states"].as_u64().unwrap_or(0);
     println!("trc check: profile {} ({})", v["profile"]["name"].as_str().unwrap_or(""), v["profile"]["description"].as_str().unwrap_or(""));
+    let base = v["against"]["profile"].as_str().unwrap_or("?");
+    if v["against"].is_object() {
+        println!("compared with {base} (same bounds){}", if v["against"]["incomplete"] == true { " — its check stopped early" } else { "" });
+    }
     println!(
         "explored {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s){}",
         states,
@@ -161,18 +246,33 @@ pub fn print_summary(v: &Value) {
     );
     let props = v["properties"].as_array().cloned().unwrap_or_default();
     for r in &props {
-        let verdict = match (r["verdict"].as_str(), r["accepted"].is_string()) {
-            (Some("Violated"), true) => "VIOLATED (accepted finding, baseline)",
-            (Some("Violated"), false) => "VIOLATED",
-            (Some("Holds"), _) => "holds",
-            _ => "not checked",
+        let verdict = match (r["verdict"].as_str(), r["accepted"].as_str()) {
+            (Some("Violated"), Some(why)) => format!("VIOLATED ({why})"),
+            (Some("Violated"), None) => "VIOLATED".to_string(),
+            (Some("Holds"), _) => "holds".to_string(),
+            _ => "not checked".to_string(),
         };
         println!("  {:<70} {}", r["name"].as_str().unwrap_or(""), verdict);
+        for s in r["signatures"].as_array().into_iter().flatten() {
+            let finding = s["finding"].as_str().unwrap_or("?");
+            let status = match s["status"].as_str() {
+                Some("accepted") => format!("accepted ({finding}, baseline){}", if s["also_on_base"] == true { format!("; also on {base}") } else { String::new() }),
+                Some("also-on-base") => format!("also on {base}"),
+                _ => "NEW".to_string(),
+            };
+            println!(
+                "      {:<66} {:>7} states, shortest {:>2} events: {status}",
+                s["signature"].as_str().unwrap_or(""),
+                s["states"].as_u64().unwrap_or(0),
+                s["events"].as_u64().unwrap_or(0)
+            );
+        }
     }
     for r in &props {
         let Some(ce) = r["counterexample"].as_array() else { continue };
-        let accepted = r["accepted"].as_str().map(|a| format!(" [accepted: {a}]")).unwrap_or_default();
-        println!("\n{} — shortest counterexample ({} events){}:", r["name"].as_str().unwrap_or(""), ce.len() - 1, accepted);
+        let sig = r["counterexample_signature"].as_str().map(|s| format!(" {s}")).unwrap_or_default();
+        let accepted = r["accepted"].as_str().map(|a| format!(" [{a}]")).unwrap_or_default();
+        println!("\n{} — shortest counterexample{sig} ({} events){accepted}:", r["name"].as_str().unwrap_or(""), ce.len() - 1);
         for (i, s) in ce.iter().enumerate() {
             println!("  {:>2}. t={:>5}ms {}", i, s["time_ms"].to_string(), s["event"].as_str().unwrap_or(""));
             println!(
@@ -202,8 +302,8 @@ pub fn print_summary(v: &Value) {
     }
 }
 
-/// The result of a check in words, as its exit code says it: violated (1), incomplete (3),
-/// holds (0).
+/// The result of a check in words, as its exit code says it: violated (1: a property violated
+/// with a new signature), incomplete (3), holds (0).
 pub fn result_word(results: &[Value], incomplete: bool) -> &'static str {
     let violated = results.iter().any(|r| r["verdict"] == "Violated" && r["accepted"].is_null());
     if violated {
@@ -216,11 +316,12 @@ pub fn result_word(results: &[Value], incomplete: bool) -> &'static str {
 }
 
 /// A check's machine-readable result (`trc check --json`); the human summary is printed from it.
-pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult]) -> Value {
+pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>, coverage: Option<&crate::coverage::Coverage>) -> Value {
     let props: Vec<Value> = results.iter().map(|r| serde_json::to_value(r).unwrap()).collect();
     serde_json::json!({
         "result": result_word(&props, incomplete(report)),
         "profile": model.profile,
+        "against": base.map(|b| serde_json::json!({"profile": b.name, "incomplete": b.incomplete})),
         "config": model.cfg,
         "unique_states": report.unique_states,
         "transitions": report.transitions,
@@ -231,5 +332,25 @@ pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "stop_reason": format!("{:?}", report.stop_reason),
         "peak_memory_bytes": report.peak_memory_bytes,
         "properties": props,
+        "coverage": coverage,
+    })
+}
+
+/// What a shard's unit carries beside its run's JSON so that `trc merge` judges signatures as
+/// the one run does: every signature's shortest counterexample (the run's JSON shows one per
+/// property, which after the merge may be another unit's or another signature's) and the
+/// comparison profile's signatures on this unit (a signature is "also on" the base if it occurs
+/// there in any unit).
+pub fn shard_detail(model: &TcpModel, report: &Report<Action>, base: Option<&Base>) -> Value {
+    let mut cex = serde_json::Map::new();
+    for p in &report.properties {
+        let id = p.name.split(':').next().unwrap_or(p.name).to_string();
+        let m: serde_json::Map<String, Value> =
+            p.classes.iter().map(|c| (trc_properties::signature::describe(&id, c.class), serde_json::to_value(counterexample(model, &c.path)).unwrap())).collect();
+        cex.insert(id, Value::Object(m));
+    }
+    serde_json::json!({
+        "counterexamples": cex,
+        "base": base.map(|b| serde_json::json!({"profile": b.name, "incomplete": b.incomplete, "signatures": b.signatures})),
     })
 }

@@ -20,6 +20,7 @@ use crate::check::{self, MatrixRow};
 use crate::output::usage_error;
 use clap::Args;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// `--shard I/N`: shard `index` (1-based) of `count`.
@@ -197,6 +198,86 @@ fn merged_property<'a>(cands: &[&'a Value]) -> &'a Value {
     cands[0]
 }
 
+/// A property's result over several units from its violations' signatures, as the one run
+/// classifies them (`output::results`): a signature's count is the sum over the units (their
+/// state spaces are disjoint), its shortest counterexample the shortest of theirs, the
+/// earliest unit at equal length; signatures are in the order of their shortest
+/// counterexamples, at equal length the earlier unit's first, then each unit's own order (the
+/// one run's canonical order: by depth, and within a level the SACK half first). A signature
+/// accepted by the baseline stays so; any other is "also on" the comparison profile if it
+/// occurs there in any unit, else new. `None` when no unit classified a violation.
+fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &BTreeSet<&str>)>) -> Result<Option<Value>, String> {
+    struct Sig<'a> {
+        accepted: bool,
+        finding: &'a Value,
+        states: u64,
+        /// (events, unit, position in the unit's list) of its shortest occurrence.
+        key: (u64, usize, usize),
+        counterexample: &'a Value,
+    }
+    let mut sigs: BTreeMap<&str, Sig> = BTreeMap::new();
+    for (ui, (p, d)) in cands.iter().enumerate() {
+        for (pos, s) in p["signatures"].as_array().into_iter().flatten().enumerate() {
+            let name = s["signature"].as_str().ok_or_else(|| format!("property {id}: a signature without a name"))?;
+            let ce = &d["counterexamples"][id][name];
+            if !ce.is_array() {
+                return Err(format!("property {id}: signature {name} has no counterexample in its shard (a shard of another trc?)"));
+            }
+            let key = (s["events"].as_u64().unwrap_or(0), ui, pos);
+            let states = s["states"].as_u64().unwrap_or(0);
+            match sigs.get_mut(name) {
+                None => {
+                    sigs.insert(name, Sig { accepted: s["status"] == "accepted", finding: &s["finding"], states, key, counterexample: ce });
+                }
+                Some(e) => {
+                    e.states += states;
+                    if key < e.key {
+                        e.key = key;
+                        e.counterexample = ce;
+                    }
+                }
+            }
+        }
+    }
+    if sigs.is_empty() {
+        return Ok(None);
+    }
+    let mut order: Vec<(&str, Sig)> = sigs.into_iter().collect();
+    order.sort_by_key(|(_, s)| s.key);
+    let on_base = |name: &str| base.is_some_and(|(_, b)| b.contains(name));
+    let status = |name: &str, s: &Sig| if s.accepted { "accepted" } else if on_base(name) { "also-on-base" } else { "new" };
+    let signatures: Vec<Value> = order
+        .iter()
+        .map(|(name, s)| serde_json::json!({"signature": name, "status": status(name, s), "finding": s.finding, "states": s.states, "events": s.key.0, "also_on_base": on_base(name)}))
+        .collect();
+    let failing = order.iter().find(|(name, s)| status(name, s) == "new");
+    let (shown, shown_sig) = match failing {
+        Some((name, s)) => (*name, s),
+        None => (order[0].0, &order[0].1),
+    };
+    let accepted = if failing.is_none() {
+        let mut why: Vec<String> = Vec::new();
+        for (_, s) in &order {
+            let w = if s.accepted { format!("accepted {}", s.finding.as_str().unwrap_or("?")) } else { format!("also on {}", base.map_or("?", |(b, _)| b)) };
+            if !why.contains(&w) {
+                why.push(w);
+            }
+        }
+        Value::String(why.join(", "))
+    } else {
+        Value::Null
+    };
+    Ok(Some(serde_json::json!({
+        "id": id,
+        "name": cands[0].0["name"],
+        "verdict": "Violated",
+        "accepted": accepted,
+        "signatures": signatures,
+        "counterexample_signature": shown,
+        "counterexample": shown_sig.counterexample,
+    })))
+}
+
 fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     let args = &shards[0].v["args"];
     let units = units_in_order(shards);
@@ -214,13 +295,27 @@ fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         let seconds: f64 = mine.iter().map(|r| r["seconds"].as_f64().unwrap_or(0.0)).sum();
         let reasons: Vec<&str> = mine.iter().map(|r| r["stop_reason"].as_str().unwrap_or("Complete")).collect();
         let incomplete = mine.iter().any(|r| r["incomplete"] == true);
+        // The comparison profile's signatures: the union over this bounds file's units.
+        let against = args["against"].as_str();
+        let details: Vec<&Value> = units.iter().filter(|u| u["config"] == ci).map(|u| &u["detail"]).collect();
+        let base_incomplete = details.iter().any(|d| d["base"]["incomplete"] == true);
         let mut props = Vec::new();
         for id in &ids {
-            let cands: Vec<&Value> = mine.iter().flat_map(|r| r["properties"].as_array().into_iter().flatten()).filter(|p| p["id"] == *id).collect();
+            // (property result, its unit's detail), in unit order.
+            let cands: Vec<(&Value, &Value)> = mine
+                .iter()
+                .zip(&details)
+                .flat_map(|(r, d)| r["properties"].as_array().into_iter().flatten().filter(|p| p["id"] == *id).map(move |p| (p, *d)))
+                .collect();
             if cands.is_empty() {
                 return Err(format!("property {id} of bounds file {ci} is in no unit"));
             }
-            props.push(merged_property(&cands).clone());
+            let base_sigs: BTreeSet<&str> =
+                details.iter().flat_map(|d| d["base"]["signatures"][*id].as_array().into_iter().flatten()).filter_map(|s| s.as_str()).collect();
+            match merged_classified(id, &cands, against.map(|a| (a, &base_sigs)))? {
+                Some(p) => props.push(p),
+                None => props.push(merged_property(&cands.iter().map(|(p, _)| *p).collect::<Vec<_>>()).clone()),
+            }
         }
         let result = crate::output::result_word(&props, incomplete);
         failing |= result == "violated";
@@ -228,6 +323,7 @@ fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         runs.push(serde_json::json!({
             "result": result,
             "profile": args["profile"],
+            "against": against.map(|a| serde_json::json!({"profile": a, "incomplete": base_incomplete})),
             "config": cfg,
             "unique_states": sum("unique_states"),
             "transitions": sum("transitions"),
@@ -238,6 +334,7 @@ fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
             "stop_reason": merged_stop_reason(&reasons),
             "peak_memory_bytes": max("peak_memory_bytes"),
             "properties": props,
+            "coverage": Value::Null,
         }));
     }
     check::print_check(&runs, json);

@@ -74,8 +74,7 @@ fn check_shards_merge_to_the_single_run() {
         strip_timings(&mut merged);
         assert_eq!(merged, single, "N = {n}");
         assert_eq!(mcode, code, "N = {n}");
-        // The shard holding the non-SACK half fails on its own; the SACK half only has the
-        // baseline's accepted finding.
+        // The shard holding the SACK half fails on its own (new signatures beside F1).
         assert!(codes.contains(&1), "N = {n}: {codes:?}");
     }
     // The human report of the merge is the single run's (timings aside).
@@ -242,4 +241,68 @@ fn diff_shards_merge_to_the_single_run() {
             assert_eq!(mcode, code, "N = {n}");
         }
     }
+}
+
+/// Verdicts by signature survive sharding: a profile file (0ec986ed7bab reverted on 6.18)
+/// compared with its base, I1 only. Each shard also explores the base for its own units; the
+/// merge judges every signature against the union of the base's signatures, so it is the one
+/// run's JSON — signatures with their counts, shortest lengths and statuses (new, accepted,
+/// also on the base), the counterexample of the shortest new one — and its exit code and text.
+#[test]
+fn check_shards_keep_signature_verdicts() {
+    let dir = tmpdir("signatures");
+    let p = dir.join("tlp.toml");
+    std::fs::write(&p, "base = \"linux-6.18\"\ninit_undo_tlp = \"ignore\"\n").unwrap();
+    let p = p.display().to_string();
+    let args = ["check", "--profile", &p, "--property", "I1", "--segments", "4"];
+    let mut sa = args.to_vec();
+    sa.push("--json");
+    let (code, out, err) = trc(&sa);
+    assert_eq!(code, 1, "{err}");
+    let mut single: Value = serde_json::from_str(&out).unwrap();
+    strip_timings(&mut single);
+    let sigs = single["properties"][0]["signatures"].as_array().unwrap();
+    for status in ["new", "accepted", "also-on-base"] {
+        assert!(sigs.iter().any(|s| s["status"] == status), "no {status} signature: {out}");
+    }
+    assert_eq!(single["against"]["profile"], "linux-6.18");
+    for n in 1..=3 {
+        let (mcode, mut merged, _) = shard_and_merge(&dir, &args, n);
+        strip_timings(&mut merged);
+        assert_eq!(merged, single, "N = {n}");
+        assert_eq!(mcode, code, "N = {n}");
+    }
+    let files: Vec<String> = (1..=2).map(|i| dir.join(format!("{i}-of-2.json")).display().to_string()).collect();
+    let _ = shard_and_merge(&dir, &args, 2);
+    let (_, human, _) = trc(&["merge", &files[0], &files[1]]);
+    let (_, single_human, _) = trc(&args);
+    let no_timing = |s: &str| s.lines().filter(|l| !l.starts_with("explored ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(no_timing(&human), no_timing(&single_human));
+    assert!(human.contains("compared with linux-6.18") && human.contains(": NEW") && human.contains("accepted (F1, baseline); also on linux-6.18"), "{human}");
+    // Signatures on both halves: on 3.14, I1's ts-echo signature (F1) occurs with and without
+    // SACK (its count is the sum, its shortest the non-SACK one) and the F-RTO one only without
+    // SACK, listed between SACK signatures by its length; no unit alone has that list.
+    let args = ["check", "--profile", "linux-3.14", "--property", "I1", "--segments", "4"];
+    let mut sa = args.to_vec();
+    sa.push("--json");
+    let (code, out, _) = trc(&sa);
+    let mut single: Value = serde_json::from_str(&out).unwrap();
+    strip_timings(&mut single);
+    let count = |mode: &str| -> u64 {
+        let (_, o, _) = trc(&["check", "--profile", "linux-3.14", "--property", "I1", "--segments", "4", mode, "--json"]);
+        let h: Value = serde_json::from_str(&o).unwrap();
+        h["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo").map_or(0, |s| s["states"].as_u64().unwrap())
+    };
+    let ts = single["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo").unwrap()["states"].as_u64().unwrap();
+    let (a, b) = (count("--sack"), count("--no-sack"));
+    assert!(a > 0 && b > 0 && ts == a + b, "{ts} != {a} + {b}");
+    for n in 1..=3 {
+        let (mcode, mut merged, _) = shard_and_merge(&dir, &args, n);
+        strip_timings(&mut merged);
+        assert_eq!(merged, single, "N = {n}");
+        assert_eq!(mcode, code, "N = {n}");
+    }
+    // --coverage is not sharded: an input error, not a partial table.
+    let (code, _, err) = trc(&["check", "--segments", "3", "--coverage", "--shard", "1/2"]);
+    assert_eq!(code, 2, "{err}");
 }

@@ -206,6 +206,22 @@ pub struct PropertyReport<A> {
     pub verdict: Verdict,
     /// Shortest counterexample (`Violated`) or example (`ExampleFound`).
     pub path: Option<Path<A>>,
+    /// With a classifier ([`Hooks::classify`], `always` properties only): every class of
+    /// violating state met, in the canonical order of its first state, each with its number of
+    /// violating states and the path to the first one (a shortest violation of that class).
+    /// Empty without a classifier.
+    pub classes: Vec<ClassReport<A>>,
+}
+
+/// One class of violations of a property (see [`Hooks::classify`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClassReport<A> {
+    /// The classifier's value.
+    pub class: u64,
+    /// Visited states that violate the property and fall in this class.
+    pub count: u64,
+    /// Path to the first of them in canonical order (a shortest one).
+    pub path: Path<A>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -228,6 +244,8 @@ pub struct Report<A> {
     /// Final size of the visited set: fingerprint table plus parent links (0 for
     /// [`check_reference`]). Divided by `unique_states`: 19.4–24 bytes per state.
     pub visited_set_bytes: u64,
+    /// The sums of [`Hooks::tally`] (empty without a tally, and for [`check_reference`]).
+    pub tally: Vec<u64>,
 }
 
 impl<A> Report<A> {
@@ -322,7 +340,7 @@ where
                 (Expectation::Sometimes, Some(n)) => (Verdict::ExampleFound, Some(path_of(*n))),
                 (Expectation::Eventually, _) => (Verdict::Unchecked, None),
             };
-            PropertyReport { name: p.name, expectation: p.expectation.clone(), verdict, path }
+            PropertyReport { name: p.name, expectation: p.expectation.clone(), verdict, path, classes: Vec::new() }
         })
         .collect()
 }
@@ -369,6 +387,109 @@ pub trait Hooks<M: Model>: Sync {
     #[inline]
     fn drop_is_noop(&self, _s: &M::State) -> bool {
         false
+    }
+    /// Whether [`Hooks::classify`] is used: then every `always` property is checked on every
+    /// visited state (not only until its first violation) and its violations are reported per
+    /// class ([`PropertyReport::classes`]).
+    #[inline]
+    fn classifies(&self) -> bool {
+        false
+    }
+    /// The class of a state `s` that violates `always` property number `prop` (in
+    /// `Model::properties()` order). Must depend only on the model and the state, so that the
+    /// classes, their counts and first states do not depend on the thread count.
+    #[inline]
+    fn classify(&self, _model: &M, _prop: usize, _s: &M::State) -> u64 {
+        0
+    }
+    /// Number of counters [`Hooks::tally`] adds to (0: no tally). The sums are in
+    /// [`Report::tally`].
+    #[inline]
+    fn tallies(&self) -> usize {
+        0
+    }
+    /// Called once for every action of every expanded state, before its successor is built:
+    /// adds to `counts` (length [`Hooks::tallies`]) whatever the caller counts about that
+    /// transition (e.g. the branches of the model's code it runs). Sums do not depend on the
+    /// thread count.
+    #[inline]
+    fn tally(&self, _model: &M, _s: &M::State, _a: &M::Action, _counts: &mut [u64]) {}
+}
+
+/// Hooks `H` with a transition tally `T` over `n` counters (see [`Hooks::tally`]).
+pub struct Tallied<H, T> {
+    pub hooks: H,
+    pub n: usize,
+    pub tally: T,
+}
+
+impl<M, H, T> Hooks<M> for Tallied<H, T>
+where
+    M: Model,
+    H: Hooks<M>,
+    T: Fn(&M, &M::State, &M::Action, &mut [u64]) + Sync,
+{
+    #[inline]
+    fn fingerprint(&self, s: &M::State) -> u64 {
+        self.hooks.fingerprint(s)
+    }
+    #[inline]
+    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+        self.hooks.next_state_into(model, s, a, out)
+    }
+    #[inline]
+    fn drop_is_noop(&self, s: &M::State) -> bool {
+        self.hooks.drop_is_noop(s)
+    }
+    #[inline]
+    fn classifies(&self) -> bool {
+        self.hooks.classifies()
+    }
+    #[inline]
+    fn classify(&self, model: &M, prop: usize, s: &M::State) -> u64 {
+        self.hooks.classify(model, prop, s)
+    }
+    #[inline]
+    fn tallies(&self) -> usize {
+        self.n
+    }
+    #[inline]
+    fn tally(&self, model: &M, s: &M::State, a: &M::Action, counts: &mut [u64]) {
+        (self.tally)(model, s, a, counts)
+    }
+}
+
+/// Hooks `H` with a violation classifier `C` (see [`Hooks::classify`]).
+pub struct Classified<H, C> {
+    pub hooks: H,
+    pub classify: C,
+}
+
+impl<M, H, C> Hooks<M> for Classified<H, C>
+where
+    M: Model,
+    H: Hooks<M>,
+    C: Fn(&M, usize, &M::State) -> u64 + Sync,
+{
+    #[inline]
+    fn fingerprint(&self, s: &M::State) -> u64 {
+        self.hooks.fingerprint(s)
+    }
+    #[inline]
+    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+        self.hooks.next_state_into(model, s, a, out)
+    }
+    #[inline]
+    fn drop_is_noop(&self, s: &M::State) -> bool {
+        self.hooks.drop_is_noop(s)
+    }
+    #[inline]
+    fn classifies(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn classify(&self, model: &M, prop: usize, s: &M::State) -> u64 {
+        (self.classify)(model, prop, s)
     }
 }
 

@@ -54,6 +54,11 @@ struct ChunkOut<S> {
     transitions: u64,
     /// Per property: first rank in this chunk that is a hit.
     hits: Vec<Option<usize>>,
+    /// With a classifier: (property, class, first rank in this chunk, count), in order of
+    /// first occurrence.
+    classes: Vec<(usize, u64, usize, u64)>,
+    /// This level's [`Hooks::tally`] sums.
+    tally: Vec<u64>,
 }
 
 /// Slots of [`Seen`]; it takes at most half as many fingerprints.
@@ -96,7 +101,7 @@ const CAND_BYTES: u64 = 16;
 
 impl<S> Default for ChunkOut<S> {
     fn default() -> Self {
-        ChunkOut { fps: Vec::new(), links: Vec::new(), store: ChunkStore::default(), winners: Vec::new(), transitions: 0, hits: Vec::new() }
+        ChunkOut { fps: Vec::new(), links: Vec::new(), store: ChunkStore::default(), winners: Vec::new(), transitions: 0, hits: Vec::new(), classes: Vec::new(), tally: Vec::new() }
     }
 }
 
@@ -108,6 +113,13 @@ impl<S> ChunkOut<S> {
         self.transitions = 0;
         self.hits.clear();
         self.hits.resize(props, None);
+        self.classes.clear();
+    }
+
+    /// Zeroes the tally counters (`n` of them).
+    fn reset_tally(&mut self, n: usize) {
+        self.tally.clear();
+        self.tally.resize(n, 0);
     }
 
     /// Claims each candidate's fingerprint with its link (the minimal link wins); returns how
@@ -256,6 +268,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
     /// [`FLUSH`]).
     fn expand_chunk(&self, base: usize, chunk: &[StatePtr<M::State>], out: &mut ChunkOut<M::State>) {
         out.reset(self.props.len());
+        out.reset_tally(self.hooks.tallies());
         debug_assert!(out.store.is_empty());
         let mut actions = Vec::new();
         // Successors are built here (in the cache), fingerprinted, and streamed to the store if
@@ -304,9 +317,34 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
     /// its smallest rank).
     #[inline(always)]
     fn check_properties(&self, rank: usize, state: &M::State, out: &mut ChunkOut<M::State>) {
+        if self.hooks.classifies() {
+            return self.check_classified(rank, state, out);
+        }
         for (i, p) in self.props.iter().enumerate() {
             if self.active[i] && out.hits[i].is_none() && is_hit(self.model, p, state) {
                 out.hits[i] = Some(rank);
+            }
+        }
+    }
+
+    /// [`Self::check_properties`] with a classifier: every `always` property on every state,
+    /// each violation counted in its class.
+    #[inline(never)]
+    fn check_classified(&self, rank: usize, state: &M::State, out: &mut ChunkOut<M::State>) {
+        for (i, p) in self.props.iter().enumerate() {
+            let always = p.expectation == Expectation::Always;
+            if !(always || self.active[i] && out.hits[i].is_none()) || !is_hit(self.model, p, state) {
+                continue;
+            }
+            if out.hits[i].is_none() {
+                out.hits[i] = Some(rank);
+            }
+            if always {
+                let c = self.hooks.classify(self.model, i, state);
+                match out.classes.iter_mut().find(|e| e.0 == i && e.1 == c) {
+                    Some(e) => e.3 += 1,
+                    None => out.classes.push((i, c, rank, 1)),
+                }
             }
         }
     }
@@ -354,7 +392,11 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         let link = (rank as u64) << ACTION_BITS;
         actions.clear();
         model.actions(state, actions);
+        let tallied = hooks.tallies() != 0;
         for (ai, a) in actions.drain(..).enumerate() {
+            if tallied {
+                hooks.tally(model, state, &a, &mut out.tally);
+            }
             if !hooks.next_state_into(model, state, a, scratch) {
                 continue;
             }
@@ -451,6 +493,22 @@ impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
     #[inline(always)]
     fn drop_is_noop(&self, s: &M::State) -> bool {
         self.0.drop_is_noop(s)
+    }
+    #[inline(always)]
+    fn classifies(&self) -> bool {
+        self.0.classifies()
+    }
+    #[inline(always)]
+    fn classify(&self, model: &M, prop: usize, s: &M::State) -> u64 {
+        self.0.classify(model, prop, s)
+    }
+    #[inline(always)]
+    fn tallies(&self) -> usize {
+        self.0.tallies()
+    }
+    #[inline(always)]
+    fn tally(&self, model: &M, s: &M::State, a: &M::Action, counts: &mut [u64]) {
+        self.0.tally(model, s, a, counts)
     }
 }
 
@@ -615,6 +673,11 @@ struct Bfs<'a, M: Model, F> {
     outs: Vec<ChunkOut<M::State>>,
     /// First hit of each property: (depth, rank).
     hits: Vec<Option<(usize, usize)>>,
+    /// With a classifier: (property, class, first (depth, rank), count), in order of first
+    /// occurrence (canonical, as the chunks are merged in order).
+    classes: Vec<(usize, u64, (usize, usize), u64)>,
+    /// Sums of [`Hooks::tally`] over the levels expanded so far.
+    tally: Vec<u64>,
     /// `max_states` cut the frontier: it is checked, not expanded.
     cut: bool,
     unique: u64,
@@ -683,6 +746,8 @@ where
             frontier,
             outs: Vec::new(),
             hits,
+            classes: Vec::new(),
+            tally: Vec::new(),
             cut,
             unique,
             transitions: 0,
@@ -800,6 +865,26 @@ where
                 if let Some(rank) = outs.iter().filter_map(|o| o.hits[i]).min() {
                     *h = Some((self.depth, rank));
                 }
+            }
+        }
+        // Chunks in order, each chunk's classes in order of first rank: a class new in this
+        // level is appended at its smallest rank (the first chunk that met it).
+        let level_start = self.classes.len();
+        for o in outs {
+            for &(i, c, rank, n) in &o.classes {
+                match self.classes.iter_mut().find(|e| e.0 == i && e.1 == c) {
+                    Some(e) => e.3 += n,
+                    None => self.classes.push((i, c, (self.depth, rank), n)),
+                }
+            }
+        }
+        self.classes[level_start..].sort_by_key(|e| e.2);
+        for o in outs {
+            if self.tally.len() < o.tally.len() {
+                self.tally.resize(o.tally.len(), 0);
+            }
+            for (t, n) in self.tally.iter_mut().zip(&o.tally) {
+                *t += n;
             }
         }
         let props = &self.env.props;
@@ -923,7 +1008,10 @@ where
     /// of its first hit. Reports progress a last time (with the peak memory) and releases every
     /// store.
     fn finish(mut self, stop: StopReason) -> Report<M::Action> {
-        let properties = build_properties(&self.env.props, &self.hits, |hit| self.path_to(hit));
+        let mut properties = build_properties(&self.env.props, &self.hits, |hit| self.path_to(hit));
+        for &(i, class, first, count) in &self.classes {
+            properties[i].classes.push(crate::ClassReport { class, count, path: self.path_to(first) });
+        }
         let elapsed = self.env.start.elapsed();
         self.report_progress(self.peak);
         self.frontier.release_all(&mut self.outs, &self.env.pool);
@@ -937,6 +1025,7 @@ where
             properties,
             peak_memory_bytes: self.peak,
             visited_set_bytes: self.visited_bytes(),
+            tally: std::mem::take(&mut self.tally),
         }
     }
 }

@@ -156,5 +156,6 @@ where
         properties,
         peak_memory_bytes: 0,
         visited_set_bytes: 0,
+        tally: Vec::new(),
     }
 }

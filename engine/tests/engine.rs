@@ -446,3 +446,90 @@ fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
     assert_eq!(norm_ref(&r), norm_ref(&plain));
     assert_eq!(LIVE.load(Ordering::SeqCst), 0);
 }
+
+/// Classes: with a classifier every violation is counted in its class and each class has a
+/// shortest path to its first state, whatever the thread count; the counts and depths are those
+/// of a plain BFS over the reachable states.
+#[test]
+fn classified_violations_counted_per_class() {
+    let grid = Grid { bound: 12, inits: vec![(0, 0), (2, 3), (20, 20)] };
+    let classify = |_: &Grid, _prop: usize, s: &(u8, u8)| s.0 as u64;
+    let run = |threads: usize| {
+        let hooks = Classified { hooks: |s: &(u8, u8)| fingerprint(s), classify };
+        check_with(&grid, &opts(threads), None, hooks)
+    };
+    let r1 = run(1);
+    for t in [2, 4] {
+        assert_eq!(norm(&r1), norm(&run(t)), "threads=1 vs threads={t}");
+    }
+    // Plain BFS: depth of every reachable in-boundary state.
+    let mut depth = std::collections::HashMap::new();
+    let mut queue = std::collections::VecDeque::new();
+    for s in grid.init_states() {
+        if grid.within_boundary(&s) && !depth.contains_key(&s) {
+            depth.insert(s, 0usize);
+            queue.push_back(s);
+        }
+    }
+    while let Some(s) = queue.pop_front() {
+        let mut acts = Vec::new();
+        grid.actions(&s, &mut acts);
+        for a in acts {
+            if let Some(n) = grid.next_state(&s, a) {
+                if grid.within_boundary(&n) && !depth.contains_key(&n) {
+                    depth.insert(n, depth[&s] + 1);
+                    queue.push_back(n);
+                }
+            }
+        }
+    }
+    let p = prop(&r1, "sum below 9");
+    assert_eq!(p.verdict, Verdict::Violated);
+    let mut expect: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
+    for (s, d) in &depth {
+        if s.0 + s.1 >= 9 {
+            let e = expect.entry(s.0 as u64).or_insert((0, usize::MAX));
+            e.0 += 1;
+            e.1 = e.1.min(*d);
+        }
+    }
+    let got: std::collections::BTreeMap<u64, (u64, usize)> = p.classes.iter().map(|c| (c.class, (c.count, c.path.len()))).collect();
+    assert_eq!(got, expect);
+    // Canonical order: by the depth of the first state (then rank), so shortest first.
+    assert!(p.classes.windows(2).all(|w| w[0].path.len() <= w[1].path.len()));
+    // Each path replays to a violating state of its class.
+    for c in &p.classes {
+        let last = replay(&grid, &c.path).pop().unwrap().1;
+        assert!(last.0 + last.1 >= 9 && last.0 as u64 == c.class);
+    }
+    // The first-hit path is the first class's.
+    assert_eq!(p.path.as_ref(), Some(&p.classes[0].path));
+    // Without a classifier: no classes, same verdicts.
+    let plain = check(&grid, &opts(2), None);
+    assert!(plain.properties.iter().all(|p| p.classes.is_empty()));
+    assert_eq!(prop(&plain, "sum below 9").path, p.path);
+}
+
+/// Tallies: per-transition counters summed over the whole exploration, thread-independent:
+/// here the actions of every expanded state, which add up to the transitions.
+#[test]
+fn tally_sums_over_expanded_transitions() {
+    let grid = Grid { bound: 12, inits: vec![(0, 0)] };
+    let run = |threads: usize| {
+        let hooks = Tallied {
+            hooks: |s: &(u8, u8)| fingerprint(s),
+            n: 2,
+            tally: |m: &Grid, s: &(u8, u8), a: &GridAction, c: &mut [u64]| {
+                if m.next_state(s, *a).is_some_and(|n| m.within_boundary(&n)) {
+                    c[(*a == GridAction::IncY) as usize] += 1;
+                }
+            },
+        };
+        check_with(&grid, &opts(threads), None, hooks)
+    };
+    let r = run(1);
+    assert_eq!(r.tally.len(), 2);
+    assert_eq!(r.tally[0] + r.tally[1], r.transitions);
+    assert_eq!(r.tally[0], r.tally[1], "the grid is symmetric");
+    assert_eq!(run(4).tally, r.tally);
+}

@@ -132,7 +132,7 @@ impl State {
         let mut p = Packer::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         sender_flags(&mut p, sender, *tsq_full);
-        budget_word(&mut p, budget, sender.rack.reo_wnd_steps);
+        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, sender.ghost.init_undo_ignored_tlp);
         let ev = &sender.ghost.ev;
         p.push(
             len16(sender.segs.len())
@@ -214,7 +214,7 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
 }
 
 #[inline(always)]
-fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8) {
+fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: bool) {
     let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes } = budget;
     p.push(
         *losses as u64
@@ -225,7 +225,7 @@ fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8) {
             | (*ece as u64) << 40
             | (*writes as u64) << 48,
     );
-    p.push(reo_wnd_steps as u64);
+    p.push(reo_wnd_steps as u64 | b(ignored_tlp) << 8);
 }
 
 /// The sender's fixed-width fields (every field named: a new one is a compile error here).
@@ -274,7 +274,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         ghost,
     } = s;
     let Rack { mstamp, end_seq, rtt, advanced: _, reo_wnd_steps: _, reo_wnd_persist, dsack_seen: _ } = rack;
-    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, ev: _ } = ghost;
+    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, ev: _ } = ghost;
     p.push(p2(now, *snd_una));
     p.push(p2(*snd_nxt, *write_seq));
     p.push(p2(*high_seq, *cwnd));
@@ -324,8 +324,9 @@ fn event_words(p: &mut Packer, ev: &Events) {
             prior_ssthresh,
             cwnd_after,
             ssthresh_after,
+            evidence,
         } = u;
-        p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4);
+        p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | (*evidence as u64) << 8);
         p.push(p2(*marker, *cwnd_before));
         p.push(p2(*ssthresh_before, *prior_cwnd));
         p.push(p2(*prior_ssthresh, *cwnd_after));

@@ -14,6 +14,7 @@ pub mod profile;
 pub mod reduce;
 pub mod sender;
 pub mod mib;
+pub mod decision;
 pub mod segmask;
 pub mod seq;
 pub mod state;

@@ -160,10 +160,11 @@ impl TcpModel {
     }
 
     /// [`Self::step`], handing the step's MIB counter deltas to `sink` (nothing for `()`).
-    fn step_counted<K: MibSink>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
+    fn step_counted<'d, K: MibSink<'d>>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
         s.now = now;
         s.sender.ghost.ev = Events::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
+        cx.decisions = sink.decisions();
         f(&mut s.sender, &mut cx);
         sink.take(&cx.mib);
         for tx in cx.out {
@@ -194,7 +195,7 @@ impl TcpModel {
         self.deliver_late_counted(s, i, extra, &mut ())
     }
 
-    fn deliver_late_counted<K: MibSink>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
+    fn deliver_late_counted<'d, K: MibSink<'d>>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
         let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -207,7 +208,7 @@ impl TcpModel {
         self.deliver_counted(s, i, ack_fate, &mut ())
     }
 
-    fn deliver_counted<K: MibSink>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
+    fn deliver_counted<'d, K: MibSink<'d>>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
         let t = self.arrival(s, i);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -345,6 +346,14 @@ impl TcpModel {
 
     /// The successor of `s` under `a` and the MIB counters the step moved (`None`: no
     /// successor). For counterexample printing and traces; the checker uses `next_state_into`.
+    /// Runs transition `a` from `s` on a copy, recording the decision branches its step takes
+    /// in `sink` (`trc check --coverage`); false if `a` has no successor. The successor is not
+    /// returned: this is only the record of what the step decided.
+    pub fn record_decisions(&self, s: &State, a: Action, sink: &crate::decision::DecisionCounts) -> bool {
+        let mut n = s.clone();
+        self.apply_counted(&mut n, a, &mut Decisions(sink))
+    }
+
     pub fn next_state_counted(&self, s: &State, a: Action) -> Option<(State, MibDelta)> {
         let mut n = s.clone();
         let mut mib = MibDelta::default();
@@ -352,7 +361,7 @@ impl TcpModel {
     }
 
     #[inline]
-    fn apply_counted<K: MibSink>(&self, s: &mut State, a: Action, sink: &mut K) -> bool {
+    fn apply_counted<'d, K: MibSink<'d>>(&self, s: &mut State, a: Action, sink: &mut K) -> bool {
         match a {
             Action::Deliver { pkt } => self.deliver_counted(s, pkt as usize, AckFate::Normal, sink),
             Action::DeliverEce { pkt } => {
@@ -410,18 +419,31 @@ impl TcpModel {
     }
 }
 
-/// Where [`TcpModel`]'s step puts its MIB counter deltas: nowhere (`()`, the checker) or a
-/// [`MibDelta`] (counterexamples, traces).
-pub trait MibSink {
-    fn take(&mut self, d: &MibDelta);
+/// What a [`TcpModel`] step reports beyond its successor: the MIB counter deltas (to a
+/// [`MibDelta`]: counterexamples, traces) and the decision branches taken (to [`Decisions`]:
+/// `--coverage`). The checker passes `()`, for which both compile away.
+pub trait MibSink<'d> {
+    fn take(&mut self, _d: &MibDelta) {}
+    fn decisions(&self) -> Option<&'d crate::decision::DecisionCounts> {
+        None
+    }
 }
 
-impl MibSink for () {
+impl MibSink<'_> for () {
     #[inline(always)]
     fn take(&mut self, _: &MibDelta) {}
 }
 
-impl MibSink for MibDelta {
+/// A step that records its decision branches.
+pub struct Decisions<'d>(pub &'d crate::decision::DecisionCounts);
+
+impl<'d> MibSink<'d> for Decisions<'d> {
+    fn decisions(&self) -> Option<&'d crate::decision::DecisionCounts> {
+        Some(self.0)
+    }
+}
+
+impl MibSink<'_> for MibDelta {
     fn take(&mut self, d: &MibDelta) {
         for (m, n) in d.nonzero() {
             self.add(m, n);

@@ -109,9 +109,10 @@ impl State {
         copy(ecn_queue_cwr);
         copy(timer);
         copy(cc);
-        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, ev } = sghost;
+        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, init_undo_ignored_tlp, ev } = sghost;
         copy(last_reduction);
         copy(episode);
+        copy(init_undo_ignored_tlp);
         let Events {
             undos,
             reductions,

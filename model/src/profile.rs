@@ -560,6 +560,19 @@ pub fn check_profile_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Keys of a profile file that are not decision points.
+const NOT_DECISION_POINTS: [&str; 3] = ["base", "name", "description"];
+
+/// A profile file's base profile name (`base`, `linux-6.18` when absent) and the decision
+/// points it overrides (its other keys, sorted), for a file [`parse_profile_file`]
+/// accepts.
+pub fn profile_file_base(src: &str) -> (String, Vec<String>) {
+    let Ok(t) = toml::from_str::<toml::Table>(src) else { return ("linux-6.18".into(), Vec::new()) };
+    let base = t.get("base").and_then(|v| v.as_str()).unwrap_or("linux-6.18").to_string();
+    let overrides = t.keys().filter(|k| !NOT_DECISION_POINTS.contains(&k.as_str())).cloned().collect();
+    (base, overrides)
+}
+
 /// Parses a user's profile file (TOML). `file` is used in error messages only.
 pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileError> {
     let f: ProfileFile = toml::from_str(src).map_err(|e| ProfileFileError {
@@ -632,6 +645,13 @@ mod tests {
         assert_eq!(p.name, "mypatch");
         assert_eq!(p.packet_delayed, PacketDelayed::E37ab7);
         assert_eq!(p.init_undo_tlp, InitUndoTlp::Count);
+    }
+
+    #[test]
+    fn user_file_base_and_overrides() {
+        let (b, o) = profile_file_base("base = \"linux-6.6\"\nname = \"x\"\ninit_undo_tlp = \"ignore\"\n");
+        assert_eq!((b.as_str(), o), ("linux-6.6", vec!["init_undo_tlp".to_string()]));
+        assert_eq!(profile_file_base("").0, "linux-6.18");
     }
 
     #[test]

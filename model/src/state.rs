@@ -139,6 +139,36 @@ pub struct UndoEvent {
     pub prior_ssthresh: u32,
     pub cwnd_after: u32,
     pub ssthresh_after: u32,
+    /// Ghost: the evidence the undo entry point acted on ([`evidence`] bits).
+    pub evidence: u8,
+}
+
+/// Ghost bits of [`UndoEvent::evidence`]: which of `tcp_may_undo()`'s conditions the undo
+/// entry point relied on (in the kernel's order of evaluation), and how this ACK's DSACKs
+/// brought `undo_retrans` to zero. They name the mechanism of an undo (properties'
+/// signatures); they never decide anything.
+pub mod evidence {
+    /// `undo_retrans == 0`: every retransmission of the episode counted as DSACKed.
+    pub const RETRANS_ZERO: u8 = 1;
+    /// `tcp_packet_delayed()` through the timestamp echo: TSecr before `retrans_stamp` (Eifel).
+    pub const TS_ECHO: u8 = 2;
+    /// `tcp_packet_delayed()` with `retrans_stamp == 0` taken as "delayed" (the profile's
+    /// variant of it).
+    pub const NO_STAMP: u8 = 4;
+    /// F-RTO (RFC 5682 step 3b): never-retransmitted data was (S)ACKed after the RTO.
+    pub const FRTO: u8 = 8;
+    /// This ACK decremented `undo_retrans` twice for one segment (`tcp_sacktag_one` reached it
+    /// from two blocks).
+    pub const DSACK_TWICE: u8 = 16;
+    /// This ACK's DSACK decremented `undo_retrans` for a segment not retransmitted since the
+    /// episode's `tcp_init_undo()` (a copy sent before the episode began).
+    pub const DSACK_PRE_EPISODE: u8 = 32;
+    /// ... and the episode's `tcp_init_undo()` had seen that an in-flight TLP retransmission and
+    /// not counted it (the profile's `init_undo_tlp = "ignore"`).
+    pub const DSACK_TLP_UNCOUNTED: u8 = 64;
+    /// `tcp_check_dsack()` decremented `undo_retrans` for data below `snd_una` ("dumb
+    /// counting" of forgotten segments).
+    pub const DSACK_FORGOTTEN: u8 = 128;
 }
 
 /// What triggered an ssthresh reduction.
@@ -228,6 +258,9 @@ pub struct SenderGhost {
     pub rtx_mask: SegMask,
     /// The segments a retransmission of which ever left the host (never reset).
     pub ever_rtx_mask: SegMask,
+    /// The last `tcp_init_undo()` saw an in-flight TLP retransmission and did not count it in
+    /// `undo_retrans` (`InitUndoTlp::Ignore`; always false on profiles that count it).
+    pub init_undo_ignored_tlp: bool,
     pub ev: Events,
 }
 

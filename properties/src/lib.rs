@@ -3,6 +3,8 @@
 //! truth about the network and ghost observations of the step that produced it).
 //! docs/properties.md documents each one; every property has a test showing it can fail.
 
+pub mod signature;
+
 use stateright::{Expectation, Property};
 use trc_model::model::{State, TcpModel};
 use trc_model::reduce::{GhostSet, Reduce};
@@ -36,15 +38,20 @@ fn at_or_above(m: &TcpModel, k: u32, marker: u32) -> bool {
 
 /// I1: no undo of a reduction while a retransmission of this episode repaired a real loss.
 fn i1(m: &TcpModel, s: &State) -> bool {
+    i1_offending_undo(m, s).is_none()
+}
+
+/// The first undo of the step that I1 rejects (index into `Events::undos`).
+pub(crate) fn i1_offending_undo(m: &TcpModel, s: &State) -> Option<usize> {
     let g = &s.ghost;
     let ev = &s.sender.ghost.ev;
-    ev.undos.iter().enumerate().all(|(i, u)| {
-        g.orig_dropped.iter().all(|k| {
+    ev.undos.iter().enumerate().position(|(i, u)| {
+        g.orig_dropped.iter().any(|k| {
             let real_loss_retransmitted = ev.undo_rtx_contains(i, k) && at_or_above(m, k, u.marker);
             // F-RTO's undo (RFC 5682 3b) judges the timeout, not the lost segment: it is only
             // wrong once the retransmission has already repaired the loss.
             let relevant = if u.kind == UndoKind::Frto { s.rcv.have.contains(k) } else { true };
-            !(real_loss_retransmitted && relevant)
+            real_loss_retransmitted && relevant
         })
     })
 }
@@ -70,14 +77,17 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
 /// exceptions: an RTO in Loss after an ACK advanced snd_una since the previous RTO (§8.1), a lost
 /// retransmission moving Loss to Recovery (row 18), and a TLP that repaired a loss (row 21).
 fn i2(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.reductions.iter().all(|r| {
-        let Some((prev_high_seq, prev_kind)) = r.prev else { return true };
-        !before(r.snd_una, prev_high_seq)
-            || (r.kind == ReductionKind::Loss && r.from == CaState::Loss && r.icsk_retransmits == 0)
-            || r.lost_retrans
-            || r.kind == ReductionKind::Tlp
-            || prev_kind == ReductionKind::Tlp
-    })
+    s.sender.ghost.ev.reductions.iter().all(i2_reduction_ok)
+}
+
+/// Whether one reduction keeps I2.
+pub(crate) fn i2_reduction_ok(r: &trc_model::state::Reduction) -> bool {
+    let Some((prev_high_seq, prev_kind)) = r.prev else { return true };
+    !before(r.snd_una, prev_high_seq)
+        || (r.kind == ReductionKind::Loss && r.from == CaState::Loss && r.icsk_retransmits == 0)
+        || r.lost_retrans
+        || r.kind == ReductionKind::Tlp
+        || prev_kind == ReductionKind::Tlp
 }
 
 /// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.

@@ -70,6 +70,9 @@ impl Sender {
         }
         if after(ack, prior_snd_una) {
             flag |= flag::SND_UNA_ADVANCED;
+            if self.icsk_retransmits != 0 {
+                cx.took(crate::decision::Branch::RetransResetAfterRto);
+            }
             if cx.prof.rto_retrans_reset == crate::profile::RtoRetransReset::InTcpAck {
                 self.icsk_retransmits = 0;
             }
@@ -118,6 +121,9 @@ impl Sender {
                 not_dup |= flag::DSACKING_ACK;
             }
             let num_dupack = if flag & not_dup == 0 { 1 } else { 0 };
+            if flag & flag::DSACKING_ACK != 0 && flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP) == 0 {
+                cx.took(crate::decision::Branch::DsackOnlyAck);
+            }
             self.tcp_fastretrans_alert(cx, prior_snd_una, num_dupack, &mut flag, &mut rexmit);
         }
         if flag & flag::SET_XMIT_TIMER != 0 {
@@ -244,6 +250,9 @@ impl Sender {
                 self.tcp_remove_reno_sacks(cx, pkts_acked);
                 // 1236f22fbae1: a non-SACK cumulative ACK covering retransmitted data cannot
                 // prove that never-retransmitted data arrived via its original transmission.
+                if fl & flag::RETRANS_DATA_ACKED != 0 {
+                    cx.took(crate::decision::Branch::OrigSackRetransAcked);
+                }
                 if fl & flag::RETRANS_DATA_ACKED != 0 && cx.prof.nonsack_orig_sack_fix {
                     fl &= !flag::ORIG_SACK_ACKED;
                 }

@@ -4,6 +4,7 @@
 use super::ack::{flag, Rexmit};
 use super::Cx;
 use crate::cc::CaEvent;
+use crate::decision::Branch;
 use crate::mib::Mib;
 use crate::profile::{EnterLossGuard, LossUndoAcks, RtoRetransReset};
 use crate::seq::{after, before};
@@ -71,6 +72,13 @@ impl Sender {
 
     /// The ssthresh guard of `tcp_enter_loss()`: reduce only once per window of data.
     pub fn tcp_enter_loss_may_reduce(&self, cx: &Cx) -> bool {
+        cx.took(if self.snd_una == self.high_seq {
+            Branch::EnterLossUnaEqHigh
+        } else if after(self.snd_una, self.high_seq) {
+            Branch::EnterLossUnaAfterHigh
+        } else {
+            Branch::EnterLossUnaBeforeHigh
+        });
         let window_done = match cx.prof.enter_loss_guard {
             EnterLossGuard::SndUnaEqHighSeq => self.snd_una == self.high_seq,
             EnterLossGuard::SndUnaGeHighSeq => !after(self.high_seq, self.snd_una),
@@ -117,6 +125,7 @@ impl Sender {
             LossUndoAcks::SndUnaAdvanced => fl & flag::SND_UNA_ADVANCED != 0,
             LossUndoAcks::AnyAck => true,
         };
+        cx.took(if fl & flag::SND_UNA_ADVANCED != 0 { Branch::LossUndoAdvanced } else { Branch::LossUndoNotAdvanced });
         if undo_trigger && self.tcp_try_undo_loss(cx, false) {
             return;
         }

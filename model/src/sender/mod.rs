@@ -83,11 +83,25 @@ pub struct Cx<'a> {
     pub idle_ms: u32,
     /// The MIB counters this step bumps (`crate::mib`).
     pub mib: crate::mib::MibDelta,
+    /// Ghost: how this step's DSACKs decremented `undo_retrans` (`evidence::DSACK_*` bits),
+    /// for the evidence of an undo in the same step.
+    pub dsack_note: u8,
+    /// Ghost: the segments (index mod 64) whose DSACK decremented `undo_retrans` in this step.
+    pub dsack_segs: u64,
+    /// Where the decision functions record their branches (`trc check --coverage`); `None`
+    /// in the checker's hot path.
+    pub decisions: Option<&'a crate::decision::DecisionCounts>,
 }
 
 impl<'a> Cx<'a> {
+    /// Records that this step took decision branch `b` (coverage).
+    #[inline(always)]
+    pub fn took(&self, b: crate::decision::Branch) {
+        crate::decision::hit(self.decisions, b)
+    }
+
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0, mib: Default::default() }
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0, mib: Default::default(), dsack_note: 0, dsack_segs: 0, decisions: None }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.

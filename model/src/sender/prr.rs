@@ -14,6 +14,7 @@ impl Sender {
         let in_flight = self.tcp_packets_in_flight();
         let delta = self.ssthresh as i64 as i32 as i64 - in_flight as i32 as i64;
         let guarded = cx.prof.prr_guards == PrrGuards::Guarded;
+        cx.took(if newly_acked_sacked == 0 || self.prior_cwnd == 0 { crate::decision::Branch::PrrNothingDelivered } else { crate::decision::Branch::PrrRuns });
         if guarded && (newly_acked_sacked == 0 || self.prior_cwnd == 0) {
             if newly_acked_sacked != 0 {
                 self.ghost.ev.prr_zero_prior_cwnd = true; // WARN_ON_ONCE(!prior_cwnd)

@@ -4,6 +4,7 @@
 use super::ack::{flag, Rexmit};
 use super::Cx;
 use crate::cc::{CaEvent, CongestionOps};
+use crate::decision::Branch;
 use crate::mib::Mib;
 use crate::profile::{mutant, InitUndoTlp, PacketDelayed};
 use crate::seq::before;
@@ -127,9 +128,12 @@ impl Sender {
         self.ghost.rtx_mask.clear();
         self.undo_marker = self.snd_una;
         self.undo_retrans = self.retrans_out as i32;
-        if cx.prof.init_undo_tlp == InitUndoTlp::Count && self.tlp_high_seq != 0 && self.tlp_retrans {
+        let tlp_in_flight = self.tlp_high_seq != 0 && self.tlp_retrans;
+        if cx.prof.init_undo_tlp == InitUndoTlp::Count && tlp_in_flight {
             self.undo_retrans += 1;
         }
+        self.ghost.init_undo_ignored_tlp = cx.prof.init_undo_tlp == InitUndoTlp::Ignore && tlp_in_flight;
+        cx.took(if tlp_in_flight { Branch::InitUndoTlp } else { Branch::InitUndoNoTlp });
         if self.undo_retrans == 0 {
             self.undo_retrans = -1;
         }
@@ -180,7 +184,9 @@ impl Sender {
     /// it. Counts TcpExtTCPSackRecovery (TCPRenoRecovery without SACK).
     pub fn tcp_enter_recovery_from(&mut self, cx: &mut Cx, ece: bool, lost_retrans: bool) {
         // b41b4cbd9655: restart the undo/ETIMEDOUT clock with this episode's first retransmit.
-        if cx.prof.enter_recovery_stamp_cleanup && !self.tcp_any_retrans_done(cx.cfg) {
+        let retrans_done = self.tcp_any_retrans_done(cx.cfg);
+        cx.took(if retrans_done { Branch::RecoveryRetransOutstanding } else { Branch::RecoveryNoRetrans });
+        if cx.prof.enter_recovery_stamp_cleanup && !retrans_done {
             self.retrans_stamp = 0;
         }
         cx.mib.inc(if self.sack_ok { Mib::SackRecovery } else { Mib::RenoRecovery });
@@ -222,6 +228,31 @@ impl Sender {
 
     /// `tcp_packet_delayed()`: the profile's variant (PacketDelayed).
     pub fn tcp_packet_delayed(&self, cx: &Cx) -> bool {
+        let d = self.tcp_packet_delayed_variant(cx);
+        if cx.decisions.is_some() {
+            cx.took(self.packet_delayed_branch(cx));
+        }
+        d
+    }
+
+    /// The coverage branch of `tcp_packet_delayed()`: the situation it judges.
+    fn packet_delayed_branch(&self, cx: &Cx) -> Branch {
+        if self.retrans_stamp != 0 {
+            if self.tcp_tsopt_ecr_before(cx, self.retrans_stamp) {
+                Branch::DelayedEcrBefore
+            } else {
+                Branch::DelayedEcrNotBefore
+            }
+        } else if self.sack_ok {
+            Branch::DelayedNoStampSack
+        } else if !before(self.snd_una, self.high_seq) {
+            Branch::DelayedNoStampRenoAtHigh
+        } else {
+            Branch::DelayedNoStampRenoBelowHigh
+        }
+    }
+
+    fn tcp_packet_delayed_variant(&self, cx: &Cx) -> bool {
         match cx.prof.packet_delayed {
             PacketDelayed::Pre2019 => self.retrans_stamp == 0 || self.tcp_tsopt_ecr_before(cx, self.retrans_stamp),
             PacketDelayed::Bc9f38 => self.retrans_stamp != 0 && self.tcp_tsopt_ecr_before(cx, self.retrans_stamp),
@@ -251,8 +282,36 @@ impl Sender {
         self.undo_marker != 0 && (self.undo_retrans == 0 || self.tcp_packet_delayed(cx))
     }
 
+    /// Ghost: the evidence `tcp_may_undo()` acts on now, in the kernel's order of evaluation
+    /// (`undo_retrans == 0` first, with this ACK's DSACK accounting; else `tcp_packet_delayed()`
+    /// and which of its tests said "delayed").
+    pub fn may_undo_evidence(&self, cx: &Cx) -> u8 {
+        if self.undo_retrans == 0 {
+            evidence::RETRANS_ZERO | cx.dsack_note
+        } else {
+            self.packet_delayed_evidence(cx)
+        }
+    }
+
+    /// Ghost: why `tcp_packet_delayed()` holds now: the timestamp echo, or a zero
+    /// `retrans_stamp` the profile's variant takes as delayed (0 if it does not hold).
+    pub fn packet_delayed_evidence(&self, cx: &Cx) -> u8 {
+        if !self.tcp_packet_delayed_variant(cx) {
+            0
+        } else if self.retrans_stamp != 0 {
+            evidence::TS_ECHO
+        } else {
+            evidence::NO_STAMP
+        }
+    }
+
     /// `tcp_undo_cwnd_reduction()`: restore cwnd/ssthresh (if `prior_ssthresh`), optionally unmark losses.
     pub fn tcp_undo_cwnd_reduction(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind) {
+        self.tcp_undo_cwnd_reduction_on(cx, unmark_loss, kind, 0)
+    }
+
+    /// [`Self::tcp_undo_cwnd_reduction`], recording the evidence the caller acted on (ghost).
+    pub fn tcp_undo_cwnd_reduction_on(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind, evidence: u8) {
         let cwnd_before = self.cwnd;
         let ssthresh_before = self.ssthresh;
         let marker = self.undo_marker;
@@ -287,6 +346,7 @@ impl Sender {
             prior_ssthresh: self.prior_ssthresh,
             cwnd_after: self.cwnd,
             ssthresh_after: self.ssthresh,
+            evidence,
         };
         self.ghost.ev.push_undo(u, &self.ghost.rtx_mask);
     }
@@ -310,8 +370,10 @@ impl Sender {
     pub fn tcp_try_undo_recovery(&mut self, cx: &Cx) -> bool {
         if self.tcp_may_undo(cx) {
             let kind = if self.ca_state == CaState::Loss { UndoKind::LossRecovered } else { UndoKind::Full };
+            cx.took(if kind == UndoKind::Full { Branch::UndoRecoveryFull } else { Branch::UndoRecoveryLoss });
             cx.mib.inc(if kind == UndoKind::Full { Mib::FullUndo } else { Mib::LossUndo });
-            self.tcp_undo_cwnd_reduction(cx, false, kind);
+            let ev = self.may_undo_evidence(cx);
+            self.tcp_undo_cwnd_reduction_on(cx, false, kind, ev);
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
         }
@@ -327,7 +389,8 @@ impl Sender {
     pub fn tcp_try_undo_dsack(&mut self, cx: &Cx) -> bool {
         if self.undo_marker != 0 && self.undo_retrans == 0 {
             self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
-            self.tcp_undo_cwnd_reduction(cx, false, UndoKind::Dsack);
+            cx.took(Branch::UndoDsack);
+            self.tcp_undo_cwnd_reduction_on(cx, false, UndoKind::Dsack, evidence::RETRANS_ZERO | cx.dsack_note);
             cx.mib.inc(Mib::DsackUndo);
             return true;
         }
@@ -339,6 +402,7 @@ impl Sender {
     /// Returns true when the caller must stop processing this ACK.
     pub fn tcp_try_undo_partial(&mut self, cx: &mut Cx, prior_snd_una: u32) -> bool {
         if self.undo_marker != 0 && self.tcp_packet_delayed(cx) {
+            let ev = self.packet_delayed_evidence(cx);
             self.tcp_check_sack_reordering(cx, prior_snd_una, true);
             if self.retrans_out != 0 {
                 return true;
@@ -346,7 +410,8 @@ impl Sender {
             if !self.tcp_any_retrans_done(cx.cfg) {
                 self.retrans_stamp = 0;
             }
-            self.tcp_undo_cwnd_reduction(cx, true, UndoKind::Partial);
+            cx.took(Branch::UndoPartial);
+            self.tcp_undo_cwnd_reduction_on(cx, true, UndoKind::Partial, ev);
             cx.mib.inc(Mib::PartialUndo);
             self.tcp_try_keep_open(cx);
         }
@@ -358,7 +423,10 @@ impl Sender {
     pub fn tcp_try_undo_loss(&mut self, cx: &Cx, frto_undo: bool) -> bool {
         if frto_undo || self.tcp_may_undo(cx) {
             let kind = if frto_undo { UndoKind::Frto } else { UndoKind::Loss };
-            self.tcp_undo_cwnd_reduction(cx, true, kind);
+            let ev = if frto_undo { evidence::FRTO } else { self.may_undo_evidence(cx) };
+            cx.took(if frto_undo { Branch::UndoFrto } else { Branch::UndoLoss });
+            cx.took(if !self.sack_ok && self.snd_una == self.high_seq { Branch::LossUndoRenoAtHigh } else { Branch::LossUndoOther });
+            self.tcp_undo_cwnd_reduction_on(cx, true, kind, ev);
             cx.mib.inc(Mib::LossUndo);
             if frto_undo {
                 cx.mib.inc(Mib::SpuriousRtos);

@@ -175,6 +175,7 @@ impl Sender {
         // DSACK for already forgotten data: dumb counting.
         if self.undo_marker != 0 && self.undo_retrans > 0 && !after(e0, prior_snd_una) && after(e0, self.undo_marker) {
             self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+            cx.dsack_note |= crate::state::evidence::DSACK_FORGOTTEN;
         }
         true
     }
@@ -232,11 +233,31 @@ impl Sender {
         !before(start, end.wrapping_sub(65535))
     }
 
+    /// Ghost: classifies a DSACK's `undo_retrans` decrement for the segment starting at `start`
+    /// (`cx.dsack_note`): a second one for the same segment in this ACK, or one for a copy sent
+    /// before the episode's `tcp_init_undo()` (and whether that call ignored a TLP copy).
+    fn note_dsack_decrement(&self, cx: &mut Cx, start: u32) {
+        use crate::state::evidence as e;
+        let k = start.wrapping_sub(cx.cfg.isn);
+        let bit = 1u64 << (k % 64);
+        if cx.dsack_segs & bit != 0 {
+            cx.dsack_note |= e::DSACK_TWICE;
+        }
+        cx.dsack_segs |= bit;
+        if !self.ghost.rtx_mask.contains(k) {
+            cx.dsack_note |= e::DSACK_PRE_EPISODE;
+            if self.ghost.init_undo_ignored_tlp {
+                cx.dsack_note |= e::DSACK_TLP_UNCOUNTED;
+            }
+        }
+    }
+
     /// `tcp_sacktag_one()`: tag one segment covered by a (D)SACK block.
     fn tcp_sacktag_one(&mut self, cx: &mut Cx, st: &mut SackState, mut tags: u8, start: u32, end: u32, dup_sack: bool, xmit: u32) -> u8 {
         if dup_sack && tags & tag::RETRANS != 0 {
             if self.undo_marker != 0 && self.undo_retrans > 0 && after(end, self.undo_marker) {
                 self.undo_retrans = (self.undo_retrans - 1).max(0);
+                self.note_dsack_decrement(cx, start);
             }
             if tags & tag::S != 0 && before(start, st.reord) {
                 st.reord = start;

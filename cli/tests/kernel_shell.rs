@@ -183,3 +183,34 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
     assert!(left.is_empty(), "the shell line's sleep outlived trc: {left:?} (was {sleeping:?})");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A run that is skipped (here: not root) starts nothing of the script: not even the
+/// interpreter its `--code_command` names, which trc once started with `-c pass` to see that
+/// it works, on the host, before any namespace existed.
+#[test]
+fn a_skipped_run_starts_nothing_of_the_script() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = dir("probe");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marker = d.join("started");
+    let prog = d.join("interp");
+    std::fs::write(&prog, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = d.join("x.pkt");
+    std::fs::write(&p, format!("--code_command={}\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 %{{ assert 1 == 1 }}%\n", prog.display())).unwrap();
+    let mut c = if is_root() {
+        if !Command::new("setpriv").args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "true"]).status().is_ok_and(|s| s.success()) {
+            eprintln!("skipped: setpriv cannot drop root here");
+            return;
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_trc")]);
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_trc"))
+    };
+    let out = c.args(["kernel", "run", p.to_str().unwrap()]).current_dir(&d).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(!marker.exists(), "the script's interpreter was started by a skipped run");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -16,7 +16,9 @@ for t in parse replay; do
   new=$(mktemp -d)   # new inputs go here: the committed corpus is only read
   log=$(mktemp)
   echo "== fuzz $t: $runs inputs (seed 1, at most $secs s)"
-  if ! cargo fuzz run -O -a "$t" "$new" "corpus/$t" "regressions/$t" ../counterexamples -- \
+  seeds=()   # libFuzzer stops at a seed directory that does not exist
+  for d in "corpus/$t" "regressions/$t" ../counterexamples; do [ -d "$d" ] && seeds+=("$d"); done
+  if ! cargo fuzz run -O -a "$t" "$new" "${seeds[@]}" -- \
       -seed=1 -runs="$runs" -max_total_time="$secs" -dict=pkt.dict -max_len=8192 -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
     tail -60 "$log"

@@ -60,13 +60,19 @@ pub enum AccelArg {
     mut_arg("no_sack", |a| a.help("Force net.ipv4.tcp_sack=0 in the namespace (after the script's own settings)")),
     mut_arg("ts", |a| a.help("Force net.ipv4.tcp_timestamps=1 in the namespace (after the script's own settings)")),
     mut_arg("no_ts", |a| a.help("Force net.ipv4.tcp_timestamps=0 in the namespace (after the script's own settings)")),
-    after_help = "A script is code: its shell lines and %{ }% blocks run as root. trc runs the script in a private \
-network namespace (only lo and tun0) and each shell line in a private mount namespace without CAP_SYS_ADMIN \
-(it cannot enter the host's namespaces), killed with the run. It can still write files, global sysctls and \
-module parameters. --no-shell refuses scripts with shell lines.\n\nTiming is packetdrill's: 4 ms or 12.5 % of the \
+    after_help = "A script is code, run as root: its shell lines (`...`) run with /bin/sh and its %{ }% blocks \
+with python3 (or the script's --code_command), as uid 0. What trc confines: the whole run is in a private \
+network namespace (only lo and tun0); each shell line also runs in a private mount namespace, without \
+CAP_SYS_ADMIN (no setns, unshare or mount, so it cannot enter the host's namespaces: `nsenter -t 1 -n` \
+fails), CAP_SYS_MODULE, CAP_SYS_PTRACE and a few more, in its own process group that is killed when the \
+line ends, after 120 s, or when trc dies (a SIGKILL included). What it does not stop: a shell line is still \
+root on the host's filesystem, so it can read and write any file, global sysctls (/proc/sys/kernel/...) and \
+module parameters, and a process that leaves its group (setsid) can outlive the run; %{ }% blocks are not \
+confined beyond the network namespace (they keep every capability). Read a script before running it. \
+--no-shell refuses a script with shell lines (exit 2, nothing run).\n\nTiming is packetdrill's: 4 ms or 12.5 % of the \
 gap to the previous event, whichever is larger (--tolerance-usecs, --tolerance-percent; the script's own \
 --option lines apply first). Exit codes: 0 passed, 1 failed, 2 bad script or option, 3 incomplete (something \
-was not checked), 4 skipped (not root, no tun), 130 interrupted."
+was not checked), 4 skipped (not root, no tun, root without CAP_SYS_ADMIN), 130 interrupted."
 )]
 pub struct RunArgs {
     /// The script to run (several with --kernel).
@@ -121,7 +127,7 @@ pub struct RunArgs {
     /// A packetdrill definition NAME=VALUE (run_all.py's TFO_COOKIE, CODE, CMSG_* are preset).
     #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
     pub defines: Vec<String>,
-    /// Refuse scripts with shell lines (the run stops at the first one).
+    /// Refuse a script with shell lines: exit 2 before anything of it runs.
     #[arg(long)]
     pub no_shell: bool,
     /// Write the report and the trace (segments, tcp_info snapshots) as JSON here; with
@@ -212,9 +218,17 @@ fn vm_cli(args: RunArgs) -> i32 {
                 return 2;
             }
         };
-        if let Err(e) = trc_pkt::parse(&src, &f.display().to_string()) {
-            eprintln!("{e}");
-            return 2;
+        match trc_pkt::parse(&src, &f.display().to_string()) {
+            Err(e) => {
+                eprintln!("{e}");
+                return 2;
+            }
+            Ok(script) => {
+                if let Some(e) = refused_shell_line(&args, &script, f) {
+                    eprintln!("{what}: {e}");
+                    return 2;
+                }
+            }
         }
     }
     let packetdrill = match packetdrill_options(&args) {
@@ -341,6 +355,13 @@ fn packetdrill_options(args: &RunArgs) -> Result<Vec<(String, Option<String>)>, 
     Ok(o)
 }
 
+/// With `--no-shell`, a script with a shell line is refused before anything of it runs (exit 2,
+/// at the first such line); the runner's own check (`RunOptions::no_shell`) is the backstop.
+fn refused_shell_line(args: &RunArgs, script: &trc_pkt::Script, file: &Path) -> Option<String> {
+    let st = script.statements.iter().find(|s| matches!(s.kind, trc_pkt::StatementKind::Shell(_)))?;
+    args.no_shell.then(|| format!("{}:{}: a shell line, refused by --no-shell (nothing was run)", file.display(), st.line))
+}
+
 fn run_cli(args: RunArgs) -> i32 {
     let [file] = &args.files[..] else {
         eprintln!("trc kernel run: several scripts need --kernel (a VM); on the running kernel, run them one at a time");
@@ -373,6 +394,10 @@ fn run_cli(args: RunArgs) -> i32 {
             return 2;
         }
     };
+    if let Some(e) = refused_shell_line(&args, &script, file) {
+        eprintln!("trc kernel run: {e}");
+        return 2;
+    }
     if let Some(e) = crate::python_problem(&script) {
         eprintln!("trc kernel run: {e}");
         return 2;

@@ -40,7 +40,7 @@ fn cwnd_scale_and_other_numbers_are_bounded_at_the_boundary() {
 }
 
 #[test]
-fn invalid_utf8_in_profile_and_config_files_is_reported_with_its_line() {
+fn invalid_utf8_in_profile_config_baseline_and_script_files_is_reported_with_its_line() {
     let d = dir("utf8");
     let p = file(&d, "p.toml", b"base = \"linux-6.18\"\n# caf\xe9\n");
     let (code, _, err) = trc(&["check", "--profile", &p]);
@@ -50,6 +50,17 @@ fn invalid_utf8_in_profile_and_config_files_is_reported_with_its_line() {
     let (code, _, err) = trc(&["check", "--config", &c]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("c.toml:3: not valid UTF-8"), "{err}");
+    let b = file(&d, "b.toml", b"[[accepted]]\n\xc3\n");
+    let (code, _, err) = trc(&["check", "--segments", "2", "--baseline", &b]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("b.toml:2: not valid UTF-8"), "{err}");
+    // Scripts too, for the model and for the kernel (before any run, so also where runs skip).
+    let s = file(&d, "s.pkt", b"0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 bind(3, ..., ...) = 0\n// caf\xe9\n");
+    for cmd in [&["replay", &s][..], &["kernel", "run", &s], &["kernel", "run", "--kernel", "/nonexistent/vmlinuz", &s]] {
+        let (code, _, err) = trc(cmd);
+        assert_eq!(code, 2, "{cmd:?}: {err}");
+        assert!(err.contains("s.pkt:3: not valid UTF-8"), "{cmd:?}: {err}");
+    }
 }
 
 #[test]

@@ -13,8 +13,12 @@
 //!   `CAP_SYS_CHROOT`, `CAP_BPF`, `CAP_PERFMON`, `CAP_SYSLOG`, `CAP_MAC_*`,
 //!   `CAP_LINUX_IMMUTABLE`, `CAP_CHECKPOINT_RESTORE` (it keeps `CAP_NET_ADMIN` and the rest, for
 //!   `ip`, `tc`, `sysctl`);
-//! * its own **process group**, killed when the line times out, and a parent-death signal, so
-//!   nothing outlives the run (not even a SIGKILL of `trc`).
+//! * its own **process group**, killed when the line ends or times out, a parent-death signal
+//!   for the shell, and a guard process in the group that kills the whole group when `trc`
+//!   dies (it waits on a pipe only `trc` holds open), so nothing the line started outlives the
+//!   run, not even after a SIGKILL of `trc` (a parent-death signal alone would only kill the
+//!   shell, and `sleep 100; true` would go on as an orphan). A process that leaves the group
+//!   (`setsid`) escapes this.
 //!
 //! What this does **not** stop: the line still runs as uid 0 with the host's filesystem, so it
 //! can write files, global sysctls (`/proc/sys/kernel/...`) and module parameters
@@ -22,6 +26,7 @@
 //! (`trc kernel run --no-shell`).
 
 use std::io::{self, Read as _};
+use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -60,7 +65,8 @@ pub struct Output {
 }
 
 /// The confinement, in the child between `fork` and `exec` (async-signal-safe calls only).
-fn confine() -> io::Result<()> {
+/// `guard_fd` is the read end of a pipe whose write end only `trc` (`parent`) keeps.
+fn confine(guard_fd: libc::c_int, parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: plain syscalls on the calling (child) process.
     unsafe {
         if libc::setpgid(0, 0) != 0 {
@@ -68,6 +74,10 @@ fn confine() -> io::Result<()> {
         }
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
             return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            // trc died before the parent-death signal was set.
+            libc::_exit(1);
         }
         if libc::unshare(libc::CLONE_NEWNS) != 0 {
             return Err(io::Error::last_os_error());
@@ -82,8 +92,70 @@ fn confine() -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
         }
+        spawn_guard(guard_fd)?;
     }
     Ok(())
+}
+
+/// Forks the group's guard (in the child, before `exec`): a `/bin/sh` whose standard input
+/// is `guard_fd` and nothing else open; it reads it, and end of file means `trc` is gone (or
+/// done with the line): it then kills the process group, whose leader is its parent. A
+/// separate program, so that `pkill trc`, `killall trc` or `pidof trc` never take it for trc.
+/// Async-signal-safe calls only.
+///
+/// # Safety
+/// Called between `fork` and `exec`.
+unsafe fn spawn_guard(guard_fd: libc::c_int) -> io::Result<()> {
+    const SH: &[u8] = b"/bin/sh\0";
+    const DASH_C: &[u8] = b"-c\0";
+    const SCRIPT: &[u8] = b"read -r _; kill -s KILL -- -$PPID\0";
+    const NAME: &[u8] = b"trc-shell-guard\0";
+    match libc::fork() {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            // Standard input is the pipe; every other descriptor is closed (std's exec-status
+            // pipe among them, so the spawn does not wait for the guard; the shell's output
+            // pipes, so their readers end).
+            if guard_fd != 0 && libc::dup2(guard_fd, 0) != 0 {
+                libc::_exit(127);
+            }
+            close_all_but(0);
+            let argv = [SH.as_ptr() as *const libc::c_char, DASH_C.as_ptr() as *const libc::c_char, SCRIPT.as_ptr() as *const libc::c_char, NAME.as_ptr() as *const libc::c_char, std::ptr::null()];
+            let envp = [std::ptr::null::<libc::c_char>()];
+            libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+            libc::_exit(127)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Closes every descriptor but `keep` (async-signal-safe; 0 or the highest one kept).
+unsafe fn close_all_but(keep: libc::c_int) {
+    let close_range = |lo: libc::c_uint, hi: libc::c_uint| libc::syscall(libc::SYS_close_range, lo, hi, 0) == 0;
+    let k = keep as libc::c_uint;
+    let ok = (k == 0 || close_range(0, k - 1)) && close_range(k + 1, libc::c_uint::MAX);
+    if !ok {
+        // No close_range (Linux < 5.9): the usual descriptors.
+        for fd in 0..4096 {
+            if fd != keep {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// `fd` itself, or a close-on-exec duplicate numbered 3 or more when it is 0, 1 or 2.
+fn above_stdio(fd: std::os::fd::OwnedFd) -> io::Result<std::os::fd::OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: duplicating a descriptor this function owns.
+    let d = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if d < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `d` was just created and is owned here.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(d) })
 }
 
 /// Runs `cmd` confined (see the module docs) in `dir` with `env` added.
@@ -93,11 +165,24 @@ pub fn run(cmd: &str, dir: &Path, env: &[(String, String)]) -> io::Result<Output
     for (k, v) in env {
         c.env(k, v);
     }
+    // The guard's pipe: both ends close on exec; trc keeps the write end until the line is over.
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: a valid two-int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here.
+    let (guard_r, guard_w) = unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    // Above the standard descriptors: with trc's stdin closed the pipe could be fd 0, which the
+    // child's /dev/null stdin would replace (the guard would see end of file at once).
+    let guard_r = above_stdio(guard_r)?;
+    let (r, parent) = (guard_r.as_raw_fd(), std::process::id() as libc::pid_t);
     // SAFETY: `confine` only makes async-signal-safe syscalls.
     unsafe {
-        c.pre_exec(confine);
+        c.pre_exec(move || confine(r, parent));
     }
     let mut child = c.spawn()?;
+    drop(guard_r);
     let pid = child.id() as libc::pid_t;
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
@@ -124,9 +209,10 @@ pub fn run(cmd: &str, dir: &Path, env: &[(String, String)]) -> io::Result<Output
         }
         std::thread::sleep(Duration::from_millis(1));
     };
-    // Whatever the line left running in its group goes with it.
+    // Whatever the line left running in its group goes with it (the guard too).
     // SAFETY: as above; ESRCH if the group is already gone.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
+    drop(guard_w);
     let stdout = String::from_utf8_lossy(&reader.join().unwrap_or_default()).trim_end().to_string();
     let stderr = String::from_utf8_lossy(&ereader.join().unwrap_or_default()).trim_end().to_string();
     Ok(Output { code: status.code(), stdout, stderr, timed_out })

@@ -42,7 +42,11 @@ fn mss_option_as_the_kernel_clamps_it() {
 
 #[test]
 fn negative_writes_do_not_lift_the_segment_cap() {
-    let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", "   +0 write(4, ..., 20000000) = 20000000\n   +0 write(4, ..., -19990000) = -19990000\n"));
+    // One segment more than the model tracks, then a negative write that would bring the net
+    // total back under the cap: the cap counts what was written, so the model never starts.
+    let big = (trc_model::config::MAX_SEGMENTS as i64 + 1) * 1000;
+    let back = big - 1000;
+    let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", &format!("   +0 write(4, ..., {big}) = {big}\n   +0 write(4, ..., -{back}) = -{back}\n")));
     assert_eq!(r.exit_code(), 3, "{}", r.render());
     assert!(r.config.is_none(), "no model was started: {:?}", r.config);
     let (line, why) = r.script.stopped.clone().unwrap();
@@ -88,4 +92,23 @@ fn extreme_times_do_not_overflow() {
     // Beyond the largest: a parse error with the position.
     let e = trc_pkt::parse("0 `true`\n+1000000.000001 `true`\n", "t.pkt").unwrap_err().to_string();
     assert!(e.starts_with("t.pkt:2:") && e.contains("at most 1000000"), "{e}");
+}
+
+#[test]
+fn a_second_syn_does_not_reslice_the_data() {
+    // Found by the fuzzer: a second SYN with a smaller MSS after the first write re-sliced the
+    // later writes, which then overran the model's segments (index out of bounds in
+    // tcp_transmit_new). A SYN after the handshake is a second connection: out of scope.
+    let r = run(&script(
+        "mss 1000,sackOK,nop,nop,nop,wscale 7",
+        "   +0 write(4, ..., 4000) = 4000\n   +0 < S 0:0(0) win 32792 <mss 100>\n   +0 write(4, ..., 9000) = 9000\n",
+    ));
+    assert_eq!(r.exit_code(), 3, "{}", r.render());
+    let (line, why) = r.script.stopped.clone().unwrap();
+    assert_eq!(line, 10, "{why}");
+    assert!(why.contains("second connection"), "{why}");
+    // Before the first write too (the MSS of the first handshake stays).
+    let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", "   +0 < S 0:0(0) win 32792 <mss 100>\n   +0 write(4, ..., 1000) = 1000\n"));
+    assert_eq!(r.exit_code(), 3, "{}", r.render());
+    assert_eq!(r.script.stopped.clone().unwrap().0, 9);
 }

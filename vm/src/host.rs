@@ -352,17 +352,7 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
         at.end = End::Fatal(format!("{}: {e}", port.display()));
         return at;
     }
-    let mut cmd = Command::new(qemu);
-    cmd.args(qemu_args(spec, initrd, port, accel)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; qemu dies with this thread.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let mut cmd = qemu_command(spec, qemu, initrd, port, accel);
     events(&Event::Starting { accel });
     let t0 = Instant::now();
     let child = match cmd.spawn() {
@@ -408,32 +398,9 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
                         last_progress = (Instant::now(), last_cpu);
                     }
                 }
-                for x in b {
-                    if x == b'\n' {
-                        let l = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-                        if accel == AccelUsed::Kvm && KVM_SIGNS.iter().any(|s| l.contains(*s)) {
-                            kvm_sign = Some(l.trim().to_string());
-                        }
-                        if at.console.len() < 100_000 {
-                            at.console.push(l);
-                        }
-                        line.clear();
-                    } else if line.len() < 1 << 20 {
-                        line.push(x);
-                    }
-                }
+                kvm_sign = console_lines(&b, &mut line, accel, &mut at);
             }
-            Ok(Msg::Err(b)) => {
-                let s = String::from_utf8_lossy(&b);
-                if accel == AccelUsed::Kvm {
-                    if let Some(l) = s.lines().find(|l| KVM_SIGNS.iter().any(|k| l.contains(*k))) {
-                        kvm_sign = Some(l.trim().to_string());
-                    }
-                }
-                if at.stderr.len() < 64 << 10 {
-                    at.stderr.push_str(&s);
-                }
-            }
+            Ok(Msg::Err(b)) => kvm_sign = qemu_stderr(&b, accel, &mut at),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 outputs_open = false;
@@ -467,30 +434,11 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
             if outputs_open && since.elapsed() < Duration::from_secs(2) {
                 continue;
             }
-            at.end = if got_done {
-                End::Done
-            } else {
-                let tail: Vec<&str> = at.stderr.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
-                End::Exited(format!("qemu exited ({st}) before the guest was done {}", tail.join(" | ")).trim().to_string())
-            };
+            at.end = exit_end(st, got_done, &at.stderr);
             break;
         }
-        let wall = t0.elapsed();
-        if spec.timeout.is_some_and(|t| wall > t) {
-            at.end = End::Timeout;
-            break;
-        }
-        if at.boot.is_none() {
-            if accel == AccelUsed::Kvm && wall > KVM_BOOT_WALL {
-                at.end = End::BootTimeout(format!("no boot record within {} s under KVM", KVM_BOOT_WALL.as_secs()));
-                break;
-            }
-            if last_cpu > BOOT_CPU_S || wall > BOOT_WALL {
-                at.end = End::BootTimeout(format!("the guest did not reach /init within {last_cpu:.0} s of qemu CPU time ({:.0} s wall)", wall.as_secs_f64()));
-                break;
-            }
-        } else if !got_done && (last_cpu - last_progress.1 > STALL_CPU_S || last_progress.0.elapsed() > STALL_WALL) {
-            at.end = End::Stalled(format!("no word from the guest for {:.0} s of qemu CPU time ({:.0} s wall)", last_cpu - last_progress.1, last_progress.0.elapsed().as_secs_f64()));
+        if let Some(end) = limit_reached(spec, accel, &at, t0.elapsed(), last_cpu, last_progress, got_done) {
+            at.end = end;
             break;
         }
     }
@@ -504,6 +452,89 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
         }
     }
     at
+}
+
+/// The qemu command line for one attempt, its output piped, set to die with this thread.
+fn qemu_command(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelUsed) -> Command {
+    let mut cmd = Command::new(qemu);
+    cmd.args(qemu_args(spec, initrd, port, accel)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; qemu dies with this thread.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Splits console bytes into lines (`line` holds the unfinished one) kept in `at.console`
+/// (bounded); the last line with a KVM failure sign in it, under KVM.
+fn console_lines(b: &[u8], line: &mut Vec<u8>, accel: AccelUsed, at: &mut Attempt) -> Option<String> {
+    let mut kvm_sign = None;
+    for &x in b {
+        if x == b'\n' {
+            let l = String::from_utf8_lossy(line).trim_end_matches('\r').to_string();
+            if accel == AccelUsed::Kvm && KVM_SIGNS.iter().any(|s| l.contains(*s)) {
+                kvm_sign = Some(l.trim().to_string());
+            }
+            if at.console.len() < 100_000 {
+                at.console.push(l);
+            }
+            line.clear();
+        } else if line.len() < 1 << 20 {
+            line.push(x);
+        }
+    }
+    kvm_sign
+}
+
+/// Keeps qemu's own messages in `at.stderr` (bounded); the first line with a KVM failure sign
+/// in it, under KVM.
+fn qemu_stderr(b: &[u8], accel: AccelUsed, at: &mut Attempt) -> Option<String> {
+    let s = String::from_utf8_lossy(b);
+    let mut kvm_sign = None;
+    if accel == AccelUsed::Kvm {
+        if let Some(l) = s.lines().find(|l| KVM_SIGNS.iter().any(|k| l.contains(*k))) {
+            kvm_sign = Some(l.trim().to_string());
+        }
+    }
+    if at.stderr.len() < 64 << 10 {
+        at.stderr.push_str(&s);
+    }
+    kvm_sign
+}
+
+/// How an attempt ended when qemu exited with `st`: done if the guest said so, else the
+/// exit status with the last lines of qemu's stderr.
+fn exit_end(st: std::process::ExitStatus, got_done: bool, stderr: &str) -> End {
+    if got_done {
+        End::Done
+    } else {
+        let tail: Vec<&str> = stderr.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
+        End::Exited(format!("qemu exited ({st}) before the guest was done {}", tail.join(" | ")).trim().to_string())
+    }
+}
+
+/// The run's time limit, the boot limits (wall under KVM; qemu CPU time and wall) and the
+/// stall limits after boot: the end of the attempt if one is passed.
+fn limit_reached(spec: &VmSpec, accel: AccelUsed, at: &Attempt, wall: Duration, last_cpu: f64, last_progress: (Instant, f64), got_done: bool) -> Option<End> {
+    if spec.timeout.is_some_and(|t| wall > t) {
+        return Some(End::Timeout);
+    }
+    if at.boot.is_none() {
+        if accel == AccelUsed::Kvm && wall > KVM_BOOT_WALL {
+            return Some(End::BootTimeout(format!("no boot record within {} s under KVM", KVM_BOOT_WALL.as_secs())));
+        }
+        if last_cpu > BOOT_CPU_S || wall > BOOT_WALL {
+            return Some(End::BootTimeout(format!("the guest did not reach /init within {last_cpu:.0} s of qemu CPU time ({:.0} s wall)", wall.as_secs_f64())));
+        }
+    } else if !got_done && (last_cpu - last_progress.1 > STALL_CPU_S || last_progress.0.elapsed() > STALL_WALL) {
+        return Some(End::Stalled(format!("no word from the guest for {:.0} s of qemu CPU time ({:.0} s wall)", last_cpu - last_progress.1, last_progress.0.elapsed().as_secs_f64())));
+    }
+    None
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -508,31 +508,13 @@ fn default_corpus() -> PathBuf {
 
 fn check_cli(args: CheckArgs) -> i32 {
     let what = "trc kernel check";
-    let suite = match trc_diff::kcheck::Suite::parse(&args.suite) {
-        Ok(s) => s,
+    let (suite, mons, profile) = match check_inputs(&args) {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("{what}: {e}");
             return 2;
         }
     };
-    let mons = match trc_diff::kcheck::monitor::select(&args.properties) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            return 2;
-        }
-    };
-    let profile = match crate::check::load_profile(&args.profile) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            return 2;
-        }
-    };
-    if !(args.script_timeout.is_finite() && args.script_timeout >= 1.0) || args.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || args.memory < 256 {
-        eprintln!("{what}: --script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB");
-        return 2;
-    }
     let corpus = args.corpus.clone().unwrap_or_else(default_corpus);
     // Skips first: nothing is generated for a run that cannot happen.
     let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
@@ -577,61 +559,11 @@ fn check_cli(args: CheckArgs) -> i32 {
     let n = cases.len();
     eprintln!("{what}: {n} scenarios ({:.1} s to prepare)", t0.elapsed().as_secs_f64());
     let (kernel_desc, runs) = match vm {
-        None => {
-            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
-            let opts = trc_kernel::RunOptions { handle_signals: true, ..Default::default() };
-            let runs = trc_diff::kcheck::run_host(&cases, &opts, &mut |i, c, r| {
-                let v = match r {
-                    Ok(r) => r.script.verdict.render(),
-                    Err(e) => format!("error: {e}"),
-                };
-                eprintln!("{what}: [{}/{n}] {}: {v}", i + 1, c.name)
-            });
-            (format!("{release} (running kernel)"), runs)
-        }
-        Some(img) => {
-            let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
-            spec.accel = match args.accel {
-                AccelArg::Auto => trc_vm::Accel::Auto,
-                AccelArg::Kvm => trc_vm::Accel::Kvm,
-                AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
-            };
-            spec.timeout = args.vm_timeout.map(Duration::from_secs_f64);
-            spec.script_timeout = Duration::from_secs_f64(args.script_timeout);
-            spec.cache_dir = cache.clone();
-            spec.memory_mb = args.memory;
-            let paths: Vec<PathBuf> = cases.iter().map(|c| c.path.clone()).collect();
-            let mut progress = |e: &trc_vm::Event| match e {
-                trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
-                trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
-                trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
-                trc_vm::Event::ScriptEnd { index, name, rc, wall_s } => eprintln!("{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
-                trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
-                _ => {}
-            };
-            let run = match trc_vm::run_in_vm_with(&spec, &paths, &mut progress) {
-                Ok(r) => r,
-                Err(e) => return vm_error(what, &e),
-            };
-            let runs: Vec<Result<trc_kernel::RunReport, String>> = cases
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let s = run.scripts.iter().find(|s| s.path == c.path).or(run.scripts.get(i));
-                    match s {
-                        None => Err("no result from the VM".into()),
-                        Some(s) => match (&s.outcome, s.report()) {
-                            (trc_vm::ScriptOutcome::Ran { .. }, Some(r)) => Ok(r.clone()),
-                            (trc_vm::ScriptOutcome::Error { message, .. }, _) => Err(format!("in the VM: {message}")),
-                            _ => Err("no result from the VM".into()),
-                        },
-                    }
-                })
-                .collect();
-            let release = if run.release.is_empty() { img.release.clone() } else { run.release.clone() };
-            eprintln!("{what}: VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU", run.boot.wall_s, run.total.wall_s, run.total.cpu_s);
-            (format!("{release} (VM, {})", run.accelerator), runs)
-        }
+        None => check_on_host(&cases, what),
+        Some(img) => match check_in_vm(&args, &img, &cache, &cases, what) {
+            Ok(x) => x,
+            Err(rc) => return rc,
+        },
     };
     let rep = trc_diff::kcheck::report(&suite, kernel_desc, &profile, &cases, &runs, &mons);
     if args.json {
@@ -650,4 +582,85 @@ fn check_cli(args: CheckArgs) -> i32 {
         return 130;
     }
     rep.exit_code()
+}
+
+/// `trc kernel check`'s suite, monitors and profile, and its option bounds checked: the
+/// message of the first that is wrong.
+fn check_inputs(args: &CheckArgs) -> Result<(trc_diff::kcheck::Suite, Vec<trc_diff::kcheck::monitor::Monitor>, trc_model::Profile), String> {
+    let suite = trc_diff::kcheck::Suite::parse(&args.suite)?;
+    let mons = trc_diff::kcheck::monitor::select(&args.properties)?;
+    let profile = crate::check::load_profile(&args.profile)?;
+    if !(args.script_timeout.is_finite() && args.script_timeout >= 1.0) || args.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || args.memory < 256 {
+        return Err("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB".into());
+    }
+    Ok((suite, mons, profile))
+}
+
+/// Runs the check's scenarios on the running kernel, one line of progress each: the kernel's
+/// description and each scenario's report.
+fn check_on_host(cases: &[trc_diff::kcheck::Case], what: &str) -> (String, Vec<Result<trc_kernel::RunReport, String>>) {
+    let n = cases.len();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
+    let opts = trc_kernel::RunOptions { handle_signals: true, ..Default::default() };
+    let runs = trc_diff::kcheck::run_host(cases, &opts, &mut |i, c, r| {
+        let v = match r {
+            Ok(r) => r.script.verdict.render(),
+            Err(e) => format!("error: {e}"),
+        };
+        eprintln!("{what}: [{}/{n}] {}: {v}", i + 1, c.name)
+    });
+    (format!("{release} (running kernel)"), runs)
+}
+
+/// Runs the check's scenarios in one VM booting `img`, with progress lines: the kernel's
+/// description and each scenario's report, or the exit code when the VM cannot run.
+fn check_in_vm(args: &CheckArgs, img: &trc_vm::KernelImage, cache: &Path, cases: &[trc_diff::kcheck::Case], what: &str) -> Result<(String, Vec<Result<trc_kernel::RunReport, String>>), i32> {
+    let n = cases.len();
+    let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
+    spec.accel = match args.accel {
+        AccelArg::Auto => trc_vm::Accel::Auto,
+        AccelArg::Kvm => trc_vm::Accel::Kvm,
+        AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
+    };
+    spec.timeout = args.vm_timeout.map(Duration::from_secs_f64);
+    spec.script_timeout = Duration::from_secs_f64(args.script_timeout);
+    spec.cache_dir = cache.to_path_buf();
+    spec.memory_mb = args.memory;
+    let paths: Vec<PathBuf> = cases.iter().map(|c| c.path.clone()).collect();
+    let mut progress = |e: &trc_vm::Event| match e {
+        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
+        trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
+        trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
+        trc_vm::Event::ScriptEnd { index, name, rc, wall_s } => eprintln!("{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
+        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
+        _ => {}
+    };
+    let run = match trc_vm::run_in_vm_with(&spec, &paths, &mut progress) {
+        Ok(r) => r,
+        Err(e) => return Err(vm_error(what, &e)),
+    };
+    let runs = vm_reports(cases, &run);
+    let release = if run.release.is_empty() { img.release.clone() } else { run.release.clone() };
+    eprintln!("{what}: VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU", run.boot.wall_s, run.total.wall_s, run.total.cpu_s);
+    Ok((format!("{release} (VM, {})", run.accelerator), runs))
+}
+
+/// Each scenario's report from the VM run (found by path, else by position), or why there is
+/// none.
+fn vm_reports(cases: &[trc_diff::kcheck::Case], run: &trc_vm::VmRun) -> Vec<Result<trc_kernel::RunReport, String>> {
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let s = run.scripts.iter().find(|s| s.path == c.path).or(run.scripts.get(i));
+            match s {
+                None => Err("no result from the VM".into()),
+                Some(s) => match (&s.outcome, s.report()) {
+                    (trc_vm::ScriptOutcome::Ran { .. }, Some(r)) => Ok(r.clone()),
+                    (trc_vm::ScriptOutcome::Error { message, .. }, _) => Err(format!("in the VM: {message}")),
+                    _ => Err("no result from the VM".into()),
+                },
+            }
+        })
+        .collect()
 }

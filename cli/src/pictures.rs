@@ -89,6 +89,8 @@ fn time_axis(o: &mut String, steps: &[(Option<Action>, State)], y: f64) {
     }
 }
 
+/// The time-sequence diagram of `steps` as one `<svg>`: the sequence axis, then each step's
+/// network events, timers, transmissions and undos in its column.
 fn time_sequence(model: &TcpModel, steps: &[(Option<Action>, State)], violated: Option<&str>) -> String {
     let isn = model.cfg.isn;
     let n = steps.len();
@@ -96,7 +98,7 @@ fn time_sequence(model: &TcpModel, steps: &[(Option<Action>, State)], violated: 
     let top_seg = steps.iter().flat_map(|(_, s)| s.flight.iter().map(|p| p.seg as u32 + 1)).chain(steps.iter().map(|(_, s)| s.sender.snd_nxt.wrapping_sub(isn))).max().unwrap_or(1).max(1);
     let plot_h = RH * top_seg as f64;
     // y of sequence number `isn + off` (low at the bottom).
-    let y = |off: f64| TOP + plot_h - off * RH;
+    let y = |off: f64| seq_y(plot_h, off);
     let width = LEFT + CW * n as f64 + 20.0;
     let height = TOP + plot_h + 40.0;
     let mut o = String::new();
@@ -110,127 +112,159 @@ fn time_sequence(model: &TcpModel, steps: &[(Option<Action>, State)], violated: 
     // Where each transmission (seg, sent, rtx) was drawn: its column.
     let mut tx_col: HashMap<(u16, u32, bool), usize> = HashMap::new();
     for (k, (a, s)) in steps.iter().enumerate() {
-        let x = col_x(k);
         let prev = if k > 0 { Some(&steps[k - 1].1) } else { None };
         // What the network did with a packet in flight.
         if let (Some(a), Some(p)) = (a, prev) {
-            let pkt = match a {
-                Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
-                _ => None,
-            };
-            if let Some(pk) = pkt {
-                let mid = y(pk.seg as f64 + 0.5);
-                if let Some(c) = tx_col.get(&(pk.seg, pk.sent, pk.rtx)) {
-                    let _ = writeln!(o, "<line class=\"tsd-travel{}\" x1=\"{:.1}\" x2=\"{x:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\"/>", if matches!(a, Action::Drop { .. }) { " dropped" } else { "" }, col_x(*c) + 4.0);
-                }
-                if matches!(a, Action::Drop { .. }) {
-                    let _ = writeln!(
-                        o,
-                        "<g class=\"tsd-drop\" data-pstep=\"{k}\" data-seg=\"{}\"><title>step {k}: the network drops seg {} ({})</title><path d=\"M{:.1},{:.1} l12,12 m0,-12 l-12,12\"/><text x=\"{:.1}\" y=\"{:.1}\">drop</text></g>",
-                        pk.seg as u32 + 1,
-                        pk.seg as u32 + 1,
-                        if pk.rtx { "retransmission" } else { "original" },
-                        x - 6.0,
-                        mid - 6.0,
-                        x + 8.0,
-                        mid + 4.0
-                    );
-                }
-            }
-            // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it.
-            if matches!(a, Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } | Action::DeliverAckLost { .. }) {
-                let lost = matches!(a, Action::DeliverAckLost { .. });
-                let ack = s.rcv.rcv_nxt(&model.cfg);
-                let ya = y(ack.wrapping_sub(isn) as f64);
-                let mut sacks = String::new();
-                if s.sender.sack_ok && !lost {
-                    for &(b, e) in s.rcv.sacks.iter() {
-                        let _ = write!(sacks, "<rect class=\"tsd-sack\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\"/>", x + 10.0, y(e.wrapping_sub(isn) as f64), RH * e.wrapping_sub(b) as f64);
-                    }
-                }
-                let blocks: Vec<String> = if s.sender.sack_ok { s.rcv.sacks.iter().map(|(b, e)| format!("{b}-{e}")).collect() } else { Vec::new() };
-                let _ = writeln!(
-                    o,
-                    "<g class=\"tsd-ack{}\" data-pstep=\"{k}\" data-ack=\"{ack}\"><title>step {k}: ACK {ack}{}{}</title><path d=\"M{:.1},{ya:.1} h16 m-5,-4 l5,4 l-5,4\"/>{sacks}<text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
-                    if lost { " lost" } else { "" },
-                    if blocks.is_empty() { String::new() } else { format!(" SACK {}", blocks.join(" ")) },
-                    if lost { " (lost on the way back)" } else { "" },
-                    x - 8.0,
-                    x - 8.0,
-                    ya + 13.0,
-                    if lost { format!("ack {ack} lost") } else { format!("ack {ack}") }
-                );
-            }
+            tsd_delivery(&mut o, model, k, a, p, s, &tx_col, plot_h);
         }
-        // Timers, writes and TSQ: a labelled line across the diagram.
-        let timer = match a {
-            Some(Action::Rto) => Some(("RTO", "rto")),
-            Some(Action::Tlp) => Some(("TLP", "tlp")),
-            Some(Action::Reo) => Some(("RACK timer", "reo")),
-            _ => None,
-        };
-        if let Some((label, kind)) = timer {
-            let _ = writeln!(o, "<g class=\"tsd-timer\" data-pstep=\"{k}\" data-kind=\"{kind}\"><title>step {k}: {label} fires at {} ms</title><line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP:.1}\" y2=\"{:.1}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text></g>", s.now, TOP + plot_h, TOP - 6.0);
-        }
-        if let Some(label) = match a {
-            Some(Action::Write) | Some(Action::WriteAfter { .. }) => Some("write"),
-            Some(Action::TsqFill) => Some("TSQ full"),
-            Some(Action::TsqDrain) => Some("TSQ drain"),
-            _ => None,
-        } {
-            let _ = writeln!(o, "<text class=\"tsd-event\" data-pstep=\"{k}\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>", TOP - 6.0);
-        }
-        // Transmissions of this step: packets in flight now that were not before.
-        let before: Vec<(u16, u32, bool)> = prev.map(|p| p.flight.iter().map(|q| (q.seg, q.sent, q.rtx)).collect()).unwrap_or_default();
-        let mut j = 0;
-        for q in s.flight.iter() {
-            let key = (q.seg, q.sent, q.rtx);
-            if before.contains(&key) {
-                continue;
-            }
-            tx_col.insert(key, k);
-            let (y0, y1) = (y(q.seg as f64), y(q.seg as f64 + 1.0));
-            let xx = x - 4.0 + (j % 2) as f64 * 2.0;
-            j += 1;
-            let _ = writeln!(
-                o,
-                "<g class=\"tsd-tx{}\" data-pstep=\"{k}\" data-seg=\"{}\"><title>step {k}: {} of seg {} at {} ms</title><line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><path d=\"M{:.1},{:.1} h8 M{:.1},{:.1} h8\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text></g>",
-                if q.rtx { " rtx" } else { "" },
-                q.seg as u32 + 1,
-                if q.rtx { "retransmission" } else { "transmission" },
-                q.seg as u32 + 1,
-                q.sent,
-                y0 - 1.5,
-                y1 + 1.5,
-                xx - 4.0,
-                y0 - 1.5,
-                xx - 4.0,
-                y1 + 1.5,
-                xx - 5.0,
-                (y0 + y1) / 2.0 + 4.0,
-                if q.rtx { "R" } else { "" }
-            );
-        }
-        // Undos (and ssthresh cuts) from the step's observations.
-        let ev = &s.sender.ghost.ev;
-        for u in &ev.undos {
-            let _ = writeln!(
-                o,
-                "<g class=\"tsd-undo\" data-pstep=\"{k}\"><title>step {k}: undo {:?}: cwnd {}→{}, ssthresh {}→{}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"40\" height=\"18\" rx=\"9\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">undo</text></g>",
-                u.kind,
-                u.cwnd_before,
-                u.cwnd_after,
-                crate::graph::fmt_ssthresh(u.ssthresh_before),
-                crate::graph::fmt_ssthresh(u.ssthresh_after),
-                x - 20.0,
-                TOP + plot_h / 2.0 - 13.0,
-                TOP + plot_h / 2.0
-            );
-        }
+        tsd_markers(&mut o, k, a.as_ref(), s, plot_h);
+        tsd_transmissions(&mut o, k, prev, s, &mut tx_col, plot_h);
+        tsd_undos(&mut o, k, s, plot_h);
     }
     time_axis(&mut o, steps, TOP + plot_h);
     o.push_str("</svg>");
     o
+}
+
+/// The y of sequence number `isn + off` in a diagram `plot_h` high (low at the bottom).
+fn seq_y(plot_h: f64, off: f64) -> f64 {
+    TOP + plot_h - off * RH
+}
+
+/// What the network did at step `k` with a packet in flight before it (`p`: the state before;
+/// `s`: after): its travel from the column it was sent in, a drop mark, and the ACK a delivery
+/// caused with the receiver's SACK blocks.
+#[allow(clippy::too_many_arguments)]
+fn tsd_delivery(o: &mut String, model: &TcpModel, k: usize, a: &Action, p: &State, s: &State, tx_col: &HashMap<(u16, u32, bool), usize>, plot_h: f64) {
+    let isn = model.cfg.isn;
+    let x = col_x(k);
+    let y = |off: f64| seq_y(plot_h, off);
+    let pkt = match a {
+        Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
+        _ => None,
+    };
+    if let Some(pk) = pkt {
+        let mid = y(pk.seg as f64 + 0.5);
+        if let Some(c) = tx_col.get(&(pk.seg, pk.sent, pk.rtx)) {
+            let _ = writeln!(o, "<line class=\"tsd-travel{}\" x1=\"{:.1}\" x2=\"{x:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\"/>", if matches!(a, Action::Drop { .. }) { " dropped" } else { "" }, col_x(*c) + 4.0);
+        }
+        if matches!(a, Action::Drop { .. }) {
+            let _ = writeln!(
+                o,
+                "<g class=\"tsd-drop\" data-pstep=\"{k}\" data-seg=\"{}\"><title>step {k}: the network drops seg {} ({})</title><path d=\"M{:.1},{:.1} l12,12 m0,-12 l-12,12\"/><text x=\"{:.1}\" y=\"{:.1}\">drop</text></g>",
+                pk.seg as u32 + 1,
+                pk.seg as u32 + 1,
+                if pk.rtx { "retransmission" } else { "original" },
+                x - 6.0,
+                mid - 6.0,
+                x + 8.0,
+                mid + 4.0
+            );
+        }
+    }
+    // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it.
+    if matches!(a, Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } | Action::DeliverAckLost { .. }) {
+        let lost = matches!(a, Action::DeliverAckLost { .. });
+        let ack = s.rcv.rcv_nxt(&model.cfg);
+        let ya = y(ack.wrapping_sub(isn) as f64);
+        let mut sacks = String::new();
+        if s.sender.sack_ok && !lost {
+            for &(b, e) in s.rcv.sacks.iter() {
+                let _ = write!(sacks, "<rect class=\"tsd-sack\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\"/>", x + 10.0, y(e.wrapping_sub(isn) as f64), RH * e.wrapping_sub(b) as f64);
+            }
+        }
+        let blocks: Vec<String> = if s.sender.sack_ok { s.rcv.sacks.iter().map(|(b, e)| format!("{b}-{e}")).collect() } else { Vec::new() };
+        let _ = writeln!(
+            o,
+            "<g class=\"tsd-ack{}\" data-pstep=\"{k}\" data-ack=\"{ack}\"><title>step {k}: ACK {ack}{}{}</title><path d=\"M{:.1},{ya:.1} h16 m-5,-4 l5,4 l-5,4\"/>{sacks}<text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            if lost { " lost" } else { "" },
+            if blocks.is_empty() { String::new() } else { format!(" SACK {}", blocks.join(" ")) },
+            if lost { " (lost on the way back)" } else { "" },
+            x - 8.0,
+            x - 8.0,
+            ya + 13.0,
+            if lost { format!("ack {ack} lost") } else { format!("ack {ack}") }
+        );
+    }
+}
+
+/// Step `k`'s timer (a labelled line across the diagram) or write / TSQ event (a label on top).
+fn tsd_markers(o: &mut String, k: usize, a: Option<&Action>, s: &State, plot_h: f64) {
+    let x = col_x(k);
+    let timer = match a {
+        Some(Action::Rto) => Some(("RTO", "rto")),
+        Some(Action::Tlp) => Some(("TLP", "tlp")),
+        Some(Action::Reo) => Some(("RACK timer", "reo")),
+        _ => None,
+    };
+    if let Some((label, kind)) = timer {
+        let _ = writeln!(o, "<g class=\"tsd-timer\" data-pstep=\"{k}\" data-kind=\"{kind}\"><title>step {k}: {label} fires at {} ms</title><line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP:.1}\" y2=\"{:.1}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text></g>", s.now, TOP + plot_h, TOP - 6.0);
+    }
+    if let Some(label) = match a {
+        Some(Action::Write) | Some(Action::WriteAfter { .. }) => Some("write"),
+        Some(Action::TsqFill) => Some("TSQ full"),
+        Some(Action::TsqDrain) => Some("TSQ drain"),
+        _ => None,
+    } {
+        let _ = writeln!(o, "<text class=\"tsd-event\" data-pstep=\"{k}\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>", TOP - 6.0);
+    }
+}
+
+/// Step `k`'s transmissions (packets in flight after it that were not before), each noted in
+/// `tx_col` with its column.
+fn tsd_transmissions(o: &mut String, k: usize, prev: Option<&State>, s: &State, tx_col: &mut HashMap<(u16, u32, bool), usize>, plot_h: f64) {
+    let x = col_x(k);
+    let y = |off: f64| seq_y(plot_h, off);
+    let before: Vec<(u16, u32, bool)> = prev.map(|p| p.flight.iter().map(|q| (q.seg, q.sent, q.rtx)).collect()).unwrap_or_default();
+    let mut j = 0;
+    for q in s.flight.iter() {
+        let key = (q.seg, q.sent, q.rtx);
+        if before.contains(&key) {
+            continue;
+        }
+        tx_col.insert(key, k);
+        let (y0, y1) = (y(q.seg as f64), y(q.seg as f64 + 1.0));
+        let xx = x - 4.0 + (j % 2) as f64 * 2.0;
+        j += 1;
+        let _ = writeln!(
+            o,
+            "<g class=\"tsd-tx{}\" data-pstep=\"{k}\" data-seg=\"{}\"><title>step {k}: {} of seg {} at {} ms</title><line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><path d=\"M{:.1},{:.1} h8 M{:.1},{:.1} h8\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text></g>",
+            if q.rtx { " rtx" } else { "" },
+            q.seg as u32 + 1,
+            if q.rtx { "retransmission" } else { "transmission" },
+            q.seg as u32 + 1,
+            q.sent,
+            y0 - 1.5,
+            y1 + 1.5,
+            xx - 4.0,
+            y0 - 1.5,
+            xx - 4.0,
+            y1 + 1.5,
+            xx - 5.0,
+            (y0 + y1) / 2.0 + 4.0,
+            if q.rtx { "R" } else { "" }
+        );
+    }
+}
+
+/// Step `k`'s undos (from its observations), a badge mid-diagram each.
+fn tsd_undos(o: &mut String, k: usize, s: &State, plot_h: f64) {
+    let x = col_x(k);
+    let ev = &s.sender.ghost.ev;
+    for u in &ev.undos {
+        let _ = writeln!(
+            o,
+            "<g class=\"tsd-undo\" data-pstep=\"{k}\"><title>step {k}: undo {:?}: cwnd {}→{}, ssthresh {}→{}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"40\" height=\"18\" rx=\"9\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">undo</text></g>",
+            u.kind,
+            u.cwnd_before,
+            u.cwnd_after,
+            crate::graph::fmt_ssthresh(u.ssthresh_before),
+            crate::graph::fmt_ssthresh(u.ssthresh_after),
+            x - 20.0,
+            TOP + plot_h / 2.0 - 13.0,
+            TOP + plot_h / 2.0
+        );
+    }
 }
 
 fn timeline(steps: &[(Option<Action>, State)], violated: Option<&str>) -> String {

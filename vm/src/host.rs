@@ -352,17 +352,7 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
         at.end = End::Fatal(format!("{}: {e}", port.display()));
         return at;
     }
-    let mut cmd = Command::new(qemu);
-    cmd.args(qemu_args(spec, initrd, port, accel)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; qemu dies with this thread.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let mut cmd = qemu_command(spec, qemu, initrd, port, accel);
     events(&Event::Starting { accel });
     let t0 = Instant::now();
     let child = match cmd.spawn() {
@@ -408,32 +398,9 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
                         last_progress = (Instant::now(), last_cpu);
                     }
                 }
-                for x in b {
-                    if x == b'\n' {
-                        let l = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
-                        if accel == AccelUsed::Kvm && KVM_SIGNS.iter().any(|s| l.contains(*s)) {
-                            kvm_sign = Some(l.trim().to_string());
-                        }
-                        if at.console.len() < 100_000 {
-                            at.console.push(l);
-                        }
-                        line.clear();
-                    } else if line.len() < 1 << 20 {
-                        line.push(x);
-                    }
-                }
+                kvm_sign = console_lines(&b, &mut line, accel, &mut at);
             }
-            Ok(Msg::Err(b)) => {
-                let s = String::from_utf8_lossy(&b);
-                if accel == AccelUsed::Kvm {
-                    if let Some(l) = s.lines().find(|l| KVM_SIGNS.iter().any(|k| l.contains(*k))) {
-                        kvm_sign = Some(l.trim().to_string());
-                    }
-                }
-                if at.stderr.len() < 64 << 10 {
-                    at.stderr.push_str(&s);
-                }
-            }
+            Ok(Msg::Err(b)) => kvm_sign = qemu_stderr(&b, accel, &mut at),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 outputs_open = false;
@@ -467,30 +434,11 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
             if outputs_open && since.elapsed() < Duration::from_secs(2) {
                 continue;
             }
-            at.end = if got_done {
-                End::Done
-            } else {
-                let tail: Vec<&str> = at.stderr.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
-                End::Exited(format!("qemu exited ({st}) before the guest was done {}", tail.join(" | ")).trim().to_string())
-            };
+            at.end = exit_end(st, got_done, &at.stderr);
             break;
         }
-        let wall = t0.elapsed();
-        if spec.timeout.is_some_and(|t| wall > t) {
-            at.end = End::Timeout;
-            break;
-        }
-        if at.boot.is_none() {
-            if accel == AccelUsed::Kvm && wall > KVM_BOOT_WALL {
-                at.end = End::BootTimeout(format!("no boot record within {} s under KVM", KVM_BOOT_WALL.as_secs()));
-                break;
-            }
-            if last_cpu > BOOT_CPU_S || wall > BOOT_WALL {
-                at.end = End::BootTimeout(format!("the guest did not reach /init within {last_cpu:.0} s of qemu CPU time ({:.0} s wall)", wall.as_secs_f64()));
-                break;
-            }
-        } else if !got_done && (last_cpu - last_progress.1 > STALL_CPU_S || last_progress.0.elapsed() > STALL_WALL) {
-            at.end = End::Stalled(format!("no word from the guest for {:.0} s of qemu CPU time ({:.0} s wall)", last_cpu - last_progress.1, last_progress.0.elapsed().as_secs_f64()));
+        if let Some(end) = limit_reached(spec, accel, &at, t0.elapsed(), last_cpu, last_progress, got_done) {
+            at.end = end;
             break;
         }
     }
@@ -504,6 +452,89 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
         }
     }
     at
+}
+
+/// The qemu command line for one attempt, its output piped, set to die with this thread.
+fn qemu_command(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelUsed) -> Command {
+    let mut cmd = Command::new(qemu);
+    cmd.args(qemu_args(spec, initrd, port, accel)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; qemu dies with this thread.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Splits console bytes into lines (`line` holds the unfinished one) kept in `at.console`
+/// (bounded); the last line with a KVM failure sign in it, under KVM.
+fn console_lines(b: &[u8], line: &mut Vec<u8>, accel: AccelUsed, at: &mut Attempt) -> Option<String> {
+    let mut kvm_sign = None;
+    for &x in b {
+        if x == b'\n' {
+            let l = String::from_utf8_lossy(line).trim_end_matches('\r').to_string();
+            if accel == AccelUsed::Kvm && KVM_SIGNS.iter().any(|s| l.contains(*s)) {
+                kvm_sign = Some(l.trim().to_string());
+            }
+            if at.console.len() < 100_000 {
+                at.console.push(l);
+            }
+            line.clear();
+        } else if line.len() < 1 << 20 {
+            line.push(x);
+        }
+    }
+    kvm_sign
+}
+
+/// Keeps qemu's own messages in `at.stderr` (bounded); the first line with a KVM failure sign
+/// in it, under KVM.
+fn qemu_stderr(b: &[u8], accel: AccelUsed, at: &mut Attempt) -> Option<String> {
+    let s = String::from_utf8_lossy(b);
+    let mut kvm_sign = None;
+    if accel == AccelUsed::Kvm {
+        if let Some(l) = s.lines().find(|l| KVM_SIGNS.iter().any(|k| l.contains(*k))) {
+            kvm_sign = Some(l.trim().to_string());
+        }
+    }
+    if at.stderr.len() < 64 << 10 {
+        at.stderr.push_str(&s);
+    }
+    kvm_sign
+}
+
+/// How an attempt ended when qemu exited with `st`: done if the guest said so, else the
+/// exit status with the last lines of qemu's stderr.
+fn exit_end(st: std::process::ExitStatus, got_done: bool, stderr: &str) -> End {
+    if got_done {
+        End::Done
+    } else {
+        let tail: Vec<&str> = stderr.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
+        End::Exited(format!("qemu exited ({st}) before the guest was done {}", tail.join(" | ")).trim().to_string())
+    }
+}
+
+/// The run's time limit, the boot limits (wall under KVM; qemu CPU time and wall) and the
+/// stall limits after boot: the end of the attempt if one is passed.
+fn limit_reached(spec: &VmSpec, accel: AccelUsed, at: &Attempt, wall: Duration, last_cpu: f64, last_progress: (Instant, f64), got_done: bool) -> Option<End> {
+    if spec.timeout.is_some_and(|t| wall > t) {
+        return Some(End::Timeout);
+    }
+    if at.boot.is_none() {
+        if accel == AccelUsed::Kvm && wall > KVM_BOOT_WALL {
+            return Some(End::BootTimeout(format!("no boot record within {} s under KVM", KVM_BOOT_WALL.as_secs())));
+        }
+        if last_cpu > BOOT_CPU_S || wall > BOOT_WALL {
+            return Some(End::BootTimeout(format!("the guest did not reach /init within {last_cpu:.0} s of qemu CPU time ({:.0} s wall)", wall.as_secs_f64())));
+        }
+    } else if !got_done && (last_cpu - last_progress.1 > STALL_CPU_S || last_progress.0.elapsed() > STALL_WALL) {
+        return Some(End::Stalled(format!("no word from the guest for {:.0} s of qemu CPU time ({:.0} s wall)", last_cpu - last_progress.1, last_progress.0.elapsed().as_secs_f64())));
+    }
+    None
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -601,16 +632,7 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
         return Err(Error::Usage("no scripts to run".into()));
     }
     // The scripts first: a bad one is a usage error wherever runs would be skipped.
-    let mut parsed = Vec::new();
-    let mut cli = trc_kernel::run_all_defines();
-    cli.extend(spec.options.packetdrill.iter().cloned());
-    for p in scripts {
-        let src = std::fs::read_to_string(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
-        let name = p.display().to_string();
-        let s = trc_pkt::parse(&src, &name).map_err(|e| Error::Usage(e.to_string()))?;
-        trc_pkt::engine::Settings::resolve(&s, &name, &cli).map_err(Error::Usage)?;
-        parsed.push((p.clone(), name, s));
-    }
+    let parsed = parse_scripts(spec, scripts)?;
     let qemu = find_qemu(spec.qemu.as_deref())?;
     let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
     let load0 = loadavg();
@@ -620,28 +642,13 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
     // The run's files: CACHE/runs/PID-N/, removed on every exit path; those of a trc that was
     // killed (its PID gone) are removed here.
-    if let Ok(rd) = std::fs::read_dir(spec.cache_dir.join("runs")) {
-        for e in rd.filter_map(|e| e.ok()) {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = n.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
-                // Gone, or a zombie (dead, not yet reaped).
-                let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(|c| c != 'Z'))).unwrap_or(false);
-                if pid != std::process::id() && !alive {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-    }
+    remove_dead_runs(&spec.cache_dir);
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let rundir = spec.cache_dir.join("runs").join(format!("{}-{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)));
     std::fs::create_dir_all(&rundir).map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
     let _cleanup = RemoveOnDrop(rundir.clone());
     let initrd = rundir.join("initrd.gz");
-    {
-        let mut out = std::fs::File::create(&initrd).map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
-        let mut b = std::fs::File::open(&base.path).map_err(|e| Error::Failed(format!("{}: {e}", base.path.display())))?;
-        std::io::copy(&mut b, &mut out).and_then(|_| out.write_all(&scripts_gz)).map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
-    }
+    write_initrd(&initrd, &base.path, &scripts_gz)?;
     let initramfs_s = tb.elapsed().as_secs_f64();
     events(&Event::Initramfs { base: base.path.clone(), cached: base.cached, bytes: base.bytes + scripts_gz.len() as u64, seconds: initramfs_s });
     for n in &base.notes {
@@ -655,32 +662,7 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     let _lock = vm_lock(events)?;
     // The accelerator.
     let probe_file = spec.cache_dir.join("kvm-probe.json");
-    let mut kvm_fallback = None;
-    let try_kvm = match spec.accel {
-        Accel::TcgIcount => false,
-        Accel::Kvm => {
-            if !kvm_available() {
-                return Err(Error::Missing("--accel kvm: /dev/kvm cannot be opened".into()));
-            }
-            true
-        }
-        Accel::Auto => {
-            if !kvm_available() {
-                kvm_fallback = Some("no usable /dev/kvm".to_string());
-                false
-            } else {
-                let key = kvm_probe_key(&qemu);
-                let cached: Option<KvmProbe> = std::fs::read(&probe_file).ok().and_then(|b| serde_json::from_slice(&b).ok());
-                match cached {
-                    Some(p) if p.key == key && !p.usable => {
-                        kvm_fallback = Some(format!("KVM failed before on this machine ({}); delete {} to try again", p.reason, probe_file.display()));
-                        false
-                    }
-                    _ => true,
-                }
-            }
-        }
-    };
+    let (try_kvm, mut kvm_fallback) = choose_kvm(spec.accel, &qemu, &probe_file)?;
     let mut accel = if try_kvm { AccelUsed::Kvm } else { AccelUsed::TcgIcount };
     let mut at = attempt(spec, &qemu, &initrd, &port, accel, &names, events);
     if accel == AccelUsed::Kvm {
@@ -702,30 +684,9 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     }
 
     // The results.
-    let mut runs = Vec::new();
-    for (i, (p, name, _)) in parsed.iter().enumerate() {
-        let (outcome, rc, timing) = match at.results[i].take() {
-            Some((Record::Result { rc, report, error, .. }, t)) => {
-                let o = match error {
-                    Some((kind, message)) => ScriptOutcome::Error { kind, message, report },
-                    None => match report {
-                        Some(report) => ScriptOutcome::Ran { report },
-                        None => ScriptOutcome::Missing,
-                    },
-                };
-                (o, rc, t)
-            }
-            _ => (ScriptOutcome::Missing, 3, Timing::default()),
-        };
-        runs.push(ScriptRun { path: p.clone(), name: name.clone(), rc, outcome, timing });
-    }
+    let runs = script_runs(&parsed, &mut at);
     let complete = at.end == End::Done && runs.iter().all(|r| !matches!(r.outcome, ScriptOutcome::Missing));
-    let problem = match &at.end {
-        End::Done if complete => None,
-        End::Done => Some("the guest finished without every result".into()),
-        End::Exited(s) | End::KvmError(s) | End::BootTimeout(s) | End::Stalled(s) | End::Fatal(s) => Some(s.clone()),
-        End::Timeout => Some(format!("the run took longer than {:.0} s", spec.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0))),
-    };
+    let problem = run_problem(&at.end, complete, spec.timeout);
     let (boot, release) = match &at.boot {
         Some((t, r, n)) => {
             notes.extend(n.iter().cloned());
@@ -753,6 +714,106 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
         damaged_frames: at.damaged,
         console: at.console,
     })
+}
+
+/// Reads and parses `scripts` and resolves their settings with the run's defines: any bad one
+/// is [`Error::Usage`]. (path, name, script) each.
+fn parse_scripts(spec: &VmSpec, scripts: &[PathBuf]) -> Result<Vec<(PathBuf, String, trc_pkt::Script)>, Error> {
+    let mut parsed = Vec::new();
+    let mut cli = trc_kernel::run_all_defines();
+    cli.extend(spec.options.packetdrill.iter().cloned());
+    for p in scripts {
+        let src = std::fs::read_to_string(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
+        let name = p.display().to_string();
+        let s = trc_pkt::parse(&src, &name).map_err(|e| Error::Usage(e.to_string()))?;
+        trc_pkt::engine::Settings::resolve(&s, &name, &cli).map_err(Error::Usage)?;
+        parsed.push((p.clone(), name, s));
+    }
+    Ok(parsed)
+}
+
+/// Removes the run directories in `cache/runs/` (named PID-N) of trc processes that are gone
+/// or zombies.
+fn remove_dead_runs(cache: &Path) {
+    if let Ok(rd) = std::fs::read_dir(cache.join("runs")) {
+        for e in rd.filter_map(|e| e.ok()) {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = n.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
+                // Gone, or a zombie (dead, not yet reaped).
+                let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(|c| c != 'Z'))).unwrap_or(false);
+                if pid != std::process::id() && !alive {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
+}
+
+/// The run's initrd at `initrd`: the base archive followed by the scripts archive.
+fn write_initrd(initrd: &Path, base: &Path, scripts_gz: &[u8]) -> Result<(), Error> {
+    let mut out = std::fs::File::create(initrd).map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
+    let mut b = std::fs::File::open(base).map_err(|e| Error::Failed(format!("{}: {e}", base.display())))?;
+    std::io::copy(&mut b, &mut out).and_then(|_| out.write_all(scripts_gz)).map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
+    Ok(())
+}
+
+/// Whether to try KVM first, and why not when `--accel auto` falls back to TCG (no usable
+/// /dev/kvm, or the cached probe says KVM failed with this host, qemu and CPU). `--accel kvm`
+/// without /dev/kvm is [`Error::Missing`].
+fn choose_kvm(accel: Accel, qemu: &Path, probe_file: &Path) -> Result<(bool, Option<String>), Error> {
+    match accel {
+        Accel::TcgIcount => Ok((false, None)),
+        Accel::Kvm => {
+            if !kvm_available() {
+                return Err(Error::Missing("--accel kvm: /dev/kvm cannot be opened".into()));
+            }
+            Ok((true, None))
+        }
+        Accel::Auto => {
+            if !kvm_available() {
+                return Ok((false, Some("no usable /dev/kvm".to_string())));
+            }
+            let key = kvm_probe_key(qemu);
+            let cached: Option<KvmProbe> = std::fs::read(probe_file).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            match cached {
+                Some(p) if p.key == key && !p.usable => Ok((false, Some(format!("KVM failed before on this machine ({}); delete {} to try again", p.reason, probe_file.display())))),
+                _ => Ok((true, None)),
+            }
+        }
+    }
+}
+
+/// Each script's outcome, exit code and timing from the attempt's results (taken out of
+/// `at`); a script without a result is missing, rc 3.
+fn script_runs(parsed: &[(PathBuf, String, trc_pkt::Script)], at: &mut Attempt) -> Vec<ScriptRun> {
+    let mut runs = Vec::new();
+    for (i, (p, name, _)) in parsed.iter().enumerate() {
+        let (outcome, rc, timing) = match at.results[i].take() {
+            Some((Record::Result { rc, report, error, .. }, t)) => {
+                let o = match error {
+                    Some((kind, message)) => ScriptOutcome::Error { kind, message, report },
+                    None => match report {
+                        Some(report) => ScriptOutcome::Ran { report },
+                        None => ScriptOutcome::Missing,
+                    },
+                };
+                (o, rc, t)
+            }
+            _ => (ScriptOutcome::Missing, 3, Timing::default()),
+        };
+        runs.push(ScriptRun { path: p.clone(), name: name.clone(), rc, outcome, timing });
+    }
+    runs
+}
+
+/// What went wrong with a run that ended with `end`, or `None` when it is complete.
+fn run_problem(end: &End, complete: bool, timeout: Option<Duration>) -> Option<String> {
+    match end {
+        End::Done if complete => None,
+        End::Done => Some("the guest finished without every result".into()),
+        End::Exited(s) | End::KvmError(s) | End::BootTimeout(s) | End::Stalled(s) | End::Fatal(s) => Some(s.clone()),
+        End::Timeout => Some(format!("the run took longer than {:.0} s", timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0))),
+    }
 }
 
 #[cfg(test)]

@@ -330,68 +330,18 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
     let busybox = find_busybox()?;
     let mut notes = Vec::new();
     let mut tree = Tree::new();
-    for d in ["proc", "sys", "dev", "tmp", "run", "root", "etc/trc-vm", "t", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64"] {
-        tree.dir(d, if d == "tmp" { 0o1777 } else { 0o755 })?;
-    }
-    for d in ["bin", "sbin", "lib", "lib64"] {
-        tree.symlink(d, &format!("usr/{d}"))?;
-    }
-    tree.char_device("dev/console", 0o600, 5, 1)?;
-    tree.char_device("dev/null", 0o666, 1, 3)?;
-    tree.file("etc/passwd", 0o644, 0, Data::Bytes(b"root:x:0:0:root:/root:/bin/sh\n".to_vec()))?;
-    tree.file("etc/group", 0o644, 0, Data::Bytes(b"root:x:0:\n".to_vec()))?;
+    skeleton(&mut tree)?;
 
     // Host files: (guest path, host path); their stats make the cache key.
     let mut host: Vec<(String, PathBuf)> = Vec::new();
     let mut elves: Vec<PathBuf> = vec![trc.clone()];
     host.push(("usr/bin/busybox".into(), busybox.clone()));
-    let ip = find_tool("ip").ok_or_else(|| Error::Missing("iproute2's ip is not installed (the runner needs it in the guest)".into()))?;
-    for (name, p) in [("ip", Some(ip)), ("tc", find_tool("tc")), ("nstat", find_tool("nstat")), ("sysctl", find_tool("sysctl"))] {
-        match p {
-            Some(p) => {
-                let g = guest_path(&std::fs::canonicalize(&p).unwrap_or(p.clone()));
-                host.push((g, p.clone()));
-                elves.push(p);
-            }
-            None => notes.push(format!("{name} is not installed on the host: not in the guest")),
-        }
-    }
+    add_host_tools(&mut host, &mut elves, &mut notes)?;
     let sh = std::fs::canonicalize("/bin/sh").map_err(|e| Error::Missing(format!("/bin/sh: {e}")))?;
     let sh_guest = guest_path(&sh);
     host.push((sh_guest.clone(), sh.clone()));
     elves.push(sh.clone());
-    let mut python_version = None;
-    if !o.no_python {
-        match find_python() {
-            Some(py) => match python_files(&py) {
-                Ok((v, files)) => {
-                    let name = py.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                    host.push((guest_path(&py), py.clone()));
-                    elves.push(py.clone());
-                    tree.symlink("usr/bin/python3", &name)?;
-                    // The prefix landmark and the exec-prefix directory python looks for.
-                    let lib = Path::new("/usr/lib").join(&name);
-                    host.push((guest_path(&lib.join("os.py")), lib.join("os.py")));
-                    tree.dir(&guest_path(&lib.join("lib-dynload")), 0o755)?;
-                    for e in ["__init__", "aliases", "utf_8", "latin_1", "ascii"] {
-                        let f = lib.join("encodings").join(format!("{e}.py"));
-                        if f.is_file() {
-                            host.push((guest_path(&f), f));
-                        }
-                    }
-                    for f in files {
-                        if f.extension().is_some_and(|x| x == "so") {
-                            elves.push(f.clone());
-                        }
-                        host.push((guest_path(&f), f));
-                    }
-                    python_version = Some(v);
-                }
-                Err(e) => notes.push(format!("no python3 in the guest: {e}")),
-            },
-            None => notes.push("no Debian python3 (/usr/bin/python3) on the host: scripts with %{ }% blocks will fail in the guest".into()),
-        }
-    }
+    let python_version = if o.no_python { None } else { add_python(&mut tree, &mut host, &mut elves, &mut notes)? };
     for b in &elves {
         // At the path ldd names (the loader's), with the real file's contents.
         for l in ldd(b)? {
@@ -406,17 +356,7 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
         });
     }
 
-    // The cache key: format, kernel, the stats of every host file, the modules' sources.
-    let mut h: u64 = 0xcbf29ce484222325;
-    fnv(&mut h, format!("{FORMAT}\0{}\0{}\0", kernel.release, o.no_python).as_bytes());
-    let stat = |p: &Path| std::fs::metadata(p).map(|m| format!("{}:{}:{}:{}", m.len(), m.mtime(), m.mtime_nsec(), m.ino())).unwrap_or_default();
-    fnv(&mut h, format!("trc\0{}\0{}\0", trc.display(), stat(&trc)).as_bytes());
-    for (g, p) in &host {
-        fnv(&mut h, format!("{g}\0{}\0{}\0", p.display(), stat(p)).as_bytes());
-    }
-    for m in &sel.modules {
-        fnv(&mut h, format!("{}\0{}\0{}\0", m.name, m.source.display(), stat(&m.source)).as_bytes());
-    }
+    let h = cache_key(kernel, o, &trc, &host, &sel);
     let dir = cache.join("initramfs").join(&kernel.release);
     let path = dir.join(format!("base-{h:016x}.cpio.gz"));
     let manifest = BaseManifest {
@@ -441,21 +381,126 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
         let target = Path::new(&sh_guest).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         tree.symlink("usr/bin/sh", &target)?;
     }
-    // trc, stripped of its debug info when objcopy is there (36 MB -> 6 MB with debug=1).
+    add_trc(&mut tree, &dir, &trc, &mut notes)?;
+    add_busybox_applets(&mut tree, &busybox)?;
+    for m in &sel.modules {
+        let g = manifest.modules.iter().find(|b| b.name == m.name).map(|b| b.path.clone()).unwrap_or_default();
+        tree.file(&g, 0o644, 0, Data::Bytes(m.data.clone()))?;
+    }
+    let mj = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Failed(e.to_string()))?;
+    tree.file("etc/trc-vm/base.json", 0o644, 0, Data::Bytes(mj))?;
+    let gz = tree.to_gzip()?;
+    write_atomic(&path, &gz)?;
+    remove_older_bases(&dir, &path);
+    Ok(Base { path, manifest, cached: false, bytes: gz.len() as u64, notes })
+}
+
+/// The guest's fixed skeleton: the top directories, the `/bin` -> `/usr/bin` style links, the
+/// console and null devices, and a root-only passwd and group.
+fn skeleton(tree: &mut Tree) -> Result<(), Error> {
+    for d in ["proc", "sys", "dev", "tmp", "run", "root", "etc/trc-vm", "t", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64"] {
+        tree.dir(d, if d == "tmp" { 0o1777 } else { 0o755 })?;
+    }
+    for d in ["bin", "sbin", "lib", "lib64"] {
+        tree.symlink(d, &format!("usr/{d}"))?;
+    }
+    tree.char_device("dev/console", 0o600, 5, 1)?;
+    tree.char_device("dev/null", 0o666, 1, 3)?;
+    tree.file("etc/passwd", 0o644, 0, Data::Bytes(b"root:x:0:0:root:/root:/bin/sh\n".to_vec()))?;
+    tree.file("etc/group", 0o644, 0, Data::Bytes(b"root:x:0:\n".to_vec()))?;
+    Ok(())
+}
+
+/// The host's ip (required), tc, nstat and sysctl, at their canonical guest paths; a missing
+/// optional one is a note.
+fn add_host_tools(host: &mut Vec<(String, PathBuf)>, elves: &mut Vec<PathBuf>, notes: &mut Vec<String>) -> Result<(), Error> {
+    let ip = find_tool("ip").ok_or_else(|| Error::Missing("iproute2's ip is not installed (the runner needs it in the guest)".into()))?;
+    for (name, p) in [("ip", Some(ip)), ("tc", find_tool("tc")), ("nstat", find_tool("nstat")), ("sysctl", find_tool("sysctl"))] {
+        match p {
+            Some(p) => {
+                let g = guest_path(&std::fs::canonicalize(&p).unwrap_or(p.clone()));
+                host.push((g, p.clone()));
+                elves.push(p);
+            }
+            None => notes.push(format!("{name} is not installed on the host: not in the guest")),
+        }
+    }
+    Ok(())
+}
+
+/// The host's python3 with the files it loads at start-up, the prefix landmark and the basic
+/// encodings; its version, or `None` (with a note) when there is no usable python.
+fn add_python(tree: &mut Tree, host: &mut Vec<(String, PathBuf)>, elves: &mut Vec<PathBuf>, notes: &mut Vec<String>) -> Result<Option<String>, Error> {
+    let Some(py) = find_python() else {
+        notes.push("no Debian python3 (/usr/bin/python3) on the host: scripts with %{ }% blocks will fail in the guest".into());
+        return Ok(None);
+    };
+    let (v, files) = match python_files(&py) {
+        Ok(x) => x,
+        Err(e) => {
+            notes.push(format!("no python3 in the guest: {e}"));
+            return Ok(None);
+        }
+    };
+    let name = py.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    host.push((guest_path(&py), py.clone()));
+    elves.push(py.clone());
+    tree.symlink("usr/bin/python3", &name)?;
+    // The prefix landmark and the exec-prefix directory python looks for.
+    let lib = Path::new("/usr/lib").join(&name);
+    host.push((guest_path(&lib.join("os.py")), lib.join("os.py")));
+    tree.dir(&guest_path(&lib.join("lib-dynload")), 0o755)?;
+    for e in ["__init__", "aliases", "utf_8", "latin_1", "ascii"] {
+        let f = lib.join("encodings").join(format!("{e}.py"));
+        if f.is_file() {
+            host.push((guest_path(&f), f));
+        }
+    }
+    for f in files {
+        if f.extension().is_some_and(|x| x == "so") {
+            elves.push(f.clone());
+        }
+        host.push((guest_path(&f), f));
+    }
+    Ok(Some(v))
+}
+
+/// The base's cache key: format, kernel, the stats of every host file, the modules' sources.
+fn cache_key(kernel: &KernelImage, o: &BaseOptions, trc: &Path, host: &[(String, PathBuf)], sel: &crate::modules::Selection) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    fnv(&mut h, format!("{FORMAT}\0{}\0{}\0", kernel.release, o.no_python).as_bytes());
+    let stat = |p: &Path| std::fs::metadata(p).map(|m| format!("{}:{}:{}:{}", m.len(), m.mtime(), m.mtime_nsec(), m.ino())).unwrap_or_default();
+    fnv(&mut h, format!("trc\0{}\0{}\0", trc.display(), stat(trc)).as_bytes());
+    for (g, p) in host {
+        fnv(&mut h, format!("{g}\0{}\0{}\0", p.display(), stat(p)).as_bytes());
+    }
+    for m in &sel.modules {
+        fnv(&mut h, format!("{}\0{}\0{}\0", m.name, m.source.display(), stat(&m.source)).as_bytes());
+    }
+    h
+}
+
+/// trc as the guest's `/usr/bin/trc` and `/init`, stripped of its debug info when objcopy is
+/// there (36 MB -> 6 MB with debug=1).
+fn add_trc(tree: &mut Tree, dir: &Path, trc: &Path, notes: &mut Vec<String>) -> Result<(), Error> {
     let stripped = dir.join(format!(".trc-stripped-{}", std::process::id()));
     let _rm = RemoveOnDrop(stripped.clone());
-    let trc_src = match Command::new("objcopy").arg("--strip-debug").arg(&trc).arg(&stripped).status() {
+    let trc_src = match Command::new("objcopy").arg("--strip-debug").arg(trc).arg(&stripped).status() {
         Ok(s) if s.success() => stripped.clone(),
         _ => {
             notes.push("objcopy is not installed: trc goes into the initramfs with its debug info".into());
-            trc.clone()
+            trc.to_path_buf()
         }
     };
     let data = std::fs::read(&trc_src).map_err(|e| Error::Failed(format!("{}: {e}", trc_src.display())))?;
     tree.file("usr/bin/trc", 0o755, 0, Data::Bytes(data))?;
     tree.symlink("init", "usr/bin/trc")?;
-    // busybox applets, where no real program is.
-    let list = Command::new(&busybox).arg("--list-full").output().map_err(|e| Error::Failed(format!("{}: {e}", busybox.display())))?;
+    Ok(())
+}
+
+/// busybox applets as links to busybox, where no real program is.
+fn add_busybox_applets(tree: &mut Tree, busybox: &Path) -> Result<(), Error> {
+    let list = Command::new(busybox).arg("--list-full").output().map_err(|e| Error::Failed(format!("{}: {e}", busybox.display())))?;
     for a in String::from_utf8_lossy(&list.stdout).lines() {
         let Some((d, n)) = a.rsplit_once('/') else { continue };
         let d = if d.ends_with("sbin") { "usr/sbin" } else { "usr/bin" };
@@ -465,24 +510,19 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
             tree.symlink(&g, "/usr/bin/busybox")?;
         }
     }
-    for m in &sel.modules {
-        let g = manifest.modules.iter().find(|b| b.name == m.name).map(|b| b.path.clone()).unwrap_or_default();
-        tree.file(&g, 0o644, 0, Data::Bytes(m.data.clone()))?;
-    }
-    let mj = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Failed(e.to_string()))?;
-    tree.file("etc/trc-vm/base.json", 0o644, 0, Data::Bytes(mj))?;
-    let gz = tree.to_gzip()?;
-    write_atomic(&path, &gz)?;
-    // Older bases of this release (earlier trc builds) go.
-    if let Ok(rd) = std::fs::read_dir(&dir) {
+    Ok(())
+}
+
+/// Removes the older bases of this release (earlier trc builds) in `dir`, all but `keep`.
+fn remove_older_bases(dir: &Path, keep: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.filter_map(|e| e.ok()) {
             let n = e.file_name().to_string_lossy().into_owned();
-            if n.starts_with("base-") && n.ends_with(".cpio.gz") && e.path() != path {
+            if n.starts_with("base-") && n.ends_with(".cpio.gz") && e.path() != keep {
                 let _ = std::fs::remove_file(e.path());
             }
         }
     }
-    Ok(Base { path, manifest, cached: false, bytes: gz.len() as u64, notes })
 }
 
 // ---- the scripts archive ---------------------------------------------------------------------

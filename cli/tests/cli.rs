@@ -93,6 +93,13 @@ fn default_check_accepts_f1_by_signature() {
     let f1 = out.lines().find(|l| l.contains("I1:tcp_try_undo_loss:Loss:ts-echo")).unwrap_or_else(|| panic!("{out}"));
     assert!(f1.contains("shortest  7 events: accepted (F1, baseline)"), "{f1}");
     assert_eq!(code, if out.contains(": NEW") { 1 } else { 0 }, "{out}");
+    // Triaged (docs/findings.md): F4-F8 confirmed on 6.18 and accepted; the Disorder DSACK undo
+    // after a loss of data sent after the episode is not an I1 violation (the property fix).
+    assert_eq!(code, 0, "{out}");
+    for f in ["F4", "F5", "F6", "F7", "F8"] {
+        assert!(out.contains(&format!("accepted ({f}, baseline)")), "{f}: {out}");
+    }
+    assert!(!out.contains("I1:tcp_try_undo_dsack:Disorder:"), "{out}");
 }
 
 /// A profile file that changes nothing: every signature is accepted or also on its base.
@@ -103,7 +110,7 @@ fn unchanged_profile_file_is_compared_with_its_base() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("compared with linux-6.18"), "{out}");
     assert!(out.contains("accepted (F1, baseline); also on linux-6.18"), "{out}");
-    assert!(out.contains(": also on linux-6.18"), "{out}");
+    assert!(out.lines().filter(|l| l.contains("I1:tcp_")).all(|l| l.contains("also on linux-6.18")), "{out}");
     assert!(!out.contains(": NEW"), "{out}");
     // Against nothing but the baseline (itself as the base is the same as no change): the
     // comparison is what makes the untriaged 6.18 signatures pass.

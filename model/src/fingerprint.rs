@@ -325,12 +325,13 @@ fn event_words(p: &mut Packer, ev: &Events) {
             cwnd_after,
             ssthresh_after,
             evidence,
+            high_seq,
         } = u;
         p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | (*evidence as u64) << 8);
         p.push(p2(*marker, *cwnd_before));
         p.push(p2(*ssthresh_before, *prior_cwnd));
         p.push(p2(*prior_ssthresh, *cwnd_after));
-        p.push(*ssthresh_after as u64);
+        p.push(*ssthresh_after as u64 | (*high_seq as u64) << 32);
     }
     for &(i, w, bits) in undo_rtx.iter() {
         p.push(i as u64 | (w as u64) << 16);

@@ -141,6 +141,10 @@ pub struct UndoEvent {
     pub ssthresh_after: u32,
     /// Ghost: the evidence the undo entry point acted on ([`evidence`] bits).
     pub evidence: u8,
+    /// Ghost: `high_seq` as the episode's last reduction set it (`tcp_enter_recovery`,
+    /// `tcp_enter_loss`; the current `high_seq` if that reduction was already undone): the
+    /// episode answered losses below it; a segment at or above it was sent after it began.
+    pub high_seq: u32,
 }
 
 /// Ghost bits of [`UndoEvent::evidence`]: which of `tcp_may_undo()`'s conditions the undo

@@ -36,7 +36,10 @@ fn at_or_above(m: &TcpModel, k: u32, marker: u32) -> bool {
     !before(m.cfg.isn.wrapping_add(k), marker)
 }
 
-/// I1: no undo of a reduction while a retransmission of this episode repaired a real loss.
+/// I1: no undo of a reduction while a retransmission of this episode repaired a real loss. The
+/// episode answers the losses of data sent before it began (below its `high_seq`); a segment
+/// sent later (new data after an RTO, say) whose loss a TLP then probes is a new loss with its own
+/// response (`tcp_process_tlp_ack`, a later recovery), not one the undo takes back.
 fn i1(m: &TcpModel, s: &State) -> bool {
     i1_offending_undo(m, s).is_none()
 }
@@ -47,7 +50,8 @@ pub(crate) fn i1_offending_undo(m: &TcpModel, s: &State) -> Option<usize> {
     let ev = &s.sender.ghost.ev;
     ev.undos.iter().enumerate().position(|(i, u)| {
         g.orig_dropped.iter().any(|k| {
-            let real_loss_retransmitted = ev.undo_rtx_contains(i, k) && at_or_above(m, k, u.marker);
+            let in_episode = at_or_above(m, k, u.marker) && before(m.cfg.isn.wrapping_add(k), u.high_seq);
+            let real_loss_retransmitted = ev.undo_rtx_contains(i, k) && in_episode;
             // F-RTO's undo (RFC 5682 3b) judges the timeout, not the lost segment: it is only
             // wrong once the retransmission has already repaired the loss.
             let relevant = if u.kind == UndoKind::Frto { s.rcv.have.contains(k) } else { true };

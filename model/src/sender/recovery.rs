@@ -315,6 +315,9 @@ impl Sender {
         let cwnd_before = self.cwnd;
         let ssthresh_before = self.ssthresh;
         let marker = self.undo_marker;
+        // Ghost: where the episode's last reduction put high_seq (a later Disorder entry moves
+        // high_seq without starting an episode: `tcp_try_keep_open`).
+        let episode_high = self.ghost.last_reduction.map_or(self.high_seq, |(h, _)| h);
         if unmark_loss {
             for i in self.rtx_queue(cx.cfg) {
                 self.segs[i as usize].tags &= !tag::L;
@@ -347,6 +350,7 @@ impl Sender {
             cwnd_after: self.cwnd,
             ssthresh_after: self.ssthresh,
             evidence,
+            high_seq: episode_high,
         };
         self.ghost.ev.push_undo(u, &self.ghost.rtx_mask);
     }

@@ -349,8 +349,15 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
             res.kernel = verdict_text(r);
             let k = KTrace::from_report(r);
             res.inbound = k.acks.len();
+            // A shell line that failed (defaults.sh, a sysctl) means the connection did not run
+            // in the configuration the scenario describes: nothing is decided from it.
+            let setup = r.script.lines.iter().find(|l| l.kind == trc_pkt::report::LineKind::Shell && l.status == trc_pkt::report::Status::Fail);
             for m in mons {
-                res.properties.insert(m.id.to_string(), (m.check)(&k, &c.ghost));
+                let o = match setup {
+                    Some(l) => Outcome::Undecided { reason: format!("the script's setup failed at line {}: {}", l.line, l.message.clone().unwrap_or_default()) },
+                    None => (m.check)(&k, &c.ghost),
+                };
+                res.properties.insert(m.id.to_string(), o);
             }
             res.divergence = first_divergence(&r.script.lines, &replay_lines);
         }

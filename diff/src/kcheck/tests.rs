@@ -234,3 +234,25 @@ fn i11_checks_the_restored_values() {
     k.steps[6].info.snd_cwnd = 14; // more than the ACK could add
     assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
 }
+
+/// A run whose setup shell line failed (e.g. defaults.sh writing a sysctl the kernel lacks) ran
+/// the connection in another configuration than the scenario's: every monitor is undecided, none
+/// holds — even when the trace itself shows nothing wrong.
+#[test]
+fn a_failed_setup_line_decides_nothing() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/kernel/fr-sack.pkt");
+    let case = super::Case::from_file(&path, "fr-sack".into(), "test".into()).unwrap();
+    let mut r = RunReport::new("fr-sack.pkt".into());
+    r.trace.push(TraceEvent::TcpInfo { t_ms: 1.0, line: 20, info: info(0, 10, INFINITE_SSTHRESH, 0, 0), counters: BTreeMap::new() });
+    let line = |kind, status| trc_pkt::report::LineResult { line: 6, col: 1, kind, status, text: "`../common/defaults.sh`".into(), expected: None, actual: None, message: Some("exit status 1".into()), time_ms: None, offset_ms: None, output: None, values: BTreeMap::new(), notes: vec![] };
+    let profile = trc_model::profile::Profile::linux_6_18();
+    r.script.lines.push(line(trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Pass));
+    let ok = super::evaluate(&case, &Ok(r.clone()), &monitors(), &profile);
+    assert!(ok.properties.values().any(|o| *o == Outcome::Holds), "{:?}", ok.properties);
+    r.script.lines[0] = line(trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Fail);
+    let bad = super::evaluate(&case, &Ok(r), &monitors(), &profile);
+    assert!(!bad.properties.is_empty());
+    for (id, o) in &bad.properties {
+        assert!(matches!(o, Outcome::Undecided { reason } if reason.contains("setup failed at line 6")), "{id}: {o:?}");
+    }
+}

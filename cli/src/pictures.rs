@@ -32,15 +32,6 @@ fn col_x(k: usize) -> f64 {
     LEFT + CW * k as f64 + CW / 2.0
 }
 
-fn ca_name(c: CaState) -> &'static str {
-    match c {
-        CaState::Open => "Open",
-        CaState::Disorder => "Disorder",
-        CaState::Cwr => "CWR",
-        CaState::Recovery => "Recovery",
-        CaState::Loss => "Loss",
-    }
-}
 
 fn ca_fill(c: CaState) -> &'static str {
     match c {
@@ -323,13 +314,13 @@ fn timeline(steps: &[(Option<Action>, State)], violated: Option<&str>) -> String
         let _ = writeln!(
             o,
             "<g class=\"tl-ca\" data-pstep=\"{k}\" data-state=\"{}\"><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{BAND:.1}\" fill=\"{}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text></g>",
-            ca_name(ca),
+            CaState::short_name(ca),
             x - CW / 2.0 + 1.0,
             plot_top + TL_H + 4.0,
             CW - 2.0,
             ca_fill(ca),
             plot_top + TL_H + 4.0 + 15.0,
-            ca_name(ca)
+            CaState::short_name(ca)
         );
     }
     let _ = writeln!(o, "<g class=\"tl-legend\"><circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" class=\"tl-cwnd-dot\"/><text x=\"{:.1}\" y=\"{:.1}\">cwnd</text><rect x=\"{:.1}\" y=\"{:.1}\" width=\"7\" height=\"7\" class=\"tl-ssthresh-dot\"/><text x=\"{:.1}\" y=\"{:.1}\">ssthresh</text></g>", LEFT + 10.0, TOP - 10.0, LEFT + 18.0, TOP - 6.0, LEFT + 64.0, TOP - 13.5, LEFT + 75.0, TOP - 6.0);

@@ -17,6 +17,11 @@ pub enum CaState {
 }
 
 impl CaState {
+    /// The kernel's short name (`TCP_CA_` dropped; `CWR` upper-case as the kernel writes it).
+    pub fn short_name(self) -> &'static str {
+        self.tcpi_name().trim_start_matches("TCP_CA_")
+    }
+
     /// The packetdrill / tcp_info symbolic name.
     pub fn tcpi_name(self) -> &'static str {
         match self {

@@ -54,15 +54,6 @@ fn reduction_function(k: ReductionKind) -> &'static str {
     }
 }
 
-fn ca_name(c: CaState) -> &'static str {
-    match c {
-        CaState::Open => "Open",
-        CaState::Disorder => "Disorder",
-        CaState::Cwr => "CWR",
-        CaState::Recovery => "Recovery",
-        CaState::Loss => "Loss",
-    }
-}
 
 /// The evidence bits as text (`ts-echo`, `undo-retrans-zero+dsack-twice`; `none`).
 pub fn evidence_text(bits: u8) -> String {
@@ -106,7 +97,7 @@ pub fn describe(id: &str, class: u64) -> String {
             let kind = UNDO_KINDS.get(f(4, 4)).copied();
             let ca = CA_STATES.get(f(8, 4)).copied();
             match (kind, ca) {
-                (Some(k), Some(c)) => format!("{id}:{}:{}:{}", undo_function(k), ca_name(c), evidence_text(f(12, 8) as u8)),
+                (Some(k), Some(c)) => format!("{id}:{}:{}:{}", undo_function(k), CaState::short_name(c), evidence_text(f(12, 8) as u8)),
                 _ => format!("{id}:class-{class:#x}"),
             }
         }
@@ -118,7 +109,7 @@ pub fn describe(id: &str, class: u64) -> String {
                 n => REDUCTIONS.get(n - 1).map(|k| reduction_function(*k)),
             };
             match (kind, from, prev) {
-                (Some(k), Some(c), Some(p)) => format!("{id}:{}:from-{}:after-{p}:icsk_retransmits-{}", reduction_function(k), ca_name(c), f(16, 4)),
+                (Some(k), Some(c), Some(p)) => format!("{id}:{}:from-{}:after-{p}:icsk_retransmits-{}", reduction_function(k), CaState::short_name(c), f(16, 4)),
                 _ => format!("{id}:class-{class:#x}"),
             }
         }

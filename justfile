@@ -12,7 +12,7 @@ matrix *ARGS:
 
 # the whole test suite (what CI runs)
 test:
-    cargo test --workspace
+    cargo test --release --workspace
 
 # run a packetdrill-format script on the real kernel (root + /dev/net/tun)
 kernel-run FILE *ARGS:

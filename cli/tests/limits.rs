@@ -15,9 +15,17 @@ fn json(args: &[&str]) -> (i32, serde_json::Value) {
     (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")))
 }
 
-/// The properties' verdicts and counterexamples (no timings).
+/// The properties' verdicts and counterexamples (no timings). The per-signature counts are
+/// dropped: a run stopped early has seen fewer states of each signature; its shortest
+/// counterexample and that counterexample's signature must be the same.
 fn props(v: &serde_json::Value) -> serde_json::Value {
-    v["properties"].clone()
+    let mut p = v["properties"].clone();
+    for x in p.as_array_mut().into_iter().flatten() {
+        if let Some(o) = x.as_object_mut() {
+            o.remove("signatures");
+        }
+    }
+    p
 }
 
 #[test]

@@ -53,6 +53,62 @@ pub enum AccelArg {
     TcgIcount,
 }
 
+/// The VM flags of `trc kernel run` and `trc kernel check` (one set, flattened into both).
+#[derive(Args, Debug, Clone)]
+pub struct VmFlags {
+    /// Boot this kernel in qemu and run there: a bzImage, a directory from `trc kernel fetch`,
+    /// or debian:SUITE (fetched before).
+    #[arg(long, value_name = "VMLINUZ")]
+    pub kernel: Option<String>,
+    /// The kernel's lib/modules/RELEASE directory (for tun.ko); default the fetched one.
+    #[arg(long, value_name = "DIR", requires = "kernel")]
+    pub modules: Option<PathBuf>,
+    /// The VM's accelerator.
+    #[arg(long, value_enum, default_value = "auto", requires = "kernel")]
+    pub accel: AccelArg,
+    /// Cache directory for kernels and the VM's initramfs (default $TRC_CACHE, $XDG_CACHE_HOME/trc or ~/.cache/trc).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// A limit on the whole VM run, in wall-clock seconds (besides the boot and progress limits).
+    #[arg(long, value_name = "SECS", requires = "kernel")]
+    pub vm_timeout: Option<f64>,
+    /// Per-script limit inside the VM, in guest seconds.
+    #[arg(long, value_name = "SECS", default_value = "120", requires = "kernel")]
+    pub script_timeout: f64,
+    /// The VM's memory, MB.
+    #[arg(long, value_name = "MB", default_value = "1024", requires = "kernel")]
+    pub memory: u32,
+}
+
+impl VmFlags {
+    /// The limits' ranges, checked before anything runs.
+    fn validate(&self) -> Result<(), String> {
+        if !(self.script_timeout.is_finite() && self.script_timeout >= 1.0) || self.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || self.memory < 256 {
+            return Err("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB".into());
+        }
+        Ok(())
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.cache.clone().unwrap_or_else(trc_vm::default_cache_dir)
+    }
+
+    /// The VM for `img` as these flags ask (the guest's options are the caller's).
+    fn spec(&self, img: &trc_vm::KernelImage, cache: PathBuf) -> trc_vm::VmSpec {
+        let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
+        spec.accel = match self.accel {
+            AccelArg::Auto => trc_vm::Accel::Auto,
+            AccelArg::Kvm => trc_vm::Accel::Kvm,
+            AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
+        };
+        spec.timeout = self.vm_timeout.map(Duration::from_secs_f64);
+        spec.script_timeout = Duration::from_secs_f64(self.script_timeout);
+        spec.cache_dir = cache;
+        spec.memory_mb = self.memory;
+        spec
+    }
+}
+
 /// Arguments of `trc kernel run`.
 #[derive(Debug, Args)]
 #[command(
@@ -78,28 +134,8 @@ pub struct RunArgs {
     /// The script to run (several with --kernel).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Boot this kernel in qemu and run the scripts there: a bzImage, a directory from `trc
-    /// kernel fetch`, or debian:SUITE (fetched before).
-    #[arg(long, value_name = "VMLINUZ")]
-    pub kernel: Option<String>,
-    /// The kernel's lib/modules/RELEASE directory (for tun.ko); default the fetched one.
-    #[arg(long, value_name = "DIR", requires = "kernel")]
-    pub modules: Option<PathBuf>,
-    /// The VM's accelerator.
-    #[arg(long, value_enum, default_value = "auto", requires = "kernel")]
-    pub accel: AccelArg,
-    /// Cache directory for kernels and the VM's initramfs (default $TRC_CACHE, $XDG_CACHE_HOME/trc or ~/.cache/trc).
-    #[arg(long, value_name = "DIR")]
-    pub cache: Option<PathBuf>,
-    /// A limit on the whole VM run, in wall-clock seconds (besides the boot and progress limits).
-    #[arg(long, value_name = "SECS", requires = "kernel")]
-    pub vm_timeout: Option<f64>,
-    /// Per-script limit inside the VM, in guest seconds.
-    #[arg(long, value_name = "SECS", default_value = "120", requires = "kernel")]
-    pub script_timeout: f64,
-    /// The VM's memory, MB.
-    #[arg(long, value_name = "MB", default_value = "1024", requires = "kernel")]
-    pub memory: u32,
+    #[command(flatten)]
+    pub vm: VmFlags,
     /// Write the VM's console here.
     #[arg(long, value_name = "FILE", requires = "kernel")]
     pub console: Option<PathBuf>,
@@ -145,7 +181,7 @@ const LOOSE_TOLERANCE_USECS: u32 = 40_000;
 /// Entry point used by the CLI; returns the process exit code.
 pub fn main(cmd: KernelCommand) -> i32 {
     match cmd {
-        KernelCommand::Run(args) if args.kernel.is_some() => vm_cli(args),
+        KernelCommand::Run(args) if args.vm.kernel.is_some() => vm_cli(args),
         KernelCommand::Run(args) => run_cli(args),
         KernelCommand::Check(args) => check_cli(args),
         KernelCommand::Fetch(args) => fetch_cli(args),
@@ -238,26 +274,17 @@ fn vm_cli(args: RunArgs) -> i32 {
             return 2;
         }
     };
-    if !(args.script_timeout.is_finite() && args.script_timeout >= 1.0) || args.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || args.memory < 256 {
-        eprintln!("{what}: --script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB");
+    if let Err(e) = args.vm.validate() {
+        eprintln!("{what}: {e}");
         return 2;
     }
-    let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
-    let kspec = args.kernel.as_deref().unwrap_or_default();
-    let img = match resolve_kernel(kspec, args.modules.as_deref(), &cache) {
+    let cache = args.vm.cache_dir();
+    let kspec = args.vm.kernel.as_deref().unwrap_or_default();
+    let img = match resolve_kernel(kspec, args.vm.modules.as_deref(), &cache) {
         Ok(i) => i,
         Err(e) => return vm_error(what, &e),
     };
-    let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
-    spec.accel = match args.accel {
-        AccelArg::Auto => trc_vm::Accel::Auto,
-        AccelArg::Kvm => trc_vm::Accel::Kvm,
-        AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
-    };
-    spec.timeout = args.vm_timeout.map(Duration::from_secs_f64);
-    spec.script_timeout = Duration::from_secs_f64(args.script_timeout);
-    spec.cache_dir = cache;
-    spec.memory_mb = args.memory;
+    let mut spec = args.vm.spec(&img, cache);
     spec.options = trc_vm::GuestOptions { sack: args.conn.sack(), timestamps: args.conn.ts(), cc: (args.cc != "default").then(|| args.cc.clone()), packetdrill, no_shell: args.no_shell };
     let n = args.files.len();
     let mut progress = |e: &trc_vm::Event| match e {
@@ -367,7 +394,7 @@ fn run_cli(args: RunArgs) -> i32 {
         eprintln!("trc kernel run: several scripts need --kernel (a VM); on the running kernel, run them one at a time");
         return 2;
     };
-    if args.cache.is_some() {
+    if args.vm.cache.is_some() {
         eprintln!("trc kernel run: --cache needs --kernel");
         return 2;
     }
@@ -478,21 +505,8 @@ pub struct CheckArgs {
     /// Threads for generating the engine's counterexamples.
     #[arg(long, default_value = "0")]
     pub threads: usize,
-    /// Boot this kernel in qemu and run the suite there (as `trc kernel run --kernel`).
-    #[arg(long, value_name = "VMLINUZ")]
-    pub kernel: Option<String>,
-    #[arg(long, value_name = "DIR", requires = "kernel")]
-    pub modules: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto", requires = "kernel")]
-    pub accel: AccelArg,
-    #[arg(long, value_name = "DIR")]
-    pub cache: Option<PathBuf>,
-    #[arg(long, value_name = "SECS", requires = "kernel")]
-    pub vm_timeout: Option<f64>,
-    #[arg(long, value_name = "SECS", default_value = "120", requires = "kernel")]
-    pub script_timeout: f64,
-    #[arg(long, value_name = "MB", default_value = "1024", requires = "kernel")]
-    pub memory: u32,
+    #[command(flatten)]
+    pub vm: VmFlags,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -517,8 +531,8 @@ fn check_cli(args: CheckArgs) -> i32 {
     };
     let corpus = args.corpus.clone().unwrap_or_else(default_corpus);
     // Skips first: nothing is generated for a run that cannot happen.
-    let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
-    let vm = match &args.kernel {
+    let cache = args.vm.cache_dir();
+    let vm = match &args.vm.kernel {
         None => {
             if let Some(r) = trc_kernel::skip_reason() {
                 eprintln!("{what}: skipped: {r}");
@@ -527,7 +541,7 @@ fn check_cli(args: CheckArgs) -> i32 {
             None
         }
         Some(k) => {
-            let img = match resolve_kernel(k, args.modules.as_deref(), &cache) {
+            let img = match resolve_kernel(k, args.vm.modules.as_deref(), &cache) {
                 Ok(i) => i,
                 Err(e) => return vm_error(what, &e),
             };
@@ -590,9 +604,7 @@ fn check_inputs(args: &CheckArgs) -> Result<(trc_diff::kcheck::Suite, Vec<trc_di
     let suite = trc_diff::kcheck::Suite::parse(&args.suite)?;
     let mons = trc_diff::kcheck::monitor::select(&args.properties)?;
     let profile = crate::check::load_profile(&args.profile)?;
-    if !(args.script_timeout.is_finite() && args.script_timeout >= 1.0) || args.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || args.memory < 256 {
-        return Err("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB".into());
-    }
+    args.vm.validate()?;
     Ok((suite, mons, profile))
 }
 
@@ -616,16 +628,7 @@ fn check_on_host(cases: &[trc_diff::kcheck::Case], what: &str) -> (String, Vec<R
 /// description and each scenario's report, or the exit code when the VM cannot run.
 fn check_in_vm(args: &CheckArgs, img: &trc_vm::KernelImage, cache: &Path, cases: &[trc_diff::kcheck::Case], what: &str) -> Result<(String, Vec<Result<trc_kernel::RunReport, String>>), i32> {
     let n = cases.len();
-    let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
-    spec.accel = match args.accel {
-        AccelArg::Auto => trc_vm::Accel::Auto,
-        AccelArg::Kvm => trc_vm::Accel::Kvm,
-        AccelArg::TcgIcount => trc_vm::Accel::TcgIcount,
-    };
-    spec.timeout = args.vm_timeout.map(Duration::from_secs_f64);
-    spec.script_timeout = Duration::from_secs_f64(args.script_timeout);
-    spec.cache_dir = cache.to_path_buf();
-    spec.memory_mb = args.memory;
+    let spec = args.vm.spec(img, cache.to_path_buf());
     let paths: Vec<PathBuf> = cases.iter().map(|c| c.path.clone()).collect();
     let mut progress = |e: &trc_vm::Event| match e {
         trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),

@@ -160,7 +160,7 @@ impl TcpModel {
     }
 
     /// [`Self::step`], handing the step's MIB counter deltas to `sink` (nothing for `()`).
-    fn step_counted<'d, K: MibSink<'d>>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
+    fn step_counted<'d, K: StepSink<'d>>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
         s.now = now;
         s.sender.ghost.ev = Events::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
@@ -195,7 +195,7 @@ impl TcpModel {
         self.deliver_late_counted(s, i, extra, &mut ())
     }
 
-    fn deliver_late_counted<'d, K: MibSink<'d>>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
+    fn deliver_late_counted<'d, K: StepSink<'d>>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
         let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -208,7 +208,7 @@ impl TcpModel {
         self.deliver_counted(s, i, ack_fate, &mut ())
     }
 
-    fn deliver_counted<'d, K: MibSink<'d>>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
+    fn deliver_counted<'d, K: StepSink<'d>>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
         let t = self.arrival(s, i);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -361,7 +361,7 @@ impl TcpModel {
     }
 
     #[inline]
-    fn apply_counted<'d, K: MibSink<'d>>(&self, s: &mut State, a: Action, sink: &mut K) -> bool {
+    fn apply_counted<'d, K: StepSink<'d>>(&self, s: &mut State, a: Action, sink: &mut K) -> bool {
         match a {
             Action::Deliver { pkt } => self.deliver_counted(s, pkt as usize, AckFate::Normal, sink),
             Action::DeliverEce { pkt } => {
@@ -422,14 +422,14 @@ impl TcpModel {
 /// What a [`TcpModel`] step reports beyond its successor: the MIB counter deltas (to a
 /// [`MibDelta`]: counterexamples, traces) and the decision branches taken (to [`Decisions`]:
 /// `--coverage`). The checker passes `()`, for which both compile away.
-pub trait MibSink<'d> {
+pub trait StepSink<'d> {
     fn take(&mut self, _d: &MibDelta) {}
     fn decisions(&self) -> Option<&'d crate::decision::DecisionCounts> {
         None
     }
 }
 
-impl MibSink<'_> for () {
+impl StepSink<'_> for () {
     #[inline(always)]
     fn take(&mut self, _: &MibDelta) {}
 }
@@ -437,13 +437,13 @@ impl MibSink<'_> for () {
 /// A step that records its decision branches.
 pub struct Decisions<'d>(pub &'d crate::decision::DecisionCounts);
 
-impl<'d> MibSink<'d> for Decisions<'d> {
+impl<'d> StepSink<'d> for Decisions<'d> {
     fn decisions(&self) -> Option<&'d crate::decision::DecisionCounts> {
         Some(self.0)
     }
 }
 
-impl MibSink<'_> for MibDelta {
+impl StepSink<'_> for MibDelta {
     fn take(&mut self, d: &MibDelta) {
         for (m, n) in d.nonzero() {
             self.add(m, n);

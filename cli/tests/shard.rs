@@ -31,6 +31,14 @@ fn strip_timings(v: &mut Value) {
     }
 }
 
+/// A baseline accepting only F1 (the repository's accepts F1, F4-F8): the tests need unaccepted
+/// signatures on the SACK half, whatever the repository's triage has accepted since.
+fn f1_only_baseline(dir: &std::path::Path) -> String {
+    let p = dir.join("f1-baseline.toml");
+    std::fs::write(&p, "[[accepted]]\nsignature = \"I1:tcp_try_undo_loss:Loss:ts-echo\"\nfinding = \"F1\"\nreason = \"test baseline\"\n").unwrap();
+    p.display().to_string()
+}
+
 /// Runs `args --shard i/n` for i in 1..=n into files, merges them; (merge exit code, merged JSON,
 /// shard exit codes).
 fn shard_and_merge(dir: &std::path::Path, args: &[&str], n: usize) -> (i32, Value, Vec<i32>) {
@@ -59,9 +67,10 @@ fn shard_and_merge(dir: &std::path::Path, args: &[&str], n: usize) -> (i32, Valu
 #[test]
 fn check_shards_merge_to_the_single_run() {
     let dir = tmpdir("check");
-    // The seed bug's profile, both SACK modes: I1 violated on both halves (the SACK one is in
-    // the baseline), so the merge has to pick the shortest across units.
-    let args = ["check", "--profile", "linux-6.15", "--segments", "5"];
+    // The seed bug's profile, both SACK modes: I1 violated on the SACK half with F1 accepted and
+    // new signatures beside it, so the merge has to pick the shortest across units.
+    let b = f1_only_baseline(&dir);
+    let args = ["check", "--profile", "linux-6.15", "--segments", "5", "--baseline", &b];
     let mut single_args = args.to_vec();
     single_args.push("--json");
     let (code, out, err) = trc(&single_args);
@@ -96,7 +105,8 @@ fn check_shards_over_bounds_files_and_property_groups() {
     std::fs::write(&c2, "segments = 5\nsack = \"no-sack\"\n").unwrap();
     let (c1, c2) = (c1.display().to_string(), c2.display().to_string());
     // Two bounds files: the one run prints {"result", "runs": [..]}; units are 2 + 1.
-    let args = ["check", "--profile", "linux-6.15", "--config", &c1, "--config", &c2];
+    let b = f1_only_baseline(&dir);
+    let args = ["check", "--profile", "linux-6.15", "--config", &c1, "--config", &c2, "--baseline", &b];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, err) = trc(&sa);
@@ -254,7 +264,8 @@ fn check_shards_keep_signature_verdicts() {
     let p = dir.join("tlp.toml");
     std::fs::write(&p, "base = \"linux-6.18\"\ninit_undo_tlp = \"ignore\"\n").unwrap();
     let p = p.display().to_string();
-    let args = ["check", "--profile", &p, "--property", "I1", "--segments", "4"];
+    let b = f1_only_baseline(&dir);
+    let args = ["check", "--profile", &p, "--property", "I1", "--segments", "4", "--baseline", &b];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, err) = trc(&sa);

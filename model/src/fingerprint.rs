@@ -144,10 +144,10 @@ impl State {
         debug_assert!(ev.undos.len() < 256 && ev.reductions.len() < 256);
         let (rtx, ever) = (&sender.ghost.rtx_mask, &sender.ghost.ever_rtx_mask);
         p.push(
-            len16(have.words().len())
-                | len16(orig_dropped.words().len()) << 16
-                | len16(rtx.words().len()) << 32
-                | len16(ever.words().len()) << 48,
+            len16(have.word_count())
+                | len16(orig_dropped.word_count()) << 16
+                | len16(rtx.word_count()) << 32
+                | len16(ever.word_count()) << 48,
         );
         p.push(len16(ev.undo_rtx.len()));
         // Fixed-width fields.
@@ -156,7 +156,7 @@ impl State {
         // Variable-length parts.
         for m in [have, orig_dropped, rtx, ever] {
             for w in m.words() {
-                p.push(*w);
+                p.push(w);
             }
         }
         for Seg { tags, xmit } in sender.segs.iter() {

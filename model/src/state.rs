@@ -242,9 +242,9 @@ impl Events {
     pub fn push_undo(&mut self, u: UndoEvent, rtx: &SegMask) {
         let i = self.undos.len() as u16;
         self.undos.push(u);
-        for (w, bits) in rtx.words().iter().enumerate() {
-            if *bits != 0 {
-                self.undo_rtx.push((i, w as u16, *bits));
+        for (w, bits) in rtx.words().enumerate() {
+            if bits != 0 {
+                self.undo_rtx.push((i, w as u16, bits));
             }
         }
     }

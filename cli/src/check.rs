@@ -107,6 +107,12 @@ pub struct Baseline {
 
 fn load_baseline(p: &Path) -> Result<Baseline, String> {
     if !p.exists() {
+        // Not an error (a check outside the repository is legitimate), but a silent empty
+        // baseline turns every accepted finding into a failure: say so.
+        eprintln!(
+            "trc check: note: no baseline file {}: no finding is accepted (run from the repository root or pass --baseline FILE)",
+            p.display()
+        );
         return Ok(Baseline::default());
     }
     let src = crate::read_source(p)?;

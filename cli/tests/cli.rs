@@ -155,6 +155,18 @@ fn old_baseline_format_is_an_input_error() {
     assert!(err.contains("old-baseline.toml:2: unknown field `property`"), "{err}");
 }
 
+/// Without a baseline file every accepted finding fails again: the check says so on stderr
+/// (from the repository root it reads baseline.toml and says nothing).
+#[test]
+fn a_missing_baseline_is_announced() {
+    let (code, _, err) = trc(&["check", "--baseline", "no-such-baseline.toml", "--property", "I1", "--sack"]);
+    assert_eq!(code, 1, "F1 is no longer accepted");
+    assert!(err.contains("no baseline file no-such-baseline.toml: no finding is accepted"), "{err}");
+    let (code, _, err) = trc(&["check", "--property", "I1", "--sack"]);
+    assert_eq!(code, 0);
+    assert!(!err.contains("no baseline file"), "{err}");
+}
+
 /// --coverage lists every decision function's branches with counts; a profile file whose
 /// override the bounds never reach gets the warning.
 #[test]

@@ -510,6 +510,10 @@ pub struct CheckArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Run only shard I of N of the suite's scenarios (scenario k is shard k mod N + 1's) and
+    /// print it as JSON for `trc merge` (docs/ci.md).
+    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 fn default_corpus() -> PathBuf {
@@ -572,20 +576,48 @@ fn check_cli(args: CheckArgs) -> i32 {
     };
     let n = cases.len();
     eprintln!("{what}: {n} scenarios ({:.1} s to prepare)", t0.elapsed().as_secs_f64());
+    // The work list is the suite's scenarios in order; a shard runs the ones it owns.
+    let mine: Vec<usize> = (0..n).filter(|k| args.shard.is_none_or(|s| s.owns(*k))).collect();
+    let todo: Vec<trc_diff::kcheck::Case> = mine.iter().map(|k| cases[*k].clone()).collect();
+    if let Some(s) = args.shard {
+        eprintln!("{what}: shard {}/{}: {} of the {n} scenarios", s.index, s.count, todo.len());
+    }
     let (kernel_desc, runs) = match vm {
-        None => check_on_host(&cases, what),
-        Some(img) => match check_in_vm(&args, &img, &cache, &cases, what) {
+        // An empty shard runs nothing (and boots no VM): it says no kernel.
+        _ if todo.is_empty() => (String::new(), Vec::new()),
+        None => check_on_host(&todo, what),
+        Some(img) => match check_in_vm(&args, &img, &cache, &todo, what) {
             Ok(x) => x,
             Err(rc) => return rc,
         },
     };
-    let rep = trc_diff::kcheck::report(&suite, kernel_desc, &profile, &cases, &runs, &mons);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rep).unwrap_or_default());
-    } else {
-        print!("{}", rep.render());
-        println!("total: {:.1} s", t0.elapsed().as_secs_f64());
+    let results = trc_diff::kcheck::evaluate_all(&todo, &runs, &mons, &profile);
+    if let Some(shard) = args.shard {
+        let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc.clone(), profile.name.clone(), results.clone(), &mons);
+        let shard_args = serde_json::json!({
+            "suite": suite.name(),
+            "profile": profile.name,
+            "properties": mons.iter().map(|m| m.id).collect::<Vec<_>>(),
+            "scenarios": cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
+        });
+        let units: Vec<serde_json::Value> = mine.iter().zip(results).map(|(k, r)| serde_json::json!({"unit": k, "scenario": cases[*k].name, "result": r})).collect();
+        let report = serde_json::json!({"kernel": (!todo.is_empty()).then_some(kernel_desc), "seconds": t0.elapsed().as_secs_f64()});
+        let v = crate::shard::shard_json("kernel-check", shard, n, shard_args, units, Some(report));
+        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        if args.out.is_some() {
+            let f = work.join(format!("shard-{}-of-{}.json", shard.index, shard.count));
+            if let Err(e) = trc_kernel::write_json_atomic(&f, &v) {
+                eprintln!("{what}: cannot write {}: {e}", f.display());
+                return 2;
+            }
+        }
+        if trc_kernel::sys::interrupted() {
+            return 130;
+        }
+        return rep.exit_code();
     }
+    let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
+    print_check_report(&rep, args.json, t0.elapsed().as_secs_f64());
     if args.out.is_some() {
         if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &rep) {
             eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
@@ -596,6 +628,17 @@ fn check_cli(args: CheckArgs) -> i32 {
         return 130;
     }
     rep.exit_code()
+}
+
+/// Prints a kernel check's report (`trc kernel check` and `trc merge`): JSON, or the text and
+/// the run's total time.
+pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, json: bool, seconds: f64) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default());
+    } else {
+        print!("{}", rep.render());
+        println!("total: {seconds:.1} s");
+    }
 }
 
 /// `trc kernel check`'s suite, monitors and profile, and its option bounds checked: the

@@ -173,6 +173,35 @@ pub struct RunArgs {
     /// Also print the trace.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Draw the run's time-sequence diagram and cwnd / ssthresh / ca_state timeline (the
+    /// counterexample page's pictures) into this self-contained HTML file; with several scripts
+    /// (--kernel), OUT is a directory and each script's page is OUT/NAME.html.
+    #[arg(long, value_name = "OUT.html")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Writes the page of each script's run (`--plot`): `out` itself for one script, else
+/// `out/NAME.html` per script (NAME the script's file stem, its position before it if two
+/// scripts share one). Returns the files written, or why one could not be.
+fn write_plots(out: &Path, runs: &[(&Path, &trc_kernel::RunReport)], several: bool) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    if several {
+        std::fs::create_dir_all(out).map_err(|e| format!("--plot {}: {e}", out.display()))?;
+    }
+    let stems: Vec<String> = runs.iter().map(|(p, _)| p.file_stem().unwrap_or_default().to_string_lossy().into_owned()).collect();
+    for (i, (script, report)) in runs.iter().enumerate() {
+        let text = crate::read_source(script)?;
+        let html = crate::pictures::kernel::page(report, &text, &script.display().to_string());
+        let file = if several {
+            let dup = stems.iter().filter(|s| **s == stems[i]).count() > 1;
+            out.join(if dup { format!("{}-{}.html", i + 1, stems[i]) } else { format!("{}.html", stems[i]) })
+        } else {
+            out.to_path_buf()
+        };
+        trc_vm::write_atomic(&file, html.as_bytes()).map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
+        written.push(file);
+    }
+    Ok(written)
 }
 
 /// The tolerance `--loose-timing` sets.
@@ -355,6 +384,18 @@ fn vm_cli(args: RunArgs) -> i32 {
             return 2;
         }
     }
+    if let Some(out) = &args.plot {
+        // The scripts with a report (a script the VM gave no result for has nothing to draw).
+        let runs: Vec<(&Path, &trc_kernel::RunReport)> =
+            args.files.iter().enumerate().filter_map(|(i, f)| run.scripts.iter().find(|s| s.path == *f).or(run.scripts.get(i)).and_then(|s| s.report()).map(|r| (f.as_path(), r))).collect();
+        match write_plots(out, &runs, n > 1) {
+            Ok(files) => files.iter().for_each(|f| eprintln!("{what}: pictures in {}", f.display())),
+            Err(e) => {
+                eprintln!("{what}: {e}");
+                return 2;
+            }
+        }
+    }
     run.exit_code()
 }
 
@@ -467,6 +508,15 @@ fn run_cli(args: RunArgs) -> i32 {
         if let Err(e) = trc_kernel::write_json_atomic(out, &report) {
             eprintln!("trc kernel run: cannot write {}: {e}", out.display());
             return 2;
+        }
+    }
+    if let Some(out) = &args.plot {
+        match write_plots(out, &[(file.as_path(), &report)], false) {
+            Ok(files) => files.iter().for_each(|f| eprintln!("trc kernel run: pictures in {}", f.display())),
+            Err(e) => {
+                eprintln!("trc kernel run: {e}");
+                return 2;
+            }
         }
     }
     if report.script.interrupted {

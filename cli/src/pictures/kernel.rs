@@ -376,3 +376,103 @@ select(m ? +m[1] : 0);
 document.body.dataset.ready = '1';
 })();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trc_kernel::packet::WireOption;
+    use trc_kernel::TraceSegment;
+    use super::super::INF;
+
+    fn seg(flags: &str, seq: u32, len: usize, ack: u32, options: Vec<WireOption>) -> TraceSegment {
+        TraceSegment { flags: flags.into(), seq, end_seq: seq + len as u32, len, ack, win: 320, options, live_seq: seq, live_ack: ack, text: String::new() }
+    }
+
+    fn info(ca: u8, cwnd: u32, ssthresh: u32) -> TcpInfoSnapshot {
+        TcpInfoSnapshot {
+            state: 1,
+            ca_state: ca,
+            ca_state_name: String::new(),
+            snd_cwnd: cwnd,
+            snd_ssthresh: ssthresh,
+            unacked: 0,
+            sacked: 0,
+            lost: 0,
+            retrans: 0,
+            total_retrans: 0,
+            reordering: 3,
+            retransmits: 0,
+            backoff: 0,
+            rto_us: 200_000,
+            rtt_us: 0,
+            rttvar_us: 0,
+            delivered: 0,
+            dsack_dups: 0,
+            bytes_retrans: 0,
+        }
+    }
+
+    /// A hand-made trace: the handshake (MSS 1012 with timestamps: 1000-byte segments), two
+    /// segments written, the first dropped (declared), the RTO retransmitting it, an ACK with a
+    /// SACK block answered by new data within a millisecond recorded *before* the ACK (the
+    /// tun write returns after the kernel answered), then a full ACK with an undo.
+    fn run() -> (RunReport, String) {
+        let ts = |v| WireOption::Timestamp { val: v, ecr: 1 };
+        let c = |m: &[(&str, i64)]| m.iter().map(|(k, v)| (k.to_string(), *v)).collect::<std::collections::BTreeMap<_, _>>();
+        let mut r = RunReport::new("t.pkt".into());
+        use trc_pkt::report::{LineKind, LineResult, Status};
+        r.script.lines.push(LineResult::new(14, 4, LineKind::Syscall, Status::Pass, "   +0 write(4, ..., 3000) = 3000".into()));
+        r.trace = vec![
+            TraceEvent::Inbound { t_ms: 0.0, line: 10, segment: seg("S", 0, 0, 0, vec![WireOption::Mss { mss: 1012 }, WireOption::SackOk, ts(1)]) },
+            TraceEvent::Outbound { t_ms: 0.1, line: Some(11), segment: seg("S.", 0, 0, 1, vec![WireOption::Mss { mss: 1460 }, WireOption::SackOk, ts(1)]) },
+            TraceEvent::Inbound { t_ms: 50.0, line: 12, segment: seg(".", 1, 0, 1, vec![ts(2)]) },
+            TraceEvent::TcpInfo { t_ms: 50.1, line: 13, info: info(0, 10, INF), counters: c(&[]) },
+            TraceEvent::Outbound { t_ms: 60.0, line: Some(15), segment: seg(".", 1, 1000, 1, vec![ts(100)]) },
+            TraceEvent::Outbound { t_ms: 60.0, line: Some(15), segment: seg(".", 1001, 1000, 1, vec![ts(100)]) },
+            TraceEvent::TcpInfo { t_ms: 60.2, line: 14, info: info(0, 10, INF), counters: c(&[]) },
+            TraceEvent::TcpInfo { t_ms: 60.3, line: 16, info: info(0, 10, INF), counters: c(&[]) },
+            TraceEvent::Outbound { t_ms: 300.0, line: Some(18), segment: seg(".", 1, 1000, 1, vec![ts(340)]) },
+            TraceEvent::TcpInfo { t_ms: 300.5, line: 18, info: info(4, 1, 7), counters: c(&[("TcpExtTCPTimeouts", 1)]) },
+            // Recorded after the kernel's answer (5001: new data) although injected before it.
+            TraceEvent::Outbound { t_ms: 349.6, line: Some(21), segment: seg(".", 2001, 1000, 1, vec![ts(390)]) },
+            TraceEvent::Inbound { t_ms: 350.0, line: 20, segment: seg(".", 1, 0, 1, vec![WireOption::Sack { blocks: vec![(1001, 2001)] }, ts(3)]) },
+            TraceEvent::TcpInfo { t_ms: 350.2, line: 21, info: info(4, 2, 7), counters: c(&[("TcpExtTCPTimeouts", 1)]) },
+            TraceEvent::Inbound { t_ms: 400.0, line: 23, segment: seg(".", 1, 0, 3001, vec![ts(4)]) },
+            TraceEvent::TcpInfo { t_ms: 400.2, line: 23, info: info(0, 10, INF), counters: c(&[("TcpExtTCPTimeouts", 1), ("TcpExtTCPLossUndo", 1)]) },
+        ];
+        let text = "// model segment k = bytes 1+1000k .. 1+1000(k+1)\n// step 1 (model t=0 ms): the network drops seg 1 (1:1001, original sent at 0 ms): it is never ACKed\n".to_string();
+        (r, text)
+    }
+
+    #[test]
+    fn columns_items_and_the_violation_from_a_trace() {
+        let (r, text) = run();
+        let (p, steps) = of_run(&r, &text);
+        // write, RTO, SACK + its answer, full ACK: the handshake is no step.
+        assert_eq!(p.columns.len(), 4, "{:?}", steps.iter().map(|s| &s.what).collect::<Vec<_>>());
+        assert_eq!(p.row_labels.first().map(String::as_str), Some("1"));
+        assert_eq!(p.row_labels[1], "1001", "1000-byte rows (MSS 1012 less the timestamps)");
+        let kinds = |k: usize| p.columns[k].items.iter().map(|i| format!("{i:?}").split([' ', '{']).next().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(kinds(0), ["Event", "Tx", "Drop", "Tx"], "the write, seg 1 and its declared drop, seg 2");
+        assert_eq!(kinds(1), ["Timer", "Tx"]);
+        assert!(matches!(&p.columns[1].items[1], Item::Tx { rtx: true, seg, .. } if seg == "1:1001"));
+        assert_eq!(kinds(2), ["Travel", "Ack", "Tx"], "seg 2 arrives, the SACK, the answer in the ACK's column");
+        assert!(matches!(&p.columns[2].items[1], Item::Ack { sacks, .. } if sacks == &[(1.0, 2.0)]));
+        assert_eq!(kinds(3), ["Travel", "Travel", "Ack", "Undo"], "the retransmission and seg 3 arrive; the undo");
+        assert_eq!(p.columns.iter().map(|c| (c.cwnd, c.ca)).collect::<Vec<_>>(), [(10, CaState::Open), (1, CaState::Loss), (2, CaState::Loss), (10, CaState::Open)]);
+        assert_eq!(p.columns.iter().map(|c| c.time_ms).collect::<Vec<_>>(), [0.0, 240.0, 290.0, 340.0], "since the first data segment");
+        let html = super::super::render(&p);
+        assert_eq!(html.matches("class=\"tsd-tx\"").count(), 3);
+        assert_eq!(html.matches("class=\"tsd-tx rtx\"").count(), 1);
+        assert!(html.contains("class=\"tsd-drop\" data-pstep=\"0\" data-seg=\"1:1001\""));
+        assert!(html.contains("class=\"tsd-timer\" data-pstep=\"1\" data-kind=\"rto\""));
+        assert!(html.contains("class=\"tsd-undo\" data-pstep=\"3\""));
+        // I1's monitor: an undo while the retransmitted seg 1's original was really dropped.
+        assert_eq!(p.violated.as_ref().map(|(k, id)| (*k, id.as_str())), Some((3, "I1")), "{:?}", p.violated);
+        let page = page(&r, &text, "t.pkt");
+        assert_eq!(page.matches("<tr data-step=").count(), 4);
+        for bad in ["<link", "<script src", "src=\"http", "href=\"http", "url(http", "@import"] {
+            assert!(!page.contains(bad), "{bad}");
+        }
+    }
+}

@@ -236,8 +236,12 @@ fn shards_merge_to_the_single_run() {
         let mut m = vec!["merge"];
         m.extend(files.iter().map(String::as_str));
         let (mc, text, _) = trc(&m);
-        if !timing {
+        if !timing && !text.contains("timing error") && !single_text.contains("timing error") {
             assert_eq!(no_total(&text), no_total(&single_text), "N = {n}");
+        } else {
+            // A timing flake in one of the runs: the per-property summary still agrees.
+            let summary = |s: &str| s.lines().filter(|l| !l.contains(": kernel ") && !l.contains("behave differently") && !l.starts_with("total: ")).map(String::from).collect::<Vec<_>>();
+            assert_eq!(summary(&text), summary(&single_text), "N = {n}");
         }
         assert!(text.lines().any(|l| l.starts_with("total: ")), "{text}");
         assert_eq!(mc, code);

@@ -516,7 +516,7 @@ fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Opti
             // The counterexample page beside the script: what `trc graph` draws for it.
             let g = crate::graph::build(model, path, 1, 2000);
             let title = format!("{} — profile {} — shortest counterexample, {} events", p.name, model.profile.name, path.len());
-            let html = crate::graph_html::render(&g, model, &title, &crate::pictures::render(model, path, Some(id)));
+            let html = crate::graph_html::render(&g, model, &title, &crate::pictures::render_path(model, path, Some(id)));
             let page = f.with_extension("html");
             crate::graph::write_atomic(&page, &html).map_err(|e| format!("{}: {e}", page.display()))?;
             eprintln!("trc check: wrote {} (+ .json, .dot, .html){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });

@@ -269,7 +269,7 @@ pub fn run_graph(a: GraphArgs) -> i32 {
     }
     let dot_path = a.out.join(format!("{stem}.dot"));
     let html_path = a.out.join(format!("{stem}.html"));
-    let pictures = crate::pictures::render(&model, &path, hit.map(|p| p.name.split(':').next().unwrap_or(p.name)));
+    let pictures = crate::pictures::render_path(&model, &path, hit.map(|p| p.name.split(':').next().unwrap_or(p.name)));
     let html = crate::graph_html::render(&g, &model, &title, &pictures);
     for (p, content) in [(&dot_path, to_dot(&g, &title)), (&html_path, html)] {
         if let Err(e) = write_atomic(p, &content) {

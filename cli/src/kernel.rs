@@ -173,6 +173,35 @@ pub struct RunArgs {
     /// Also print the trace.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Draw the run's time-sequence diagram and cwnd / ssthresh / ca_state timeline (the
+    /// counterexample page's pictures) into this self-contained HTML file; with several scripts
+    /// (--kernel), OUT is a directory and each script's page is OUT/NAME.html.
+    #[arg(long, value_name = "OUT.html")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Writes the page of each script's run (`--plot`): `out` itself for one script, else
+/// `out/NAME.html` per script (NAME the script's file stem, its position before it if two
+/// scripts share one). Returns the files written, or why one could not be.
+fn write_plots(out: &Path, runs: &[(&Path, &trc_kernel::RunReport)], several: bool) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    if several {
+        std::fs::create_dir_all(out).map_err(|e| format!("--plot {}: {e}", out.display()))?;
+    }
+    let stems: Vec<String> = runs.iter().map(|(p, _)| p.file_stem().unwrap_or_default().to_string_lossy().into_owned()).collect();
+    for (i, (script, report)) in runs.iter().enumerate() {
+        let text = crate::read_source(script)?;
+        let html = crate::pictures::kernel::page(report, &text, &script.display().to_string());
+        let file = if several {
+            let dup = stems.iter().filter(|s| **s == stems[i]).count() > 1;
+            out.join(if dup { format!("{}-{}.html", i + 1, stems[i]) } else { format!("{}.html", stems[i]) })
+        } else {
+            out.to_path_buf()
+        };
+        trc_vm::write_atomic(&file, html.as_bytes()).map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
+        written.push(file);
+    }
+    Ok(written)
 }
 
 /// The tolerance `--loose-timing` sets.
@@ -355,6 +384,18 @@ fn vm_cli(args: RunArgs) -> i32 {
             return 2;
         }
     }
+    if let Some(out) = &args.plot {
+        // The scripts with a report (a script the VM gave no result for has nothing to draw).
+        let runs: Vec<(&Path, &trc_kernel::RunReport)> =
+            args.files.iter().enumerate().filter_map(|(i, f)| run.scripts.iter().find(|s| s.path == *f).or(run.scripts.get(i)).and_then(|s| s.report()).map(|r| (f.as_path(), r))).collect();
+        match write_plots(out, &runs, n > 1) {
+            Ok(files) => files.iter().for_each(|f| eprintln!("{what}: pictures in {}", f.display())),
+            Err(e) => {
+                eprintln!("{what}: {e}");
+                return 2;
+            }
+        }
+    }
     run.exit_code()
 }
 
@@ -469,6 +510,15 @@ fn run_cli(args: RunArgs) -> i32 {
             return 2;
         }
     }
+    if let Some(out) = &args.plot {
+        match write_plots(out, &[(file.as_path(), &report)], false) {
+            Ok(files) => files.iter().for_each(|f| eprintln!("trc kernel run: pictures in {}", f.display())),
+            Err(e) => {
+                eprintln!("trc kernel run: {e}");
+                return 2;
+            }
+        }
+    }
     if report.script.interrupted {
         return 130;
     }
@@ -510,6 +560,10 @@ pub struct CheckArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Run only shard I of N of the suite's scenarios (scenario k is shard k mod N + 1's) and
+    /// print it as JSON for `trc merge` (docs/ci.md).
+    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 fn default_corpus() -> PathBuf {
@@ -572,20 +626,48 @@ fn check_cli(args: CheckArgs) -> i32 {
     };
     let n = cases.len();
     eprintln!("{what}: {n} scenarios ({:.1} s to prepare)", t0.elapsed().as_secs_f64());
+    // The work list is the suite's scenarios in order; a shard runs the ones it owns.
+    let mine: Vec<usize> = (0..n).filter(|k| args.shard.is_none_or(|s| s.owns(*k))).collect();
+    let todo: Vec<trc_diff::kcheck::Case> = mine.iter().map(|k| cases[*k].clone()).collect();
+    if let Some(s) = args.shard {
+        eprintln!("{what}: shard {}/{}: {} of the {n} scenarios", s.index, s.count, todo.len());
+    }
     let (kernel_desc, runs) = match vm {
-        None => check_on_host(&cases, what),
-        Some(img) => match check_in_vm(&args, &img, &cache, &cases, what) {
+        // An empty shard runs nothing (and boots no VM): it says no kernel.
+        _ if todo.is_empty() => (String::new(), Vec::new()),
+        None => check_on_host(&todo, what),
+        Some(img) => match check_in_vm(&args, &img, &cache, &todo, what) {
             Ok(x) => x,
             Err(rc) => return rc,
         },
     };
-    let rep = trc_diff::kcheck::report(&suite, kernel_desc, &profile, &cases, &runs, &mons);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rep).unwrap_or_default());
-    } else {
-        print!("{}", rep.render());
-        println!("total: {:.1} s", t0.elapsed().as_secs_f64());
+    let results = trc_diff::kcheck::evaluate_all(&todo, &runs, &mons, &profile);
+    if let Some(shard) = args.shard {
+        let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc.clone(), profile.name.clone(), results.clone(), &mons);
+        let shard_args = serde_json::json!({
+            "suite": suite.name(),
+            "profile": profile.name,
+            "properties": mons.iter().map(|m| m.id).collect::<Vec<_>>(),
+            "scenarios": cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
+        });
+        let units: Vec<serde_json::Value> = mine.iter().zip(results).map(|(k, r)| serde_json::json!({"unit": k, "scenario": cases[*k].name, "result": r})).collect();
+        let report = serde_json::json!({"kernel": (!todo.is_empty()).then_some(kernel_desc), "seconds": t0.elapsed().as_secs_f64()});
+        let v = crate::shard::shard_json("kernel-check", shard, n, shard_args, units, Some(report));
+        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        if args.out.is_some() {
+            let f = work.join(format!("shard-{}-of-{}.json", shard.index, shard.count));
+            if let Err(e) = trc_kernel::write_json_atomic(&f, &v) {
+                eprintln!("{what}: cannot write {}: {e}", f.display());
+                return 2;
+            }
+        }
+        if trc_kernel::sys::interrupted() {
+            return 130;
+        }
+        return rep.exit_code();
     }
+    let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
+    print_check_report(&rep, args.json, t0.elapsed().as_secs_f64());
     if args.out.is_some() {
         if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &rep) {
             eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
@@ -596,6 +678,17 @@ fn check_cli(args: CheckArgs) -> i32 {
         return 130;
     }
     rep.exit_code()
+}
+
+/// Prints a kernel check's report (`trc kernel check` and `trc merge`): JSON, or the text and
+/// the run's total time.
+pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, json: bool, seconds: f64) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default());
+    } else {
+        print!("{}", rep.render());
+        println!("total: {seconds:.1} s");
+    }
 }
 
 /// `trc kernel check`'s suite, monitors and profile, and its option bounds checked: the

@@ -3,7 +3,8 @@
 //! have printed (docs/ci.md).
 //!
 //! Every sharded command has a *work list* in a canonical order (`trc check`: bounds files ×
-//! SACK modes × property groups; `trc matrix`: profiles × SACK modes; `trc diff`: scenarios).
+//! SACK modes × property groups; `trc matrix`: profiles × SACK modes; `trc diff` and `trc
+//! kernel check`: scenarios).
 //! Unit `k` belongs to shard `k mod N + 1`, so the N shards do each unit exactly once whatever
 //! N is. A shard prints `{"trc_shard": {command, index, count, units}, "args": ..., "units":
 //! [...]}`; `args` is everything the merge needs to know about the run (the profile, the
@@ -58,6 +59,11 @@ pub fn print_shard(command: &str, shard: Shard, units: usize, args: Value, done:
 
 /// [`print_shard`] with an extra `report` (the diff's own report of the shard's scenarios).
 pub fn print_shard_with(command: &str, shard: Shard, units: usize, args: Value, done: Vec<Value>, report: Option<Value>) {
+    println!("{}", serde_json::to_string_pretty(&shard_json(command, shard, units, args, done, report)).unwrap());
+}
+
+/// A shard's JSON: the header, the run's arguments, its units and an optional `report`.
+pub fn shard_json(command: &str, shard: Shard, units: usize, args: Value, done: Vec<Value>, report: Option<Value>) -> Value {
     let mut v = serde_json::json!({
         "trc_shard": {"version": 1, "command": command, "index": shard.index, "count": shard.count, "units": units},
         "args": args,
@@ -66,12 +72,12 @@ pub fn print_shard_with(command: &str, shard: Shard, units: usize, args: Value, 
     if let Some(r) = report {
         v["report"] = r;
     }
-    println!("{}", serde_json::to_string_pretty(&v).unwrap());
+    v
 }
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
-    /// The shards' JSON outputs (`trc check|matrix|diff --shard I/N`), every shard once, in
+    /// The shards' JSON outputs (`trc check|matrix|diff|kernel check --shard I/N`), every shard once, in
     /// any order.
     #[arg(required = true, value_name = "FILE.json")]
     pub files: Vec<PathBuf>,
@@ -109,7 +115,7 @@ fn load(files: &[PathBuf]) -> Result<Vec<ShardFile>, String> {
     let first = &shards[0];
     for s in &shards[1..] {
         if s.command != first.command {
-            return Err(format!("{} is a shard of `trc {}`, {} of `trc {}`", s.name, s.command, first.name, first.command));
+            return Err(format!("{} is a shard of `trc {}`, {} of `trc {}`", s.name, s.command.replace('-', " "), first.name, first.command.replace('-', " ")));
         }
         if s.count != first.count {
             return Err(format!("{} is shard {}/{}, {} is {}/{}: every shard must come from the same split", s.name, s.index, s.count, first.name, first.index, first.count));
@@ -165,6 +171,7 @@ pub fn run_merge(a: MergeArgs) -> i32 {
         "check" => merge_check(&shards, a.json),
         "matrix" => merge_matrix(&shards, a.json),
         "diff" => merge_diff(&shards, a.json),
+        "kernel-check" => merge_kernel_check(&shards, a.json),
         other => Err(format!("{}: shards of `trc {other}` cannot be merged", shards[0].name)),
     };
     r.unwrap_or_else(|e| usage_error(&e))
@@ -402,4 +409,43 @@ fn merge_diff(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     rep.results = results.into_iter().map(|(_, r)| r).collect();
     let bar = args["bar"].as_f64().ok_or("diff shard args without bar")?;
     Ok(crate::diff::finish(&rep, bar, json))
+}
+
+/// `trc kernel check` shards: the scenarios' results in suite order, summarised as the one run
+/// summarises them (the summary is a function of the case results alone). Shards that ran
+/// scenarios must have run them on the same kernel.
+fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
+    let args = &shards[0].v["args"];
+    let mut kernel: Option<(&str, &str)> = None;
+    let mut seconds = 0.0;
+    for s in shards {
+        seconds += s.v["report"]["seconds"].as_f64().unwrap_or(0.0);
+        let Some(k) = s.v["report"]["kernel"].as_str() else { continue };
+        match kernel {
+            None => kernel = Some((k, &s.name)),
+            Some((k0, n0)) if k0 != k => return Err(format!("{} ran on {k}, {n0} on {k0}: the shards of one check run on one kernel", s.name)),
+            _ => {}
+        }
+    }
+    let ids: Vec<String> = args["properties"].as_array().ok_or("kernel-check shard args without properties")?.iter().filter_map(|x| x.as_str().map(String::from)).collect();
+    let mons = trc_diff::kcheck::monitor::select(&ids)?;
+    let names = args["scenarios"].as_array().ok_or("kernel-check shard args without scenarios")?;
+    let mut results = Vec::new();
+    for u in units_in_order(shards) {
+        let k = u["unit"].as_u64().unwrap_or(0) as usize;
+        let r: trc_diff::kcheck::CaseResult = serde_json::from_value(u["result"].clone()).map_err(|e| format!("scenario {k}: its result: {e}"))?;
+        if names.get(k).and_then(|n| n.as_str()) != Some(r.name.as_str()) {
+            return Err(format!("unit {k} is scenario {} but the suite's scenario {k} is {}", r.name, names.get(k).unwrap_or(&Value::Null)));
+        }
+        results.push(r);
+    }
+    let rep = trc_diff::kcheck::summarise(
+        args["suite"].as_str().unwrap_or("").to_string(),
+        kernel.map_or(String::new(), |(k, _)| k.to_string()),
+        args["profile"].as_str().unwrap_or("").to_string(),
+        results,
+        &mons,
+    );
+    crate::kernel::print_check_report(&rep, json, seconds);
+    Ok(rep.exit_code())
 }

@@ -292,3 +292,98 @@ fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
     assert!(dom.contains("id=\"step-label\">step 3 / 8<"));
     assert_eq!(dom.matches("class=\"pic-col cur\" data-pstep=\"3\"").count(), 2);
 }
+
+/// Why the kernel cannot run here, if it cannot (the same tests as `trc_kernel::skip_reason`).
+fn kernel_skip() -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    if std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun").is_err() {
+        return Some("/dev/net/tun cannot be opened".into());
+    }
+    None
+}
+
+/// `trc kernel run --plot`: the seed bug's exported script (regressions/I1-linux-6.15-nosack)
+/// on the running kernel, drawn from the run's trace by the counterexample page's renderer,
+/// and F1's script, which the kernels here undo on (I1 violated from the kernel's behaviour).
+/// Needs root, /dev/net/tun and Chromium; run it under the host-kernel lock.
+#[test]
+fn kernel_run_plot_draws_the_trace() {
+    let why = kernel_skip().or_else(|| find_chromium().is_none().then(|| "chromium not found (apt-get install -y chromium, or set TRC_CHROMIUM)".to_string()));
+    if let Some(why) = why {
+        if std::env::var_os("CI").is_some() && find_chromium().is_none() {
+            panic!("CI is set but chromium is not installed (.ci/run installs Debian's `chromium`)");
+        }
+        eprintln!("SKIPPED kernel_run_plot_draws_the_trace: {why}");
+        return;
+    }
+    let chromium = find_chromium().unwrap();
+    let dir = tmpdir("kernel-plot");
+    let page = dir.join("seed.html");
+    let (code, out, err) = trc(&["kernel", "run", "counterexamples/regressions/I1-linux-6.15-nosack.pkt", "--plot", page.to_str().unwrap()]);
+    // The script's asserts are linux-6.15's prediction: a kernel with d0fa59897e04 fails the last ones.
+    assert!(code == 0 || code == 1, "exit {code}\n{out}\n{err}");
+    assert!(err.contains("pictures in"), "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for bad in ["<link", "<script src", "src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(bad), "page references an external resource: {bad}");
+    }
+    let profile = dir.join("chromium-profile");
+    let shot = dir.join("seed-bug-kernel-run.png");
+    screenshot(&chromium, &format!("file://{}", page.display()), &profile, &shot);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "screenshot {}", shot.display());
+    eprintln!("screenshot of the seed bug's kernel run: {}", shot.display());
+    let dom = dump_dom(&chromium, &format!("file://{}", page.display()), &profile);
+    assert!(dom.contains("data-ready=\"1\""), "the page's script did not finish");
+    // The run: the write's flight of 5 (seg 1 dropped by the script), the RTO and its
+    // retransmission of seg 1, four dupacks, the ACK of 5001 with seg 6 in answer, the ACK of
+    // 6001: 8 columns (the model has a 9th, the drop, which a kernel run does not see apart).
+    assert_eq!(count_class(&dom, "tsd-tx"), 6, "6 originals");
+    assert_eq!(count_class(&dom, "tsd-tx rtx"), 1);
+    assert!(dom.contains("class=\"tsd-tx rtx\" data-pstep=\"1\" data-seg=\"1:1001\""), "retransmission of seg 1 at the RTO");
+    assert!(dom.contains("class=\"tsd-drop\" data-pstep=\"0\" data-seg=\"1:1001\""), "the declared drop of seg 1");
+    assert_eq!(count_class(&dom, "tsd-drop"), 1);
+    assert!(dom.contains("class=\"tsd-timer\" data-pstep=\"1\" data-kind=\"rto\""), "RTO");
+    assert_eq!(count_class(&dom, "tsd-timer"), 1);
+    assert_eq!(count_class(&dom, "tsd-ack"), 6);
+    assert!(dom.contains("class=\"tsd-ack\" data-pstep=\"6\" data-ack=\"5001\""));
+    assert!(dom.contains("class=\"tsd-tx\" data-pstep=\"6\" data-seg=\"5001:6001\""), "seg 6 answers the ACK of 5001");
+    assert_eq!(count_class(&dom, "tl-cwnd"), 8);
+    assert_eq!(count_class(&dom, "tl-ca"), 8);
+    assert_eq!(dom.matches("class=\"pic-col").count(), 16, "8 columns in each picture");
+    assert!(dom.contains("class=\"tl-cwnd\" data-pstep=\"0\" data-value=\"5\"") && dom.contains("class=\"tl-cwnd\" data-pstep=\"1\" data-value=\"1\""), "cwnd 5, then 1 at the RTO");
+    assert!(dom.contains("class=\"tl-ca\" data-pstep=\"1\" data-state=\"Loss\""));
+    assert_eq!(dom.matches("<tr data-step=").count(), 8, "a table row per step");
+    // A click on the timeline's point of step 3 selects row 3 and shades its columns.
+    let click = dir.join("click.html");
+    let clicker = "<script>document.querySelector('#timeline .tl-cwnd[data-pstep=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>";
+    std::fs::write(&click, html.replacen("</body>", clicker, 1)).unwrap();
+    let dom = dump_dom(&chromium, &format!("file://{}", click.display()), &profile);
+    assert!(dom.contains("<tr data-step=\"3\" class=\"cur\">"), "the click selected step 3");
+    assert_eq!(dom.matches("class=\"pic-col cur\" data-pstep=\"3\"").count(), 2);
+
+    // F1 (findings/i1-eifel-undo-after-real-loss): the kernel undoes after a real loss, and the
+    // kernel check's I1 monitor marks that step.
+    let page = dir.join("f1.html");
+    let (code, out, err) = trc(&["kernel", "run", "counterexamples/findings/i1-eifel-undo-after-real-loss.pkt", "--plot", page.to_str().unwrap()]);
+    assert!(code == 0 || code == 1, "exit {code}\n{out}\n{err}");
+    let dom = dump_dom(&chromium, &format!("file://{}", page.display()), &profile);
+    assert_eq!(count_class(&dom, "tsd-undo"), 1, "one undo (TCPLossUndo)");
+    let undo_step = dom.split("class=\"tsd-undo\" data-pstep=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    assert!(dom.contains(&format!("class=\"pic-viol\" data-pstep=\"{undo_step}\"")), "I1 marked at the undo (step {undo_step})");
+    assert!(dom.contains("✗ I1"));
+    assert!(count_class(&dom, "tsd-tx rtx") >= 2 && count_class(&dom, "tsd-timer") >= 1, "fast retransmits and the RTO");
+    shot_of(&chromium, &page, &profile, &dir.join("f1-kernel-run.png"));
+
+    // Usage: several scripts without --kernel is refused before anything runs.
+    let (code, _, err) = trc(&["kernel", "run", "counterexamples/kernel/tlp.pkt", "counterexamples/kernel/fr-sack.pkt", "--plot", dir.join("x").to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("several scripts need --kernel"), "{err}");
+}
+
+fn shot_of(chromium: &Path, page: &Path, profile: &Path, file: &Path) {
+    screenshot(chromium, &format!("file://{}", page.display()), profile, file);
+    eprintln!("screenshot: {}", file.display());
+}

@@ -155,3 +155,131 @@ fn small_suite_in_a_vm() {
     let kd = v["kernel"].as_str().unwrap();
     assert!(kd.contains("(VM, tcg-icount)") || kd.contains("(VM, kvm)"), "the accelerator is named: {kd}");
 }
+
+/// Whether a scenario of a kernel check's report failed a line by a timing error (a packet 4 ms
+/// late on a loaded machine: two runs of one scenario can differ there).
+fn timing_flake(v: &serde_json::Value) -> bool {
+    v["cases"].as_array().unwrap().iter().any(|c| c["kernel"].as_str().unwrap_or("").contains("timing error"))
+}
+
+/// Two reports without what a timing flake changes: the kernel verdict line and the first
+/// divergence of a scenario that failed a line by a timing error in either run (its property
+/// verdicts stay).
+fn untimed(x: &serde_json::Value, y: &serde_json::Value) -> (serde_json::Value, serde_json::Value) {
+    let (mut x, mut y) = (x.clone(), y.clone());
+    let flaked = |c: &serde_json::Value| c["kernel"].as_str().unwrap_or("").contains("timing error") || c["divergence"]["timing"] == true;
+    let n = x["cases"].as_array().unwrap().len().min(y["cases"].as_array().unwrap().len());
+    for i in 0..n {
+        if flaked(&x["cases"][i]) || flaked(&y["cases"][i]) {
+            for v in [&mut x, &mut y] {
+                v["cases"][i]["kernel"] = "(timing)".into();
+                v["cases"][i]["divergence"] = serde_json::Value::Null;
+            }
+        }
+    }
+    (x, y)
+}
+
+/// `--shard I/N` and `trc merge`: for N = 1..3 the small corpus's shards merge to the single
+/// run's JSON, text (apart from the `total:` timing line) and exit code (a scenario that failed
+/// a line by a timing error in one of the runs is compared without that line); the merge refuses a
+/// missing, duplicated, mixed or foreign shard (exit 2).
+#[test]
+fn shards_merge_to_the_single_run() {
+    if let Some(why) = kernel_skip() {
+        eprintln!("SKIPPED shards_merge_to_the_single_run: {why}");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let corpus = small_corpus("kcheck-shards");
+    let dir = scratch("kcheck-shard-files");
+    let base = ["kernel", "check", "--suite", "corpus", "--corpus", corpus.to_str().unwrap()];
+    let with = |extra: &[&str]| -> Vec<String> { base.iter().chain(extra).map(|s| s.to_string()).collect() };
+    let run = |a: &[String]| trc(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let (code, single, err) = run(&with(&["--json"]));
+    assert_small_suite(code, &single, &err);
+    let single: serde_json::Value = serde_json::from_str(&single).unwrap();
+    let (_, single_text, _) = run(&with(&[]));
+    let no_total = |s: &str| s.lines().filter(|l| !l.starts_with("total: ")).collect::<Vec<_>>().join("\n");
+    let shard_file = |i: usize, n: usize, extra: &[&str]| -> String {
+        let spec = format!("{i}/{n}");
+        let mut a = with(extra);
+        a.extend(["--shard".to_string(), spec.clone()]);
+        let (c, out, err) = run(&a);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("shard {spec}: {e}: {out}\n{err}"));
+        assert_eq!(v["trc_shard"]["command"], "kernel-check");
+        assert_eq!(v["trc_shard"]["units"], 3);
+        // A shard's exit code is its own scenarios' verdict: 1 with a finding, 3 for an empty
+        // shard (it decided nothing), 0 for the plain fast retransmit alone.
+        let units = v["units"].as_array().unwrap();
+        let owns_a_finding = units.iter().any(|u| u["scenario"] != "kernel/fr-sack.pkt");
+        assert_eq!(c, if owns_a_finding { 1 } else if units.is_empty() { 3 } else { 0 }, "shard {spec}: {out}\n{err}");
+        let f = dir.join(format!("{i}-of-{n}{}.json", extra.join("")));
+        std::fs::write(&f, out).unwrap();
+        f.display().to_string()
+    };
+    let mut files_of_2 = Vec::new();
+    for n in 1..=3 {
+        let mut files: Vec<String> = (1..=n).map(|i| shard_file(i, n, &[])).collect();
+        files.reverse();
+        let mut m = vec!["merge", "--json"];
+        m.extend(files.iter().map(String::as_str));
+        let (mc, merged, err) = trc(&m);
+        let merged: serde_json::Value = serde_json::from_str(&merged).unwrap_or_else(|e| panic!("N = {n}: {e}: {merged}\n{err}"));
+        let timing = timing_flake(&merged) || timing_flake(&single);
+        let (um, us) = untimed(&merged, &single);
+        assert_eq!(um, us, "N = {n}");
+        if !timing {
+            assert_eq!(merged, single, "N = {n}");
+        }
+        assert_eq!(mc, code, "N = {n}");
+        let mut m = vec!["merge"];
+        m.extend(files.iter().map(String::as_str));
+        let (mc, text, _) = trc(&m);
+        if !timing && !text.contains("timing error") && !single_text.contains("timing error") {
+            assert_eq!(no_total(&text), no_total(&single_text), "N = {n}");
+        } else {
+            // A timing flake in one of the runs: the per-property summary still agrees.
+            let summary = |s: &str| s.lines().filter(|l| !l.contains(": kernel ") && !l.contains("behave differently") && !l.starts_with("total: ")).map(String::from).collect::<Vec<_>>();
+            assert_eq!(summary(&text), summary(&single_text), "N = {n}");
+        }
+        assert!(text.lines().any(|l| l.starts_with("total: ")), "{text}");
+        assert_eq!(mc, code);
+        if n == 2 {
+            files_of_2 = files;
+        }
+    }
+    // Four shards of three scenarios: one is empty, and the merge is still the one run's.
+    let files: Vec<String> = (1..=4).map(|i| shard_file(i, 4, &[])).collect();
+    let mut m = vec!["merge", "--json"];
+    m.extend(files.iter().map(String::as_str));
+    let (_, merged, _) = trc(&m);
+    let (um, us) = untimed(&serde_json::from_str::<serde_json::Value>(&merged).unwrap(), &single);
+    assert_eq!(um, us);
+    // Refusals: a missing shard, a shard twice, a shard of another command, of another run.
+    let (a, b) = (&files_of_2[1], &files_of_2[0]);
+    let (c, _, e) = trc(&["merge", a]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("missing shard 2/2"), "{e}");
+    let (c, _, e) = trc(&["merge", a, a, b]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("given twice"), "{e}");
+    let (_, matrix, _) = trc(&["matrix", "--segments", "3", "--profile", "linux-6.18", "--shard", "2/2"]);
+    let mf = dir.join("matrix-2-of-2.json");
+    std::fs::write(&mf, matrix).unwrap();
+    let (c, _, e) = trc(&["merge", a, mf.to_str().unwrap()]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("trc kernel check") && e.contains("trc matrix"), "{e}");
+    let foreign = shard_file(2, 2, &["--properties", "I1,I2"]);
+    let (c, _, e) = trc(&["merge", a, &foreign]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("different runs"), "{e}");
+    // Shards from two kernels: the same split, but one shard's kernel is another's.
+    let mut other: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
+    other["report"]["kernel"] = "0.0.0-other (running kernel)".into();
+    let of = dir.join("other-kernel.json");
+    std::fs::write(&of, other.to_string()).unwrap();
+    let (c, _, e) = trc(&["merge", a, of.to_str().unwrap()]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("on one kernel"), "{e}");
+}

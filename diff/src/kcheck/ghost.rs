@@ -16,13 +16,13 @@
 //!   *unknown*, and a monitor that needs it says "undecided", never "holds".
 
 use super::observe::{covers, dsacks, ts_at_or_after, KTrace};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use trc_model::seq::{after, before};
 
 /// The marker of an exported script's header.
 const EXPORT_SIGNATURE: &str = "// model segment k = bytes";
 
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum GhostSource {
     /// From the exporter's step comments (the model's ghost).

@@ -22,7 +22,7 @@ pub use monitor::{monitors, Monitor, Outcome};
 pub use observe::KTrace;
 
 use crate::generate::{generate, GenOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trc_kernel::RunReport;
@@ -200,7 +200,7 @@ pub fn run_host(cases: &[Case], opts: &trc_kernel::RunOptions, log: &mut dyn FnM
 }
 
 /// The first line where the kernel run and the profile's replay differ.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Divergence {
     pub line: u32,
     pub text: String,
@@ -260,8 +260,9 @@ pub fn first_divergence(kernel: &[LineResult], profile: &[LineResult]) -> Option
     None
 }
 
-/// One scenario's result.
-#[derive(Clone, Debug, Serialize)]
+/// One scenario's result (also what a `--shard` output carries per scenario, read back by
+/// `trc merge`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
     pub name: String,
     pub origin: String,
@@ -368,8 +369,21 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
 /// The whole report from the cases and their runs (`runs[i]` for `cases[i]`; missing ones count
 /// as not run).
 pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor]) -> CheckReport {
+    summarise(suite.name(), kernel, profile.name.clone(), evaluate_all(cases, runs, mons, profile), mons)
+}
+
+/// Every case judged ([`evaluate`]); a case without a run (`runs` cut short by an interrupt)
+/// counts as not run.
+pub fn evaluate_all(cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor], profile: &Profile) -> Vec<CaseResult> {
     let missing: Result<RunReport, String> = Err("no result (interrupted)".into());
-    let results: Vec<CaseResult> = cases.iter().enumerate().map(|(i, c)| evaluate(c, runs.get(i).unwrap_or(&missing), mons, profile)).collect();
+    cases.iter().enumerate().map(|(i, c)| evaluate(c, runs.get(i).unwrap_or(&missing), mons, profile)).collect()
+}
+
+/// The report from the judged cases, in suite order: per property, the scenarios that decided
+/// it, those that violate it and the shortest violating one (the fewest inbound segments, the
+/// earliest at equal size). A function of the case results alone, so `trc merge` builds the
+/// one run's report from the shards' case results.
+pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<CaseResult>, mons: &[Monitor]) -> CheckReport {
     let mut props = Vec::new();
     for m in mons {
         let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None, shortest_path: None };
@@ -394,7 +408,7 @@ pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], 
         props.push(s);
     }
     let not_run = results.iter().filter(|r| !r.kernel_ran).count();
-    CheckReport { suite: suite.name(), kernel, profile: profile.name.clone(), cases: results, properties: props, not_run }
+    CheckReport { suite, kernel, profile, cases: results, properties: props, not_run }
 }
 
 impl CheckReport {

@@ -5,7 +5,7 @@
 
 use super::ghost::{Fate, Ghost};
 use super::observe::{KTrace, CA_CWR, CA_DISORDER, CA_LOSS, CA_OPEN, CA_RECOVERY, INFINITE_SSTHRESH};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use trc_model::seq::{after, before};
 
 /// The MIB counters an undo increments (`tcp_try_undo_recovery`, `_dsack`, `_loss`, `_partial`;
@@ -13,7 +13,7 @@ use trc_model::seq::{after, before};
 pub const UNDO_COUNTERS: &[&str] = &["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPLossUndo"];
 
 /// A monitor's verdict on one run.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
 pub enum Outcome {
     Holds,

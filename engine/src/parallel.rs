@@ -663,6 +663,12 @@ impl<S: Send + Sync> Frontier<S> {
                 *p = StatePtr(o.store.get(k as usize));
             }
         }
+        if pool.spill().is_some() {
+            // Every state the wave reads is in memory (a cheap scan; a null here would be a
+            // store whose spilled blocks were not counted).
+            let from = self.start.get(first).copied().unwrap_or(end).min(end);
+            assert!(self.ptrs[from..end.min(self.ptrs.len())].iter().all(|p| !p.0.is_null()), "frontier state not read back from the spill file");
+        }
         true
     }
 

@@ -119,14 +119,14 @@ impl<S> Blocks<S> {
 
     /// Appends a block to `blocks` (whose last block, if any, is full and in memory): a free
     /// one; else, when spilling and the cap is reached, the last block itself once it is written
-    /// to the spill file; else a new one.
-    fn next_block(&self, blocks: &mut Vec<Block<S>>) {
+    /// to the spill file; else a new one. Returns whether it wrote the last block.
+    fn next_block(&self, blocks: &mut Vec<Block<S>>) -> bool {
         let spill = {
             let mut p = self.pool.lock().unwrap();
             if let Some(b) = p.free.pop() {
                 drop(p);
                 blocks.push(Block::Mem(b));
-                return;
+                return false;
             }
             let own = matches!(blocks.last(), Some(Block::Mem(_)));
             match &self.spill {
@@ -136,7 +136,7 @@ impl<S> Blocks<S> {
                     p.peak = p.peak.max(p.allocated);
                     drop(p);
                     blocks.push(Block::Mem(new_block()));
-                    return;
+                    return false;
                 }
             }
         };
@@ -146,11 +146,13 @@ impl<S> Blocks<S> {
             Some(off) => {
                 blocks.push(Block::Disk { off, len });
                 blocks.push(Block::Mem(b));
+                true
             }
             None => {
                 // The write failed (recorded): keep the block in memory; the level stops.
                 blocks.push(Block::Mem(b));
                 blocks.push(Block::Mem(self.take()));
+                false
             }
         }
     }
@@ -245,9 +247,7 @@ impl<S> ChunkStore<S> {
     pub(crate) unsafe fn push_from(&mut self, blocks: &Blocks<S>, src: &MaybeUninit<S>, noop: bool) {
         let per = per_block::<S>();
         if self.len % per == 0 && self.len / per == self.blocks.len() {
-            let before = self.blocks.len();
-            blocks.next_block(&mut self.blocks);
-            if self.blocks.len() > before + 1 {
+            if blocks.next_block(&mut self.blocks) {
                 // The last full block went to the spill file and is being reused.
                 self.disk += 1;
             }

@@ -135,6 +135,9 @@ pub fn run_bench(a: BenchArgs) -> i32 {
     }
     let n = cases(a.quick).len();
     println!("trc bench: linux-6.18, properties I5+I14 (hold), {} threads, each run in its own process", a.threads);
+    for line in machine_facts() {
+        println!("machine: {line}");
+    }
     println!(
         "{:<20} {:>9} {:>10} {:>8} {:>11} {:>8} {:>8} | {:>8} {:>11} {:>8} {:>6} | {:>6}",
         "case", "states", "transit.", "ours s", "ours st/s", "ours MB", "B/state", "sr s", "sr st/s", "sr MB", "same?", "ratio"
@@ -192,4 +195,60 @@ pub fn run_bench(a: BenchArgs) -> i32 {
     }
     println!("\nratio = stateright seconds / ours seconds; MB = peak RSS of the run's process; B/state = our visited set (fingerprint table + parent links) per state.");
     0
+}
+
+/// The facts about this machine that move the figures (docs/performance.md): CPU model, cores
+/// and hardware threads, transparent huge pages, page size, kernel release, whether hardware
+/// performance counters can be opened (VMs often have none), and the load when the bench starts.
+pub fn machine_facts() -> Vec<String> {
+    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".to_string());
+    let cpuinfo = read("/proc/cpuinfo");
+    let field = |name: &str| {
+        cpuinfo.lines().find(|l| l.split(':').next().is_some_and(|k| k.trim() == name)).and_then(|l| l.split_once(':')).map_or("?".to_string(), |(_, v)| v.trim().to_string())
+    };
+    let logical = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
+    let per_core = read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
+    let per_core = per_core.split(',').map(|r| r.split_once('-').map_or(1, |(a, b)| b.parse::<usize>().unwrap_or(0).saturating_sub(a.parse().unwrap_or(0)) + 1)).sum::<usize>();
+    let usable = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let thp = |p: &str| {
+        let s = read(p);
+        s.split_whitespace().find(|w| w.starts_with('[')).map_or(s.clone(), |w| w.trim_matches(['[', ']']).to_string())
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    vec![
+        format!("cpu {} ({} logical CPUs, {} hardware thread(s) per core, {} usable by this process)", field("model name"), logical, per_core, usable),
+        format!(
+            "kernel {}, page size {} B, transparent huge pages {} (defrag {}), load average {}",
+            read("/proc/sys/kernel/osrelease"),
+            page,
+            thp("/sys/kernel/mm/transparent_hugepage/enabled"),
+            thp("/sys/kernel/mm/transparent_hugepage/defrag"),
+            read("/proc/loadavg").split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        ),
+        format!("hardware performance counters: {}", hw_counters()),
+    ]
+}
+
+/// Whether a hardware cycle counter can be opened for this process (`perf_event_open` of
+/// `PERF_COUNT_HW_CPU_CYCLES`, user space only).
+fn hw_counters() -> String {
+    // struct perf_event_attr, first version (64 bytes): type, size, config, ..., flags at 40.
+    let mut attr = [0u64; 8];
+    attr[0] = 64u64 << 32; // type PERF_TYPE_HARDWARE (0), size 64 (little-endian u32 pair)
+    attr[1] = 0; // PERF_COUNT_HW_CPU_CYCLES
+    attr[5] = 1 | 1 << 5 | 1 << 6; // disabled, exclude_kernel, exclude_hv
+    // SAFETY: the syscall reads a perf_event_attr of the size it names; the fd is closed.
+    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0 as libc::pid_t, -1 as libc::c_int, -1 as libc::c_int, 0 as libc::c_ulong) };
+    if fd >= 0 {
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(fd as libc::c_int) };
+        return "available (cycles can be counted)".to_string();
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => format!("not available ({e}; software events only)"),
+        Some(libc::EACCES) | Some(libc::EPERM) => format!("not permitted ({e}; kernel.perf_event_paranoid = {})", std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default().trim()),
+        _ => format!("not available ({e})"),
+    }
 }

@@ -25,9 +25,16 @@ pub struct CheckArgs {
     /// Stop at the end of the BFS level where the first violation is found.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Stop cleanly (with partial statistics) when the explored states would need more memory.
+    /// Memory budget. The states of the BFS frontier that do not fit are written to a
+    /// temporary file in a private directory $TMPDIR/trc-spill-<pid>-... ($TMPDIR: default
+    /// /tmp), unlinked as soon as it is opened (no file is left behind, even if trc is killed).
+    /// When the visited set, parent links and claim table (≈ 25-40 bytes per state) would not
+    /// fit, the check stops cleanly with partial statistics (exit 3 if nothing was violated).
     #[arg(long, value_name = "MiB")]
     pub max_memory: Option<u64>,
+    /// With --max-memory: do not spill the frontier to disk; stop when it would not fit.
+    #[arg(long, requires = "max_memory")]
+    pub no_spill: bool,
     /// Explore at most this many events deep (bounded depth).
     #[arg(long)]
     pub max_depth: Option<usize>,
@@ -340,6 +347,7 @@ pub fn run_check(a: CheckArgs) -> i32 {
         fail_fast: a.fail_fast,
         max_memory_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
         max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
+        spill_dir: (a.max_memory.is_some() && !a.no_spill).then(std::env::temp_dir),
         ..Options::default()
     };
     let several = configs.len() > 1;

@@ -217,10 +217,18 @@ fn stop_note(v: &Value) -> String {
         "FailFast" => "--fail-fast: a property was violated (its BFS level was finished, so the counterexample is still a shortest one)".to_string(),
         "MaxDepth" => format!("--max-depth {} reached with unexplored successors", v["max_depth"]),
         "MaxStates" => "the state limit was reached".to_string(),
-        _ => format!(
-            "--max-memory: exploring the next level would exceed the budget (estimated peak {:.1} MiB so far)",
-            v["peak_memory_bytes"].as_u64().unwrap_or(0) as f64 / (1 << 20) as f64
-        ),
+        _ => match v["spill"]["error"].as_str() {
+            Some(e) if v["spill"]["dir"].as_str().is_some_and(|d| !d.is_empty()) => format!("--max-memory: the frontier's spill file failed: {e}"),
+            _ => format!(
+                "--max-memory: exploring the next level would exceed the budget (estimated peak {:.1} MiB so far){}",
+                v["peak_memory_bytes"].as_u64().unwrap_or(0) as f64 / (1 << 20) as f64,
+                match v["spill"]["error"].as_str() {
+                    Some(e) => format!(", and no spill file: {e}"),
+                    None if v["spill"].is_object() => " even with the frontier spilled to disk (the visited set stays in memory)".to_string(),
+                    None => String::new(),
+                }
+            ),
+        },
     };
     format!("\nstopped early ({reason}): {why}; \"holds\" below covers only the states explored")
 }
@@ -244,6 +252,15 @@ pub fn print_summary(v: &Value) {
         states as f64 / secs.max(1e-9),
         stop_note(v)
     );
+    if let Some(w) = v["spill"]["bytes_written"].as_u64().filter(|&w| w > 0) {
+        println!(
+            "frontier spilled to a temporary file in {}: {:.1} GiB written, {:.1} GiB read back; state blocks in memory at most {:.1} GiB",
+            v["spill"]["dir"].as_str().unwrap_or("?"),
+            w as f64 / (1u64 << 30) as f64,
+            v["spill"]["bytes_read"].as_u64().unwrap_or(0) as f64 / (1u64 << 30) as f64,
+            v["spill"]["peak_block_bytes"].as_u64().unwrap_or(0) as f64 / (1u64 << 30) as f64
+        );
+    }
     let props = v["properties"].as_array().cloned().unwrap_or_default();
     for r in &props {
         let verdict = match (r["verdict"].as_str(), r["accepted"].as_str()) {
@@ -331,6 +348,7 @@ pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResu
         "incomplete": incomplete(report),
         "stop_reason": format!("{:?}", report.stop_reason),
         "peak_memory_bytes": report.peak_memory_bytes,
+        "spill": report.spill,
         "properties": props,
         "coverage": coverage,
     })

@@ -48,7 +48,7 @@ fn fail_fast_stops_early_with_the_same_shortest_counterexample() {
 
 #[test]
 fn max_memory_stops_cleanly_with_partial_statistics() {
-    let (code, r) = json(&["check", "--sack", "--property", "I5", "--max-memory", "30", "--threads", "2"]);
+    let (code, r) = json(&["check", "--sack", "--property", "I5", "--max-memory", "30", "--threads", "2", "--no-spill"]);
     assert_eq!(code, 3, "no violation among the explored states, but not a pass: incomplete");
     assert_eq!(r["stop_reason"], "MemoryBudget");
     assert_eq!(r["complete"], false);
@@ -56,7 +56,7 @@ fn max_memory_stops_cleanly_with_partial_statistics() {
     let states = r["unique_states"].as_u64().unwrap();
     assert!(states > 1000, "partial statistics: {states} states");
     assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 30 << 20);
-    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "30"]);
+    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "30", "--no-spill"]);
     assert_eq!(code, 3);
     assert!(text.contains("stopped early (MemoryBudget): --max-memory"), "{text}");
     assert!(text.contains("INCOMPLETE: stopped early (MemoryBudget)"), "{text}");
@@ -130,4 +130,35 @@ fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
     let (code, _, err) = trc(&["bench", "--quick", "--repeat", "0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--repeat"), "{err}");
+}
+
+/// `--max-memory` spills the frontier to a temporary file instead of stopping: a budget below
+/// what the default SACK check holds in memory (≈ 290 MiB estimated) completes with the same
+/// states, transitions, depth, verdicts and counterexamples as the run without a budget, for 1
+/// and 2 threads, and reports what it wrote; with all properties (counterexamples) too.
+#[test]
+fn max_memory_spills_the_frontier_and_completes_with_the_same_result() {
+    for base in [&["check", "--sack", "--property", "I5"][..], &["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1"][..]] {
+        let (code0, full) = json(&[base, &["--threads", "2"][..]].concat());
+        for t in ["1", "2"] {
+            let (code, r) = json(&[base, &["--threads", t, "--max-memory", "100"][..]].concat());
+            assert_eq!(code, code0, "{base:?} {t} threads");
+            assert_eq!(r["stop_reason"], "Complete");
+            for k in ["unique_states", "transitions", "max_depth", "result"] {
+                assert_eq!(r[k], full[k], "{base:?} {t} threads: {k}");
+            }
+            assert_eq!(r["properties"], full["properties"], "{base:?} {t} threads");
+            if base.contains(&"--sack") {
+                assert!(r["spill"]["bytes_written"].as_u64().unwrap() > 0, "{}", r["spill"]);
+                assert!(r["spill"]["dir"].as_str().unwrap().contains("trc-spill-"), "{}", r["spill"]);
+                assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 100 << 20);
+            }
+            assert!(r["spill"]["error"].is_null(), "{}", r["spill"]);
+        }
+    }
+    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "100"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("frontier spilled to a temporary file in "), "{text}");
+    let (code, _, err) = trc(&["check", "--no-spill"]);
+    assert_eq!(code, 2, "--no-spill needs --max-memory: {err}");
 }

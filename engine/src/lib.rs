@@ -148,6 +148,33 @@ pub struct Options {
     /// depends on the allocator and the process, not only on the model. `trc check
     /// --max-memory` sets both limits.
     pub max_rss_bytes: Option<u64>,
+    /// With `max_memory_bytes`: instead of stopping when the states of the frontier and of the
+    /// level being built would not fit in the budget, write them to a spill file created in a
+    /// private directory `trc-spill-<pid>-<n>-<ns>` (mode 0700) under this directory (e.g.
+    /// `std::env::temp_dir()`, i.e. `$TMPDIR` or `/tmp`); the file and the directory are unlinked
+    /// right after the file is opened, so nothing is left behind however the process ends. The
+    /// visited set, the parent links and the claim table stay in memory: the check still stops
+    /// with [`StopReason::MemoryBudget`] if those would not fit. The report is the same as
+    /// without spilling (apart from `elapsed`, `peak_memory_bytes` and [`Report::spill`]).
+    pub spill_dir: Option<std::path::PathBuf>,
+    /// With `spill_dir`: at most this many 64 KiB state blocks in memory (by default the
+    /// engine derives the cap from the budget, level by level). For tests and tuning.
+    pub spill_max_blocks: Option<usize>,
+}
+
+/// What the spill file did in a check with [`Options::spill_dir`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SpillReport {
+    /// The private directory the file was created in (removed right away).
+    pub dir: String,
+    /// State bytes written to the file and read back.
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    /// Peak bytes of the state blocks in memory.
+    pub peak_block_bytes: u64,
+    /// The first I/O error (the check then stopped with [`StopReason::MemoryBudget`]), or why
+    /// the file could not be created (the check then stopped at the budget as without spilling).
+    pub error: Option<String>,
 }
 
 /// Why a check stopped.
@@ -246,6 +273,8 @@ pub struct Report<A> {
     pub visited_set_bytes: u64,
     /// The sums of [`Hooks::tally`] (empty without a tally, and for [`check_reference`]).
     pub tally: Vec<u64>,
+    /// With [`Options::spill_dir`] and a budget: what the spill file did.
+    pub spill: Option<SpillReport>,
 }
 
 impl<A> Report<A> {

@@ -9,16 +9,15 @@ use std::hash::Hash;
 use std::mem::MaybeUninit;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
-use crate::store::{stream_fence, ChunkStore, Pool};
+use crate::store::{block_bytes, stream_fence, Blocks, ChunkStore, Spill};
 use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
-    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Path, Progress, Report, StopReason,
+    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Path, Progress, Report, SpillReport, StopReason,
     ACTION_BITS, ACTION_MASK,
 };
 
@@ -207,7 +206,7 @@ struct Ctx<'a, M: Model, F> {
     /// Per property: not hit at an earlier depth (only those are checked).
     active: &'a [bool],
     table: &'a FpTable,
-    pool: &'a Mutex<Pool<M::State>>,
+    pool: &'a Blocks<M::State>,
     mode: Mode,
     /// Candidates allowed by the memory budget in this level.
     cand_limit: Option<u64>,
@@ -221,6 +220,9 @@ struct Ctx<'a, M: Model, F> {
     /// A probed state has an unvisited successor (probing stops).
     probe_found: AtomicBool,
 }
+
+/// The least state blocks a spilling check keeps in memory (4 MiB of 64 KiB blocks).
+const MIN_SPILL_BLOCKS: usize = 64;
 
 /// Candidates a worker counts locally before adding them to [`Ctx::cand_count`].
 const FLUSH: u64 = 1 << 10;
@@ -241,7 +243,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             table,
             pool: &env.pool,
             mode,
-            cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + env.state_bytes)),
+            cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + env.stored_state_bytes())),
             cand_count: AtomicU64::new(0),
             rss_budget: env.opts.max_rss_bytes,
             over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX) || env.opts.max_rss_bytes.is_some_and(|b| crate::rss::over(b, 0))),
@@ -257,7 +259,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         }
         let total = self.cand_count.fetch_add(*pending, Relaxed) + *pending;
         *pending = 0;
-        if self.cand_limit.is_some_and(|l| total > l) || self.rss_budget.is_some_and(|b| crate::rss::over(b, 0)) {
+        if self.cand_limit.is_some_and(|l| total > l) || self.rss_budget.is_some_and(|b| crate::rss::over(b, 0)) || self.pool.spill().is_some_and(Spill::failed) {
             self.over_budget.store(true, Relaxed);
         }
     }
@@ -309,6 +311,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             }
         }
         stream_fence();
+        out.store.finish(self.pool);
         self.flush(&mut pending);
     }
 
@@ -537,6 +540,13 @@ where
     M::Action: Send + Sync + Clone,
     F: Hooks<M>,
 {
+    let (spill, spill_error) = match (&opts.spill_dir, opts.max_memory_bytes) {
+        (Some(dir), Some(_)) => match Spill::create(dir) {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        },
+        _ => (None, None),
+    };
     let env = Env {
         model,
         opts,
@@ -545,7 +555,8 @@ where
         start: Instant::now(),
         props: model.properties(),
         state_bytes: (std::mem::size_of::<M::State>() + opts.state_heap_bytes) as u64,
-        pool: Mutex::new(Pool::new()),
+        pool: Blocks::new(spill),
+        spill_error,
     };
     let mut bfs = Bfs::new(env);
     let stop = loop {
@@ -566,8 +577,31 @@ struct Env<'a, M: Model, F> {
     props: Vec<Property<M>>,
     /// Bytes of one stored state in the memory estimate (its size plus `opts.state_heap_bytes`).
     state_bytes: u64,
-    /// Free store blocks, shared by every store of the check.
-    pool: Mutex<Pool<M::State>>,
+    /// Free store blocks, shared by every store of the check, and the spill file.
+    pool: Blocks<M::State>,
+    /// Why the spill file could not be created.
+    spill_error: Option<String>,
+}
+
+impl<M: Model, F> Env<'_, M, F> {
+    /// Bytes per frontier state or candidate in the memory estimate for its state: none when
+    /// spilling (the blocks in memory are counted as they are instead).
+    fn stored_state_bytes(&self) -> u64 {
+        if self.pool.spill().is_some() {
+            0
+        } else {
+            self.state_bytes
+        }
+    }
+
+    /// The state blocks in memory when spilling (0 otherwise: counted per state).
+    fn block_bytes_now(&self) -> u64 {
+        if self.pool.spill().is_some() {
+            self.pool.resident_bytes().0
+        } else {
+            0
+        }
+    }
 }
 
 /// The level being expanded: its states in canonical order, read in place from the stores of
@@ -581,6 +615,9 @@ struct Frontier<S> {
     start: Vec<usize>,
     /// `stores[..released]` are back in the pool: the expansion has passed their states.
     released: usize,
+    /// `stores[..loaded]` are in memory (their spilled blocks read back): see
+    /// [`Frontier::load_before`].
+    loaded: usize,
 }
 
 impl<S: Send + Sync> Frontier<S> {
@@ -591,14 +628,48 @@ impl<S: Send + Sync> Frontier<S> {
     /// Store release wave: gives back to `pool` the stores whose states all lie before frontier
     /// index `done`, which no later chunk of the expansion reads. The next waves' stores reuse
     /// their blocks, so about one level of states is in memory.
-    fn release_before(&mut self, done: usize, pool: &Mutex<Pool<S>>) {
+    fn release_before(&mut self, done: usize, pool: &Blocks<S>) {
         let n = self.ptrs.len();
         let mut upto = self.released;
         while upto < self.stores.len() && self.start.get(upto + 1).map_or(n, |&e| e) <= done {
             upto += 1;
         }
-        self.stores[self.released..upto].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(pool));
+        release(&mut self.stores[self.released..upto], pool);
         self.released = upto;
+    }
+
+    /// Spill read-back: makes every state before frontier index `end` readable, reading the
+    /// spilled blocks of the stores holding them (in parallel) and setting their frontier
+    /// addresses (null until then). False if a read failed (recorded in the spill).
+    fn load_before(&mut self, end: usize, pool: &Blocks<S>) -> bool {
+        let mut upto = self.loaded;
+        while upto < self.stores.len() && self.start[upto] < end {
+            upto += 1;
+        }
+        let first = self.loaded;
+        let read: Vec<usize> = self.stores[first..upto]
+            .par_iter_mut()
+            .with_max_len(1)
+            .enumerate()
+            .filter_map(|(i, o)| pool.load(&mut o.store).then_some(first + i))
+            .collect();
+        self.loaded = upto;
+        if pool.spill().is_some_and(Spill::failed) {
+            return false;
+        }
+        for i in read {
+            let (o, s) = (&self.stores[i], self.start[i]);
+            for (p, &k) in self.ptrs[s..s + o.winners.len()].iter_mut().zip(&o.winners) {
+                *p = StatePtr(o.store.get(k as usize));
+            }
+        }
+        if pool.spill().is_some() {
+            // Every state the wave reads is in memory (a cheap scan; a null here would be a
+            // store whose spilled blocks were not counted).
+            let from = self.start.get(first).copied().unwrap_or(end).min(end);
+            assert!(self.ptrs[from..end.min(self.ptrs.len())].iter().all(|p| !p.0.is_null()), "frontier state not read back from the spill file");
+        }
+        true
     }
 
     /// Makes the next level the frontier: `ptrs`, the addresses of the winners held by
@@ -611,21 +682,32 @@ impl<S: Send + Sync> Frontier<S> {
         outs: &mut Vec<ChunkOut<S>>,
         nchunks: usize,
         start: Vec<usize>,
-        pool: &Mutex<Pool<S>>,
+        pool: &Blocks<S>,
     ) {
-        self.stores[self.released..].par_iter_mut().with_max_len(1).for_each(|o| o.store.release(pool));
+        release(&mut self.stores[self.released..], pool);
         std::mem::swap(&mut self.stores, outs);
         self.stores.truncate(nchunks);
         self.start = start;
         self.spare = std::mem::replace(&mut self.ptrs, ptrs);
         self.released = 0;
+        self.loaded = 0;
     }
 
     /// At the end of the check: forgets the frontier and gives every store back, the
     /// frontier's and those in `outs`.
-    fn release_all(&mut self, outs: &mut [ChunkOut<S>], pool: &Mutex<Pool<S>>) {
+    fn release_all(&mut self, outs: &mut [ChunkOut<S>], pool: &Blocks<S>) {
         self.ptrs.clear();
-        self.stores.par_iter_mut().chain(outs.par_iter_mut()).with_max_len(1).for_each(|o| o.store.release(pool));
+        release(&mut self.stores, pool);
+        release(outs, pool);
+    }
+}
+
+/// Releases the stores of `outs` (in parallel); hands memory back to the system if blocks were
+/// freed (spilling under a cap).
+fn release<S: Send>(outs: &mut [ChunkOut<S>], pool: &Blocks<S>) {
+    let freed = outs.par_iter_mut().with_max_len(1).map(|o| o.store.release(pool)).reduce(|| false, |a, b| a | b);
+    if freed {
+        pool.trim();
     }
 }
 
@@ -637,6 +719,8 @@ struct Expanded {
     probe_found: bool,
     /// The level's candidates went over the memory budget (or its base memory already had).
     over_budget: bool,
+    /// A spill-file write or read failed (the level's results are not used).
+    spill_failed: bool,
 }
 
 impl Expanded {
@@ -685,6 +769,9 @@ struct Bfs<'a, M: Model, F> {
     depth: usize,
     /// Peak of the memory estimate.
     peak: u64,
+    /// The largest ratio of a level's candidates to its frontier so far (the spill cap's
+    /// estimate of the next level's).
+    cand_ratio: f64,
 }
 
 /// Level 0: the initial states in `init_states()` order, skipping those outside the boundary
@@ -734,7 +821,7 @@ where
         let (table, init_out, init_index, cut) = level_zero(&env);
         let ptrs: Vec<StatePtr<M::State>> = (0..init_out.store.len()).map(|k| StatePtr(init_out.store.get(k))).collect();
         let unique = ptrs.len() as u64;
-        let frontier = Frontier { ptrs, spare: Vec::new(), stores: vec![init_out], start: vec![0], released: 0 };
+        let frontier = Frontier { ptrs, spare: Vec::new(), stores: vec![init_out], start: vec![0], released: 0, loaded: 1 };
         let hits = vec![None; env.props.len()];
         let mut bfs = Bfs {
             env,
@@ -753,6 +840,7 @@ where
             transitions: 0,
             depth: 0,
             peak: 0,
+            cand_ratio: 4.0,
         };
         bfs.peak = bfs.base_memory();
         bfs.report_progress(bfs.peak);
@@ -768,6 +856,9 @@ where
         let base = self.base_memory();
         let expanded = self.expand(mode, base);
         let nchunks = expanded.nchunks;
+        if expanded.spill_failed {
+            return ControlFlow::Break(StopReason::MemoryBudget);
+        }
         self.record_hits(nchunks)?;
         expanded.stop(mode)?;
         let (total, mem) = self.tally(nchunks, base)?;
@@ -794,7 +885,34 @@ where
     /// state's slot and address. It is computed from counts that do not depend on the thread
     /// count.
     fn base_memory(&self) -> u64 {
-        self.visited_bytes() + self.frontier.len() as u64 * (8 + self.env.state_bytes)
+        self.visited_bytes() + self.frontier.len() as u64 * (8 + self.env.stored_state_bytes()) + self.env.block_bytes_now()
+    }
+
+    /// Spilling: how many state blocks may stay in memory while this level is expanded. The
+    /// budget less what stays in memory whatever happens: the visited set (grown for the
+    /// expected candidates, old and new table at once while it grows), the parent links, the
+    /// frontier addresses, the expected candidates' fingerprints, links and claim-table slots,
+    /// and a margin (1/16 of the budget plus 64 MiB: allocator, thread stacks, the binary, the
+    /// blocks read back for a wave). The candidates are expected at the largest
+    /// candidates-per-frontier-state ratio seen so far (4 at first), plus a quarter.
+    fn spill_cap(&self) -> usize {
+        if let Some(m) = self.env.opts.spill_max_blocks {
+            return m.max(1);
+        }
+        let budget = self.env.opts.max_memory_bytes.unwrap_or(u64::MAX);
+        let n = self.frontier.len() as u64;
+        let cands = (n as f64 * self.cand_ratio * 1.25) as u64;
+        let grow_len = self.unique + cands;
+        let table = self.table.bytes() + if self.table.fits(grow_len) { 0 } else { FpTable::capacity_for(grow_len) as u64 * 8 };
+        let fixed = table
+            + (self.link_count + self.init_index.len() as u64) * 8
+            + n * 16
+            + cands * (CAND_BYTES + 8 + 4)
+            + self.claim.bytes_after_reset(cands as usize)
+            + budget / 16
+            + (64 << 20);
+        let room = budget.saturating_sub(fixed);
+        ((room / block_bytes::<M::State>() as u64) as usize).max(MIN_SPILL_BLOCKS)
     }
 
     /// The visited set's fingerprint table plus the parent links (a link per state of depth
@@ -835,6 +953,9 @@ where
     /// wave, the stores that no later chunk reads are released ([`Frontier::release_before`]).
     fn expand(&mut self, mode: Mode, base: u64) -> Expanded {
         let active: Vec<bool> = self.hits.iter().map(|h| h.is_none()).collect();
+        if self.env.pool.spill().is_some() {
+            self.env.pool.set_cap(self.spill_cap());
+        }
         let ctx = Ctx::new(&self.env, &self.table, &active, mode, base);
         let n = self.frontier.len();
         let chunk = chunk_len(n);
@@ -842,8 +963,13 @@ where
         if self.outs.len() < nchunks {
             self.outs.resize_with(nchunks, ChunkOut::default);
         }
+        let mut spill_failed = self.env.pool.spill().is_some_and(Spill::failed);
         for w0 in (0..nchunks).step_by(WAVE_CHUNKS) {
             let w1 = nchunks.min(w0 + WAVE_CHUNKS);
+            if spill_failed || !self.frontier.load_before(n.min(w1 * chunk), &self.env.pool) {
+                spill_failed = true;
+                break;
+            }
             let fr = &self.frontier.ptrs[..];
             self.outs[w0..w1].par_iter_mut().enumerate().with_max_len(1).for_each(|(k, o)| {
                 let lo = (w0 + k) * chunk;
@@ -851,7 +977,8 @@ where
             });
             self.frontier.release_before(n.min(w1 * chunk), &self.env.pool);
         }
-        Expanded { nchunks, probe_found: ctx.probe_found.load(Relaxed), over_budget: ctx.over_budget.load(Relaxed) }
+        spill_failed |= self.env.pool.spill().is_some_and(Spill::failed);
+        Expanded { nchunks, probe_found: ctx.probe_found.load(Relaxed), over_budget: ctx.over_budget.load(Relaxed), spill_failed }
     }
 
     /// Property hits: the first hit of each property not hit before is the level's smallest
@@ -903,7 +1030,9 @@ where
         let outs = &self.outs[..nchunks];
         let level_transitions: u64 = outs.iter().map(|o| o.transitions).sum();
         let total: usize = outs.iter().map(|o| o.fps.len()).sum();
-        let mem = base + total as u64 * (CAND_BYTES + self.env.state_bytes);
+        let base = if self.env.pool.spill().is_some() { self.base_memory() } else { base };
+        let mem = base + total as u64 * (CAND_BYTES + self.env.stored_state_bytes());
+        self.cand_ratio = self.cand_ratio.max(total as f64 / self.frontier.len().max(1) as f64);
         self.peak = self.peak.max(mem);
         self.transitions += level_transitions;
         if total == 0 {
@@ -1015,6 +1144,15 @@ where
         let elapsed = self.env.start.elapsed();
         self.report_progress(self.peak);
         self.frontier.release_all(&mut self.outs, &self.env.pool);
+        let spill = match (self.env.pool.spill(), &self.env.spill_error) {
+            (Some(s), _) => {
+                let (bytes_written, bytes_read) = s.traffic();
+                let peak_block_bytes = self.env.pool.resident_bytes().1;
+                Some(SpillReport { dir: s.dir().display().to_string(), bytes_written, bytes_read, peak_block_bytes, error: s.error() })
+            }
+            (None, Some(e)) => Some(SpillReport { error: Some(e.clone()), ..SpillReport::default() }),
+            (None, None) => None,
+        };
         Report {
             unique_states: self.unique,
             transitions: self.transitions,
@@ -1026,6 +1164,7 @@ where
             peak_memory_bytes: self.peak,
             visited_set_bytes: self.visited_bytes(),
             tally: std::mem::take(&mut self.tally),
+            spill,
         }
     }
 }

@@ -157,5 +157,6 @@ where
         peak_memory_bytes: 0,
         visited_set_bytes: 0,
         tally: Vec::new(),
+        spill: None,
     }
 }

@@ -14,10 +14,21 @@
 //! non-temporal stores ([`stream_copy`]): it is not read again before the next level, by which
 //! time it would have left the caches anyway, so a normal store's read of every destination line
 //! (read-for-ownership) would be wasted memory traffic.
+//!
+//! **Spilling** (with [`Spill`], `Options::spill_dir`): the blocks in memory are capped
+//! ([`Blocks::set_cap`]). A store that needs a block when none is free and the cap is reached
+//! writes its own full block to the spill file (an unlinked temporary file: sequential writes at
+//! offsets handed out atomically) and reuses it; a chunk that ends while the cap is reached
+//! writes all its blocks out and gives them back. Before an expansion wave reads a store, its
+//! written blocks are read back ([`Blocks::load`]) and their file range is freed (a punched
+//! hole), so the file holds about one level at a time. The states are moved byte for byte, so the
+//! results are those of the run in memory.
 
 #![allow(clippy::manual_is_multiple_of)] // rust-version 1.80
 
 use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// Bytes of states per block (at most [`MAX_PER_BLOCK`] states, at least one).
@@ -36,43 +47,185 @@ pub(crate) const fn per_block<S>() -> usize {
     }
 }
 
-pub(crate) type Slots<S> = Box<[MaybeUninit<S>]>;
-
-/// Free blocks.
-pub(crate) struct Pool<S> {
-    free: Vec<Slots<S>>,
+/// Bytes of one block's slots.
+pub(crate) const fn block_bytes<S>() -> usize {
+    per_block::<S>() * std::mem::size_of::<S>()
 }
 
-impl<S> Pool<S> {
-    pub(crate) fn new() -> Pool<S> {
-        Pool { free: Vec::new() }
+pub(crate) type Slots<S> = Box<[MaybeUninit<S>]>;
+
+/// A store's block: in memory, or written to the spill file (`len` bytes at `off`).
+pub(crate) enum Block<S> {
+    Mem(Slots<S>),
+    Disk { off: u64, len: usize },
+}
+
+/// Free blocks, and how many blocks exist (free or in a store).
+pub(crate) struct Pool<S> {
+    free: Vec<Slots<S>>,
+    allocated: usize,
+    /// Blocks allowed in memory while spilling (`usize::MAX` without spilling).
+    cap: usize,
+    peak: usize,
+}
+
+/// The block pool of a check, with its spill file if it has one.
+pub(crate) struct Blocks<S> {
+    pool: Mutex<Pool<S>>,
+    spill: Option<Spill>,
+}
+
+fn new_block<S>() -> Slots<S> {
+    let per = per_block::<S>();
+    let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(per);
+    // SAFETY: `MaybeUninit` needs no initialisation.
+    unsafe { v.set_len(per) };
+    crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
+    v.into_boxed_slice()
+}
+
+impl<S> Blocks<S> {
+    pub(crate) fn new(spill: Option<Spill>) -> Blocks<S> {
+        Blocks { pool: Mutex::new(Pool { free: Vec::new(), allocated: 0, cap: usize::MAX, peak: 0 }), spill }
     }
 
-    /// A block from `pool`, or a new one (allocated and populated outside the lock).
-    pub(crate) fn take(pool: &Mutex<Pool<S>>) -> Slots<S> {
-        if let Some(b) = pool.lock().unwrap().free.pop() {
-            return b;
+    pub(crate) fn spill(&self) -> Option<&Spill> {
+        self.spill.as_ref()
+    }
+
+    /// Caps the blocks in memory (spilling only): blocks given back beyond it are freed.
+    pub(crate) fn set_cap(&self, cap: usize) {
+        self.pool.lock().unwrap().cap = cap;
+    }
+
+    /// Bytes of the blocks that exist now, and at most so far.
+    pub(crate) fn resident_bytes(&self) -> (u64, u64) {
+        let p = self.pool.lock().unwrap();
+        ((p.allocated * block_bytes::<S>()) as u64, (p.peak * block_bytes::<S>()) as u64)
+    }
+
+    /// A free block, or a new one (allocated and populated outside the lock).
+    fn take(&self) -> Slots<S> {
+        {
+            let mut p = self.pool.lock().unwrap();
+            if let Some(b) = p.free.pop() {
+                return b;
+            }
+            p.allocated += 1;
+            p.peak = p.peak.max(p.allocated);
         }
-        let per = per_block::<S>();
-        let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(per);
-        // SAFETY: `MaybeUninit` needs no initialisation.
-        unsafe { v.set_len(per) };
-        crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
-        v.into_boxed_slice()
+        new_block()
+    }
+
+    /// Appends a block to `blocks` (whose last block, if any, is full and in memory): a free
+    /// one; else, when spilling and the cap is reached, the last block itself once it is written
+    /// to the spill file; else a new one. Returns whether it wrote the last block.
+    fn next_block(&self, blocks: &mut Vec<Block<S>>) -> bool {
+        let spill = {
+            let mut p = self.pool.lock().unwrap();
+            if let Some(b) = p.free.pop() {
+                drop(p);
+                blocks.push(Block::Mem(b));
+                return false;
+            }
+            let own = matches!(blocks.last(), Some(Block::Mem(_)));
+            match &self.spill {
+                Some(s) if own && p.allocated >= p.cap && !s.failed() => s,
+                _ => {
+                    p.allocated += 1;
+                    p.peak = p.peak.max(p.allocated);
+                    drop(p);
+                    blocks.push(Block::Mem(new_block()));
+                    return false;
+                }
+            }
+        };
+        let Some(Block::Mem(b)) = blocks.pop() else { unreachable!() };
+        let len = block_bytes::<S>();
+        match spill.write(b.as_ptr() as *const u8, len) {
+            Some(off) => {
+                blocks.push(Block::Disk { off, len });
+                blocks.push(Block::Mem(b));
+                true
+            }
+            None => {
+                // The write failed (recorded): keep the block in memory; the level stops.
+                blocks.push(Block::Mem(b));
+                blocks.push(Block::Mem(self.take()));
+                false
+            }
+        }
+    }
+
+    /// Gives `b` back: to the free list, or to the allocator when more blocks exist than
+    /// the cap allows (then returns true).
+    fn give_back(&self, b: Slots<S>) -> bool {
+        let mut p = self.pool.lock().unwrap();
+        if p.allocated > p.cap {
+            p.allocated -= 1;
+            drop(p);
+            drop(b);
+            true
+        } else {
+            p.free.push(b);
+            false
+        }
+    }
+
+    /// Whether blocks are being spilled: a spill file, and the cap reached with none free.
+    fn pressed(&self) -> bool {
+        self.spill.as_ref().is_some_and(|s| !s.failed()) && {
+            let p = self.pool.lock().unwrap();
+            p.free.is_empty() && p.allocated >= p.cap
+        }
+    }
+
+    /// Reads the written blocks of `store` back into memory (and frees their file range).
+    /// Returns whether it had any. A read error is recorded in the spill ([`Spill::error`]) and
+    /// leaves the block unread (the caller must not use the store then).
+    pub(crate) fn load(&self, store: &mut ChunkStore<S>) -> bool {
+        if store.disk == 0 {
+            return false;
+        }
+        let spill = self.spill.as_ref().expect("written blocks without a spill file");
+        for blk in store.blocks.iter_mut() {
+            if let Block::Disk { off, len } = *blk {
+                let b = self.take();
+                if !spill.read(off, b.as_ptr() as *mut u8, len) {
+                    self.give_back(b);
+                    return true;
+                }
+                spill.punch(off, len);
+                *blk = Block::Mem(b);
+                store.disk -= 1;
+            }
+        }
+        true
+    }
+
+    /// Frees memory the allocator holds but does not use (after blocks were freed).
+    pub(crate) fn trim(&self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: no preconditions.
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
 }
 
 /// One chunk's candidates: slots `0..len` (block `k / per`, slot `k % per`) are initialised.
 pub(crate) struct ChunkStore<S> {
-    blocks: Vec<Slots<S>>,
+    blocks: Vec<Block<S>>,
     len: usize,
+    /// Blocks written to the spill file.
+    disk: usize,
     /// Every stored state's drop is a no-op ([`crate::Hooks::drop_is_noop`]).
     noop: bool,
 }
 
 impl<S> Default for ChunkStore<S> {
     fn default() -> Self {
-        ChunkStore { blocks: Vec::new(), len: 0, noop: true }
+        ChunkStore { blocks: Vec::new(), len: 0, disk: 0, noop: true }
     }
 }
 
@@ -85,18 +238,22 @@ impl<S> ChunkStore<S> {
         self.len
     }
 
-    /// Moves the state in `src` to the next slot (taking a block from `pool` when needed);
+    /// Moves the state in `src` to the next slot (taking a block from `blocks` when needed);
     /// `src` is left uninitialised.
     ///
     /// # Safety
     /// `src` is initialised.
     #[inline]
-    pub(crate) unsafe fn push_from(&mut self, pool: &Mutex<Pool<S>>, src: &MaybeUninit<S>, noop: bool) {
+    pub(crate) unsafe fn push_from(&mut self, blocks: &Blocks<S>, src: &MaybeUninit<S>, noop: bool) {
         let per = per_block::<S>();
         if self.len % per == 0 && self.len / per == self.blocks.len() {
-            self.blocks.push(Pool::take(pool));
+            if blocks.next_block(&mut self.blocks) {
+                // The last full block went to the spill file and is being reused.
+                self.disk += 1;
+            }
         }
-        let dst = self.blocks[self.len / per][self.len % per].as_mut_ptr();
+        let Block::Mem(b) = &mut self.blocks[self.len / per] else { unreachable!("writing to a spilled block") };
+        let dst = b[self.len % per].as_mut_ptr();
         // SAFETY: `src` is initialised (the caller's contract); `dst` is a free slot of a block
         // this store owns.
         unsafe { stream_copy(src.as_ptr(), dst) };
@@ -104,27 +261,72 @@ impl<S> ChunkStore<S> {
         self.noop &= noop;
     }
 
-    /// The address of stored state `k` (`k < len`).
+    /// At the end of the chunk that wrote this store: while blocks are being spilled, writes
+    /// every block still in memory to the spill file (the last one up to its last state) and
+    /// gives them back, for the chunks still running.
+    pub(crate) fn finish(&mut self, blocks: &Blocks<S>) {
+        if self.len == 0 || !blocks.pressed() {
+            return;
+        }
+        let Some(spill) = blocks.spill() else { return };
+        stream_fence();
+        let per = per_block::<S>();
+        let nblocks = self.blocks.len();
+        for (i, blk) in self.blocks.iter_mut().enumerate() {
+            if let Block::Mem(b) = blk {
+                let states = if i + 1 == nblocks { self.len - i * per } else { per };
+                let len = states * std::mem::size_of::<S>();
+                let Some(off) = spill.write(b.as_ptr() as *const u8, len) else { return };
+                let Block::Mem(b) = std::mem::replace(blk, Block::Disk { off, len }) else { unreachable!() };
+                self.disk += 1;
+                blocks.give_back(b);
+            }
+        }
+    }
+
+    /// The address of stored state `k` (`k < len`), or null if its block is in the spill file.
     #[inline]
     pub(crate) fn get(&self, k: usize) -> *const S {
         debug_assert!(k < self.len);
         let per = per_block::<S>();
-        self.blocks[k / per][k % per].as_ptr()
+        match &self.blocks[k / per] {
+            Block::Mem(b) => b[k % per].as_ptr(),
+            Block::Disk { .. } => std::ptr::null(),
+        }
     }
 
-    /// Drops the stored states (unless their drop is a no-op) and gives the blocks back.
-    pub(crate) fn release(&mut self, pool: &Mutex<Pool<S>>) {
+    /// Drops the stored states (unless their drop is a no-op) and gives the blocks back
+    /// (those in the spill file are freed there). Returns whether some block was freed.
+    pub(crate) fn release(&mut self, blocks: &Blocks<S>) -> bool {
+        if !self.noop && std::mem::needs_drop::<S>() && self.disk > 0 {
+            // States that own memory are dropped in memory.
+            blocks.load(self);
+        }
         self.drop_states();
-        pool.lock().unwrap().free.append(&mut self.blocks);
+        let mut freed = false;
+        for blk in self.blocks.drain(..) {
+            match blk {
+                Block::Mem(b) => freed |= blocks.give_back(b),
+                Block::Disk { off, len } => {
+                    if let Some(s) = blocks.spill() {
+                        s.punch(off, len);
+                    }
+                }
+            }
+        }
+        self.disk = 0;
+        freed
     }
 
     fn drop_states(&mut self) {
         if !self.noop && std::mem::needs_drop::<S>() {
             let per = per_block::<S>();
             for k in 0..self.len {
-                // SAFETY: slots `0..len` are initialised; `len` is reset below, so each is
-                // dropped once.
-                unsafe { self.blocks[k / per][k % per].assume_init_drop() };
+                if let Block::Mem(b) = &mut self.blocks[k / per] {
+                    // SAFETY: slots `0..len` are initialised; `len` is reset below, so each is
+                    // dropped once.
+                    unsafe { b[k % per].assume_init_drop() };
+                }
             }
         }
         self.len = 0;
@@ -135,6 +337,119 @@ impl<S> ChunkStore<S> {
 impl<S> Drop for ChunkStore<S> {
     fn drop(&mut self) {
         self.drop_states();
+    }
+}
+
+/// The spill file of a check: created in a private directory (mode 0700) under the directory
+/// given, then unlinked at once with its directory, so it takes disk space only while the check
+/// runs, whatever way the process ends. Blocks are written at offsets rounded to 4 KiB (so a
+/// block read back can be freed with a punched hole).
+pub(crate) struct Spill {
+    file: std::fs::File,
+    /// The private directory it was created in (already removed).
+    dir: PathBuf,
+    next: AtomicU64,
+    written: AtomicU64,
+    read: AtomicU64,
+    failed: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+const SPILL_ALIGN: u64 = 4096;
+
+impl Spill {
+    /// Creates the spill file under `parent` (e.g. `std::env::temp_dir()`, which is `$TMPDIR`
+    /// or `/tmp`).
+    pub(crate) fn create(parent: &Path) -> Result<Spill, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let dir = parent.join(format!("trc-spill-{}-{}-{nanos}", std::process::id(), SEQ.fetch_add(1, Relaxed)));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| format!("spill directory {}: {e}", dir.display()))?;
+        let path = dir.join("frontier");
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir(&dir);
+        let file = file.map_err(|e| format!("spill file {}: {e}", path.display()))?;
+        Ok(Spill { file, dir, next: AtomicU64::new(0), written: AtomicU64::new(0), read: AtomicU64::new(0), failed: AtomicBool::new(false), error: Mutex::new(None) })
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Relaxed)
+    }
+
+    pub(crate) fn error(&self) -> Option<String> {
+        self.error.lock().unwrap().clone()
+    }
+
+    /// Bytes written and read so far.
+    pub(crate) fn traffic(&self) -> (u64, u64) {
+        (self.written.load(Relaxed), self.read.load(Relaxed))
+    }
+
+    fn fail(&self, what: &str, e: std::io::Error) {
+        self.failed.store(true, Relaxed);
+        let mut g = self.error.lock().unwrap();
+        if g.is_none() {
+            *g = Some(format!("spill file in {}: {what}: {e}", self.dir.display()));
+        }
+    }
+
+    /// Writes `len` bytes at `src` to a new range of the file; its offset, or `None` after
+    /// recording the error.
+    fn write(&self, src: *const u8, len: usize) -> Option<u64> {
+        let off = self.next.fetch_add((len as u64).next_multiple_of(SPILL_ALIGN), Relaxed);
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: `src` is valid for `len` bytes (a block's slots); the kernel only reads
+            // them.
+            let n = unsafe { libc::pwrite(std::os::unix::io::AsRawFd::as_raw_fd(&self.file), src.add(done) as *const libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+            if n <= 0 {
+                let e = if n < 0 { std::io::Error::last_os_error() } else { std::io::Error::from(std::io::ErrorKind::WriteZero) };
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                self.fail("write", e);
+                return None;
+            }
+            done += n as usize;
+        }
+        self.written.fetch_add(len as u64, Relaxed);
+        Some(off)
+    }
+
+    /// Reads `len` bytes at `off` into `dst`; false after recording the error.
+    fn read(&self, off: u64, dst: *mut u8, len: usize) -> bool {
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: `dst` is valid for `len` bytes (a block's slots, owned by the caller).
+            let n = unsafe { libc::pread(std::os::unix::io::AsRawFd::as_raw_fd(&self.file), dst.add(done) as *mut libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+            if n <= 0 {
+                let e = if n < 0 { std::io::Error::last_os_error() } else { std::io::Error::from(std::io::ErrorKind::UnexpectedEof) };
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                self.fail("read", e);
+                return false;
+            }
+            done += n as usize;
+        }
+        self.read.fetch_add(len as u64, Relaxed);
+        true
+    }
+
+    /// Frees the file range of a block that was read back or released (best effort: where
+    /// holes cannot be punched the file only grows).
+    fn punch(&self, off: u64, len: usize) {
+        let len = (len as u64).next_multiple_of(SPILL_ALIGN);
+        // SAFETY: plain system call on our own file.
+        unsafe {
+            libc::fallocate(std::os::unix::io::AsRawFd::as_raw_fd(&self.file), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off as libc::off_t, len as libc::off_t);
+        }
     }
 }
 

@@ -533,3 +533,92 @@ fn tally_sums_over_expanded_transitions() {
     assert_eq!(r.tally[0], r.tally[1], "the grid is symmetric");
     assert_eq!(run(4).tally, r.tally);
 }
+
+/// A [`RandomGraph`] whose states are wide (≈ 350 bytes, so a 64 KiB store block holds few)
+/// and own heap memory (their drops run through the spill path).
+#[derive(Clone, Debug)]
+struct Wide(RandomGraph);
+
+type WideState = (u32, [u64; 40], Vec<u8>);
+
+fn wide(v: u32) -> WideState {
+    let mut a = [0u64; 40];
+    a[(v % 40) as usize] = v as u64 * 3 + 1;
+    (v, a, vec![v as u8; (v % 3) as usize])
+}
+
+impl Model for Wide {
+    type State = WideState;
+    type Action = u32;
+
+    fn init_states(&self) -> Vec<WideState> {
+        self.0.init_states().into_iter().map(wide).collect()
+    }
+
+    fn actions(&self, s: &WideState, actions: &mut Vec<u32>) {
+        self.0.actions(&s.0, actions)
+    }
+
+    fn next_state(&self, s: &WideState, a: u32) -> Option<WideState> {
+        self.0.next_state(&s.0, a).map(wide)
+    }
+
+    fn within_boundary(&self, s: &WideState) -> bool {
+        self.0.within_boundary(&s.0)
+    }
+
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        vec![
+            stateright::Property::always("below 90%", |m: &Wide, s: &WideState| s.0 < m.0.nodes / 10 * 9),
+            stateright::Property::always("not 12345", |_: &Wide, s: &WideState| s.0 != 12345),
+            stateright::Property::sometimes("multiple of 1000 above 0", |_: &Wide, s: &WideState| s.0 > 0 && s.0 % 1000 == 0),
+        ]
+    }
+}
+
+/// Spilling the frontier to disk changes nothing but memory: with the blocks in memory capped
+/// so low that nearly every level is written to the spill file and read back, the reports (states,
+/// transitions, depth, verdicts, shortest paths, stop reasons) equal the in-memory run's for
+/// 1, 2 and 3 threads, with `max_depth` and `fail_fast` too, and the spill directory is gone.
+#[test]
+fn spilling_the_frontier_gives_the_same_report() {
+    let dir = std::env::temp_dir();
+    let leftovers = || -> usize {
+        let me = format!("trc-spill-{}-", std::process::id());
+        std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(&me)).count()
+    };
+    let spill = |o: &Options, blocks: usize| Options { max_memory_bytes: Some(1 << 40), spill_dir: Some(dir.clone()), spill_max_blocks: Some(blocks), ..o.clone() };
+    let same = |a: &Report<u32>, b: &Report<u32>, what: &str| {
+        let n = |r: &Report<u32>| Report { elapsed: Duration::ZERO, peak_memory_bytes: 0, spill: None, ..r.clone() };
+        assert_eq!(n(a), n(b), "{what}");
+    };
+    for (gi, g) in graphs().iter().enumerate().take(4) {
+        let w = Wide(g.clone());
+        for base in [opts(1), Options { max_depth: Some(9), ..opts(1) }, Options { fail_fast: true, ..opts(1) }] {
+            let mem = check(&w, &base, None);
+            assert_eq!(mem.spill, None);
+            for (t, blocks) in [(1, 1), (2, 2), (3, 5)] {
+                let r = check(&w, &Options { threads: t, ..spill(&base, blocks) }, None);
+                same(&mem, &r, &format!("graph {gi}, {base:?}, {t} threads, {blocks} blocks"));
+                let s = r.spill.as_ref().unwrap();
+                assert_eq!(s.error, None);
+                if mem.max_depth > 2 {
+                    assert!(s.bytes_written > 0 && s.bytes_read > 0, "graph {gi}: nothing spilled: {s:?}");
+                }
+                assert!(s.bytes_read <= s.bytes_written);
+            }
+            // The narrow states too (1024 per block), against the reference BFS.
+            let r = check(g, &Options { threads: 2, ..spill(&base, 1) }, None);
+            assert_eq!(norm_ref(&Report { spill: None, ..r }), norm_ref(&check_reference(g, &base)));
+        }
+    }
+    assert_eq!(leftovers(), 0, "spill directories left in {}", dir.display());
+    // Without a budget there is no spill file, even with a directory.
+    let g = &graphs()[0];
+    let r = check(g, &Options { spill_dir: Some(dir.clone()), ..opts(2) }, None);
+    assert_eq!(r.spill, None);
+    // A directory that cannot be created: reported, and the check runs in memory.
+    let r = check(g, &Options { max_memory_bytes: Some(1 << 40), spill_dir: Some("/nonexistent/trc".into()), ..opts(2) }, None);
+    assert!(r.spill.as_ref().unwrap().error.as_ref().unwrap().contains("/nonexistent/trc"), "{:?}", r.spill);
+    assert_eq!(r.unique_states, check(g, &opts(2), None).unique_states);
+}

@@ -160,11 +160,11 @@ fn tsd_delivery(o: &mut String, model: &TcpModel, k: usize, a: &Action, p: &Stat
         let ya = y(ack.wrapping_sub(isn) as f64);
         let mut sacks = String::new();
         if s.sender.sack_ok && !lost {
-            for &(b, e) in s.rcv.sacks.iter() {
+            for (b, e) in s.rcv.sack_blocks(&model.cfg) {
                 let _ = write!(sacks, "<rect class=\"tsd-sack\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\"/>", x + 10.0, y(e.wrapping_sub(isn) as f64), RH * e.wrapping_sub(b) as f64);
             }
         }
-        let blocks: Vec<String> = if s.sender.sack_ok { s.rcv.sacks.iter().map(|(b, e)| format!("{b}-{e}")).collect() } else { Vec::new() };
+        let blocks: Vec<String> = if s.sender.sack_ok { s.rcv.sack_blocks(&model.cfg).map(|(b, e)| format!("{b}-{e}")).collect() } else { Vec::new() };
         let _ = writeln!(
             o,
             "<g class=\"tsd-ack{}\" data-pstep=\"{k}\" data-ack=\"{ack}\"><title>step {k}: ACK {ack}{}{}</title><path d=\"M{:.1},{ya:.1} h16 m-5,-4 l5,4 l-5,4\"/>{sacks}<text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",

@@ -1,0 +1,142 @@
+//! ACK reordering (`Config::max_old_acks`): a path that uses an old ACK (one the network held
+//! back and delivered below `snd_una`) exports to a script whose replay agrees with the model
+//! line by line; the late ACK is an ordinary inbound packetdrill line.
+
+use std::collections::{HashSet, VecDeque};
+use stateright::Model;
+use trc_engine::{check_with, Classified, Options, StateHooks};
+use trc_model::config::SackMode;
+use trc_model::model::{Action, State, TcpModel};
+use trc_model::{Config, Profile};
+use trc_trace::export::{export_walk, states};
+use trc_trace::replay::{replay, ReplayOptions};
+
+/// A shortest kernel-runnable path (no TSQ or ECE events) whose last step is an old ACK that
+/// carries a DSACK and undoes a cwnd reduction: a DSACK that arrives late, below `snd_una`.
+fn late_dsack_undo(model: &TcpModel) -> (usize, Vec<Action>) {
+    let runnable = |a: &Action| !matches!(a, Action::TsqFill | Action::TsqDrain | Action::DeliverEce { .. });
+    let mut seen = HashSet::new();
+    let mut q = VecDeque::new();
+    for (i, s) in model.init_states().into_iter().enumerate() {
+        seen.insert(s.fingerprint());
+        q.push_back((i, s, Vec::new()));
+    }
+    while let Some((i, s, path)) = q.pop_front() {
+        let mut acts = Vec::new();
+        model.actions(&s, &mut acts);
+        for a in acts.into_iter().filter(runnable) {
+            let Some(n) = model.next_state(&s, a) else { continue };
+            let mut p = path.clone();
+            p.push(a);
+            let h = &s.held_ack;
+            let dsack = h.n > 0 && (h.blocks[0].0 < h.ack || (h.n > 1 && h.blocks[1].0 <= h.blocks[0].0 && h.blocks[0].1 <= h.blocks[1].1));
+            if a == Action::OldAck && dsack && !n.sender.ghost.ev.undos.is_empty() {
+                return (i, p);
+            }
+            if p.len() < 12 && seen.insert(n.fingerprint()) {
+                q.push_back((i, n, p));
+            }
+        }
+    }
+    panic!("no late-DSACK undo within 12 events");
+}
+
+/// The model finds a late DSACK's undo on the OLD_ACK path; its export replays with every line
+/// passing (the model agrees with itself through the script), and the old ACK is written as an
+/// inbound ACK below the one before it.
+#[test]
+fn old_ack_with_dsack_exports_and_replays() {
+    let cfg = Config { sack: SackMode::Sack, max_old_acks: 1, ..Config::default() };
+    let model = TcpModel::new(cfg, Profile::linux_6_18());
+    let (init, path) = late_dsack_undo(&model);
+    assert_eq!(path.last(), Some(&Action::OldAck));
+    let x = export_walk(&model, init, &path, "late DSACK below snd_una", 3, 0).unwrap_or_else(|(step, e)| panic!("step {step}: {e}"));
+    assert!(x.trace.kernel_runnable, "{}", x.pkt);
+    // The last inbound ACK line acknowledges less than an earlier one, and carries the DSACK.
+    let acks: Vec<(u32, &str)> = x
+        .pkt
+        .lines()
+        .filter(|l| l.contains("< . 1:1(0) ack "))
+        .map(|l| (l.split("ack ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap(), l))
+        .collect();
+    let (last, line) = *acks.last().unwrap();
+    assert!(acks.iter().any(|(a, _)| *a > last), "the old ACK is below an earlier one:\n{}", x.pkt);
+    assert!(line.contains("sack "), "the old ACK carries its SACK blocks: {line}");
+    let script = trc_pkt::parse(&x.pkt, "old-ack.pkt").unwrap_or_else(|e| panic!("{e}\n{}", x.pkt));
+    let r = replay(&script, "old-ack.pkt", &model.profile, &ReplayOptions::default());
+    assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}\n{}", x.pkt, r.render());
+    if let Ok(dir) = std::env::var("TRC_OLD_ACK_OUT") {
+        trc_trace::write_export(std::path::Path::new(&dir), &x).unwrap();
+    }
+}
+
+/// The default budget keeps ACKs monotone: no state holds an ACK, and no action uses one.
+#[test]
+fn budget_zero_never_holds_an_ack() {
+    let model = TcpModel::new(Config { segments: 4, ..Config::default() }, Profile::linux_6_18());
+    let mut seen = HashSet::new();
+    let mut q: VecDeque<State> = model.init_states().into();
+    while let Some(s) = q.pop_front() {
+        assert!(!s.held_ack.held);
+        let mut acts = Vec::new();
+        model.actions(&s, &mut acts);
+        assert!(!acts.iter().any(|a| matches!(a, Action::DeliverAckHeld { .. } | Action::OldAck)));
+        for a in acts {
+            if let Some(n) = model.next_state(&s, a) {
+                if seen.insert(n.fingerprint()) && seen.len() < 20_000 {
+                    q.push_back(n);
+                }
+            }
+        }
+    }
+}
+
+/// Holding an ACK and releasing it: the held ACK is the one the receiver built for the
+/// delivery, the release is offered only once it is below `snd_una`, and it runs `tcp_ack()`'s
+/// OLD_ACK path (snd_una unchanged).
+#[test]
+fn held_ack_is_released_only_below_snd_una() {
+    let cfg = Config { sack: SackMode::Sack, max_old_acks: 1, ..Config::default() };
+    let model = TcpModel::new(cfg.clone(), Profile::linux_6_18());
+    let s0 = model.init_states().remove(0);
+    // Segment 1 arrives first; its ACK (ack of segment 0, SACK of segment 1) is held.
+    let (_, want) = model.ack_for(&s0, 1);
+    let s1 = model.next_state(&s0, Action::DeliverAckHeld { pkt: 1 }).unwrap();
+    assert_eq!(s1.held_ack.ack_seg(&cfg, s1.sender.ts_ok), want);
+    assert_eq!((s1.budget.old_acks, s1.sender.sacked_out), (0, 0), "the sender saw nothing");
+    let mut acts = Vec::new();
+    model.actions(&s1, &mut acts);
+    assert!(!acts.contains(&Action::OldAck), "not old yet: snd_una is still its ack");
+    assert!(!acts.iter().any(|a| matches!(a, Action::DeliverAckHeld { .. })), "budget spent, one held at a time");
+    // Segment 0 arrives: snd_una passes the held ACK, which may now arrive.
+    let s2 = model.next_state(&s1, Action::Deliver { pkt: 0 }).unwrap();
+    acts.clear();
+    model.actions(&s2, &mut acts);
+    assert!(acts.contains(&Action::OldAck));
+    let s3 = model.next_state(&s2, Action::OldAck).unwrap();
+    assert!(!s3.held_ack.held);
+    assert_eq!(s3.sender.snd_una, s2.sender.snd_una);
+    assert_ne!(s2.fingerprint(), s3.fingerprint());
+}
+
+#[test]
+#[ignore = "triage aid: prints every I1 signature whose shortest path uses an old ACK"]
+fn triage_print() {
+    let specs = trc_properties::select(&["I1".to_string()]).unwrap();
+    let model = TcpModel::new(Config { max_old_acks: 1, ..Config::default() }, Profile::linux_6_18()).with_properties(trc_properties::properties(&specs));
+    let hooks = Classified {
+        hooks: StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        classify: trc_properties::signature::classifier(&specs),
+    };
+    let report = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
+    for c in &report.properties[0].classes {
+        let old = c.path.actions.iter().any(|a| matches!(a, Action::OldAck));
+        println!("{}: {} events{}", trc_properties::signature::describe("I1", c.class), c.path.len(), if old { " [old ACK]" } else { "" });
+        if old {
+            for (a, s) in states(&model, c.path.init_index, &c.path.actions).unwrap().iter().skip(1) {
+                let snd = &s.sender;
+                println!("   {:<40} t={:>5} {:?} cwnd {} una {} out/sacked/lost/retrans {}/{}/{}/{} undo_retrans {}", a.unwrap().to_string(), s.now, snd.ca_state, snd.cwnd, snd.snd_una, snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out, snd.undo_retrans);
+            }
+        }
+    }
+}

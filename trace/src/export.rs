@@ -20,6 +20,9 @@ use trc_model::state::{CaState, TimerKind};
 pub const TS_LABEL_BASE: u32 = 200;
 /// The peer's first TS val on data-phase ACKs.
 pub const PEER_TS_BASE: u32 = 150;
+/// The largest window the script's peer advertises (`tp->max_window`): `win 320` scaled by the
+/// SYN's `wscale 7`.
+pub const PEER_MAX_WINDOW: u32 = 320 << 7;
 
 /// One step of an exported trace (`.json`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -610,6 +613,14 @@ impl<'a> Exporter<'a> {
             }
             Action::OldAck => {
                 let ack = prev.held_ack.ack_seg(&self.model.cfg, prev.sender.ts_ok);
+                // RFC 5961 5.2 in `tcp_ack()`: an ACK more than `min(max_window, bytes_acked)`
+                // below snd_una gets a challenge ACK and is discarded. The model's peer window
+                // is unlimited (the bound is then bytes_acked, which a held ACK never exceeds);
+                // the script's peer advertises PEER_MAX_WINDOW bytes.
+                let lag = prev.sender.snd_una.wrapping_sub(ack.ack) as u64 * MSS as u64;
+                if lag > PEER_MAX_WINDOW as u64 {
+                    return Err(format!("step {idx}: the old ACK is {lag} bytes below snd_una, more than the script's peer window ({PEER_MAX_WINDOW} bytes): the kernel would discard it (RFC 5961 5.2)"));
+                }
                 self.inbound_ack(idx, ack, false, true, m, &desc, &brk)?
             }
             Action::Rto | Action::Tlp | Action::Reo => self.timer(idx, a, m, &desc, &brk)?,

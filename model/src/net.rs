@@ -227,4 +227,25 @@ mod tests {
         let a = r.receive(&cfg, &pkt(0, 0), true, true);
         assert_eq!((a.ack, a.sacks.to_vec(), a.tsecr), (3, vec![(1, 2)], Some(301)));
     }
+
+    /// The receiver's blocks are segment indices and the held ACK stores indices too: with any
+    /// `isn` (here near the largest allowed) the ACK the sender gets is the one the receiver
+    /// built, blocks, DSACK and TSecr included.
+    #[test]
+    fn held_ack_round_trips_with_any_isn() {
+        let cfg = Config { isn: crate::config::MAX_SEQ_BASE - 10, ..Config::default() };
+        let mut r = Receiver::new(&cfg);
+        r.receive(&cfg, &pkt(2, 0), true, true);
+        r.receive(&cfg, &pkt(4, 0), true, true);
+        let a = r.receive(&cfg, &pkt(4, 5), true, true);
+        let b = |k: u32| cfg.isn + k;
+        assert_eq!(a.sacks.to_vec(), vec![(b(4), b(5)), (b(4), b(5)), (b(2), b(3))], "DSACK first, then the blocks");
+        assert_eq!(r.sack_blocks(&cfg).collect::<Vec<_>>(), vec![(b(4), b(5)), (b(2), b(3))]);
+        let h = HeldAck::hold(&cfg, &a);
+        assert!(h.held);
+        assert_eq!(h.ack_seg(&cfg, true), a);
+        assert_eq!(h.ack_seq(&cfg), cfg.isn);
+        let no_ts = r.receive(&cfg, &pkt(0, 9), true, false);
+        assert_eq!(HeldAck::hold(&cfg, &no_ts).ack_seg(&cfg, false), no_ts);
+    }
 }

@@ -131,7 +131,7 @@ fn tsd_delivery(o: &mut String, model: &TcpModel, k: usize, a: &Action, p: &Stat
     let x = col_x(k);
     let y = |off: f64| seq_y(plot_h, off);
     let pkt = match a {
-        Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
+        Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverAckHeld { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
         _ => None,
     };
     if let Some(pk) = pkt {
@@ -153,28 +153,37 @@ fn tsd_delivery(o: &mut String, model: &TcpModel, k: usize, a: &Action, p: &Stat
             );
         }
     }
-    // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it.
-    if matches!(a, Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } | Action::DeliverAckLost { .. }) {
-        let lost = matches!(a, Action::DeliverAckLost { .. });
-        let ack = s.rcv.rcv_nxt(&model.cfg);
+    // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it; or the held
+    // ACK arriving late (an old ACK, below snd_una), with the blocks it was sent with.
+    let ack_blocks: Option<(u32, Vec<(u32, u32)>, &str)> = match a {
+        Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "")),
+        Action::DeliverAckLost { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), " lost")),
+        Action::DeliverAckHeld { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), " held")),
+        Action::OldAck => Some((p.held_ack.ack_seq(&model.cfg), p.held_ack.ack_seg(&model.cfg, p.sender.ts_ok).sacks.to_vec(), " old")),
+        _ => None,
+    };
+    if let Some((ack, blocks, kind)) = ack_blocks {
+        let blocks = if s.sender.sack_ok { blocks } else { Vec::new() };
         let ya = y(ack.wrapping_sub(isn) as f64);
         let mut sacks = String::new();
-        if s.sender.sack_ok && !lost {
-            for (b, e) in s.rcv.sack_blocks(&model.cfg) {
-                let _ = write!(sacks, "<rect class=\"tsd-sack\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\"/>", x + 10.0, y(e.wrapping_sub(isn) as f64), RH * e.wrapping_sub(b) as f64);
-            }
+        // Blocks are drawn where they reach the sender (not on a lost or a held ACK).
+        for &(b, e) in blocks.iter().filter(|_| kind.is_empty() || kind == " old") {
+            let _ = write!(sacks, "<rect class=\"tsd-sack\" x=\"{:.1}\" y=\"{:.1}\" width=\"5\" height=\"{:.1}\"/>", x + 10.0, y(e.wrapping_sub(isn) as f64), RH * e.wrapping_sub(b) as f64);
         }
-        let blocks: Vec<String> = if s.sender.sack_ok { s.rcv.sack_blocks(&model.cfg).map(|(b, e)| format!("{b}-{e}")).collect() } else { Vec::new() };
+        let blocks: Vec<String> = blocks.iter().map(|(b, e)| format!("{b}-{e}")).collect();
+        let (why, label) = match kind {
+            " lost" => (" (lost on the way back)", format!("ack {ack} lost")),
+            " held" => (" (held by the network, arrives later)", format!("ack {ack} held")),
+            " old" => (" (the held ACK, arriving below snd_una)", format!("old ack {ack}")),
+            _ => ("", format!("ack {ack}")),
+        };
         let _ = writeln!(
             o,
-            "<g class=\"tsd-ack{}\" data-pstep=\"{k}\" data-ack=\"{ack}\"><title>step {k}: ACK {ack}{}{}</title><path d=\"M{:.1},{ya:.1} h16 m-5,-4 l5,4 l-5,4\"/>{sacks}<text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
-            if lost { " lost" } else { "" },
+            "<g class=\"tsd-ack{kind}\" data-pstep=\"{k}\" data-ack=\"{ack}\"><title>step {k}: ACK {ack}{}{why}</title><path d=\"M{:.1},{ya:.1} h16 m-5,-4 l5,4 l-5,4\"/>{sacks}<text x=\"{:.1}\" y=\"{:.1}\">{label}</text></g>",
             if blocks.is_empty() { String::new() } else { format!(" SACK {}", blocks.join(" ")) },
-            if lost { " (lost on the way back)" } else { "" },
             x - 8.0,
             x - 8.0,
             ya + 13.0,
-            if lost { format!("ack {ack} lost") } else { format!("ack {ack}") }
         );
     }
 }

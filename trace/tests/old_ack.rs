@@ -7,6 +7,7 @@ use stateright::Model;
 use trc_engine::{check_with, Classified, Options, StateHooks};
 use trc_model::config::SackMode;
 use trc_model::model::{Action, State, TcpModel};
+use trc_model::state::CaState;
 use trc_model::{Config, Profile};
 use trc_trace::export::{export_walk, states};
 use trc_trace::replay::{replay, ReplayOptions};
@@ -119,24 +120,40 @@ fn held_ack_is_released_only_below_snd_una() {
     assert_ne!(s2.fingerprint(), s3.fingerprint());
 }
 
-#[test]
-#[ignore = "triage aid: prints every I1 signature whose shortest path uses an old ACK"]
-fn triage_print() {
-    let specs = trc_properties::select(&["I1".to_string()]).unwrap();
-    let model = TcpModel::new(Config { max_old_acks: 1, ..Config::default() }, Profile::linux_6_18()).with_properties(trc_properties::properties(&specs));
+/// Every signature of `id`'s violations at `cfg`, with its shortest path.
+fn signatures(cfg: Config, id: &str) -> (TcpModel, Vec<(String, trc_engine::Path<Action>)>) {
+    let specs = trc_properties::select(&[id.to_string()]).unwrap();
+    let model = TcpModel::new(cfg, Profile::linux_6_18()).with_properties(trc_properties::properties(&specs));
     let hooks = Classified {
         hooks: StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
         classify: trc_properties::signature::classifier(&specs),
     };
     let report = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
-    for c in &report.properties[0].classes {
-        let old = c.path.actions.iter().any(|a| matches!(a, Action::OldAck));
-        println!("{}: {} events{}", trc_properties::signature::describe("I1", c.class), c.path.len(), if old { " [old ACK]" } else { "" });
-        if old {
-            for (a, s) in states(&model, c.path.init_index, &c.path.actions).unwrap().iter().skip(1) {
-                let snd = &s.sender;
-                println!("   {:<40} t={:>5} {:?} cwnd {} una {} out/sacked/lost/retrans {}/{}/{}/{} undo_retrans {}", a.unwrap().to_string(), s.now, snd.ca_state, snd.cwnd, snd.snd_una, snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out, snd.undo_retrans);
-            }
-        }
+    let out = report.properties[0].classes.iter().map(|c| (trc_properties::signature::describe(id, c.class), c.path.clone())).collect();
+    (model, out)
+}
+
+/// The triage of docs/check.md ("Old ACKs"), at the default bounds: with `--old-acks 1`, I1 has
+/// every signature `--ack-losses 1` has (a held ACK never released is a lost ACK) and exactly one
+/// more, F5's mechanism in Disorder, whose shortest path ends with an old ACK moving the Open
+/// sender to Disorder and then a DSACK of forgotten data undoing. Run with `--nocapture` to see
+/// the path.
+#[test]
+fn triage_one_signature_needs_an_old_ack() {
+    let (model, old) = signatures(Config { max_old_acks: 1, ..Config::default() }, "I1");
+    let (_, lost) = signatures(Config { max_ack_losses: 1, ..Config::default() }, "I1");
+    let lost: HashSet<&String> = lost.iter().map(|(s, _)| s).collect();
+    let extra: Vec<&(String, trc_engine::Path<Action>)> = old.iter().filter(|(s, _)| !lost.contains(s)).collect();
+    assert!(old.len() > extra.len() && lost.iter().all(|s| old.iter().any(|(o, _)| o == *s)), "every ACK-loss signature is reached");
+    assert_eq!(extra.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), vec!["I1:tcp_try_undo_dsack:Disorder:undo-retrans-zero+dsack-forgotten"]);
+    let path = &extra[0].1;
+    let steps = states(&model, path.init_index, &path.actions).unwrap();
+    for (a, s) in steps.iter().skip(1) {
+        let snd = &s.sender;
+        println!("   {:<40} t={:>5} {:?} cwnd {} una {} out/sacked/lost/retrans {}/{}/{}/{} undo_retrans {}", a.unwrap().to_string(), s.now, snd.ca_state, snd.cwnd, snd.snd_una, snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out, snd.undo_retrans);
     }
+    let i = path.actions.iter().position(|a| *a == Action::OldAck).expect("the path uses the old ACK");
+    let (before, after) = (&steps[i].1.sender, &steps[i + 1].1.sender);
+    assert_eq!((before.ca_state, after.ca_state), (CaState::Open, CaState::Disorder), "the old ACK's tcp_fastretrans_alert → tcp_try_keep_open");
+    assert_eq!(before.snd_una, after.snd_una);
 }

@@ -121,6 +121,10 @@ pub struct BoundArgs {
     /// ACKs that may carry ECE (implies --ecn).
     #[arg(long)]
     pub ece: Option<u8>,
+    /// ACKs the network may hold back and deliver after a newer one (ACK reordering: the
+    /// sender gets them below snd_una). Default 0.
+    #[arg(long)]
+    pub old_acks: Option<u8>,
     /// Model time horizon in ms.
     #[arg(long)]
     pub horizon_ms: Option<u32>,
@@ -199,6 +203,7 @@ impl BoundArgs {
         set!(tlps, max_tlps, "--tlps");
         set!(tsq, max_tsq, "--tsq");
         set!(ece, max_ece, "--ece");
+        set!(old_acks, max_old_acks, "--old-acks");
         set!(horizon_ms, horizon_ms, "--horizon-ms");
         set!(rtt_ms, rtt_ms, "--rtt-ms");
         match self.conn.sack() {

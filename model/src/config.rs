@@ -49,6 +49,10 @@ pub struct Config {
     pub max_tsq: u8,
     /// ACKs that may carry ECE (only with `ecn`).
     pub max_ece: u8,
+    /// ACKs the network may hold back and deliver after a newer one (ACK reordering): the sender
+    /// gets them below `snd_una`, `tcp_ack()`'s OLD_ACK path. 0 (default): ACKs are monotone.
+    #[serde(skip_serializing_if = "is_zero_u8")]
+    pub max_old_acks: u8,
     /// Model time horizon: no event may happen later than this.
     pub horizon_ms: u32,
     /// Path round-trip time: a packet's ACK arrives no earlier than this after it was sent.
@@ -117,6 +121,10 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
+fn is_zero_u8(v: &u8) -> bool {
+    *v == 0
+}
+
 fn is_false(v: &bool) -> bool {
     !*v
 }
@@ -138,6 +146,7 @@ impl Default for Config {
             max_tlps: 1,
             max_tsq: 1,
             max_ece: 0,
+            max_old_acks: 0,
             horizon_ms: 10_000,
             rtt_ms: 50,
             sack: SackMode::Both,
@@ -261,6 +270,7 @@ impl Config {
         range("mss", self.mss.into(), MIN_MSS.into(), MAX_MSS.into(), "")?;
         range("gso_max_size", self.gso_max_size.into(), self.mss.into(), MAX_GSO_SIZE.into(), " (at least one MSS)")?;
         range("hystart_low_window", self.hystart_low_window.into(), 1, MAX_CWND.into(), "")?;
+        range("max_old_acks", self.max_old_acks.into(), 0, MAX_OLD_ACKS.into(), " (each one multiplies the branching)")?;
         for (field, v) in [("rtt_extra_ms", &self.rtt_extra_ms), ("write_gap_ms", &self.write_gap_ms)] {
             if v.len() > MAX_DELAY_CHOICES {
                 return Err(ConfigError::TooMany { field, max: MAX_DELAY_CHOICES, got: v.len() });
@@ -287,5 +297,7 @@ pub const MIN_MSS: u32 = 48;
 pub const MAX_MSS: u32 = 65_495;
 /// Largest `gso_max_size` (BIG TCP's 512 KiB).
 pub const MAX_GSO_SIZE: u32 = 512 * 1024;
+/// Largest `max_old_acks` budget.
+pub const MAX_OLD_ACKS: u8 = 16;
 /// Most `rtt_extra_ms` / `write_gap_ms` choices (each one multiplies the branching).
 pub const MAX_DELAY_CHOICES: usize = 16;

@@ -16,7 +16,7 @@
 
 use crate::cc::{Cc, Cubic, HystartExit, IdleRestart};
 use crate::model::{Budget, Ghost, State};
-use crate::net::{Pkt, Receiver};
+use crate::net::{HeldAck, Pkt, Receiver};
 use crate::state::{Episode, Events, Rack, Reduction, Sender, SenderGhost, Seg, Timer, UndoEvent};
 
 const P0: u64 = 0xa076_1d64_78bd_642f;
@@ -126,13 +126,14 @@ impl State {
     /// The state's fingerprint (see the module docs); never 0. Equal states have equal
     /// fingerprints; different states collide with probability ≈ 2^-64.
     pub fn fingerprint(&self) -> u64 {
-        let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
+        let State { now, sender, flight, rcv, held_ack, tsq_full, budget, ghost } = self;
         let Receiver { have, ts_recent, sacks } = rcv;
         let Ghost { orig_dropped } = ghost;
+        let HeldAck { held, n, ack, tsecr, blocks } = held_ack;
         let mut p = Packer::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         sender_flags(&mut p, sender, *tsq_full);
-        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, sender.ghost.init_undo_ignored_tlp);
+        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, sender.ghost.init_undo_ignored_tlp, *held);
         let ev = &sender.ghost.ev;
         p.push(
             len16(sender.segs.len())
@@ -166,7 +167,14 @@ impl State {
             p.push(*sent as u64 | (*seg as u64) << 32 | b(*rtx) << 48);
         }
         for &(s, e) in sacks.iter() {
-            p.push(p2(s, e));
+            p.push(p2(s as u32, e as u32));
+        }
+        // The held ACK only when there is one (its tag is in the budget word): a state without
+        // one packs exactly as before the field existed.
+        if *held {
+            p.push(*n as u64 | (*ack as u64) << 8 | (*tsecr as u64) << 32);
+            p.push(blocks.iter().enumerate().fold(0u64, |w, (i, &(s, _))| w | (s as u64) << (16 * i)));
+            p.push(blocks.iter().enumerate().fold(0u64, |w, (i, &(_, e))| w | (e as u64) << (16 * i)));
         }
         event_words(&mut p, ev);
         p.finish()
@@ -214,8 +222,8 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
 }
 
 #[inline(always)]
-fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: bool) {
-    let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes } = budget;
+fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: bool, held_ack: bool) {
+    let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes, old_acks } = budget;
     p.push(
         *losses as u64
             | (*ack_losses as u64) << 8
@@ -225,7 +233,7 @@ fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: 
             | (*ece as u64) << 40
             | (*writes as u64) << 48,
     );
-    p.push(reo_wnd_steps as u64 | b(ignored_tlp) << 8);
+    p.push(reo_wnd_steps as u64 | b(ignored_tlp) << 8 | (*old_acks as u64) << 16 | b(held_ack) << 24);
 }
 
 /// The sender's fixed-width fields (every field named: a new one is a compile error here).

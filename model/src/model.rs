@@ -7,7 +7,7 @@
 //! (the timer would have fired first).
 
 use crate::config::{Config, SackMode};
-use crate::net::{Pkt, Receiver};
+use crate::net::{HeldAck, Pkt, Receiver};
 use crate::profile::Profile;
 use crate::sender::ack::AckSeg;
 use crate::mib::MibDelta;
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::inline_vec::InlineVec;
 use crate::segmask::SegMask;
 use crate::reduce::Reduce;
+use crate::seq::before;
 use stateright::{Expectation, Model, Property};
 use std::fmt;
 
@@ -49,6 +50,12 @@ pub enum Action {
     /// With nothing in flight, the application stays idle `gap` ms, then writes one more segment
     /// (`Config::write_gap_ms`).
     WriteAfter { gap: u16 },
+    /// The segment reaches the receiver; the network holds its ACK (`Config::max_old_acks`), to
+    /// deliver it after a newer one ([`Action::OldAck`]).
+    DeliverAckHeld { pkt: u16 },
+    /// The held ACK arrives, now below `snd_una` (a newer ACK overtook it): `tcp_ack()`'s
+    /// OLD_ACK path.
+    OldAck,
 }
 
 /// Ghost truth about the network, kept beside the modelled state.
@@ -68,6 +75,8 @@ pub struct Budget {
     pub tsq: u8,
     pub ece: u8,
     pub writes: u16,
+    /// ACKs the network may still hold back (`Config::max_old_acks`).
+    pub old_acks: u8,
 }
 
 /// One state of the checked system. (`Clone` is in `plain.rs`: a single copy.)
@@ -84,6 +93,8 @@ pub struct State {
     /// Transmissions in flight, oldest first.
     pub flight: InlineVec<[Pkt; 8]>,
     pub rcv: Receiver,
+    /// The ACK the network holds back (ACK reordering); never set with `max_old_acks == 0`.
+    pub held_ack: HeldAck,
     pub tsq_full: bool,
     pub budget: Budget,
     pub ghost: Ghost,
@@ -143,6 +154,7 @@ impl TcpModel {
             sender: Sender::new(cfg, sack_ok),
             flight: InlineVec::new(),
             rcv: Receiver::new(cfg),
+            held_ack: HeldAck::default(),
             tsq_full: false,
             budget: Budget {
                 losses: cfg.max_losses,
@@ -152,6 +164,7 @@ impl TcpModel {
                 tsq: cfg.max_tsq,
                 ece: cfg.max_ece,
                 writes: cfg.extra_writes,
+                old_acks: cfg.max_old_acks,
             },
             ghost: Ghost::default(),
         };
@@ -224,6 +237,12 @@ impl TcpModel {
                 s.sender.ghost.ev = Events::default();
                 return;
             }
+            AckFate::Held => {
+                s.held_ack = HeldAck::hold(&self.cfg, &ack);
+                s.now = t;
+                s.sender.ghost.ev = Events::default();
+                return;
+            }
             AckFate::Ece => ack.ece = true,
             AckFate::Normal => {}
         }
@@ -237,6 +256,8 @@ pub enum AckFate {
     Normal,
     Ece,
     Lost,
+    /// The network holds it ([`State::held_ack`]).
+    Held,
 }
 
 impl Model for TcpModel {
@@ -271,6 +292,12 @@ impl Model for TcpModel {
             if b.ack_losses > 0 {
                 actions.push(Action::DeliverAckLost { pkt });
             }
+            if b.old_acks > 0 && !s.held_ack.held {
+                actions.push(Action::DeliverAckHeld { pkt });
+            }
+        }
+        if s.held_ack.held && before(s.held_ack.ack_seq(&self.cfg), s.sender.snd_una) && self.in_time(s, s.now) {
+            actions.push(Action::OldAck);
         }
         if b.losses > 0 {
             for i in 0..s.flight.len() {
@@ -405,6 +432,16 @@ impl TcpModel {
                 self.step_counted(s, now, sink, |snd, cx| snd.tcp_tsq_handler(cx));
             }
             Action::DeliverLate { pkt, extra } => self.deliver_late_counted(s, pkt as usize, extra as u32, sink),
+            Action::DeliverAckHeld { pkt } => {
+                s.budget.old_acks -= 1;
+                self.deliver_counted(s, pkt as usize, AckFate::Held, sink)
+            }
+            Action::OldAck => {
+                let ack = s.held_ack.ack_seg(&self.cfg, s.sender.ts_ok);
+                s.held_ack = HeldAck::default();
+                let now = s.now;
+                self.step_counted(s, now, sink, |snd, cx| snd.tcp_ack(cx, &ack));
+            }
             Action::WriteAfter { gap } => {
                 s.budget.writes -= 1;
                 let now = s.now + gap as u32;
@@ -471,6 +508,8 @@ impl fmt::Display for Action {
             Action::Write => write!(f, "application writes a segment"),
             Action::DeliverLate { pkt, extra } => write!(f, "deliver #{pkt} {extra} ms late"),
             Action::WriteAfter { gap } => write!(f, "application idle {gap} ms, then writes a segment"),
+            Action::DeliverAckHeld { pkt } => write!(f, "deliver #{pkt} (ACK held by the network)"),
+            Action::OldAck => write!(f, "the held ACK arrives (below snd_una)"),
         }
     }
 }

@@ -26,8 +26,55 @@ pub struct Receiver {
     /// The segments received.
     pub have: SegMask,
     pub ts_recent: u32,
-    /// SACK blocks `[start, end)`, most recent first (at most 4, `TCP_NUM_SACKS`).
-    pub sacks: InlineVec<[(u32, u32); 4]>,
+    /// SACK blocks `[start, end)` as segment indices (`seq - isn`; at most
+    /// [`MAX_SEGMENTS`](crate::config::MAX_SEGMENTS), so 16 bits hold them), most recent first
+    /// (at most 4, `TCP_NUM_SACKS`). [`Receiver::sack_blocks`] gives them as sequence numbers.
+    /// Indices rather than sequence numbers keep the state small: the bytes saved hold the
+    /// network's [`HeldAck`] at no cost in state size.
+    pub sacks: InlineVec<[(u16, u16); 4]>,
+}
+
+/// An ACK the network holds back and delivers after newer ones (ACK reordering,
+/// `Config::max_old_acks`): everything the sender reads of it, in segment indices
+/// (`seq - isn`). `held == false`: no ACK is held (then every other field is zero).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HeldAck {
+    pub held: bool,
+    /// Number of SACK blocks in `blocks` (a DSACK, if any, first, as on the wire).
+    pub n: u8,
+    /// The cumulative ACK (`rcv_nxt` when it was sent).
+    pub ack: u16,
+    /// TSecr (`TS.Recent` when it was sent); meaningful only with timestamps.
+    pub tsecr: u32,
+    pub blocks: [(u16, u16); 4],
+}
+
+impl HeldAck {
+    /// Holds `a`, an ACK the receiver just built (its numbers are within the segment range).
+    pub fn hold(cfg: &Config, a: &AckSeg) -> HeldAck {
+        let off = |x: u32| -> u16 { x.wrapping_sub(cfg.isn) as u16 };
+        let mut h = HeldAck { held: true, n: a.sacks.len() as u8, ack: off(a.ack), tsecr: a.tsecr.unwrap_or(0), blocks: [(0, 0); 4] };
+        for (i, &(s, e)) in a.sacks.iter().enumerate() {
+            h.blocks[i] = (off(s), off(e));
+        }
+        h
+    }
+
+    /// The held ACK as the sender receives it (`ts_ok`: the connection carries timestamps).
+    pub fn ack_seg(&self, cfg: &Config, ts_ok: bool) -> AckSeg {
+        let seq = |x: u16| cfg.isn.wrapping_add(x as u32);
+        AckSeg {
+            ack: seq(self.ack),
+            sacks: self.blocks[..self.n as usize].iter().map(|&(s, e)| (seq(s), seq(e))).collect(),
+            ece: false,
+            tsecr: ts_ok.then_some(self.tsecr),
+        }
+    }
+
+    /// The held ACK's cumulative ACK as a sequence number.
+    pub fn ack_seq(&self, cfg: &Config) -> u32 {
+        cfg.isn.wrapping_add(self.ack as u32)
+    }
 }
 
 impl Receiver {
@@ -40,13 +87,18 @@ impl Receiver {
         cfg.isn.wrapping_add(self.have.trailing_ones())
     }
 
-    /// `tcp_sack_extend()`.
-    fn extend(sp: &mut (u32, u32), s: u32, e: u32) -> bool {
-        if !after(s, sp.1) && !after(sp.0, e) {
-            if before(s, sp.0) {
+    /// The SACK blocks (most recent first) as sequence numbers.
+    pub fn sack_blocks<'a>(&'a self, cfg: &'a Config) -> impl Iterator<Item = (u32, u32)> + 'a {
+        self.sacks.iter().map(|&(s, e)| (cfg.isn.wrapping_add(s as u32), cfg.isn.wrapping_add(e as u32)))
+    }
+
+    /// `tcp_sack_extend()` (on segment indices, which do not wrap).
+    fn extend(sp: &mut (u16, u16), s: u16, e: u16) -> bool {
+        if s <= sp.1 && sp.0 <= e {
+            if s < sp.0 {
                 sp.0 = s;
             }
-            if after(e, sp.1) {
+            if e > sp.1 {
                 sp.1 = e;
             }
             return true;
@@ -55,7 +107,7 @@ impl Receiver {
     }
 
     /// `tcp_sack_new_ofo_skb()`: an out-of-order segment arrived; its block becomes the first.
-    fn sack_new_ofo(&mut self, s: u32, e: u32) {
+    fn sack_new_ofo(&mut self, s: u16, e: u16) {
         for i in 0..self.sacks.len() {
             let mut b = self.sacks[i];
             if Self::extend(&mut b, s, e) {
@@ -107,11 +159,11 @@ impl Receiver {
             } else {
                 self.have.insert(pkt.seg as u32);
                 if seq != rcv_nxt {
-                    self.sack_new_ofo(seq, end);
+                    self.sack_new_ofo(pkt.seg, pkt.seg + 1);
                 }
-                let nxt = self.rcv_nxt(cfg);
+                let nxt = self.have.trailing_ones();
                 // tcp_sack_remove(): blocks now covered by rcv_nxt go away.
-                self.sacks.retain(|b| before(nxt, b.0));
+                self.sacks.retain(|b| nxt < b.0 as u32);
             }
         }
         let ack = self.rcv_nxt(cfg);
@@ -121,11 +173,11 @@ impl Receiver {
             if let Some(d) = dsack {
                 blocks.push(d);
             }
-            for b in &self.sacks {
+            for b in self.sack_blocks(cfg) {
                 if blocks.len() >= max {
                     break;
                 }
-                blocks.push(*b);
+                blocks.push(b);
             }
         }
         AckSeg { ack, sacks: blocks, ece: false, tsecr: if ts_ok { Some(self.ts_recent) } else { None } }
@@ -174,5 +226,26 @@ mod tests {
         // the delayed original of 0 (TSval 1) is a PAWS drop, answered with a DSACK
         let a = r.receive(&cfg, &pkt(0, 0), true, true);
         assert_eq!((a.ack, a.sacks.to_vec(), a.tsecr), (3, vec![(1, 2)], Some(301)));
+    }
+
+    /// The receiver's blocks are segment indices and the held ACK stores indices too: with any
+    /// `isn` (here near the largest allowed) the ACK the sender gets is the one the receiver
+    /// built, blocks, DSACK and TSecr included.
+    #[test]
+    fn held_ack_round_trips_with_any_isn() {
+        let cfg = Config { isn: crate::config::MAX_SEQ_BASE - 10, ..Config::default() };
+        let mut r = Receiver::new(&cfg);
+        r.receive(&cfg, &pkt(2, 0), true, true);
+        r.receive(&cfg, &pkt(4, 0), true, true);
+        let a = r.receive(&cfg, &pkt(4, 5), true, true);
+        let b = |k: u32| cfg.isn + k;
+        assert_eq!(a.sacks.to_vec(), vec![(b(4), b(5)), (b(4), b(5)), (b(2), b(3))], "DSACK first, then the blocks");
+        assert_eq!(r.sack_blocks(&cfg).collect::<Vec<_>>(), vec![(b(4), b(5)), (b(2), b(3))]);
+        let h = HeldAck::hold(&cfg, &a);
+        assert!(h.held);
+        assert_eq!(h.ack_seg(&cfg, true), a);
+        assert_eq!(h.ack_seq(&cfg), cfg.isn);
+        let no_ts = r.receive(&cfg, &pkt(0, 9), true, false);
+        assert_eq!(HeldAck::hold(&cfg, &no_ts).ack_seg(&cfg, false), no_ts);
     }
 }

@@ -22,8 +22,9 @@ impl State {
     /// a clone, and dropping it does nothing.
     #[inline(always)]
     pub fn is_plain(&self) -> bool {
-        let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
+        let State { now, sender, flight, rcv, held_ack, tsq_full, budget, ghost } = self;
         copy(now);
+        copy(held_ack);
         copy(tsq_full);
         copy(budget);
         let crate::model::Ghost { orig_dropped } = ghost;
@@ -153,12 +154,13 @@ impl Clone for State {
             // items, so the state owns nothing outside itself and a bitwise copy is a clone.
             unsafe { std::ptr::read(self) }
         } else {
-            let State { now, sender, flight, rcv, tsq_full, budget, ghost } = self;
+            let State { now, sender, flight, rcv, held_ack, tsq_full, budget, ghost } = self;
             State {
                 now: *now,
                 sender: sender.clone(),
                 flight: flight.clone(),
                 rcv: rcv.clone(),
+                held_ack: *held_ack,
                 tsq_full: *tsq_full,
                 budget: *budget,
                 ghost: ghost.clone(),
@@ -214,5 +216,14 @@ mod tests {
         assert_eq!(c.fingerprint(), big.fingerprint());
         drop(big);
         assert_eq!(c.sender.segs.last().unwrap().xmit, 7);
+    }
+
+    /// The checker's speed depends on the state's size (copies, the frontier store): the held
+    /// ACK of `max_old_acks` fits in the bytes the receiver's 16-bit SACK blocks freed, so the
+    /// state stays at 688 bytes, a multiple of 16 (see `State`'s alignment).
+    #[test]
+    fn state_size_is_688_bytes() {
+        assert_eq!(std::mem::size_of::<crate::model::State>(), 688);
+        assert_eq!(std::mem::size_of::<crate::model::State>() % 16, 0);
     }
 }

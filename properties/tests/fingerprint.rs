@@ -45,3 +45,12 @@ fn reno_and_no_timestamps() {
     let cfg = Config { cc: CcKind::Reno, timestamps: false, segments: 5, initcwnd: 5, ..Config::default() };
     same(cfg, Profile::linux_6_18(), &["I5", "I14"], false);
 }
+
+/// With ACK reordering (`max_old_acks`) the held ACK is part of the state: the packed
+/// fingerprint (which packs it only when one is held) and the derived `Hash` still find the
+/// same states, SACK (old ACKs with SACK/DSACK blocks) and non-SACK.
+#[test]
+fn old_acks_held_ack_is_fingerprinted() {
+    let cfg = Config { segments: 5, initcwnd: 4, max_old_acks: 1, ..Config::default() };
+    same(cfg, Profile::linux_6_18(), &["I1", "I5"], false);
+}

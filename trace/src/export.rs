@@ -20,6 +20,9 @@ use trc_model::state::{CaState, TimerKind};
 pub const TS_LABEL_BASE: u32 = 200;
 /// The peer's first TS val on data-phase ACKs.
 pub const PEER_TS_BASE: u32 = 150;
+/// The largest window the script's peer advertises (`tp->max_window`): `win 320` scaled by the
+/// SYN's `wscale 7`.
+pub const PEER_MAX_WINDOW: u32 = 320 << 7;
 
 /// One step of an exported trace (`.json`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -96,6 +99,16 @@ pub fn describe(prev: &State, a: &Action) -> String {
         Action::TsqFill => "the host queue fills (TSQ)".into(),
         Action::TsqDrain => "the host queue drains (TSQ)".into(),
         Action::Write => "the application writes one segment".into(),
+        Action::DeliverAckHeld { pkt } => format!("{} is delivered; the network holds its ACK", pk(*pkt)),
+        Action::OldAck => {
+            let h = &prev.held_ack;
+            let blocks: Vec<String> = h.blocks[..h.n as usize].iter().map(|&(s, e)| format!("{}:{}", seq_bytes(s as u32), seq_bytes(e as u32))).collect();
+            format!(
+                "the held ACK (ack {}{}) arrives after a newer one, below snd_una: an old ACK",
+                seq_bytes(h.ack as u32),
+                if blocks.is_empty() { String::new() } else { format!(", SACK {}", blocks.join(" ")) },
+            )
+        }
         #[allow(unreachable_patterns)]
         other => other.to_string(),
     }
@@ -213,13 +226,21 @@ impl Ctx<'_> {
         }
     }
 
-    fn ack_line(&mut self, ack: &AckSeg, ece: bool, ts_map: &BTreeMap<u32, u32>) -> String {
+    ///
+    /// The peer's TS val goes up by one per ACK line, except on an old ACK (`old`: one the
+    /// network held back, [`Action::OldAck`]): it keeps the val of the ACK before it, as a peer
+    /// whose TS clock did not tick between sending the two. The model's receiver has no TS
+    /// clock; with a tick between them the kernel's PAWS check (`tcp_validate_incoming`) would
+    /// discard the late ACK, which is an ACK loss (`--ack-losses`).
+    fn ack_line(&mut self, ack: &AckSeg, ece: bool, old: bool, ts_map: &BTreeMap<u32, u32>) -> String {
         let m = &self.model.cfg;
         let a = seq_bytes(ack.ack.wrapping_sub(m.isn));
         let blocks: Vec<String> = ack.sacks.iter().map(|(s, e)| format!("{}:{}", seq_bytes(s.wrapping_sub(m.isn)), seq_bytes(e.wrapping_sub(m.isn)))).collect();
         let mut opts = Vec::new();
         if let (true, Some(ecr)) = (self.ts, ack.tsecr) {
-            self.peer_ts += 1;
+            if !old {
+                self.peer_ts += 1;
+            }
             let lbl = ts_map.get(&ecr).copied().unwrap_or_else(|| label(ecr, m.ts_base));
             opts.push(format!("nop,nop,TS val {} ecr {lbl}", self.peer_ts));
         }
@@ -582,7 +603,26 @@ impl<'a> Exporter<'a> {
                 self.e.comment(&format!("step {idx} (model t={m} ms): {desc} (nothing reaches the sender){brk}"));
                 Emitted { t: self.last_t + (m - self.last_m), script_ms: None, quiet: false }
             }
-            Action::Deliver { pkt } | Action::DeliverEce { pkt } => self.deliver(idx, prev, pkt, matches!(a, Action::DeliverEce { .. }), m, &desc, &brk)?,
+            Action::DeliverAckHeld { .. } => {
+                self.e.comment(&format!("step {idx} (model t={m} ms): {desc} (it reaches the sender later, after a newer one){brk}"));
+                Emitted { t: self.last_t + (m - self.last_m), script_ms: None, quiet: false }
+            }
+            Action::Deliver { pkt } | Action::DeliverEce { pkt } => {
+                let (_, ack) = self.model.ack_for(prev, pkt as usize);
+                self.inbound_ack(idx, ack, matches!(a, Action::DeliverEce { .. }), false, m, &desc, &brk)?
+            }
+            Action::OldAck => {
+                let ack = prev.held_ack.ack_seg(&self.model.cfg, prev.sender.ts_ok);
+                // RFC 5961 5.2 in `tcp_ack()`: an ACK more than `min(max_window, bytes_acked)`
+                // below snd_una gets a challenge ACK and is discarded. The model's peer window
+                // is unlimited (the bound is then bytes_acked, which a held ACK never exceeds);
+                // the script's peer advertises PEER_MAX_WINDOW bytes.
+                let lag = prev.sender.snd_una.wrapping_sub(ack.ack) as u64 * MSS as u64;
+                if lag > PEER_MAX_WINDOW as u64 {
+                    return Err(format!("step {idx}: the old ACK is {lag} bytes below snd_una, more than the script's peer window ({PEER_MAX_WINDOW} bytes): the kernel would discard it (RFC 5961 5.2)"));
+                }
+                self.inbound_ack(idx, ack, false, true, m, &desc, &brk)?
+            }
             Action::Rto | Action::Tlp | Action::Reo => self.timer(idx, a, m, &desc, &brk)?,
             Action::Write => self.write(idx, m, &desc, &brk)?,
             Action::TsqFill | Action::TsqDrain => self.tsq(idx, matches!(a, Action::TsqFill), m, &desc, &brk),
@@ -609,11 +649,11 @@ impl<'a> Exporter<'a> {
         }
     }
 
-    /// A delivery: its ACK line (spaced, off the timers' deadlines), then what the sender sent.
+    /// An inbound ACK (a delivery's, or the held one arriving late): its line (spaced, off the
+    /// timers' deadlines), then what the sender sent.
     #[allow(clippy::too_many_arguments)]
-    fn deliver(&mut self, idx: usize, prev: &State, pkt: u16, ece: bool, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
+    fn inbound_ack(&mut self, idx: usize, ack: AckSeg, ece: bool, old: bool, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
         let cfg = &self.model.cfg;
-        let (_, ack) = self.model.ack_for(prev, pkt as usize);
         let mut t = self.last_t + (m - self.last_m).max(self.sp.gap_ms);
         if self.sp.gap_ms > 0 && acks_retransmission_at_min_rtt(&self.d.snd, &ack, t, cfg.rtt_ms, cfg.isn) {
             t += RACK_TIE_MS;
@@ -636,7 +676,7 @@ impl<'a> Exporter<'a> {
         ack2.ece = ece;
         ack2.tsecr = ack.tsecr.map(|ecr| retimed_tsecr(ecr, &self.ts_map, cfg.ts_base));
         self.e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
-        let text = self.cx.ack_line(&ack, ece, &self.ts_map);
+        let text = self.cx.ack_line(&ack, ece, old, &self.ts_map);
         let at = self.at(t);
         self.e.line(at, &text);
         let sent = self.d.ack(t, &ack2);

@@ -148,6 +148,10 @@ struct Handshake {
     accepted: bool,
     /// An active open (`connect()`): `syn_us` is then our SYN's time.
     active: bool,
+    /// The peer's window scale (its SYN's `wscale`, 0 without one): `tp->rx_opt.snd_wscale`.
+    snd_wscale: u8,
+    /// The largest window the peer advertised, in bytes (`tp->max_window`; the SYN's unscaled).
+    max_window: u32,
     /// Active open: the handshake's last ACK (ours) is due, at this script µs.
     final_ack_us: Option<i64>,
 }
@@ -330,8 +334,15 @@ impl<'a> ModelBackend<'a> {
     }
 
     /// Active open: the peer's SYN-ACK negotiates what our SYN offered.
+    /// The peer's SYN or SYN-ACK: its window scale and first (unscaled) window.
+    fn peer_window_of_syn(&mut self, p: &LivePacket) {
+        self.hs.snd_wscale = p.options.iter().find_map(|o| if let WireOption::WScale { shift } = o { Some((*shift).min(14)) } else { None }).unwrap_or(0);
+        self.hs.max_window = u32::from(p.win);
+    }
+
     fn synack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
         let syn = self.hs.syn_us.filter(|_| self.hs.active && self.hs.rtt_ms.is_none()).ok_or_else(|| stop("inbound SYN-ACK without our SYN"))?;
+        self.peer_window_of_syn(p);
         let mut mss = 536u32;
         let (mut sack, mut ts) = (false, false);
         for o in &p.options {
@@ -488,6 +499,7 @@ impl<'a> ModelBackend<'a> {
 
     /// The inbound SYN of the passive open: what it negotiates (with the sysctls).
     fn syn(&mut self, p: &LivePacket) -> Outcome1 {
+        self.peer_window_of_syn(p);
         let mut mss = None;
         let (mut sack, mut ts) = (false, false);
         for o in &p.options {
@@ -505,6 +517,20 @@ impl<'a> ModelBackend<'a> {
         self.hs.remote_isn = p.seq;
         self.hs.syn_us = Some(self.now_us);
         Outcome1::applied(Some(format!("passive open: {}, {}, MSS {}", if self.hs.sack_ok { "SACK" } else { "no SACK" }, if self.hs.ts_ok { "timestamps" } else { "no timestamps" }, self.hs.mss)))
+    }
+
+    /// RFC 5961 5.2 in `tcp_ack()`: an ACK more than `min(max_window, bytes_acked)` below
+    /// `snd_una` is answered with a challenge ACK and discarded, which the model does not do
+    /// (`Sender::tcp_ack_old` takes every ACK below `snd_una`): such a script is out of scope.
+    fn too_old_ack(&self, p: &LivePacket) -> Option<String> {
+        let d = self.d.as_ref()?;
+        let mss = self.hs.mss as u64;
+        let una = d.snd.snd_una.wrapping_sub(d.cfg.isn) as u64 * mss + 1;
+        let ack = p.ack as u64;
+        let lag = una.checked_sub(ack).filter(|&l| l > 0 && l < 1 << 31)?;
+        let bytes_acked = una - 1;
+        let limit = (self.hs.max_window as u64).min(bytes_acked);
+        (lag > limit).then(|| format!("ack {ack} is {lag} bytes below snd_una, more than min(max_window {}, bytes_acked {bytes_acked}): the kernel answers with a challenge ACK and discards it (RFC 5961 5.2), which is not modelled", self.hs.max_window))
     }
 
     /// An ACK for the running model: segments from bytes, SACK blocks, the TS echo.
@@ -788,6 +814,11 @@ impl Backend for ModelBackend<'_> {
         }
         if p.win == 0 {
             return Err(stop("zero window is not modelled"));
+        }
+        let too_old = self.too_old_ack(p);
+        self.hs.max_window = self.hs.max_window.max(u32::from(p.win) << self.hs.snd_wscale);
+        if let Some(why) = too_old {
+            return Err(stop(why));
         }
         self.data_ack(p)
     }

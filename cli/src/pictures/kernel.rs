@@ -210,7 +210,7 @@ pub fn of_run(report: &RunReport, script_text: &str) -> (Pictures, Vec<Step>) {
                 x.line
             );
             what.push(desc.clone());
-            items.push(Item::Ack { at: row(x.ack), ack: x.ack.to_string(), sacks: x.sacks.iter().map(|&(b, e)| (row(b), row(e))).collect(), lost: false, desc });
+            items.push(Item::Ack { at: row(x.ack), ack: x.ack.to_string(), sacks: x.sacks.iter().map(|&(b, e)| (row(b), row(e))).collect(), kind: "", desc });
         }
         if delta("TcpExtTCPTimeouts") > 0 {
             what.push("the RTO fired (TCPTimeouts)".into());

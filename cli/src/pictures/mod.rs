@@ -64,8 +64,10 @@ pub enum Item {
     /// The network dropped the packet at row `mid`; `dx` moves the mark right of the column's
     /// centre (a kernel run's drops sit beside their transmission).
     Drop { mid: f64, dx: f64, seg: String, desc: String },
-    /// An ACK: the cumulative ACK at row `at` (its value `ack`), the SACK blocks it carries.
-    Ack { at: f64, ack: String, sacks: Vec<(f64, f64)>, lost: bool, desc: String },
+    /// An ACK: the cumulative ACK at row `at` (its value `ack`), the SACK blocks it carries;
+    /// `kind` is "" (reaches the sender now), "lost", "held" (the network delivers it later) or
+    /// "old" (that held ACK arriving, below snd_una).
+    Ack { at: f64, ack: String, sacks: Vec<(f64, f64)>, kind: &'static str, desc: String },
     /// A timer fired: `kind` is rto, tlp or reo.
     Timer { kind: &'static str, label: &'static str, desc: String },
     /// An application or host event (write, TSQ) labelled on top.
@@ -171,7 +173,7 @@ fn time_sequence(p: &Pictures) -> String {
                         m + 4.0
                     );
                 }
-                Item::Ack { at, ack, sacks, lost, desc } => {
+                Item::Ack { at, ack, sacks, kind, desc } => {
                     let ya = y(*at);
                     let mut blocks = String::new();
                     for &(b, e) in sacks {
@@ -180,14 +182,18 @@ fn time_sequence(p: &Pictures) -> String {
                     let _ = writeln!(
                         o,
                         "<g class=\"tsd-ack{}\" data-pstep=\"{k}\" data-ack=\"{}\"><title>step {k}: {}</title><path d=\"M{:.1},{ya:.1} h16 m-5,-4 l5,4 l-5,4\"/>{blocks}<text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
-                        if *lost { " lost" } else { "" },
+                        if kind.is_empty() { String::new() } else { format!(" {kind}") },
                         esc(ack),
                         esc(desc),
                         x - 8.0,
                         x - 8.0,
                         // Under the arrow, or above it on the axis's bottom line.
                         if *at < 0.5 { ya - 5.0 } else { ya + 13.0 },
-                        if *lost { format!("ack {} lost", esc(ack)) } else { format!("ack {}", esc(ack)) }
+                        match *kind {
+                            "" => format!("ack {}", esc(ack)),
+                            "old" => format!("old ack {}", esc(ack)),
+                            k => format!("ack {} {k}", esc(ack)),
+                        }
                     );
                 }
                 Item::Timer { kind, label, desc } => {

@@ -47,7 +47,7 @@ pub fn of_path(model: &TcpModel, path: &Path<Action>, violated: Option<&str>) ->
 fn delivery(items: &mut Vec<Item>, model: &TcpModel, a: &Action, p: &State, s: &State, tx_col: &HashMap<(u16, u32, bool), usize>) {
     let isn = model.cfg.isn;
     let pkt = match a {
-        Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
+        Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverAckHeld { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
         _ => None,
     };
     let dropped = matches!(a, Action::Drop { .. });
@@ -61,14 +61,28 @@ fn delivery(items: &mut Vec<Item>, model: &TcpModel, a: &Action, p: &State, s: &
             items.push(Item::Drop { mid, dx: 0.0, seg: seg.to_string(), desc: format!("the network drops seg {seg} ({})", if pk.rtx { "retransmission" } else { "original" }) });
         }
     }
-    // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it.
-    if matches!(a, Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } | Action::DeliverAckLost { .. }) {
-        let lost = matches!(a, Action::DeliverAckLost { .. });
-        let ack = s.rcv.rcv_nxt(&model.cfg);
-        let sacks = if s.sender.sack_ok && !lost { s.rcv.sacks.iter().map(|&(b, e)| (b.wrapping_sub(isn) as f64, e.wrapping_sub(isn) as f64)).collect() } else { Vec::new() };
-        let blocks: Vec<String> = if s.sender.sack_ok { s.rcv.sacks.iter().map(|(b, e)| format!("{b}-{e}")).collect() } else { Vec::new() };
-        let desc = format!("ACK {ack}{}{}", if blocks.is_empty() { String::new() } else { format!(" SACK {}", blocks.join(" ")) }, if lost { " (lost on the way back)" } else { "" });
-        items.push(Item::Ack { at: ack.wrapping_sub(isn) as f64, ack: ack.to_string(), sacks, lost, desc });
+    // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it; or the held
+    // ACK arriving late (an old ACK, below snd_una), with the blocks it was sent with.
+    let ack_blocks: Option<(u32, Vec<(u32, u32)>, &'static str)> = match a {
+        Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "")),
+        Action::DeliverAckLost { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "lost")),
+        Action::DeliverAckHeld { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "held")),
+        Action::OldAck => Some((p.held_ack.ack_seq(&model.cfg), p.held_ack.ack_seg(&model.cfg, p.sender.ts_ok).sacks.to_vec(), "old")),
+        _ => None,
+    };
+    if let Some((ack, blocks, kind)) = ack_blocks {
+        let blocks = if s.sender.sack_ok { blocks } else { Vec::new() };
+        // Blocks are drawn where they reach the sender (not on a lost or a held ACK).
+        let sacks = if kind.is_empty() || kind == "old" { blocks.iter().map(|&(b, e)| (b.wrapping_sub(isn) as f64, e.wrapping_sub(isn) as f64)).collect() } else { Vec::new() };
+        let names: Vec<String> = blocks.iter().map(|(b, e)| format!("{b}-{e}")).collect();
+        let why = match kind {
+            "lost" => " (lost on the way back)",
+            "held" => " (held by the network, arrives later)",
+            "old" => " (the held ACK, arriving below snd_una)",
+            _ => "",
+        };
+        let desc = format!("ACK {ack}{}{why}", if names.is_empty() { String::new() } else { format!(" SACK {}", names.join(" ")) });
+        items.push(Item::Ack { at: ack.wrapping_sub(isn) as f64, ack: ack.to_string(), sacks, kind, desc });
     }
 }
 

@@ -48,6 +48,21 @@ pub enum PacketDelayedScope {
     AckedHead,
 }
 
+/// `tcp_sacktag_write_queue()`: a DSACK block nested in the block before it (`next_dup`) after
+/// that block's walk ran off the end of the retransmit queue (finding F3, docs/findings/F3.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SacktagNestedDsack {
+    /// Every kernel with the rb-tree retransmit queue up to 7.2: the NULL cursor sends
+    /// `tcp_sacktag_skip()` back to the DSACK block's segment, which is walked again, and
+    /// `tcp_sacktag_one()` decrements `undo_retrans` for it a second time (F3).
+    #[default]
+    WalkAgain,
+    /// F3's proposed fix (not in any kernel): when the covering block's walk returned NULL, the
+    /// DSACK block it already handled as `next_dup` is skipped.
+    SkipAfterNull,
+}
+
 /// The "not yet reduced in this window" guard of `tcp_enter_loss()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -200,6 +215,9 @@ pub struct Profile {
     /// (every kernel so far).
     #[serde(default)]
     pub packet_delayed_scope: PacketDelayedScope,
+    /// F3: the nested DSACK after a walk that ran off the queue; absent in a file = `walk-again`.
+    #[serde(default)]
+    pub sacktag_nested_dsack: SacktagNestedDsack,
     pub enter_loss_guard: EnterLossGuard,
     pub loss_undo_acks: LossUndoAcks,
     pub dsack_dupack: DsackDupack,
@@ -281,6 +299,7 @@ impl Profile {
             description: "Linux 6.16+ incl. 6.18: d0fa59897e04 non-SACK packet_delayed fix, RACK-only SACK loss detection, HyStart after 25c1a9ca53db".into(),
             packet_delayed: PacketDelayed::D0fa59,
             packet_delayed_scope: PacketDelayedScope::Episode,
+            sacktag_nested_dsack: SacktagNestedDsack::WalkAgain,
             enter_loss_guard: EnterLossGuard::SndUnaGeHighSeq,
             loss_undo_acks: LossUndoAcks::SndUnaAdvanced,
             dsack_dupack: DsackDupack::NotDupack,
@@ -558,6 +577,7 @@ struct ProfileFile {
     description: Option<String>,
     packet_delayed: Option<PacketDelayed>,
     packet_delayed_scope: Option<PacketDelayedScope>,
+    sacktag_nested_dsack: Option<SacktagNestedDsack>,
     enter_loss_guard: Option<EnterLossGuard>,
     loss_undo_acks: Option<LossUndoAcks>,
     dsack_dupack: Option<DsackDupack>,
@@ -643,6 +663,7 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     p.description = f.description.unwrap_or_else(|| format!("{base_name} with overrides from {file}"));
     if let Some(v) = f.packet_delayed { p.packet_delayed = v; }
     if let Some(v) = f.packet_delayed_scope { p.packet_delayed_scope = v; }
+    if let Some(v) = f.sacktag_nested_dsack { p.sacktag_nested_dsack = v; }
     if let Some(v) = f.enter_loss_guard { p.enter_loss_guard = v; }
     if let Some(v) = f.loss_undo_acks { p.loss_undo_acks = v; }
     if let Some(v) = f.dsack_dupack { p.dsack_dupack = v; }

@@ -57,7 +57,8 @@ macro_rules! branches {
 }
 
 branches! {
-    DelayedEcrBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr before it"),
+    DelayedEcrBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr before it, the echoed head holds every un-DSACKed retransmission"),
+    DelayedEcrBeforeUnproven = ("tcp_packet_delayed", "packet_delayed_scope", "retrans_stamp set, TSecr before it, another retransmission of the episode unproven (the choice applies)"),
     DelayedEcrNotBefore = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp set, TSecr not before it"),
     DelayedNoStampSack = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0, SACK flow (the variants differ)"),
     DelayedNoStampRenoAtHigh = ("tcp_packet_delayed", "packet_delayed", "retrans_stamp 0, non-SACK flow, snd_una >= high_seq (the variants differ)"),

@@ -28,6 +28,41 @@ pub enum PacketDelayed {
     D0fa59,
 }
 
+/// What the timestamp test of `tcp_packet_delayed()` (tcp_input.c) is taken to prove: finding
+/// F1 (docs/findings/F1.md). The echo of a TSval older than `retrans_stamp` shows that the
+/// segment the receiver echoed was an original; it says nothing about the episode's other
+/// retransmitted segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PacketDelayedScope {
+    /// Every kernel up to 7.2 (the test as old as the 2005 code, RFC 3522 Eifel): the echo
+    /// speaks for the whole episode, so `tcp_may_undo()` / `tcp_try_undo_partial()` undo it
+    /// although another retransmitted segment was really lost (F1).
+    #[default]
+    Episode,
+    /// The F1 fix (vm/kconfig/f1-fix.patch, not in any kernel): the echo counts only when the
+    /// segment at the old `snd_una` that this ACK cumulatively ACKs was retransmitted and its
+    /// retransmission is the only one of the episode not yet DSACKed (`undo_retrans <=` its
+    /// packets, computed in `tcp_clean_rtx_queue()`); else only DSACKs (`undo_retrans == 0`)
+    /// can undo.
+    AckedHead,
+}
+
+/// `tcp_sacktag_write_queue()`: a DSACK block nested in the block before it (`next_dup`) after
+/// that block's walk ran off the end of the retransmit queue (finding F3, docs/findings/F3.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SacktagNestedDsack {
+    /// Every kernel with the rb-tree retransmit queue up to 7.2: the NULL cursor sends
+    /// `tcp_sacktag_skip()` back to the DSACK block's segment, which is walked again, and
+    /// `tcp_sacktag_one()` decrements `undo_retrans` for it a second time (F3).
+    #[default]
+    WalkAgain,
+    /// F3's proposed fix (not in any kernel): when the covering block's walk returned NULL, the
+    /// DSACK block it already handled as `next_dup` is skipped.
+    SkipAfterNull,
+}
+
 /// The "not yet reduced in this window" guard of `tcp_enter_loss()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -176,6 +211,13 @@ pub struct Profile {
     /// One line: which kernels this represents.
     pub description: String,
     pub packet_delayed: PacketDelayed,
+    /// F1: what `tcp_packet_delayed()`'s timestamp test proves; absent in a file = `episode`
+    /// (every kernel so far).
+    #[serde(default)]
+    pub packet_delayed_scope: PacketDelayedScope,
+    /// F3: the nested DSACK after a walk that ran off the queue; absent in a file = `walk-again`.
+    #[serde(default)]
+    pub sacktag_nested_dsack: SacktagNestedDsack,
     pub enter_loss_guard: EnterLossGuard,
     pub loss_undo_acks: LossUndoAcks,
     pub dsack_dupack: DsackDupack,
@@ -256,6 +298,8 @@ impl Profile {
             name: "linux-6.18".into(),
             description: "Linux 6.16+ incl. 6.18: d0fa59897e04 non-SACK packet_delayed fix, RACK-only SACK loss detection, HyStart after 25c1a9ca53db".into(),
             packet_delayed: PacketDelayed::D0fa59,
+            packet_delayed_scope: PacketDelayedScope::Episode,
+            sacktag_nested_dsack: SacktagNestedDsack::WalkAgain,
             enter_loss_guard: EnterLossGuard::SndUnaGeHighSeq,
             loss_undo_acks: LossUndoAcks::SndUnaAdvanced,
             dsack_dupack: DsackDupack::NotDupack,
@@ -274,6 +318,17 @@ impl Profile {
             cubic_idle: CubicIdle::ShiftClamped,
             #[cfg(feature = "mutants")]
             mutants: vec![],
+        }
+    }
+
+    /// linux-6.18 with the F1 fix (vm/kconfig/f1-fix.patch). 7.2's recovery code is 6.18's
+    /// (checked on Debian's 7.2.13 in the VM, docs/findings.md), so this is also "7.2 + the fix".
+    pub fn linux_7_2_f1_fix() -> Profile {
+        Profile {
+            name: "linux-7.2-f1-fix".into(),
+            description: "linux-6.18 behaviour (= 7.2's recovery code) + the F1 fix of vm/kconfig/f1-fix.patch: tcp_packet_delayed's TS echo proves only the cumulatively ACKed head's retransmission, so it undoes only when that is the episode's one un-DSACKed retransmission".into(),
+            packet_delayed_scope: PacketDelayedScope::AckedHead,
+            ..Profile::linux_6_18()
         }
     }
 
@@ -456,6 +511,7 @@ impl Profile {
             Profile::linux_6_18(),
             Profile::linux_6_15(),
             Profile::linux_6_6(),
+            Profile::linux_7_2_f1_fix(),
             Profile::linux_5_1(),
             Profile::linux_3_14(),
             Profile::pre_da34ac(),
@@ -520,6 +576,8 @@ struct ProfileFile {
     name: Option<toml::Spanned<String>>,
     description: Option<String>,
     packet_delayed: Option<PacketDelayed>,
+    packet_delayed_scope: Option<PacketDelayedScope>,
+    sacktag_nested_dsack: Option<SacktagNestedDsack>,
     enter_loss_guard: Option<EnterLossGuard>,
     loss_undo_acks: Option<LossUndoAcks>,
     dsack_dupack: Option<DsackDupack>,
@@ -604,6 +662,8 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     }
     p.description = f.description.unwrap_or_else(|| format!("{base_name} with overrides from {file}"));
     if let Some(v) = f.packet_delayed { p.packet_delayed = v; }
+    if let Some(v) = f.packet_delayed_scope { p.packet_delayed_scope = v; }
+    if let Some(v) = f.sacktag_nested_dsack { p.sacktag_nested_dsack = v; }
     if let Some(v) = f.enter_loss_guard { p.enter_loss_guard = v; }
     if let Some(v) = f.loss_undo_acks { p.loss_undo_acks = v; }
     if let Some(v) = f.dsack_dupack { p.dsack_dupack = v; }

@@ -78,6 +78,14 @@ const GAPS: &[(&str, &str, &str)] = &[
     ("enter_recovery_stamp_cleanup", "false", "no profile isolates b41b4cbd9655, no row: row added by the verdicts issue"),
     // Only linux-5.5 sets it; its I15c row is the ms clock's (hystart_clock).
     ("hystart_cushion", "none", "only linux-5.5 sets it, no row isolates it: row added by the verdicts issue"),
+    // The F1 fix is a fix, not a historical bug: no profile fails a property *because* of it.
+    // Its check is tests/f1_fix.rs (linux-6.18 shows F1's signature, the fix does not; no
+    // property newly violated; spurious episodes still undone by the timestamp echo).
+    ("packet_delayed_scope", "acked-head", "the F1 fix (linux-7.2-f1-fix): checked by tests/f1_fix.rs, not by a failing row"),
+    // F3's proposed fix; the default bounds do not reach F3 (its scripts are trc diff
+    // scenarios): checked by replaying counterexamples/regressions/diff-nested-dsack-*.pkt
+    // (trc-trace tests/f3_fix.rs).
+    ("sacktag_nested_dsack", "skip-after-null", "F3's proposed fix, no built-in profile: checked by trace/tests/f3_fix.rs"),
     // The 42f3a8aaae66 series as posted; no built-in profile.
     ("hystart_cushion", "delay-min", "no built-in profile: see docs/profiles.md"),
 ];

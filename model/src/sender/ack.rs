@@ -190,6 +190,11 @@ impl Sender {
         let mut last_ackt: Option<u32> = None;
         let from = self.idx(cfg, prior_snd_una);
         let to = self.idx(cfg, self.snd_una);
+        // The F1 fix (vm/kconfig/f1-fix.patch): the TSecr of a cumulative ACK is the TSval of
+        // the segment that filled the receiver's hole, the one at the old snd_una. Its echo can
+        // prove only that segment's retransmission spurious; note whether that retransmission is
+        // the episode's only one not yet DSACKed (this ACK's DSACKs are already counted).
+        cx.echo_proves_retrans = from < to && self.segs[from as usize].tags & tag::RETRANS != 0 && self.undo_retrans <= 1;
         for i in from..to {
             let s = self.segs[i as usize];
             let start = self.seq_of(cfg, i);

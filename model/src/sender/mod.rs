@@ -88,6 +88,11 @@ pub struct Cx<'a> {
     pub dsack_note: u8,
     /// Ghost: the segments (index mod 64) whose DSACK decremented `undo_retrans` in this step.
     pub dsack_segs: u64,
+    /// This ACK's `tcp_clean_rtx_queue()` found the segment at the old `snd_una` retransmitted,
+    /// and its retransmission the only one of the episode not yet DSACKed (`undo_retrans <= 1`):
+    /// the F1 fix's `FLAG_ECHO_PROVES_RETRANS` (vm/kconfig/f1-fix.patch), read by
+    /// `tcp_packet_delayed_ts()` under `packet_delayed_scope = "acked-head"`. Per ACK, not state.
+    pub echo_proves_retrans: bool,
     /// Where the decision functions record their branches (`trc check --coverage`); `None`
     /// in the checker's hot path.
     pub decisions: Option<&'a crate::decision::DecisionCounts>,
@@ -101,7 +106,7 @@ impl<'a> Cx<'a> {
     }
 
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0, mib: Default::default(), dsack_note: 0, dsack_segs: 0, decisions: None }
+        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0, mib: Default::default(), dsack_note: 0, dsack_segs: 0, echo_proves_retrans: false, decisions: None }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.

@@ -6,7 +6,7 @@ use super::Cx;
 use crate::cc::{CaEvent, CongestionOps};
 use crate::decision::Branch;
 use crate::mib::Mib;
-use crate::profile::{mutant, InitUndoTlp, PacketDelayed};
+use crate::profile::{mutant, InitUndoTlp, PacketDelayed, PacketDelayedScope};
 use crate::seq::before;
 use crate::state::*;
 
@@ -239,7 +239,11 @@ impl Sender {
     fn packet_delayed_branch(&self, cx: &Cx) -> Branch {
         if self.retrans_stamp != 0 {
             if self.tcp_tsopt_ecr_before(cx, self.retrans_stamp) {
-                Branch::DelayedEcrBefore
+                if self.undo_retrans > 0 && !cx.echo_proves_retrans {
+                    Branch::DelayedEcrBeforeUnproven
+                } else {
+                    Branch::DelayedEcrBefore
+                }
             } else {
                 Branch::DelayedEcrNotBefore
             }
@@ -254,20 +258,20 @@ impl Sender {
 
     fn tcp_packet_delayed_variant(&self, cx: &Cx) -> bool {
         match cx.prof.packet_delayed {
-            PacketDelayed::Pre2019 => self.retrans_stamp == 0 || self.tcp_tsopt_ecr_before(cx, self.retrans_stamp),
-            PacketDelayed::Bc9f38 => self.retrans_stamp != 0 && self.tcp_tsopt_ecr_before(cx, self.retrans_stamp),
+            PacketDelayed::Pre2019 => self.retrans_stamp == 0 || self.tcp_packet_delayed_ts(cx),
+            PacketDelayed::Bc9f38 => self.retrans_stamp != 0 && self.tcp_packet_delayed_ts(cx),
             // The model has no SYN_SENT state (passive open, established), so the SYN_SENT
             // exception of e37ab7373696 never applies.
             PacketDelayed::E37ab7 => {
                 if self.retrans_stamp != 0 {
-                    self.tcp_tsopt_ecr_before(cx, self.retrans_stamp)
+                    self.tcp_packet_delayed_ts(cx)
                 } else {
                     true
                 }
             }
             PacketDelayed::D0fa59 => {
                 if self.retrans_stamp != 0 {
-                    return self.tcp_tsopt_ecr_before(cx, self.retrans_stamp);
+                    return self.tcp_packet_delayed_ts(cx);
                 }
                 if !self.sack_ok && !before(self.snd_una, self.high_seq) {
                     return false;
@@ -275,6 +279,23 @@ impl Sender {
                 true
             }
         }
+    }
+
+    /// The timestamp test of `tcp_packet_delayed()` (`retrans_stamp` set): the echo of a TSval
+    /// older than the episode's first retransmission, and what it may prove, by the profile's
+    /// `packet_delayed_scope` (finding F1, docs/findings/F1.md). Every kernel so far
+    /// (`Episode`, the test as in the 2005 code and RFC 3522) takes it for the whole episode,
+    /// so an echo of one delayed original undoes an episode in which another segment was really
+    /// lost and repaired by its retransmission. The fix (`AckedHead`, vm/kconfig/f1-fix.patch)
+    /// takes it only when the cumulatively ACKed head's retransmission is the episode's one
+    /// un-DSACKed retransmission (`Cx::echo_proves_retrans`, from `tcp_clean_rtx_queue()`), or
+    /// when no retransmission is left to judge (`undo_retrans <= 0`).
+    pub fn tcp_packet_delayed_ts(&self, cx: &Cx) -> bool {
+        self.tcp_tsopt_ecr_before(cx, self.retrans_stamp)
+            && match cx.prof.packet_delayed_scope {
+                PacketDelayedScope::Episode => true,
+                PacketDelayedScope::AckedHead => self.undo_retrans <= 0 || cx.echo_proves_retrans,
+            }
     }
 
     /// `tcp_may_undo()`.
@@ -569,6 +590,33 @@ mod tests {
                 assert!(!packet_delayed(&p, &s, None), "{} sack {sack}: no TS option", p.name);
             }
         }
+    }
+
+    /// `tcp_packet_delayed_ts()` (F1): linux-6.18 takes an echo older than `retrans_stamp` for
+    /// the whole episode; the fix only when the ACKed head's retransmission is the one
+    /// un-DSACKed retransmission (`echo_proves_retrans`) or none is left (`undo_retrans <= 0`).
+    /// An echo of the retransmission itself is never "delayed".
+    #[test]
+    fn packet_delayed_ts_scope_f1() {
+        let cfg = cfg();
+        let (old, fix) = (Profile::linux_6_18(), Profile::linux_7_2_f1_fix());
+        let mut s = recovery_done(&cfg, true);
+        s.retrans_stamp = ts(60);
+        let judge = |p: &Profile, s: &Sender, proves: bool, tsecr: u32| {
+            let mut cx = with_tsecr(Cx::new(&cfg, p, 400, false), Some(tsecr));
+            cx.echo_proves_retrans = proves;
+            (s.tcp_packet_delayed(&cx), s.tcp_may_undo(&cx))
+        };
+        s.undo_retrans = 2; // two retransmissions, neither DSACKed: F1's situation
+        assert_eq!(judge(&old, &s, false, ts(0)), (true, true), "6.18: one echo undoes the episode");
+        assert_eq!(judge(&fix, &s, false, ts(0)), (false, false), "fix: the other retransmission is unproven");
+        s.undo_retrans = 1; // the head's retransmission is the only one: a spurious episode
+        assert_eq!(judge(&fix, &s, true, ts(0)), (true, true), "fix: Eifel undo of a spurious episode");
+        assert_eq!(judge(&fix, &s, true, ts(60)), (false, false), "the echo of the retransmission proves nothing");
+        s.undo_retrans = 0; // every retransmission DSACKed
+        assert_eq!(judge(&fix, &s, false, ts(60)).1, true, "DSACK undo unchanged");
+        s.undo_retrans = -1; // none counted in the episode: as before
+        assert_eq!(judge(&fix, &s, false, ts(0)), (true, true));
     }
 
     /// `tcp_may_undo()`: `undo_marker && (!undo_retrans || tcp_packet_delayed())`. No marker, no

@@ -39,7 +39,12 @@ impl Sender {
             // blocks) lets it skip.
             let sacked_before: SegMask = (from..to).filter(|&k| self.segs[k as usize].tags & tag::S != 0).collect();
             let mut cursor = Some(from);
+            // The previous block's walk handled this block as its `next_dup` and ran off the end.
+            let mut dup_walked_to_end = false;
             for (i, &(start, end, dup_sack)) in sorted[..used].iter().enumerate() {
+                if std::mem::take(&mut dup_walked_to_end) && self.tcp_sacktag_skip_walked_dsack(cx) {
+                    continue;
+                }
                 // `next_dup`: the DSACK block, when it sorts right after this block
                 // (`first_sack_index == i + 1`); a DSACK sorting first (same start) is not one.
                 let next_dup = sorted[..used].get(i + 1).filter(|b| b.2).map(|b| (b.0, b.1));
@@ -68,6 +73,7 @@ impl Sender {
                         self.segs[k as usize].tags = tags;
                     }
                 }
+                dup_walked_to_end = cursor.is_none() && next_dup.is_some();
             }
         }
         if self.ca_state != CaState::Loss || self.undo_marker != 0 {
@@ -96,6 +102,14 @@ impl Sender {
             _ if before(start, self.seq_of(cfg, from)) => from,
             _ => self.idx(cfg, start),
         }
+    }
+
+    /// F3's proposed fix as a decision point (`sacktag_nested_dsack`, docs/findings/F3.md): in
+    /// `tcp_sacktag_write_queue()`, after a block whose `tcp_sacktag_walk()` handled the next
+    /// (DSACK) block as `next_dup` and returned NULL, whether that DSACK block is skipped
+    /// (`SkipAfterNull`) or walked again (`WalkAgain`, every kernel so far: F3's double count).
+    fn tcp_sacktag_skip_walked_dsack(&self, cx: &Cx) -> bool {
+        cx.prof.sacktag_nested_dsack == crate::profile::SacktagNestedDsack::SkipAfterNull
     }
 
     /// The `recv_sack_cache` shortcut of `tcp_sacktag_write_queue()`: a (non-DSACK) block lying

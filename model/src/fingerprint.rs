@@ -132,7 +132,7 @@ impl State {
         let mut p = Packer::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         sender_flags(&mut p, sender, *tsq_full);
-        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, sender.ghost.init_undo_ignored_tlp);
+        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, &sender.ghost);
         let ev = &sender.ghost.ev;
         p.push(
             len16(sender.segs.len())
@@ -214,7 +214,7 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
 }
 
 #[inline(always)]
-fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: bool) {
+fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, g: &SenderGhost) {
     let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes } = budget;
     p.push(
         *losses as u64
@@ -225,7 +225,7 @@ fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: 
             | (*ece as u64) << 40
             | (*writes as u64) << 48,
     );
-    p.push(reo_wnd_steps as u64 | b(ignored_tlp) << 8);
+    p.push(reo_wnd_steps as u64 | b(g.init_undo_ignored_tlp) << 8 | b(g.frto_ref) << 9 | g.frto_owed.map_or(0, |(a, z)| 1 << 10 | (a as u64) << 16 | (z as u64) << 32));
 }
 
 /// The sender's fixed-width fields (every field named: a new one is a compile error here).
@@ -274,7 +274,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         ghost,
     } = s;
     let Rack { mstamp, end_seq, rtt, advanced: _, reo_wnd_steps: _, reo_wnd_persist, dsack_seen: _ } = rack;
-    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, ev: _ } = ghost;
+    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, frto_ref: _, frto_owed: _, ev: _ } = ghost;
     p.push(p2(now, *snd_una));
     p.push(p2(*snd_nxt, *write_seq));
     p.push(p2(*high_seq, *cwnd));

@@ -94,6 +94,24 @@ pub(crate) fn i2_reduction_ok(r: &trc_model::state::Reduction) -> bool {
         || prev_kind == ReductionKind::Tlp
 }
 
+/// I19: no missed undo of a provably spurious RTO. The reference F-RTO judgement
+/// (`SenderGhost::frto_ref`: RFC 5682's SACK-enhanced F-RTO as the kernel runs it, with a
+/// DSACK-only ACK never a duplicate ACK) proved the RTO spurious — never-retransmitted data was
+/// (S)ACKed while it was open — and no undo followed (`frto_owed`); the property fails when
+/// that episode ends (the state leaves Loss, or a new RTO starts one) still without an undo,
+/// unless the ghost truth says an original of the episode (`undo_marker`..`high_seq` at the
+/// proof; from the first segment when `undo_marker` was 0) really was lost: then not undoing was right whatever
+/// the evidence said. Ambiguous evidence (a duplicate ACK without DSACK, newly SACKed
+/// retransmitted data, no new data to send in step 2b) ends the judgement, and nothing is owed.
+fn i19(_m: &TcpModel, s: &State) -> bool {
+    let snd = &s.sender;
+    let Some((from, to)) = snd.ghost.frto_owed else { return true };
+    if snd.ca_state == CaState::Loss && !snd.ghost.ev.entered_loss {
+        return true;
+    }
+    s.ghost.orig_dropped.iter().any(|k| (from as u32..to as u32).contains(&k))
+}
+
 /// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.
 fn i3(_m: &TcpModel, s: &State) -> bool {
     (s.sender.cwnd as i32) >= 1 && !s.sender.ghost.ev.prr_zero_prior_cwnd
@@ -357,6 +375,13 @@ pub fn catalogue() -> Vec<Spec> {
             guards: "cubictcp_state on TCP_CA_Loss",
             holds: i18,
         },
+        Spec {
+            id: "I19",
+            name: "I19: a provably spurious RTO is undone",
+            statement: "an RTO that F-RTO's evidence (never-retransmitted data (S)ACKed; a DSACK-only ACK is no duplicate ACK) proved spurious, with no original of the episode really lost, does not end without an undo",
+            guards: "d9157f6806d1 (a DSACK ACK counted as a dupack ended F-RTO: missed undo)",
+            holds: i19,
+        },
     ]
 }
 
@@ -397,6 +422,7 @@ pub fn ghost_reads(id: &str) -> GhostSet {
         "I2" => GhostSet::LAST_REDUCTION,
         // HystartExit::{true_end_seq, round_min, min_rtt_us, elapsed_us} come from CUBIC's g_*.
         "I15" | "I15b" | "I15c" => GhostSet::HYSTART,
+        "I19" => GhostSet::ORIG_DROPPED.union(GhostSet::FRTO_REF),
         "I3" | "I5" | "I11" | "I12" | "I13" | "I14" | "I16" | "I16i" | "I17" | "I18" => GhostSet::NONE,
         _ => GhostSet::ALL,
     }

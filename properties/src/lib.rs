@@ -69,6 +69,13 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
     if !snd.sack_ok || undone || ep.undone {
         return true;
     }
+    // The ACK that ended the episode may start the next one (a new loss marked at once):
+    // `episode` is then the new one (`start_una == snd_una`; an ended episode's start is below
+    // `snd_una`, which passed its `high_seq`), and the ended one's segments are no longer
+    // known. Such a step is not judged.
+    if ep.start_una == snd.snd_una {
+        return true;
+    }
     // Applies only when no segment at or above the episode's start was ever retransmitted (all
     // retransmissions were held in the host) and none was really lost.
     let from = ep.start_una.wrapping_sub(m.cfg.isn);
@@ -77,21 +84,31 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
     retransmitted || real_loss
 }
 
-/// I2: ssthresh is reduced at most once per window of data, with the kernel's documented
+/// I2: ssthresh is reduced at most once per window, with the kernel's documented
 /// exceptions: an RTO in Loss after an ACK advanced snd_una since the previous RTO (§8.1), a lost
-/// retransmission moving Loss to Recovery (row 18), and a TLP that repaired a loss (row 21).
-fn i2(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.reductions.iter().all(i2_reduction_ok)
+/// retransmission moving Loss to Recovery (row 18), a TLP that repaired a loss (row 21), and a
+/// Recovery entered for the loss of data sent after the previous reduction (a new window: its
+/// `high_seq` or above is marked lost, e.g. by RACK's reordering timer in Loss after F-RTO sent
+/// new data — `tcp_rack_reo_timeout` enters Recovery from any other state).
+fn i2(m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.reductions.iter().all(|r| i2_reduction_ok(m, s, r))
 }
 
 /// Whether one reduction keeps I2.
-pub(crate) fn i2_reduction_ok(r: &trc_model::state::Reduction) -> bool {
+pub(crate) fn i2_reduction_ok(m: &TcpModel, s: &State, r: &trc_model::state::Reduction) -> bool {
     let Some((prev_high_seq, prev_kind)) = r.prev else { return true };
     !before(r.snd_una, prev_high_seq)
         || (r.kind == ReductionKind::Loss && r.from == CaState::Loss && r.icsk_retransmits == 0)
         || r.lost_retrans
         || r.kind == ReductionKind::Tlp
         || prev_kind == ReductionKind::Tlp
+        || (r.kind == ReductionKind::Recovery && new_window_loss(m, s, prev_high_seq))
+}
+
+/// A segment at or above `high_seq` (sent after the reduction that set it) is marked lost.
+fn new_window_loss(m: &TcpModel, s: &State, high_seq: u32) -> bool {
+    let snd = &s.sender;
+    snd.rtx_queue(&m.cfg).any(|k| snd.segs[k as usize].tags & tag::L != 0 && at_or_above(m, k, high_seq))
 }
 
 /// I19: no missed undo of a provably spurious RTO. The reference F-RTO judgement

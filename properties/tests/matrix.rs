@@ -113,6 +113,22 @@ fn d9157f_dsack_ends_frto_missed_undo_i19() {
     }
 }
 
+/// Two property errors found at `--segments 7 --sack` on linux-6.18 (issue #14 item 6):
+/// - I1p judged the episode the same ACK had just started (a Recovery ending and a new one
+///   beginning on one ACK): ✗10 before, holds now; it still fails on linux-6.6 (bc9f38 row).
+/// - I2 counted a Recovery entered for the loss of data sent after the previous reduction
+///   (RACK's reordering timer in Loss after F-RTO step 2b sent new data; `tcp_rack_reo_timeout`
+///   enters Recovery from Loss) as a second reduction in that window: ✗12 and ✗13 before. The
+///   shortest I2 violation left is 15 events: the same timer marks lost an original sent
+///   *before* the RTO, a second cut inside the RTO's window (a candidate finding,
+///   docs/findings.md, not kernel-confirmed). I2 still fails on its mutant (every_property_can_fail).
+#[test]
+fn i1p_and_i2_property_fixes_at_segments_7() {
+    let c = Config { segments: 7, ..cfg(SackMode::Sack, true) };
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I1p", 2), None);
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I2", 2), Some(15));
+}
+
 #[test]
 fn linux_6_18_default_bounds() {
     // Non-SACK: every property holds. SACK: only the accepted I1 findings (docs/findings.md).

@@ -133,7 +133,7 @@ impl State {
         let mut p = Packer::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         sender_flags(&mut p, sender, *tsq_full);
-        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, sender.ghost.init_undo_ignored_tlp, *held);
+        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, &sender.ghost, *held);
         let ev = &sender.ghost.ev;
         p.push(
             len16(sender.segs.len())
@@ -222,7 +222,7 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
 }
 
 #[inline(always)]
-fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: bool, held_ack: bool) {
+fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, g: &SenderGhost, held_ack: bool) {
     let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes, old_acks } = budget;
     p.push(
         *losses as u64
@@ -233,7 +233,16 @@ fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, ignored_tlp: 
             | (*ece as u64) << 40
             | (*writes as u64) << 48,
     );
-    p.push(reo_wnd_steps as u64 | b(ignored_tlp) << 8 | (*old_acks as u64) << 16 | b(held_ack) << 24);
+    // Bits: 0-7 reo_wnd_steps, 8-10 ghost flags, 11 a held ACK, 16-47 the owed F-RTO range,
+    // 48-55 the old-ACK budget.
+    p.push(
+        reo_wnd_steps as u64
+            | b(g.init_undo_ignored_tlp) << 8
+            | b(g.frto_ref) << 9
+            | g.frto_owed.map_or(0, |(a, z)| 1 << 10 | (a as u64) << 16 | (z as u64) << 32)
+            | b(held_ack) << 11
+            | (*old_acks as u64) << 48,
+    );
 }
 
 /// The sender's fixed-width fields (every field named: a new one is a compile error here).
@@ -282,7 +291,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         ghost,
     } = s;
     let Rack { mstamp, end_seq, rtt, advanced: _, reo_wnd_steps: _, reo_wnd_persist, dsack_seen: _ } = rack;
-    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, ev: _ } = ghost;
+    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, frto_ref: _, frto_owed: _, ev: _ } = ghost;
     p.push(p2(now, *snd_una));
     p.push(p2(*snd_nxt, *write_seq));
     p.push(p2(*high_seq, *cwnd));

@@ -513,3 +513,13 @@ impl fmt::Display for Action {
         }
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    /// The state's size is a cost of every explored state (docs/performance.md): a new field
+    /// must fit in existing padding or be justified. 688 bytes, 16-byte aligned.
+    #[test]
+    fn state_size_is_688_bytes() {
+        assert_eq!(std::mem::size_of::<super::State>(), 688);
+    }
+}

@@ -110,10 +110,12 @@ impl State {
         copy(ecn_queue_cwr);
         copy(timer);
         copy(cc);
-        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, init_undo_ignored_tlp, ev } = sghost;
+        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, init_undo_ignored_tlp, frto_ref, frto_owed, ev } = sghost;
         copy(last_reduction);
         copy(episode);
         copy(init_undo_ignored_tlp);
+        copy(frto_ref);
+        copy(frto_owed);
         let Events {
             undos,
             reductions,

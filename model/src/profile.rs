@@ -279,6 +279,8 @@ pub enum Mutant {
     CubicNoSsthreshFloor,
     /// `cubictcp_state` does not reset CUBIC on entering Loss.
     CubicNoLossReset,
+    /// `tcp_process_loss` skips F-RTO's step-3b undo (never-retransmitted data (S)ACKed).
+    FrtoNoUndo,
 }
 
 fn yes() -> bool {

@@ -41,7 +41,9 @@ impl GhostSet {
     pub const LAST_REDUCTION: GhostSet = GhostSet(16);
     /// CUBIC's `g_end_seq`, `g_reset_us`, `g_min_rtt_us`, `g_round_min` (→ `HystartExit`).
     pub const HYSTART: GhostSet = GhostSet(32);
-    pub const ALL: GhostSet = GhostSet(63);
+    /// `SenderGhost::{frto_ref, frto_owed}` (the reference F-RTO judgement, I19).
+    pub const FRTO_REF: GhostSet = GhostSet(64);
+    pub const ALL: GhostSet = GhostSet(127);
 
     pub fn union(self, o: GhostSet) -> GhostSet {
         GhostSet(self.0 | o.0)
@@ -94,6 +96,10 @@ impl Reduce {
         }
         if d.has(GhostSet::LAST_REDUCTION) {
             g.last_reduction = None;
+        }
+        if d.has(GhostSet::FRTO_REF) {
+            g.frto_ref = false;
+            g.frto_owed = None;
         }
         if d.has(GhostSet::HYSTART) {
             if let crate::cc::Cc::Cubic(c) = &mut s.sender.cc {

@@ -270,6 +270,17 @@ pub struct SenderGhost {
     /// The last `tcp_init_undo()` saw an in-flight TLP retransmission and did not count it in
     /// `undo_retrans` (`InitUndoTlp::Ignore`; always false on profiles that count it).
     pub init_undo_ignored_tlp: bool,
+    /// The reference F-RTO judgement of the current RTO episode (for I19): RFC 5682's
+    /// SACK-enhanced F-RTO as `tcp_process_loss()` runs it, except that an ACK whose only news
+    /// is a DSACK is never a duplicate ACK (the rule of d9157f6806d1, v5.18). True while that
+    /// judgement has not declared the loss real; it follows the kernel's `frto` everywhere
+    /// else, so on a profile with d9157f6806d1 it equals `frto` (no extra states).
+    pub frto_ref: bool,
+    /// The reference F-RTO judgement proved the current RTO spurious (never-retransmitted data
+    /// (S)ACKed while it was open, step 3b) and the kernel did not undo: the episode's
+    /// segments then, as indices `[undo_marker, high_seq)` (from 0 when `undo_marker` was 0;
+    /// `MAX_SEGMENTS` fits in 16 bits). Cleared by any undo.
+    pub frto_owed: Option<(u16, u16)>,
     pub ev: Events,
 }
 

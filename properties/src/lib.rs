@@ -69,6 +69,13 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
     if !snd.sack_ok || undone || ep.undone {
         return true;
     }
+    // The ACK that ended the episode may start the next one (a new loss marked at once):
+    // `episode` is then the new one (`start_una == snd_una`; an ended episode's start is below
+    // `snd_una`, which passed its `high_seq`), and the ended one's segments are no longer
+    // known. Such a step is not judged.
+    if ep.start_una == snd.snd_una {
+        return true;
+    }
     // Applies only when no segment at or above the episode's start was ever retransmitted (all
     // retransmissions were held in the host) and none was really lost.
     let from = ep.start_una.wrapping_sub(m.cfg.isn);
@@ -77,21 +84,49 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
     retransmitted || real_loss
 }
 
-/// I2: ssthresh is reduced at most once per window of data, with the kernel's documented
+/// I2: ssthresh is reduced at most once per window, with the kernel's documented
 /// exceptions: an RTO in Loss after an ACK advanced snd_una since the previous RTO (§8.1), a lost
-/// retransmission moving Loss to Recovery (row 18), and a TLP that repaired a loss (row 21).
-fn i2(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.reductions.iter().all(i2_reduction_ok)
+/// retransmission moving Loss to Recovery (row 18), a TLP that repaired a loss (row 21), and a
+/// Recovery entered for the loss of data sent after the previous reduction (a new window: its
+/// `high_seq` or above is marked lost, e.g. by RACK's reordering timer in Loss after F-RTO sent
+/// new data — `tcp_rack_reo_timeout` enters Recovery from any other state).
+fn i2(m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.reductions.iter().all(|r| i2_reduction_ok(m, s, r))
 }
 
 /// Whether one reduction keeps I2.
-pub(crate) fn i2_reduction_ok(r: &trc_model::state::Reduction) -> bool {
+pub(crate) fn i2_reduction_ok(m: &TcpModel, s: &State, r: &trc_model::state::Reduction) -> bool {
     let Some((prev_high_seq, prev_kind)) = r.prev else { return true };
     !before(r.snd_una, prev_high_seq)
         || (r.kind == ReductionKind::Loss && r.from == CaState::Loss && r.icsk_retransmits == 0)
         || r.lost_retrans
         || r.kind == ReductionKind::Tlp
         || prev_kind == ReductionKind::Tlp
+        || (r.kind == ReductionKind::Recovery && new_window_loss(m, s, prev_high_seq))
+}
+
+/// A segment at or above `high_seq` (sent after the reduction that set it) is marked lost.
+fn new_window_loss(m: &TcpModel, s: &State, high_seq: u32) -> bool {
+    let snd = &s.sender;
+    snd.rtx_queue(&m.cfg).any(|k| snd.segs[k as usize].tags & tag::L != 0 && at_or_above(m, k, high_seq))
+}
+
+/// I19: no missed undo of a provably spurious RTO. The reference F-RTO judgement
+/// (`SenderGhost::frto_ref`: RFC 5682's SACK-enhanced F-RTO as the kernel runs it, with a
+/// DSACK-only ACK never a duplicate ACK) proved the RTO spurious — never-retransmitted data was
+/// (S)ACKed while it was open — and no undo followed (`frto_owed`); the property fails when
+/// that episode ends (the state leaves Loss, or a new RTO starts one) still without an undo,
+/// unless the ghost truth says an original of the episode (`undo_marker`..`high_seq` at the
+/// proof; from the first segment when `undo_marker` was 0) really was lost: then not undoing was right whatever
+/// the evidence said. Ambiguous evidence (a duplicate ACK without DSACK, newly SACKed
+/// retransmitted data, no new data to send in step 2b) ends the judgement, and nothing is owed.
+fn i19(_m: &TcpModel, s: &State) -> bool {
+    let snd = &s.sender;
+    let Some((from, to)) = snd.ghost.frto_owed else { return true };
+    if snd.ca_state == CaState::Loss && !snd.ghost.ev.entered_loss {
+        return true;
+    }
+    s.ghost.orig_dropped.iter().any(|k| (from as u32..to as u32).contains(&k))
 }
 
 /// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.
@@ -357,6 +392,13 @@ pub fn catalogue() -> Vec<Spec> {
             guards: "cubictcp_state on TCP_CA_Loss",
             holds: i18,
         },
+        Spec {
+            id: "I19",
+            name: "I19: a provably spurious RTO is undone",
+            statement: "an RTO that F-RTO's evidence (never-retransmitted data (S)ACKed; a DSACK-only ACK is no duplicate ACK) proved spurious, with no original of the episode really lost, does not end without an undo",
+            guards: "d9157f6806d1 (a DSACK ACK counted as a dupack ended F-RTO: missed undo)",
+            holds: i19,
+        },
     ]
 }
 
@@ -397,6 +439,7 @@ pub fn ghost_reads(id: &str) -> GhostSet {
         "I2" => GhostSet::LAST_REDUCTION,
         // HystartExit::{true_end_seq, round_min, min_rtt_us, elapsed_us} come from CUBIC's g_*.
         "I15" | "I15b" | "I15c" => GhostSet::HYSTART,
+        "I19" => GhostSet::ORIG_DROPPED.union(GhostSet::FRTO_REF),
         "I3" | "I5" | "I11" | "I12" | "I13" | "I14" | "I16" | "I16i" | "I17" | "I18" => GhostSet::NONE,
         _ => GhostSet::ALL,
     }

@@ -81,7 +81,7 @@ pub fn class(id: &str, m: &TcpModel, s: &State) -> u64 {
             TAG_UNDO | (u.kind as u64) << 4 | (u.ca_state as u64) << 8 | (u.evidence as u64) << 12
         }
         "I2" => {
-            let Some(r) = ev.reductions.iter().find(|r| !crate::i2_reduction_ok(r)) else { return 0 };
+            let Some(r) = ev.reductions.iter().find(|r| !crate::i2_reduction_ok(m, s, r)) else { return 0 };
             let prev = r.prev.map_or(0, |(_, k)| k as u64 + 1);
             TAG_REDUCTION | (r.kind as u64) << 4 | (r.from as u64) << 8 | prev << 12 | (r.icsk_retransmits.min(15) as u64) << 16
         }

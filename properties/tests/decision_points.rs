@@ -46,6 +46,8 @@ const ROWS: &[Row] = &[
     row("matrix.rs", "f1236f22_non_sack_frto_bogus_undo_i1", "Profile::pre_1236f22()", Profile::pre_1236f22, "nonsack_orig_sack_fix", "false"),
     row("matrix.rs", "f686dc2_non_sack_hold_in_loss_i14", "Profile::linux_5_1()", Profile::linux_5_1, "loss_undo_nonsack_hold", "false"),
     row("matrix.rs", "i3_fails_on_pre_8b8a321_prr", "Profile::pre_8b8a321()", Profile::pre_8b8a321, "prr_guards", "pre8b8a321"),
+    row("matrix.rs", "f0ec986_tlp_dsack_undo_i1", "Profile::pre_0ec986()", Profile::pre_0ec986, "init_undo_tlp", "ignore"),
+    row("matrix.rs", "d9157f_dsack_ends_frto_missed_undo_i19", "Profile::pre_d9157f()", Profile::pre_d9157f, "dsack_dupack", "counts-as-dupack"),
     row("cubic.rs", "f25c1a9_round_start_below_low_window_i15", "Profile::pre_25c1a9()", Profile::pre_25c1a9, "hystart_low_window", "in-acked"),
     row("cubic.rs", "f4e1fddc_round_reset_in_cong_avoid_i15", "Profile::pre_4e1fddc()", Profile::pre_4e1fddc, "hystart_round_reset", "in-cong-avoid"),
     row("cubic.rs", "fb344579_delay_exit_on_min_rtt_drop_i15b", "Profile::pre_b344579()", Profile::pre_b344579, "hystart_curr_rtt", "first8"),
@@ -64,12 +66,6 @@ const GAPS: &[(&str, &str, &str)] = &[
     // built-in kernel has it; the two guards differ only at snd_una > high_seq in
     // Recovery/CWR (unit test loss::tests::enter_loss_guard_window_clause).
     ("enter_loss_guard", "snd-una-eq-high-seq", "no built-in profile: see docs/profiles.md (the 2014 change)"),
-    // pre-d9157f6806d1 (and linux-5.1, linux-3.14) set it; at the default bounds
-    // pre-d9157f6806d1 explores exactly linux-6.18's 1,008,870 states with the same verdicts.
-    ("dsack_dupack", "counts-as-dupack", "profile pre-d9157f6806d1, no failing row yet: row added by the verdicts issue"),
-    // pre-0ec986ed7bab (and linux-6.6, 5.1, 3.14) set it; at the default bounds it has
-    // linux-6.18's verdicts (I1 only, 7 events).
-    ("init_undo_tlp", "ignore", "profile pre-0ec986ed7bab, no failing row yet: row added by the verdicts issue"),
     // Only linux-3.14 sets it; its I1 row belongs to da34ac7626b5 (loss_undo_acks, isolated by
     // pre-da34ac7626b5), and I2 holds on every built-in profile (docs/properties.md).
     ("rto_retrans_reset", "in-process-loss", "only linux-3.14 sets it, no row isolates it: row added by the verdicts issue"),

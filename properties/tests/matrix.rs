@@ -56,6 +56,79 @@ fn f686dc2_non_sack_hold_in_loss_i14() {
     assert_eq!(violated(&c, Profile::linux_6_6(), "I14", 2), None);
 }
 
+/// Every property's verdict for `profile` under `cfg` in one exploration (id, shortest length).
+fn verdicts(cfg: &Config, profile: Profile) -> Vec<(&'static str, Option<usize>)> {
+    let specs = trc_properties::catalogue();
+    let model = TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
+    let report = check(&model, &Options { threads: 2, ..Options::default() }, None);
+    specs.iter().zip(&report.properties).map(|(s, p)| (s.id, p.path.as_ref().map(|x| x.actions.len()))).collect()
+}
+
+/// Asserts that `profile` violates `id` and no other property under `cfg`.
+fn fails_only(cfg: &Config, profile: Profile, id: &str) {
+    let name = profile.name.clone();
+    let v = verdicts(cfg, profile);
+    assert!(v.iter().any(|(i, l)| *i == id && l.is_some()), "{name} must violate {id}: {v:?}");
+    let others: Vec<_> = v.iter().filter(|(i, l)| *i != id && l.is_some()).collect();
+    assert!(others.is_empty(), "{name} violates only {id}: {others:?}");
+}
+
+/// The bounds of configs/0ec986-tlp-dsack.toml: SACK, no timestamps, no RTO, no TSQ. Without an
+/// RTO the accepted F4..F8 (all after an RTO) and F1 (Eifel) cannot occur, so I1 is the
+/// revert's own violation: the DSACK of a TLP copy that `tcp_init_undo` did not count.
+fn tlp_dsack() -> Config {
+    Config { max_rtos: 0, max_tsq: 0, ..cfg(SackMode::Sack, false) }
+}
+
+#[test]
+fn f0ec986_tlp_dsack_undo_i1() {
+    let c = tlp_dsack();
+    assert_eq!(violated(&c, Profile::pre_0ec986(), "I1", 2), Some(8), "the uncounted TLP copy's DSACK undoes a real recovery");
+    assert!(violated(&c, Profile::linux_6_6(), "I1", 2).is_some(), "6.6 predates 0ec986ed7bab");
+    fails_only(&c, Profile::pre_0ec986(), "I1");
+    assert!(verdicts(&c, Profile::linux_6_18()).iter().all(|(_, l)| l.is_none()), "0ec986ed7bab fixed it; nothing else fails here");
+    // At the default bounds the revert's signature is new against linux-6.18 (signatures.rs,
+    // f1_and_the_0ec986_revert_have_different_signatures).
+}
+
+/// The bounds of configs/d9157f-frto-dsack.toml: SACK, no timestamps (Eifel would undo on the
+/// first ACK after the RTO), no loss, deliveries may overtake two older ones, no TLP.
+fn frto_dsack() -> Config {
+    Config { max_losses: 0, max_reorder: 2, max_tlps: 0, ..cfg(SackMode::Sack, false) }
+}
+
+#[test]
+fn d9157f_dsack_ends_frto_missed_undo_i19() {
+    let c = frto_dsack();
+    // RTO; the original of the head is ACKed (F-RTO 2b, new data sent); the RTO copy's DSACK
+    // counted as a dupack ends F-RTO (3a); never-retransmitted data SACKed proves the RTO
+    // spurious, but nothing undoes: the episode ends in Open with the reduced cwnd.
+    assert_eq!(violated(&c, Profile::pre_d9157f(), "I19", 2), Some(10));
+    assert!(violated(&c, Profile::linux_5_1(), "I19", 2).is_some(), "5.1 predates d9157f6806d1");
+    fails_only(&c, Profile::pre_d9157f(), "I19");
+    assert!(verdicts(&c, Profile::linux_6_18()).iter().all(|(_, l)| l.is_none()), "d9157f6806d1 fixed it; nothing else fails here");
+    // At the default bounds (timestamps on) Eifel undoes first: the revert's verdicts are 6.18's.
+    for sack in [SackMode::Sack, SackMode::NoSack] {
+        assert_eq!(violated(&cfg(sack, true), Profile::pre_d9157f(), "I19", 2), None);
+    }
+}
+
+/// Two property errors found at `--segments 7 --sack` on linux-6.18 (issue #14 item 6):
+/// - I1p judged the episode the same ACK had just started (a Recovery ending and a new one
+///   beginning on one ACK): ✗10 before, holds now; it still fails on linux-6.6 (bc9f38 row).
+/// - I2 counted a Recovery entered for the loss of data sent after the previous reduction
+///   (RACK's reordering timer in Loss after F-RTO step 2b sent new data; `tcp_rack_reo_timeout`
+///   enters Recovery from Loss) as a second reduction in that window: ✗12 and ✗13 before. The
+///   shortest I2 violation left is 15 events: the same timer marks lost an original sent
+///   *before* the RTO, a second cut inside the RTO's window (a candidate finding,
+///   docs/findings.md, not kernel-confirmed). I2 still fails on its mutant (every_property_can_fail).
+#[test]
+fn i1p_and_i2_property_fixes_at_segments_7() {
+    let c = Config { segments: 7, ..cfg(SackMode::Sack, true) };
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I1p", 2), None);
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I2", 2), Some(15));
+}
+
 #[test]
 fn linux_6_18_default_bounds() {
     // Non-SACK: every property holds. SACK: only the accepted I1 findings (docs/findings.md).
@@ -83,6 +156,7 @@ fn every_property_can_fail() {
         ("I11", Mutant::UndoCwndPriorOnly),
         ("I13", Mutant::EndCwndNoSnap),
         ("I14", Mutant::NoNonSackHold),
+        ("I19", Mutant::FrtoNoUndo),
     ];
     for (id, m) in cases {
         assert!(violated(&small, mutant(m), id, 2).is_some(), "{id} must fail under {m:?}");

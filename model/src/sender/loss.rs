@@ -6,7 +6,7 @@ use super::Cx;
 use crate::cc::CaEvent;
 use crate::decision::Branch;
 use crate::mib::Mib;
-use crate::profile::{EnterLossGuard, LossUndoAcks, RtoRetransReset};
+use crate::profile::{mutant, EnterLossGuard, LossUndoAcks, RtoRetransReset};
 use crate::seq::{after, before};
 use crate::state::*;
 
@@ -116,6 +116,33 @@ impl Sender {
             self.ecn_queue_cwr = true;
         }
         self.frto = cx.cfg.frto && (new_recovery || self.icsk_retransmits != 0);
+        // Ghost (I19): the reference F-RTO judgement starts with the kernel's.
+        self.ghost.frto_ref = self.frto;
+    }
+
+    /// Ghost (I19): the reference F-RTO judgement on this ACK, run where `tcp_process_loss()`
+    /// runs F-RTO and by its rules (RFC 5682 3.1, SACK-enhanced): never-retransmitted data
+    /// (S)ACKed (`FLAG_ORIG_SACK_ACKED`, step 3b) proves the RTO spurious, and the undo that
+    /// must follow clears `frto_owed` again; after new data went out (step 2b), newly SACKed
+    /// data or a duplicate ACK means the loss was real (3a). It differs from the kernel's
+    /// `frto` in one rule only: an ACK whose only news is a DSACK is not a duplicate ACK
+    /// (d9157f6806d1 "tcp: fix F-RTO may not work correctly when receiving DSACK", v5.18: a
+    /// DSACK is evidence of a spurious retransmission, RFC 3708). Step 2b's high_seq update and
+    /// its no-new-data fallback are the kernel's own (both clear `frto_ref` with `frto`).
+    fn frto_reference(&mut self, cx: &Cx, fl: u32, num_dupack: u32) {
+        if !self.ghost.frto_ref {
+            return;
+        }
+        if fl & flag::ORIG_SACK_ACKED != 0 {
+            let from = if self.undo_marker != 0 { self.undo_marker.wrapping_sub(cx.cfg.isn) } else { 0 };
+            let to = self.high_seq.wrapping_sub(cx.cfg.isn);
+            self.ghost.frto_owed = Some((from as u16, to as u16));
+        } else if after(self.snd_nxt, self.high_seq) {
+            let dupack = num_dupack > 0 && fl & flag::DSACKING_ACK == 0;
+            if fl & flag::DATA_SACKED != 0 || dupack {
+                self.ghost.frto_ref = false;
+            }
+        }
     }
 
     /// `tcp_process_loss()`: ACK processing in Loss, incl. F-RTO (RFC 5682, SACK-enhanced).
@@ -129,9 +156,10 @@ impl Sender {
         if undo_trigger && self.tcp_try_undo_loss(cx, false) {
             return;
         }
+        self.frto_reference(cx, fl, num_dupack);
         if self.frto {
             // Step 3.b: never-retransmitted data (S)ACKed: the RTO was spurious.
-            if fl & flag::ORIG_SACK_ACKED != 0 && self.tcp_try_undo_loss(cx, true) {
+            if fl & flag::ORIG_SACK_ACKED != 0 && !mutant!(cx.prof, FrtoNoUndo) && self.tcp_try_undo_loss(cx, true) {
                 return;
             }
             if after(self.snd_nxt, self.high_seq) {
@@ -147,6 +175,7 @@ impl Sender {
                     return;
                 }
                 self.frto = false;
+                self.ghost.frto_ref = false;
             }
         }
         if cx.prof.rto_retrans_reset == RtoRetransReset::InProcessLoss {

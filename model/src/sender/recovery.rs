@@ -356,6 +356,7 @@ impl Sender {
             self.ghost.last_reduction = None;
         }
         self.undo_marker = 0;
+        self.ghost.frto_owed = None;
         self.rack.advanced = true;
         if let Some(ep) = self.ghost.episode.as_mut() {
             ep.undone = true;

@@ -326,6 +326,7 @@ impl Sender {
                     return;
                 }
                 self.frto = false;
+                self.ghost.frto_ref = false;
             }
             Rexmit::Lost => {}
         }

@@ -27,6 +27,12 @@ pub struct ImpactArgs {
     /// Reordering on the data path (netem reorder), percent.
     #[arg(long, default_value = "1")]
     pub reorder: f64,
+    /// Delay variation on the data path, ms (netem reorders packets whose delays cross).
+    #[arg(long, default_value = "0")]
+    pub jitter: f64,
+    /// The jitter's distribution: uniform (netem's default), normal, pareto, paretonormal.
+    #[arg(long, value_name = "DIST")]
+    pub jitter_dist: Option<String>,
     /// A bottleneck rate on the data path, Mbit/s (default none).
     #[arg(long)]
     pub rate: Option<f64>,
@@ -80,6 +86,7 @@ struct Medians {
     mean_cwnd: f64,
     undo_events: f64,
     undos_after_real_loss: f64,
+    undos_after_real_loss_ts: f64,
     undos_spurious: f64,
     tap_dropped: f64,
 }
@@ -90,7 +97,7 @@ pub fn main(args: ImpactArgs) -> i32 {
         eprintln!("{what}: --kernel is required (the experiment runs only inside a VM)");
         return 2;
     };
-    let params = trc_vm::impact::ImpactParams { rtt_ms: args.rtt, loss_pct: args.loss, reorder_pct: args.reorder, rate_mbit: args.rate, limit: args.limit, duration_s: args.duration, sample_ms: args.sample_ms, cc: args.cc.clone() };
+    let params = trc_vm::impact::ImpactParams { rtt_ms: args.rtt, loss_pct: args.loss, reorder_pct: args.reorder, jitter_ms: args.jitter, jitter_dist: args.jitter_dist.clone(), rate_mbit: args.rate, limit: args.limit, duration_s: args.duration, sample_ms: args.sample_ms, cc: args.cc.clone() };
     if let Err(e) = params.validate().and_then(|_| args.vm.validate()) {
         eprintln!("{what}: {e}");
         return 2;
@@ -134,20 +141,21 @@ pub fn main(args: ImpactArgs) -> i32 {
     let release = if run.release.is_empty() { img.release.clone() } else { run.release.clone() };
     let label = args.label.clone().unwrap_or_else(|| release.clone());
     println!("kernel: {release} ({}), label {label}", run.kernel.display());
-    println!("path: RTT {} ms, loss {} %, reorder {} %, rate {}, {} s per run, sampled every {} ms, cc {}", params.rtt_ms, params.loss_pct, params.reorder_pct, params.rate_mbit.map(|r| format!("{r} Mbit/s")).unwrap_or_else(|| "unlimited".into()), params.duration_s, params.sample_ms, params.cc);
-    println!("{:>4} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}", "run", "goodput", "retrans", "cwnd", "dropped", "undos", "real", "spur", "unpl", "Full", "Part", "Loss", "DSACKU", "SpRTO");
+    println!("path: RTT {} ms, jitter {} ms ({}), loss {} %, reorder {} %, rate {}, {} s per run, sampled every {} ms, cc {}", params.rtt_ms, params.jitter_ms, params.jitter_dist.as_deref().unwrap_or("uniform"), params.loss_pct, params.reorder_pct, params.rate_mbit.map(|r| format!("{r} Mbit/s")).unwrap_or_else(|| "unlimited".into()), params.duration_s, params.sample_ms, params.cc);
+    println!("{:>4} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}", "run", "goodput", "retrans", "cwnd", "dropped", "undos", "real", "F1ts", "spur", "unpl", "Full", "Part", "Loss", "DSACKU", "SpRTO");
     for r in &results {
         let s = &r.summary;
         let c = |k: &str| s.counters.get(k).copied().unwrap_or(0);
         println!(
-            "{:>4} {:>9.3} {:>7.2}% {:>7.1} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
+            "{:>4} {:>9.3} {:>7.2}% {:>7.1} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
             r.index,
             s.goodput_mbit,
             s.retrans_rate * 100.0,
             s.mean_cwnd,
-            s.tap_dropped,
+            s.netem_dropped.unwrap_or(s.tap_dropped),
             s.undo_events,
             s.undos_after_real_loss,
+            s.undos_after_real_loss_ts,
             s.undos_spurious,
             s.undos_unplaced,
             c("TcpExtTCPFullUndo"),
@@ -156,6 +164,9 @@ pub fn main(args: ImpactArgs) -> i32 {
             c("TcpExtTCPDSACKUndo"),
             c("TcpExtTCPSpuriousRTOs")
         );
+        if !s.captured {
+            println!("     run {}: no capture (the kernel has no AF_PACKET): real/F1ts/spur/unpl not attributed", r.index);
+        }
         if s.tap_losses > 0 || s.oversize > 0 {
             println!("     run {}: taps lost {} packets, {} packets longer than the MSS: its attribution is incomplete", r.index, s.tap_losses, s.oversize);
         }
@@ -167,11 +178,12 @@ pub fn main(args: ImpactArgs) -> i32 {
         mean_cwnd: med(&|s| s.mean_cwnd),
         undo_events: med(&|s| s.undo_events as f64),
         undos_after_real_loss: med(&|s| s.undos_after_real_loss as f64),
+        undos_after_real_loss_ts: med(&|s| s.undos_after_real_loss_ts as f64),
         undos_spurious: med(&|s| s.undos_spurious as f64),
-        tap_dropped: med(&|s| s.tap_dropped as f64),
+        tap_dropped: med(&|s| s.netem_dropped.unwrap_or(s.tap_dropped) as f64),
     };
     println!(
-        "median of {}: goodput {:.3} Mbit/s, retrans {:.2} %, mean cwnd {:.1}, undo events {}, after a real loss {}, spurious only {}, netem drops seen {}",
+        "median of {}: goodput {:.3} Mbit/s, retrans {:.2} %, mean cwnd {:.1}, undo events {}, after a real loss {}, spurious only {}, netem drops {}",
         results.len(),
         medians.goodput_mbit,
         medians.retrans_rate * 100.0,
@@ -182,7 +194,14 @@ pub fn main(args: ImpactArgs) -> i32 {
         medians.tap_dropped
     );
     let total = |f: &dyn Fn(&trc_vm::impact::ImpactSummary) -> usize| results.iter().map(|r| f(&r.summary)).sum::<usize>();
-    println!("total: {} undo events, {} after a real loss, {} spurious only, {} not placed", total(&|s| s.undo_events), total(&|s| s.undos_after_real_loss), total(&|s| s.undos_spurious), total(&|s| s.undos_unplaced));
+    println!(
+        "total: {} undo events, {} after a real loss ({} of them with an ACK echoing a TSval older than the first retransmission), {} spurious only, {} not placed",
+        total(&|s| s.undo_events),
+        total(&|s| s.undos_after_real_loss),
+        total(&|s| s.undos_after_real_loss_ts),
+        total(&|s| s.undos_spurious),
+        total(&|s| s.undos_unplaced)
+    );
     println!("accelerator: {}; boot {:.1} s wall; total {:.1} s wall, {:.1} s qemu CPU (load {:.1} -> {:.1})", run.accelerator, run.boot.wall_s, run.total.wall_s, run.total.cpu_s, run.load.0, run.load.1);
     for f in &failed {
         println!("failed: {f}");

@@ -35,6 +35,14 @@ pub struct ImpactParams {
     /// netem `reorder`: the share of data packets sent without the delay (so they overtake
     /// up to RTT/2 of their predecessors), percent.
     pub reorder_pct: f64,
+    /// Delay variation on the data path (netem `delay RTT/2 JITTER`), ms; netem then reorders
+    /// packets whose delays cross.
+    #[serde(default)]
+    pub jitter_ms: f64,
+    /// The jitter's distribution (`normal`, `pareto`, `paretonormal`; netem's tables); `None`:
+    /// netem's uniform.
+    #[serde(default)]
+    pub jitter_dist: Option<String>,
     /// An optional bottleneck on the data path (netem `rate`), Mbit/s.
     pub rate_mbit: Option<f64>,
     /// netem's queue limit, packets.
@@ -49,7 +57,7 @@ pub struct ImpactParams {
 
 impl Default for ImpactParams {
     fn default() -> ImpactParams {
-        ImpactParams { rtt_ms: 40.0, loss_pct: 1.0, reorder_pct: 1.0, rate_mbit: None, limit: 10_000, duration_s: 30.0, sample_ms: 10.0, cc: "cubic".into() }
+        ImpactParams { rtt_ms: 40.0, loss_pct: 1.0, reorder_pct: 1.0, jitter_ms: 0.0, jitter_dist: None, rate_mbit: None, limit: 10_000, duration_s: 30.0, sample_ms: 10.0, cc: "cubic".into() }
     }
 }
 
@@ -62,6 +70,12 @@ impl ImpactParams {
         }
         if !pct(self.loss_pct) || !pct(self.reorder_pct) {
             return Err("--loss and --reorder are percentages in 0..50".into());
+        }
+        if !(self.jitter_ms.is_finite() && self.jitter_ms >= 0.0 && self.jitter_ms <= self.rtt_ms * 5.0) {
+            return Err("--jitter must be in 0..5*RTT ms".into());
+        }
+        if self.jitter_dist.as_deref().is_some_and(|d| !["normal", "pareto", "paretonormal", "uniform"].contains(&d)) {
+            return Err("--jitter-dist must be normal, pareto, paretonormal or uniform".into());
         }
         if self.rate_mbit.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
             return Err("--rate must be positive (Mbit/s)".into());
@@ -78,6 +92,12 @@ impl ImpactParams {
     /// The netem arguments of the data path (after `netem`).
     pub fn data_netem(&self) -> Vec<String> {
         let mut a = vec!["limit".to_string(), self.limit.to_string(), "delay".into(), format!("{}us", (self.rtt_ms * 500.0).round() as u64)];
+        if self.jitter_ms > 0.0 {
+            a.push(format!("{}us", (self.jitter_ms * 1000.0).round() as u64));
+            if let Some(d) = self.jitter_dist.as_deref().filter(|d| *d != "uniform") {
+                a.extend(["distribution".into(), d.to_string()]);
+            }
+        }
         if self.reorder_pct > 0.0 {
             a.extend(["reorder".into(), format!("{}%", self.reorder_pct)]);
         }
@@ -156,6 +176,15 @@ pub struct TapSeg {
     pub tsval: u32,
 }
 
+/// An ACK to the sender seen on r0 after netem (what the sender got): time, cumulative
+/// ACK (relative), TSecr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapAck {
+    pub t_ns: i64,
+    pub ack: u32,
+    pub tsecr: u32,
+}
+
 /// What one undo event was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -167,6 +196,8 @@ pub enum UndoVerdict {
     Spurious,
     /// No retransmission in the episode's window (sampling could not place it).
     NoRetransmission,
+    /// No capture (the kernel has no `AF_PACKET`, `CONFIG_PACKET`): not attributed.
+    NotCaptured,
 }
 
 /// An undo event.
@@ -184,7 +215,17 @@ pub struct UndoEvent {
     pub retransmissions: u32,
     /// Of which the original was dropped by netem.
     pub originals_lost: u32,
+    /// The relative sequence numbers of those.
+    pub lost_seqs: Vec<u32>,
+    /// An ACK the sender got between the event's sample and the one before echoed a TSval
+    /// older than the episode's first retransmission: what `tcp_packet_delayed()` takes for
+    /// proof that the retransmissions were spurious (a timestamp-based undo).
+    pub echo_before_retransmission: bool,
     pub verdict: UndoVerdict,
+    /// For an event after a real loss: what the taps saw from one RTT before the window to
+    /// the event (`t_ms tx|rtx|ack ...`), so a reader can check the attribution.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<String>,
 }
 
 /// The measured figures of one run.
@@ -216,6 +257,13 @@ pub struct ImpactSummary {
     pub undos_after_real_loss: usize,
     pub undos_spurious: usize,
     pub undos_unplaced: usize,
+    /// Undos after a real loss with an ACK echoing a pre-retransmission TSval: F1's mechanism.
+    #[serde(default)]
+    pub undos_after_real_loss_ts: usize,
+    /// The taps ran (`false`: no AF_PACKET in the kernel; the tap figures are zero and no
+    /// event is attributed).
+    #[serde(default = "yes")]
+    pub captured: bool,
 }
 
 /// One run's result.
@@ -226,6 +274,10 @@ pub struct ImpactRun {
     pub samples: Vec<Sample>,
     pub events: Vec<UndoEvent>,
     pub notes: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn short(c: &str) -> String {
@@ -280,7 +332,8 @@ fn classify(sent: &[TapSeg], dropped: &[bool]) -> Vec<(bool, bool)> {
 
 /// The summary and the undo events of a run from its samples and the two taps.
 /// `sent`: data segments on r0, `delivered`: on r1, both in time order.
-pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered: &[TapSeg], mss: u32) -> (ImpactSummary, Vec<UndoEvent>) {
+/// `captured`: the taps ran (else every event is [`UndoVerdict::NotCaptured`]).
+pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered: &[TapSeg], acks: &[TapAck], mss: u32, captured: bool) -> (ImpactSummary, Vec<UndoEvent>) {
     let got: HashSet<(u32, u32, u32)> = delivered.iter().map(|d| (d.seq, d.len, d.tsval)).collect();
     let dropped: Vec<bool> = sent.iter().map(|s| !got.contains(&(s.seq, s.len, s.tsval))).collect();
     let cls = classify(sent, &dropped);
@@ -302,14 +355,50 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
         let (t0, t1) = (samples[j].t_ms, samples[k].t_ms);
         let mut rtx = 0;
         let mut lost = 0;
+        let mut lost_seqs = Vec::new();
+        let mut first_rtx_ts: Option<u32> = None;
+        let mut first_rtx_t = f64::INFINITY;
         for (s, (r, ol)) in sent.iter().zip(&cls) {
             let t = s.t_ns as f64 / 1e6;
             if *r && t > t0 && t <= t1 {
                 rtx += 1;
-                lost += *ol as u32;
+                first_rtx_ts.get_or_insert(s.tsval);
+                first_rtx_t = first_rtx_t.min(t);
+                if *ol {
+                    lost += 1;
+                    lost_seqs.push(s.seq);
+                }
             }
         }
-        let verdict = if lost > 0 {
+        let tprev = samples[k - 1].t_ms;
+        // The candidate undo ACK: the first in the event's sample interval that echoes a TSval
+        // older than the episode's first retransmission. Retransmissions after it belong to
+        // the next episode (the undo had happened). It must come after that retransmission.
+        let undo_ack = first_rtx_ts.and_then(|f| {
+            acks.iter()
+                .map(|a| (a.t_ns as f64 / 1e6, a))
+                .find(|(t, a)| *t > tprev.max(first_rtx_t) && *t <= t1 && a.tsecr != 0 && (a.tsecr.wrapping_sub(f) as i32) < 0)
+                .map(|(t, _)| t)
+        });
+        let echo_before = undo_ack.is_some();
+        if let Some(tu) = undo_ack {
+            rtx = 0;
+            lost = 0;
+            lost_seqs.clear();
+            for (s, (r, ol)) in sent.iter().zip(&cls) {
+                let t = s.t_ns as f64 / 1e6;
+                if *r && t > t0 && t < tu {
+                    rtx += 1;
+                    if *ol {
+                        lost += 1;
+                        lost_seqs.push(s.seq);
+                    }
+                }
+            }
+        }
+        let verdict = if !captured {
+            UndoVerdict::NotCaptured
+        } else if lost > 0 {
             UndoVerdict::AfterRealLoss
         } else if rtx > 0 {
             UndoVerdict::Spurious
@@ -317,6 +406,25 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
             UndoVerdict::NoRetransmission
         };
         let counters = (0..5).filter(|&c| d[c] > 0).map(|c| (short(UNDO_COUNTERS[c]), d[c])).collect();
+        let mut trace = Vec::new();
+        if verdict == UndoVerdict::AfterRealLoss {
+            let from = t0 - p.rtt_ms;
+            let mut lines: Vec<(f64, String)> = Vec::new();
+            for (i, (s, (r, _))) in sent.iter().zip(&cls).enumerate() {
+                let t = s.t_ns as f64 / 1e6;
+                if t >= from && t <= t1 {
+                    lines.push((t, format!("{t:.3} {} {}:{} tsval {}{}", if *r { "rtx" } else { "tx " }, s.seq, s.seq.wrapping_add(s.len), s.tsval, if dropped[i] { " DROPPED" } else { "" })));
+                }
+            }
+            for a in acks {
+                let t = a.t_ns as f64 / 1e6;
+                if t >= from && t <= t1 {
+                    lines.push((t, format!("{t:.3} ack {} tsecr {}", a.ack, a.tsecr)));
+                }
+            }
+            lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+            trace = lines.into_iter().map(|l| l.1).collect();
+        }
         events.push(UndoEvent {
             t_ms: t1,
             window_start_ms: t0,
@@ -327,7 +435,10 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
             ssthresh_after: samples[k].ssthresh,
             retransmissions: rtx,
             originals_lost: lost,
+            lost_seqs,
+            echo_before_retransmission: echo_before,
             verdict,
+            trace,
         });
         prev_event = k;
     }
@@ -365,13 +476,26 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
         undos_after_real_loss: count(UndoVerdict::AfterRealLoss),
         undos_spurious: count(UndoVerdict::Spurious),
         undos_unplaced: count(UndoVerdict::NoRetransmission),
+        undos_after_real_loss_ts: events.iter().filter(|e| e.verdict == UndoVerdict::AfterRealLoss && e.echo_before_retransmission).count(),
+        captured,
     };
     (summary, events)
 }
 
-/// Parses a TCP/IPv4 data packet (from the IP header on): (seq, payload length, TSval,
-/// flags), or `None` for anything else.
-pub fn parse_tcp(p: &[u8], wire_len: usize) -> Option<(u32, u32, u32, u8)> {
+/// The fields of a TCP/IPv4 header the experiment reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpHdr {
+    pub seq: u32,
+    pub ack: u32,
+    /// Payload length.
+    pub len: u32,
+    pub tsval: u32,
+    pub tsecr: u32,
+    pub flags: u8,
+}
+
+/// Parses a TCP/IPv4 packet (from the IP header on), or `None` for anything else.
+pub fn parse_tcp(p: &[u8], wire_len: usize) -> Option<TcpHdr> {
     if p.len() < 20 || p[0] >> 4 != 4 || p[9] != 6 {
         return None;
     }
@@ -382,11 +506,13 @@ pub fn parse_tcp(p: &[u8], wire_len: usize) -> Option<(u32, u32, u32, u8)> {
         return None;
     }
     let seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
+    let ack = u32::from_be_bytes([t[8], t[9], t[10], t[11]]);
     let doff = (t[12] >> 4) as usize * 4;
     let flags = t[13];
     let tot = if tot == 0 { wire_len } else { tot };
     let len = tot.checked_sub(ihl + doff)? as u32;
     let mut tsval = 0;
+    let mut tsecr = 0;
     let opts = t.get(20..doff.min(t.len())).unwrap_or(&[]);
     let mut i = 0;
     while i < opts.len() {
@@ -400,12 +526,15 @@ pub fn parse_tcp(p: &[u8], wire_len: usize) -> Option<(u32, u32, u32, u8)> {
                 }
                 if k == 8 && l == 10 && i + 6 <= opts.len() {
                     tsval = u32::from_be_bytes([opts[i + 2], opts[i + 3], opts[i + 4], opts[i + 5]]);
+                    if i + 10 <= opts.len() {
+                        tsecr = u32::from_be_bytes([opts[i + 6], opts[i + 7], opts[i + 8], opts[i + 9]]);
+                    }
                 }
                 i += l;
             }
         }
     }
-    Some((seq, len, tsval, flags))
+    Some(TcpHdr { seq, ack, len, tsval, tsecr, flags })
 }
 
 /// The `dropped N` of `tc -s qdisc show` output for the netem qdisc.
@@ -468,9 +597,21 @@ pub mod guest {
         Ok(())
     }
 
+    /// Removes the run's links and namespaces. The router's ends are deleted first, which
+    /// removes each veth pair at once: a namespace's own devices go only later, in the
+    /// kernel's asynchronous namespace cleanup, and the next run's `ip link add` would find
+    /// the old `r1` still there.
     fn teardown() {
+        let _ = ip("link del r0");
+        let _ = ip("link del r1");
         let _ = ip(&format!("netns del {SND}"));
         let _ = ip(&format!("netns del {RCV}"));
+        for _ in 0..100 {
+            if ifindex("r0").is_err() && ifindex("r1").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn setup(p: &ImpactParams) -> Result<(), String> {
@@ -751,19 +892,31 @@ pub mod guest {
             if b.len() < 20 || b[12..16] != [10, 9, 1, 1] {
                 continue;
             }
-            let Some((seq, len, tsval, flags)) = parse_tcp(b, *n) else { continue };
-            if flags & 0x02 != 0 {
-                isn.get_or_insert(seq);
+            let Some(h) = parse_tcp(b, *n) else { continue };
+            if h.flags & 0x02 != 0 {
+                isn.get_or_insert(h.seq);
                 continue;
             }
             let Some(i) = isn else { continue };
-            if len == 0 {
+            if h.len == 0 {
                 continue;
             }
-            v.push(TapSeg { t_ns: ts - t0_ns, seq: seq.wrapping_sub(i).wrapping_sub(1), len, tsval });
+            v.push(TapSeg { t_ns: ts - t0_ns, seq: h.seq.wrapping_sub(i).wrapping_sub(1), len: h.len, tsval: h.tsval });
         }
         v.sort_by_key(|s| s.t_ns);
         (v, isn)
+    }
+
+    /// The receiver's ACKs as the sender gets them: r0's egress (after the ACK path's netem).
+    fn acks(raw: &[Raw], t0_ns: i64, isn: Option<u32>) -> Vec<TapAck> {
+        let Some(i) = isn else { return Vec::new() };
+        let mut v: Vec<TapAck> = raw
+            .iter()
+            .filter(|(_, pt, b, _)| *pt == libc::PACKET_OUTGOING && b.len() >= 20 && b[12..16] == [10, 9, 2, 1])
+            .filter_map(|(ts, _, b, n)| parse_tcp(b, *n).filter(|h| h.flags & 0x10 != 0).map(|h| TapAck { t_ns: ts - t0_ns, ack: h.ack.wrapping_sub(i).wrapping_sub(1), tsecr: h.tsecr }))
+            .collect();
+        v.sort_by_key(|a| a.t_ns);
+        v
     }
 
     /// One run: set up, measure, tear down.
@@ -787,14 +940,20 @@ pub mod guest {
 
     fn measure(p: &ImpactParams, index: usize) -> Result<ImpactRun, String> {
         let stop = Arc::new(AtomicBool::new(false));
-        let taps: Vec<_> = ["r0", "r1"]
-            .iter()
-            .map(|d| {
-                let fd = tap_socket(d)?;
-                let s = stop.clone();
-                Ok(std::thread::spawn(move || tap_loop(fd, s)))
-            })
-            .collect::<Result<_, String>>()?;
+        let mut tap_note = None;
+        let taps: Vec<_> = match ["r0", "r1"].iter().map(|d| tap_socket(d)).collect::<Result<Vec<_>, String>>() {
+            Ok(fds) => fds
+                .into_iter()
+                .map(|fd| {
+                    let s = stop.clone();
+                    std::thread::spawn(move || tap_loop(fd, s))
+                })
+                .collect(),
+            Err(e) => {
+                tap_note = Some(format!("no capture ({e}): the kernel needs CONFIG_PACKET; undo events are not attributed"));
+                Vec::new()
+            }
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         let rs = stop.clone();
         let recv = std::thread::spawn(move || receiver(tx, rs));
@@ -811,16 +970,22 @@ pub mod guest {
         }
         let s = snd?;
         let mut notes = s.notes;
+        let captured = tap_note.is_none();
+        notes.extend(tap_note);
+        while raws.len() < 2 {
+            raws.push((Vec::new(), 0));
+        }
         match received {
             Ok(b) => notes.push(format!("receiver got {b} bytes")),
             Err(e) => notes.push(format!("receiver: {e}")),
         }
         let (sent, isn) = segments(&raws[0].0, libc::PACKET_HOST, s.t0_ns, None);
         let (delivered, _) = segments(&raws[1].0, libc::PACKET_OUTGOING, s.t0_ns, isn);
-        if isn.is_none() {
+        if isn.is_none() && captured {
             notes.push("the taps did not see the SYN: no attribution".into());
         }
-        let (mut summary, events) = analyse(p, &s.samples, &sent, &delivered, s.mss);
+        let acks = acks(&raws[0].0, s.t0_ns, isn);
+        let (mut summary, events) = analyse(p, &s.samples, &sent, &delivered, &acks, s.mss, captured);
         summary.tap_losses = raws[0].1 + raws[1].1;
         summary.counters = REPORTED_COUNTERS.iter().map(|c| (c.to_string(), s.mib_after.get(*c).copied().unwrap_or(0) - s.mib_before.get(*c).copied().unwrap_or(0))).collect();
         Ok(ImpactRun { index, summary, samples: s.samples, events, notes })
@@ -848,7 +1013,9 @@ mod tests {
         let delivered: Vec<TapSeg> = sent.iter().copied().filter(|s| !(s.seq == 3000 && s.tsval == 1)).collect();
         let samples = vec![sample(30.0, 0, 10, [0; 5]), sample(40.0, 0, 10, [0; 5]), sample(60.0, 3, 5, [0; 5]), sample(100.0, 0, 10, [1, 0, 0, 0, 0])];
         let p = ImpactParams { duration_s: 0.1, ..ImpactParams::default() };
-        let (s, ev) = analyse(&p, &samples, &sent, &delivered, 1448);
+        // The undo's ACK (at 90 ms) echoes TSval 1, before the first retransmission's 51.
+        let acks = vec![TapAck { t_ns: 90_000_000, ack: 5000, tsecr: 1 }];
+        let (s, ev) = analyse(&p, &samples, &sent, &delivered, &acks, 1448, true);
         assert_eq!((s.tap_sent, s.tap_delivered, s.tap_dropped, s.tap_dropped_originals), (7, 6, 1, 1));
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].verdict, UndoVerdict::AfterRealLoss);
@@ -856,6 +1023,8 @@ mod tests {
         assert_eq!((ev[0].cwnd_before, ev[0].cwnd_after), (5, 10));
         assert_eq!(ev[0].counters.get("FullUndo"), Some(&1));
         assert_eq!(s.undos_after_real_loss, 1);
+        assert!(ev[0].echo_before_retransmission);
+        assert_eq!((ev[0].lost_seqs.clone(), s.undos_after_real_loss_ts), (vec![3000], 1));
     }
 
     #[test]
@@ -864,10 +1033,13 @@ mod tests {
         let delivered = sent.clone();
         let samples = vec![sample(40.0, 0, 10, [0; 5]), sample(60.0, 3, 5, [0; 5]), sample(100.0, 0, 10, [0, 0, 0, 1, 0]), sample(200.0, 0, 10, [0, 1, 0, 1, 0])];
         let p = ImpactParams { duration_s: 0.2, ..ImpactParams::default() };
-        let (s, ev) = analyse(&p, &samples, &sent, &delivered, 1448);
+        // This ACK echoes the retransmission: not a timestamp-based proof.
+        let acks = vec![TapAck { t_ns: 90_000_000, ack: 2000, tsecr: 51 }];
+        let (s, ev) = analyse(&p, &samples, &sent, &delivered, &acks, 1448, true);
         assert_eq!(ev.iter().map(|e| e.verdict).collect::<Vec<_>>(), [UndoVerdict::Spurious, UndoVerdict::NoRetransmission]);
         // The second event's window starts at the first event's sample (bounded by it).
         assert_eq!(ev[1].window_start_ms, 100.0);
+        assert!(!ev[0].echo_before_retransmission);
         assert_eq!((s.undos_spurious, s.undos_unplaced, s.tap_dropped), (1, 1, 0));
         assert!((s.goodput_mbit - 10_000.0 * 8.0 / 0.2 / 1e6).abs() < 1e-9);
     }
@@ -876,7 +1048,7 @@ mod tests {
     fn a_lost_retransmission_is_not_an_original() {
         let sent = vec![seg(0, 0, 1), seg(10, 0, 11), seg(20, 0, 21)];
         let delivered = vec![seg(20, 0, 21)];
-        let (s, _) = analyse(&ImpactParams::default(), &[], &sent, &delivered, 1448);
+        let (s, _) = analyse(&ImpactParams::default(), &[], &sent, &delivered, &[], 1448, true);
         assert_eq!((s.tap_dropped, s.tap_dropped_originals, s.tap_dropped_retransmissions), (2, 1, 1));
     }
 
@@ -891,7 +1063,8 @@ mod tests {
         t[12] = 8 << 4;
         t[13] = 0x18;
         t[20..32].copy_from_slice(&[1, 1, 8, 10, 0, 0, 0, 42, 0, 0, 0, 9]);
-        assert_eq!(parse_tcp(&p[..60], 152), Some((7, 100, 42, 0x18)));
+        let h = parse_tcp(&p[..60], 152).unwrap();
+        assert_eq!((h.seq, h.len, h.tsval, h.tsecr, h.flags), (7, 100, 42, 9, 0x18));
         assert_eq!(parse_tcp(&[0x60; 40], 40), None);
     }
 
@@ -904,6 +1077,9 @@ mod tests {
         assert_eq!(p.ack_netem().join(" "), "limit 10000 delay 20000us");
         assert!(p.validate().is_ok());
         assert!(ImpactParams { loss_pct: 60.0, ..p.clone() }.validate().is_err());
+        let j = ImpactParams { jitter_ms: 5.0, jitter_dist: Some("pareto".into()), reorder_pct: 0.0, ..p.clone() };
+        assert_eq!(j.data_netem().join(" "), "limit 10000 delay 20000us 5000us distribution pareto loss random 1%");
+        assert!(ImpactParams { jitter_dist: Some("zipf".into()), ..j }.validate().is_err());
         assert_eq!(median_of([3.0, 1.0, 2.0, 10.0]), 2.5);
     }
 }

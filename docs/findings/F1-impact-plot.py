@@ -4,7 +4,8 @@
 Usage: F1-impact-plot.py OUTDIR FILE.json...
 
 Each FILE is one kernel on one path; its name is PATH-LABEL.json (as F1-impact.sh writes
-them). Writes into OUTDIR:
+them); further files PATH-LABEL.N.json of the same kernel and path are pooled with it. Writes
+into OUTDIR:
   F1-impact-summary.png      per path: goodput, retransmission rate, mean cwnd and undo events
                              per run (dots) and their median (bar), one bar per kernel;
   F1-impact-undos.png        per path and kernel: undo events by counter, and (where the kernel
@@ -31,13 +32,21 @@ PATH_TITLE = {
 
 
 def load(files):
+    """Groups the files by (path, label); files of the same kernel and path (PATH-LABEL.json,
+    PATH-LABEL.2.json, ...) with the same parameters are pooled into one set of runs."""
     data = {}
-    for f in files:
+    for f in sorted(files):
         base = os.path.basename(f)[: -len(".json")]
         path, _, _ = base.partition("-")
         with open(f) as fh:
             d = json.load(fh)
-        data.setdefault(path, []).append(d)
+        same = [x for x in data.get(path, []) if x["label"] == d["label"]]
+        if same:
+            if same[0]["params"] != d["params"]:
+                raise SystemExit(f"{f}: other parameters than the earlier {path}-{d['label']} runs")
+            same[0]["runs"].extend(d["runs"])
+        else:
+            data.setdefault(path, []).append(d)
     for path in data:
         order = {"debian-7.2": 0, "base": 1, "f1fix": 2}
         data[path].sort(key=lambda d: (order.get(d["label"], 9), d["label"]))

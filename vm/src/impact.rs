@@ -340,6 +340,19 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
     let dropped_n = dropped.iter().filter(|&&d| d).count() as u64;
     let dropped_orig = dropped.iter().zip(&cls).filter(|(&d, (r, _))| d && !r).count() as u64;
 
+    // Which ACKs advanced the cumulative ACK.
+    let mut high_ack: Option<u32> = None;
+    let advancing: Vec<bool> = acks
+        .iter()
+        .map(|a| {
+            let adv = high_ack.is_none_or(|h| (a.ack.wrapping_sub(h) as i32) > 0);
+            if adv {
+                high_ack = Some(a.ack);
+            }
+            adv
+        })
+        .collect();
+
     // Undo events.
     let mut events = Vec::new();
     let mut prev_event = 0usize;
@@ -374,11 +387,15 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
         // The candidate undo ACK: the first in the event's sample interval that echoes a TSval
         // older than the episode's first retransmission. Retransmissions after it belong to
         // the next episode (the undo had happened). It must come after that retransmission.
+        // Only an ACK that advances the cumulative ACK counts: the undos judge the echo on
+        // such ACKs (FLAG_SND_UNA_ADVANCED), while a duplicate ACK echoes the old ts_recent
+        // whatever happened.
         let undo_ack = first_rtx_ts.and_then(|f| {
             acks.iter()
-                .map(|a| (a.t_ns as f64 / 1e6, a))
-                .find(|(t, a)| *t > tprev.max(first_rtx_t) && *t <= t1 && a.tsecr != 0 && (a.tsecr.wrapping_sub(f) as i32) < 0)
-                .map(|(t, _)| t)
+                .zip(&advancing)
+                .map(|(a, adv)| (a.t_ns as f64 / 1e6, a, *adv))
+                .find(|(t, a, adv)| *adv && *t > tprev.max(first_rtx_t) && *t <= t1 && a.tsecr != 0 && (a.tsecr.wrapping_sub(f) as i32) < 0)
+                .map(|(t, _, _)| t)
         });
         let echo_before = undo_ack.is_some();
         if let Some(tu) = undo_ack {
@@ -1033,8 +1050,9 @@ mod tests {
         let delivered = sent.clone();
         let samples = vec![sample(40.0, 0, 10, [0; 5]), sample(60.0, 3, 5, [0; 5]), sample(100.0, 0, 10, [0, 0, 0, 1, 0]), sample(200.0, 0, 10, [0, 1, 0, 1, 0])];
         let p = ImpactParams { duration_s: 0.2, ..ImpactParams::default() };
-        // This ACK echoes the retransmission: not a timestamp-based proof.
-        let acks = vec![TapAck { t_ns: 90_000_000, ack: 2000, tsecr: 51 }];
+        // The first ACK echoes the retransmission: not a timestamp-based proof; the second
+        // echoes an old TSval but is a duplicate ACK (no advance), which the undos do not judge.
+        let acks = vec![TapAck { t_ns: 90_000_000, ack: 2000, tsecr: 51 }, TapAck { t_ns: 95_000_000, ack: 2000, tsecr: 1 }];
         let (s, ev) = analyse(&p, &samples, &sent, &delivered, &acks, 1448, true);
         assert_eq!(ev.iter().map(|e| e.verdict).collect::<Vec<_>>(), [UndoVerdict::Spurious, UndoVerdict::NoRetransmission]);
         // The second event's window starts at the first event's sample (bounded by it).

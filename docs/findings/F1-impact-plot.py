@@ -8,8 +8,8 @@ them); further files PATH-LABEL.N.json of the same kernel and path are pooled wi
 into OUTDIR:
   F1-impact-summary.png      per path: goodput, retransmission rate, mean cwnd and undo events
                              per run (dots) and their median (bar), one bar per kernel;
-  F1-impact-undos.png        per path and kernel: undo events by counter, and (where the kernel
-                             could be captured) how many followed a real loss;
+  F1-impact-undos.png        per path and kernel: undo events by counter per run (mean), and
+                             (where the kernel could be captured) how many followed a real loss;
   F1-impact-cwnd-PATH.png    cwnd over time of each kernel's median-goodput run, with its undo
                              events marked (red: after a real loss, grey: spurious only,
                              black: not attributed).
@@ -60,7 +60,7 @@ def path_title(path, d):
         s += f", reorder {p['reorder_pct']:g} %"
     if p.get("jitter_ms"):
         s += f", jitter {p['jitter_ms']:g} ms {p.get('jitter_dist') or 'uniform'}"
-    return f"{path}: {s}; {len(d['runs'])} x {p['duration_s']:g} s"
+    return f"{path}: {s}; {p['duration_s']:g} s per run"
 
 
 def summary(data, out):
@@ -83,7 +83,7 @@ def summary(data, out):
                 ax.bar(x, statistics.median(vals), color="#90caf9", edgecolor="#1565c0")
                 ax.scatter([x] * len(vals), vals, color="#0d47a1", s=12, zorder=3)
             ax.set_xticks(range(len(kernels)))
-            ax.set_xticklabels([d["label"] for d in kernels])
+            ax.set_xticklabels([f"{d['label']}\n{len(d['runs'])} runs" for d in kernels], fontsize=8)
             ax.set_title(name, fontsize=10)
             if j == 0:
                 ax.set_ylabel(path_title(path, kernels[0]).split(";")[0], fontsize=8)
@@ -104,20 +104,20 @@ def undos(data, out):
         for x, d in enumerate(kernels):
             runs = d["runs"]
             for c, name in enumerate(counters):
-                tot = sum(r["summary"]["counters"].get("TcpExtTCP" + name, 0) for r in runs)
+                tot = sum(r["summary"]["counters"].get("TcpExtTCP" + name, 0) for r in runs) / max(1, len(runs))
                 ax.bar(x + c * w, tot, w, label=name if x == 0 else None, color=plt.cm.tab10([0, 1, 2, 4, 5][c]))
             if all(r["summary"].get("captured", True) for r in runs):
                 real = sum(r["summary"]["undos_after_real_loss"] for r in runs)
                 ts = sum(r["summary"].get("undos_after_real_loss_ts", 0) for r in runs)
-                ax.bar(x + len(counters) * w, real, w, color="#d32f2f", label="after a real loss" if x == 0 else None)
-                ax.bar(x + (len(counters) + 1) * w, ts, w, color="#7f0000", label="... with an old TS echo (F1)" if x == 0 else None)
-                ax.text(x + len(counters) * w, real, str(real), ha="center", va="bottom", fontsize=8)
+                ax.bar(x + len(counters) * w, real / len(runs), w, color="#d32f2f", label="after a real loss" if x == 0 else None)
+                ax.bar(x + (len(counters) + 1) * w, ts / len(runs), w, color="#7f0000", label="... with an old TS echo (F1)" if x == 0 else None)
+                ax.text(x + (len(counters) + 0.5) * w, real / len(runs), f"{real} / {ts}\nin all", ha="center", va="bottom", fontsize=7)
             else:
                 ax.text(x + len(counters) * w, 0, "no capture", rotation=90, ha="center", va="bottom", fontsize=7)
         ax.set_xticks([x + 0.4 - w / 2 for x in range(len(kernels))])
-        ax.set_xticklabels([d["label"] for d in kernels])
+        ax.set_xticklabels([f"{d['label']} ({len(d['runs'])} runs)" for d in kernels])
         ax.set_title(path_title(path, kernels[0]), fontsize=9)
-        ax.set_ylabel("events, all runs")
+        ax.set_ylabel("events per run (mean)")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "F1-impact-undos.png"), dpi=90)

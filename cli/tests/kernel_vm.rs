@@ -195,9 +195,14 @@ fn impact_experiment_in_a_debian_7_2_vm() {
         assert!(s["tap_sent"].as_u64().unwrap() > 100, "{s}");
         assert_eq!(s["tap_losses"], 0, "{s}");
         assert_eq!(s["oversize"], 0, "segments, not GSO packets: {s}");
-        // What the taps saw dropped is what netem counted.
+        // What the taps saw dropped (data segments, and packets without payload) is what
+        // netem counted, give or take the few packets of the router's own on r1 (ARP, IPv6
+        // neighbour discovery) that netem may drop too and the taps do not count.
         assert!(s["tap_dropped"].as_u64().unwrap() > 0, "{s}");
-        assert_eq!(s["tap_dropped"], s["netem_dropped"], "{s}");
+        let nodata = s["tap_nodata_sent"].as_u64().unwrap() - s["tap_nodata_delivered"].as_u64().unwrap();
+        let seen = s["tap_dropped"].as_u64().unwrap() + nodata;
+        let netem = s["netem_dropped"].as_u64().unwrap();
+        assert!(seen <= netem && netem <= seen + 5, "taps {seen}, netem {netem}: {s}");
         assert!(s["counters"]["TcpRetransSegs"].as_i64().unwrap() > 0, "{s}");
         assert!(r["samples"].as_array().unwrap().len() > 100, "{s}");
     }

@@ -247,6 +247,12 @@ pub struct ImpactSummary {
     /// Of the dropped: originals (first copies) and retransmissions.
     pub tap_dropped_originals: u64,
     pub tap_dropped_retransmissions: u64,
+    /// The sender's packets without payload (handshake, pure ACKs, FIN) seen on r0 and on r1:
+    /// netem drops those too, so its count is `tap_dropped` + their difference.
+    #[serde(default)]
+    pub tap_nodata_sent: u64,
+    #[serde(default)]
+    pub tap_nodata_delivered: u64,
     /// Packets a tap lost (PACKET_STATISTICS); non-zero means the attribution is incomplete.
     pub tap_losses: u64,
     /// Data packets longer than the MSS (a GSO packet got through: attribution per segment wrong).
@@ -485,6 +491,8 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
         tap_dropped: dropped_n,
         tap_dropped_originals: dropped_orig,
         tap_dropped_retransmissions: dropped_n - dropped_orig,
+        tap_nodata_sent: 0,
+        tap_nodata_delivered: 0,
         tap_losses: 0,
         oversize: sent.iter().filter(|s| s.len > mss).count() as u64,
         netem_dropped: None,
@@ -924,6 +932,11 @@ pub mod guest {
         (v, isn)
     }
 
+    /// The sender's packets without payload (SYN included) on a tap with `pkttype`.
+    fn nodata(raw: &[Raw], pkttype: u8) -> u64 {
+        raw.iter().filter(|(_, pt, b, n)| *pt == pkttype && b.len() >= 20 && b[12..16] == [10, 9, 1, 1] && parse_tcp(b, *n).is_some_and(|h| h.len == 0)).count() as u64
+    }
+
     /// The receiver's ACKs as the sender gets them: r0's egress (after the ACK path's netem).
     fn acks(raw: &[Raw], t0_ns: i64, isn: Option<u32>) -> Vec<TapAck> {
         let Some(i) = isn else { return Vec::new() };
@@ -1004,6 +1017,8 @@ pub mod guest {
         let acks = acks(&raws[0].0, s.t0_ns, isn);
         let (mut summary, events) = analyse(p, &s.samples, &sent, &delivered, &acks, s.mss, captured);
         summary.tap_losses = raws[0].1 + raws[1].1;
+        summary.tap_nodata_sent = nodata(&raws[0].0, libc::PACKET_HOST);
+        summary.tap_nodata_delivered = nodata(&raws[1].0, libc::PACKET_OUTGOING);
         summary.counters = REPORTED_COUNTERS.iter().map(|c| (c.to_string(), s.mib_after.get(*c).copied().unwrap_or(0) - s.mib_before.get(*c).copied().unwrap_or(0))).collect();
         Ok(ImpactRun { index, summary, samples: s.samples, events, notes })
     }

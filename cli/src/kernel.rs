@@ -17,6 +17,9 @@ pub enum KernelCommand {
     Check(CheckArgs),
     /// Download and unpack a Debian kernel (cloud-amd64) for `trc kernel run --kernel`.
     Fetch(FetchArgs),
+    /// Measure undos in a bulk transfer over an emulated lossy, reordering path, in a VM
+    /// (finding F1's impact; docs/findings/F1-impact.md).
+    Impact(crate::impact::ImpactArgs),
     /// The VM's /init (pid 1 only): runs the scripts of the initramfs and powers off.
     #[command(hide = true)]
     Guest,
@@ -82,19 +85,19 @@ pub struct VmFlags {
 
 impl VmFlags {
     /// The limits' ranges, checked before anything runs.
-    fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if !(self.script_timeout.is_finite() && self.script_timeout >= 1.0) || self.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || self.memory < 256 {
             return Err("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB".into());
         }
         Ok(())
     }
 
-    fn cache_dir(&self) -> PathBuf {
+    pub(crate) fn cache_dir(&self) -> PathBuf {
         self.cache.clone().unwrap_or_else(trc_vm::default_cache_dir)
     }
 
     /// The VM for `img` as these flags ask (the guest's options are the caller's).
-    fn spec(&self, img: &trc_vm::KernelImage, cache: PathBuf) -> trc_vm::VmSpec {
+    pub(crate) fn spec(&self, img: &trc_vm::KernelImage, cache: PathBuf) -> trc_vm::VmSpec {
         let mut spec = trc_vm::VmSpec::new(&img.vmlinuz, img.modules.as_deref());
         spec.accel = match self.accel {
             AccelArg::Auto => trc_vm::Accel::Auto,
@@ -214,12 +217,13 @@ pub fn main(cmd: KernelCommand) -> i32 {
         KernelCommand::Run(args) => run_cli(args),
         KernelCommand::Check(args) => check_cli(args),
         KernelCommand::Fetch(args) => fetch_cli(args),
+        KernelCommand::Impact(args) => crate::impact::main(args),
         KernelCommand::Guest => trc_vm::guest::main(),
     }
 }
 
 /// The exit code for a `trc_vm` error.
-fn vm_error(what: &str, e: &trc_vm::Error) -> i32 {
+pub(crate) fn vm_error(what: &str, e: &trc_vm::Error) -> i32 {
     eprintln!("{what}: {e}");
     match e {
         trc_vm::Error::Usage(_) => 2,
@@ -253,7 +257,7 @@ fn fetch_cli(args: FetchArgs) -> i32 {
 }
 
 /// The kernel `--kernel` names.
-fn resolve_kernel(spec: &str, modules: Option<&Path>, cache: &Path) -> Result<trc_vm::KernelImage, trc_vm::Error> {
+pub(crate) fn resolve_kernel(spec: &str, modules: Option<&Path>, cache: &Path) -> Result<trc_vm::KernelImage, trc_vm::Error> {
     let mut img = if spec.starts_with("debian:") {
         trc_vm::cached_kernel(spec, cache)?
     } else {
@@ -343,7 +347,7 @@ fn vm_cli(args: RunArgs) -> i32 {
                 }
                 println!("{}: {message}", s.name);
             }
-            trc_vm::ScriptOutcome::Missing => println!("{}: no result from the VM", s.name),
+            trc_vm::ScriptOutcome::Measured { .. } | trc_vm::ScriptOutcome::Missing => println!("{}: no result from the VM", s.name),
         }
         if args.verbose {
             for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {

@@ -11,6 +11,7 @@ mod diff;
 mod explore;
 mod graph;
 mod graph_html;
+mod impact;
 mod kernel;
 mod output;
 mod pictures;

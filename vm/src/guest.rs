@@ -224,6 +224,9 @@ fn run() {
         std::thread::sleep(tick);
         send(&Record::Tick { uptime_s: uptime() });
     });
+    if let Some(ij) = &job.impact {
+        return run_impact(ij);
+    }
     let n = job.scripts.len();
     let mut ran = 0;
     for (i, s) in job.scripts.iter().enumerate() {
@@ -244,7 +247,7 @@ fn run() {
             _ => String::new(),
         };
         say(&format!("[{}/{n}] rc={rc} {what} ({:.2} s)", i + 1, t1 - t0));
-        send(&Record::Result { index: i, uptime_s: t1, guest_s: t1 - t0, rc, report: report.map(Box::new), error });
+        send(&Record::Result { index: i, uptime_s: t1, guest_s: t1 - t0, rc, report: report.map(Box::new), error, impact: None });
         ran += 1;
         if stuck {
             return fatal(format!("{}: the run did not stop after its time limit; the remaining scripts cannot run", s.name));
@@ -253,6 +256,40 @@ fn run() {
     let up = uptime();
     say(&format!("done: {ran} scripts at {up:.2} s"));
     send(&Record::Done { uptime_s: up, ran });
+}
+
+/// The impact experiment's runs ([`crate::impact::guest::run`]), one result record each.
+fn run_impact(ij: &crate::impact::ImpactJob) {
+    for i in 0..ij.runs {
+        let t0 = uptime();
+        say(&format!("[{}/{}] impact run", i + 1, ij.runs));
+        send(&Record::Begin { index: i, uptime_s: t0 });
+        let r = crate::impact::guest::run(&ij.params, i);
+        let t1 = uptime();
+        let (rc, impact, error) = match r {
+            Ok(r) => {
+                say(&format!(
+                    "[{}/{}] goodput {:.2} Mbit/s, retrans {:.2} %, undos {} ({} after a real loss) ({:.2} s)",
+                    i + 1,
+                    ij.runs,
+                    r.summary.goodput_mbit,
+                    r.summary.retrans_rate * 100.0,
+                    r.summary.undo_events,
+                    r.summary.undos_after_real_loss,
+                    t1 - t0
+                ));
+                (0, Some(Box::new(r)), None)
+            }
+            Err(e) => {
+                say(&format!("[{}/{}] failed: {e}", i + 1, ij.runs));
+                (1, None, Some((ErrorKind::Error, e)))
+            }
+        };
+        send(&Record::Result { index: i, uptime_s: t1, guest_s: t1 - t0, rc, report: None, error, impact });
+    }
+    let up = uptime();
+    say(&format!("done: {} impact runs at {up:.2} s", ij.runs));
+    send(&Record::Done { uptime_s: up, ran: ij.runs });
 }
 
 type Outcome = (Option<trc_kernel::RunReport>, Option<(ErrorKind, String)>);

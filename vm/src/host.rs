@@ -132,6 +132,8 @@ pub enum ScriptOutcome {
     Ran { report: Box<trc_kernel::RunReport> },
     /// The guest could not run it, or stopped it at the time limit (then with the report so far).
     Error { kind: ErrorKind, message: String, report: Option<Box<trc_kernel::RunReport>> },
+    /// An impact run's measurements ([`run_impact_in_vm_with`]).
+    Measured { result: Box<crate::impact::ImpactRun> },
     /// No result came back (the VM died or timed out first).
     Missing,
 }
@@ -153,7 +155,7 @@ impl ScriptRun {
         match &self.outcome {
             ScriptOutcome::Ran { report } => Some(report),
             ScriptOutcome::Error { report, .. } => report.as_deref(),
-            ScriptOutcome::Missing => None,
+            ScriptOutcome::Measured { .. } | ScriptOutcome::Missing => None,
         }
     }
 }
@@ -638,8 +640,45 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     let load0 = loadavg();
     let tb = Instant::now();
     let base = initramfs::base(&kernel, &spec.cache_dir, &BaseOptions { trc: spec.trc_binary.clone(), no_python: spec.no_python })?;
-    let job = Job { options: spec.options.clone(), scripts: Vec::new(), script_timeout_s: spec.script_timeout.as_secs_f64(), tick_s: 1.0 };
+    let job = Job { options: spec.options.clone(), scripts: Vec::new(), script_timeout_s: spec.script_timeout.as_secs_f64(), tick_s: 1.0, impact: None };
     let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
+    let entries: Vec<(PathBuf, String)> = parsed.iter().map(|(p, n, _)| (p.clone(), n.clone())).collect();
+    boot(spec, &qemu, &base, &scripts_gz, tb, load0, &entries, events)
+}
+
+/// Boots `spec.kernel` with the runs of the impact experiment ([`crate::impact`]) instead of
+/// scripts: one [`ScriptRun`] per run, named `impact-N`, its outcome
+/// [`ScriptOutcome::Measured`]. Errors as [`run_in_vm_with`].
+pub fn run_impact_in_vm_with(spec: &VmSpec, ij: &crate::impact::ImpactJob, events: &mut dyn FnMut(&Event)) -> Result<VmRun, Error> {
+    ij.params.validate().map_err(Error::Usage)?;
+    if ij.runs == 0 {
+        return Err(Error::Usage("no runs".into()));
+    }
+    let qemu = find_qemu(spec.qemu.as_deref())?;
+    let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
+    let load0 = loadavg();
+    let tb = Instant::now();
+    let base = initramfs::base(&kernel, &spec.cache_dir, &BaseOptions { trc: spec.trc_binary.clone(), no_python: spec.no_python })?;
+    // With a modules directory, its absence is known here; without one (a built-in-only
+    // kernel) the guest's `ip link add ... type veth` / `tc ... netem` says so.
+    for m in ["veth", "sch_netem"] {
+        if kernel.modules.is_some() && base.manifest.absent.iter().any(|a| a == m) {
+            return Err(Error::Missing(format!("{}: {m} is neither a module nor built in", kernel.release)));
+        }
+    }
+    let job = Job { options: spec.options.clone(), scripts: Vec::new(), script_timeout_s: spec.script_timeout.as_secs_f64(), tick_s: 1.0, impact: Some(ij.clone()) };
+    let mut tree = initramfs::Tree::new();
+    let j = serde_json::to_vec_pretty(&job).map_err(|e| Error::Failed(e.to_string()))?;
+    tree.file("t/job.json", 0o644, 0, initramfs::Data::Bytes(j))?;
+    let scripts_gz = tree.to_gzip()?;
+    let entries: Vec<(PathBuf, String)> = (0..ij.runs).map(|i| (PathBuf::from(format!("impact-{i}")), format!("impact-{i}"))).collect();
+    boot(spec, &qemu, &base, &scripts_gz, tb, load0, &entries, events)
+}
+
+/// Writes the run's initrd (base + `scripts_gz`), boots it and collects one result per entry.
+#[allow(clippy::too_many_arguments)]
+fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], tb: Instant, load0: f64, entries: &[(PathBuf, String)], events: &mut dyn FnMut(&Event)) -> Result<VmRun, Error> {
+    let qemu = qemu.to_path_buf();
     // The run's files: CACHE/runs/PID-N/, removed on every exit path; those of a trc that was
     // killed (its PID gone) are removed here.
     remove_dead_runs(&spec.cache_dir);
@@ -648,14 +687,14 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     std::fs::create_dir_all(&rundir).map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
     let _cleanup = RemoveOnDrop(rundir.clone());
     let initrd = rundir.join("initrd.gz");
-    write_initrd(&initrd, &base.path, &scripts_gz)?;
+    write_initrd(&initrd, &base.path, scripts_gz)?;
     let initramfs_s = tb.elapsed().as_secs_f64();
     events(&Event::Initramfs { base: base.path.clone(), cached: base.cached, bytes: base.bytes + scripts_gz.len() as u64, seconds: initramfs_s });
     for n in &base.notes {
         events(&Event::Note(n.clone()));
     }
     let port = rundir.join("results.port");
-    let names: Vec<String> = parsed.iter().map(|p| p.1.clone()).collect();
+    let names: Vec<String> = entries.iter().map(|p| p.1.clone()).collect();
     let mut notes = base.notes.clone();
 
     // One VM at a time on this machine (each takes a core; tests and users share 2).
@@ -684,7 +723,7 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     }
 
     // The results.
-    let runs = script_runs(&parsed, &mut at);
+    let runs = script_runs(entries, &mut at);
     let complete = at.end == End::Done && runs.iter().all(|r| !matches!(r.outcome, ScriptOutcome::Missing));
     let problem = run_problem(&at.end, complete, spec.timeout);
     let (boot, release) = match &at.boot {
@@ -785,14 +824,15 @@ fn choose_kvm(accel: Accel, qemu: &Path, probe_file: &Path) -> Result<(bool, Opt
 
 /// Each script's outcome, exit code and timing from the attempt's results (taken out of
 /// `at`); a script without a result is missing, rc 3.
-fn script_runs(parsed: &[(PathBuf, String, trc_pkt::Script)], at: &mut Attempt) -> Vec<ScriptRun> {
+fn script_runs(entries: &[(PathBuf, String)], at: &mut Attempt) -> Vec<ScriptRun> {
     let mut runs = Vec::new();
-    for (i, (p, name, _)) in parsed.iter().enumerate() {
+    for (i, (p, name)) in entries.iter().enumerate() {
         let (outcome, rc, timing) = match at.results[i].take() {
-            Some((Record::Result { rc, report, error, .. }, t)) => {
-                let o = match error {
-                    Some((kind, message)) => ScriptOutcome::Error { kind, message, report },
-                    None => match report {
+            Some((Record::Result { rc, report, error, impact, .. }, t)) => {
+                let o = match (error, impact) {
+                    (Some((kind, message)), _) => ScriptOutcome::Error { kind, message, report },
+                    (None, Some(result)) => ScriptOutcome::Measured { result },
+                    (None, None) => match report {
                         Some(report) => ScriptOutcome::Ran { report },
                         None => ScriptOutcome::Missing,
                     },

@@ -425,6 +425,22 @@ fn add_host_tools(host: &mut Vec<(String, PathBuf)>, elves: &mut Vec<PathBuf>, n
             None => notes.push(format!("{name} is not installed on the host: not in the guest")),
         }
     }
+    // tc's delay distribution tables (netem `distribution normal|pareto|paretonormal`), where
+    // iproute2 keeps them (/usr/lib/tc or /usr/lib/MULTIARCH/tc).
+    let mut dirs = vec![PathBuf::from("/usr/lib/tc")];
+    if let Ok(rd) = std::fs::read_dir("/usr/lib") {
+        let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path().join("tc")).filter(|p| p.is_dir()).collect();
+        v.sort();
+        dirs.extend(v);
+    }
+    for d in dirs {
+        for n in ["normal", "pareto", "paretonormal"] {
+            let f = d.join(format!("{n}.dist"));
+            if f.is_file() {
+                host.push((guest_path(&f), f));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -26,12 +26,13 @@ pub mod debver;
 pub mod elf;
 pub mod guest;
 pub mod host;
+pub mod impact;
 pub mod initramfs;
 pub mod modules;
 pub mod proto;
 
 pub use apt::{FetchOptions, KernelSpec};
-pub use host::{run_in_vm, run_in_vm_with, Accel, AccelUsed, Event, ScriptOutcome, ScriptRun, VmRun, VmSpec};
+pub use host::{run_impact_in_vm_with, run_in_vm, run_in_vm_with, Accel, AccelUsed, Event, ScriptOutcome, ScriptRun, VmRun, VmSpec};
 pub use proto::GuestOptions;
 
 /// Why something could not be done. The command line maps these to exit codes.

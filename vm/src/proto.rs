@@ -72,6 +72,9 @@ pub struct Job {
     pub script_timeout_s: f64,
     /// A [`Record::Tick`] every this many guest seconds.
     pub tick_s: f64,
+    /// Instead of scripts: the runs of the impact experiment ([`crate::impact`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impact: Option<crate::impact::ImpactJob>,
 }
 
 /// A module in the base archive.
@@ -144,6 +147,9 @@ pub enum Record {
         rc: i32,
         report: Option<Box<trc_kernel::RunReport>>,
         error: Option<(ErrorKind, String)>,
+        /// An impact run's result (a job with `impact`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        impact: Option<Box<crate::impact::ImpactRun>>,
     },
     /// The guest cannot go on (no job, a panic): why.
     Fatal { message: String },
@@ -307,7 +313,7 @@ mod tests {
         rep.counters.insert("TcpExtTCPFullUndo".into(), 1);
         rep.congestion_control = Some("cubic".into());
         rep.duration_ms = 812.5;
-        let r = Record::Result { index: 2, uptime_s: 10.5, guest_s: 0.9, rc: 1, report: Some(Box::new(rep.clone())), error: None };
+        let r = Record::Result { index: 2, uptime_s: 10.5, guest_s: 0.9, rc: 1, report: Some(Box::new(rep.clone())), error: None, impact: None };
         let frame = encode_record(&r);
         let got = Decoder::new().push_records(&frame);
         let [Record::Result { index: 2, report: Some(back), rc: 1, .. }] = &got[..] else { panic!("{got:?}") };

@@ -1,0 +1,36 @@
+#!/bin/sh
+# F1's impact, measured: `trc kernel impact` on each kernel for each path, then the plots.
+# Usage (from the repository root, trc built with `cargo build --release`):
+#   sh docs/findings/F1-impact.sh OUT [KERNEL=LABEL ...]
+# Default kernels: Debian's 7.2 cloud kernel (`trc kernel fetch debian:7.2-sid` first; it has
+# AF_PACKET, so undo events are attributed) and, when present, the two trc-minimal builds of
+# docs/kernel-check.md ("Checking a patched kernel"). RUNS and DURATION override 5 runs of 30 s.
+# Every VM run holds the machine-wide lock /tmp/trc-kernel.lock (CPU-heavy).
+set -eu
+out=${1:?usage: F1-impact.sh OUT [KERNEL=LABEL ...]}
+shift
+runs=${RUNS:-5}
+dur=${DURATION:-30}
+trc=${TRC:-./target/release/trc}
+mkdir -p "$out"
+if [ $# -eq 0 ]; then
+  set -- debian:7.2-sid=debian-7.2
+  [ -f /work/kbuild/out/bzImage-base ] && set -- "$@" /work/kbuild/out/bzImage-base=base
+  [ -f /work/kbuild/out/bzImage-f1fix ] && set -- "$@" /work/kbuild/out/bzImage-f1fix=f1fix
+fi
+# The two paths: netem's reorder model, and delay jitter with a heavy tail (pareto).
+for path in reorder jitter; do
+  case $path in
+    reorder) args="--rtt 40 --loss 1 --reorder 1" ;;
+    jitter) args="--rtt 40 --loss 1 --reorder 0 --jitter 10 --jitter-dist pareto" ;;
+  esac
+  for kl in "$@"; do
+    k=${kl%=*}
+    l=${kl##*=}
+    echo "== $path on $l ($k)"
+    # shellcheck disable=SC2086
+    flock /tmp/trc-kernel.lock "$trc" kernel impact --kernel "$k" --label "$l" --runs "$runs" --duration "$dur" $args \
+      --json "$out/$path-$l.json" | tee "$out/$path-$l.txt"
+  done
+done
+/usr/bin/python3 docs/findings/F1-impact-plot.py "$out" "$out"/*.json

@@ -27,9 +27,10 @@ fn forward<const I: usize>(m: &ExploreModel, s: &State) -> bool {
     (m.0.properties[I].condition)(&m.0, s)
 }
 type Cond = fn(&ExploreModel, &State) -> bool;
-const FORWARD: [Cond; 16] = [
+const FORWARD: [Cond; 24] = [
     forward::<0>, forward::<1>, forward::<2>, forward::<3>, forward::<4>, forward::<5>, forward::<6>, forward::<7>,
     forward::<8>, forward::<9>, forward::<10>, forward::<11>, forward::<12>, forward::<13>, forward::<14>, forward::<15>,
+    forward::<16>, forward::<17>, forward::<18>, forward::<19>, forward::<20>, forward::<21>, forward::<22>, forward::<23>,
 ];
 
 /// One line: the fields the graph labels show, plus the flight.

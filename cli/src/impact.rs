@@ -206,19 +206,8 @@ pub fn main(args: ImpactArgs) -> i32 {
     for f in &failed {
         println!("failed: {f}");
     }
-    if let Some(p) = &run.problem {
-        println!("problem: {p}");
-        for l in run.console.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
-            eprintln!("console: {l}");
-        }
-    }
-    if let Some(c) = &args.console {
-        let mut text = run.console.join("\n");
-        text.push('\n');
-        if let Err(e) = trc_vm::write_atomic(c, text.as_bytes()) {
-            eprintln!("{what}: {e}");
-            return 2;
-        }
+    if let Err(code) = crate::kernel::problem_and_console(run.problem.as_deref(), &run.console, args.console.as_deref(), what) {
+        return code;
     }
     if let Some(out) = &args.json {
         let o = Output {

@@ -368,19 +368,8 @@ fn vm_cli(args: RunArgs) -> i32 {
     }
     let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
     println!("scripts: {} passed, {} failed, {} incomplete or missing, {} skipped", count(0), count(1), count(3) + count(130), count(4) + count(2));
-    if let Some(p) = &run.problem {
-        println!("problem: {p}");
-        for l in run.console.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
-            eprintln!("console: {l}");
-        }
-    }
-    if let Some(c) = &args.console {
-        let mut text = run.console.join("\n");
-        text.push('\n');
-        if let Err(e) = trc_vm::write_atomic(c, text.as_bytes()) {
-            eprintln!("{what}: {e}");
-            return 2;
-        }
+    if let Err(code) = crate::kernel::problem_and_console(run.problem.as_deref(), &run.console, args.console.as_deref(), what) {
+        return code;
     }
     if let Some(out) = &args.json {
         if let Err(e) = trc_kernel::write_json_atomic(out, &run) {
@@ -763,4 +752,24 @@ fn vm_reports(cases: &[trc_diff::kcheck::Case], run: &trc_vm::VmRun) -> Vec<Resu
             }
         })
         .collect()
+}
+
+/// A VM run's problem (with the console's last 20 lines on stderr) and, with `--console FILE`,
+/// the whole console written atomically; `Err(2)` when that write fails.
+pub fn problem_and_console(problem: Option<&str>, console: &[String], file: Option<&std::path::Path>, what: &str) -> Result<(), i32> {
+    if let Some(p) = problem {
+        println!("problem: {p}");
+        for l in console.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+            eprintln!("console: {l}");
+        }
+    }
+    if let Some(c) = file {
+        let mut text = console.join("\n");
+        text.push('\n');
+        if let Err(e) = trc_vm::write_atomic(c, text.as_bytes()) {
+            eprintln!("{what}: {e}");
+            return Err(2);
+        }
+    }
+    Ok(())
 }

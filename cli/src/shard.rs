@@ -178,6 +178,23 @@ pub fn run_merge(a: MergeArgs) -> i32 {
 }
 
 /// The stop reason of a union of explorations: the strongest of theirs.
+/// The units' frontier spills (`--max-memory`) as one: bytes summed, the largest in-memory
+/// peak, the first directory and error; null when no unit spilled.
+fn merged_spill(runs: &[&Value]) -> Value {
+    let spills: Vec<&Value> = runs.iter().map(|r| &r["spill"]).filter(|s| s.is_object()).collect();
+    if spills.is_empty() {
+        return Value::Null;
+    }
+    let sum = |k: &str| spills.iter().map(|s| s[k].as_u64().unwrap_or(0)).sum::<u64>();
+    serde_json::json!({
+        "dir": spills[0]["dir"],
+        "bytes_written": sum("bytes_written"),
+        "bytes_read": sum("bytes_read"),
+        "peak_block_bytes": spills.iter().map(|s| s["peak_block_bytes"].as_u64().unwrap_or(0)).max().unwrap_or(0),
+        "error": spills.iter().find_map(|s| s["error"].as_str()),
+    })
+}
+
 fn merged_stop_reason(reasons: &[&str]) -> String {
     for r in ["MemoryBudget", "MaxStates", "FailFast", "MaxDepth"] {
         if reasons.contains(&r) {
@@ -340,6 +357,7 @@ fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
             "incomplete": incomplete,
             "stop_reason": merged_stop_reason(&reasons),
             "peak_memory_bytes": max("peak_memory_bytes"),
+            "spill": merged_spill(&mine),
             "properties": props,
             "coverage": Value::Null,
         }));

@@ -293,24 +293,13 @@ fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
     assert_eq!(dom.matches("class=\"pic-col cur\" data-pstep=\"3\"").count(), 2);
 }
 
-/// Why the kernel cannot run here, if it cannot (the same tests as `trc_kernel::skip_reason`).
-fn kernel_skip() -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    if std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun").is_err() {
-        return Some("/dev/net/tun cannot be opened".into());
-    }
-    None
-}
-
 /// `trc kernel run --plot`: the seed bug's exported script (regressions/I1-linux-6.15-nosack)
 /// on the running kernel, drawn from the run's trace by the counterexample page's renderer,
 /// and F1's script, which the kernels here undo on (I1 violated from the kernel's behaviour).
 /// Needs root, /dev/net/tun and Chromium; run it under the host-kernel lock.
 #[test]
 fn kernel_run_plot_draws_the_trace() {
-    let why = kernel_skip().or_else(|| find_chromium().is_none().then(|| "chromium not found (apt-get install -y chromium, or set TRC_CHROMIUM)".to_string()));
+    let why = trc_kernel::skip_reason().or_else(|| find_chromium().is_none().then(|| "chromium not found (apt-get install -y chromium, or set TRC_CHROMIUM)".to_string()));
     if let Some(why) = why {
         if std::env::var_os("CI").is_some() && find_chromium().is_none() {
             panic!("CI is set but chromium is not installed (.ci/run installs Debian's `chromium`)");

@@ -37,16 +37,6 @@ fn small_corpus(name: &str) -> PathBuf {
     d
 }
 
-fn kernel_skip() -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    None
-}
-
 fn property<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     v["properties"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap_or_else(|| panic!("no {id} in {v}"))
 }
@@ -94,7 +84,7 @@ fn input_errors_and_skips() {
 
 #[test]
 fn small_suite_on_the_running_kernel() {
-    if let Some(why) = kernel_skip() {
+    if let Some(why) = trc_kernel::skip_reason() {
         eprintln!("SKIPPED small_suite_on_the_running_kernel: {why}");
         return;
     }
@@ -186,7 +176,7 @@ fn untimed(x: &serde_json::Value, y: &serde_json::Value) -> (serde_json::Value, 
 /// missing, duplicated, mixed or foreign shard (exit 2).
 #[test]
 fn shards_merge_to_the_single_run() {
-    if let Some(why) = kernel_skip() {
+    if let Some(why) = trc_kernel::skip_reason() {
         eprintln!("SKIPPED shards_merge_to_the_single_run: {why}");
         return;
     }

@@ -93,23 +93,16 @@ fn kernel() -> Result<String, String> {
     Err(format!("no Debian 7.2 kernel (set TRC_VM_KERNEL, or run `trc kernel fetch debian:sid`; looked in {})", cache.join("kernels").display()))
 }
 
+/// What a VM test needs (qemu, busybox-static, a Debian 7.2 kernel): the kernel, or `None` after
+/// saying on stderr why the test skips.
+fn vm_kernel_or_skip() -> Option<String> {
+    let k = trc_vm::host::find_qemu(None).and_then(|_| trc_vm::initramfs::find_busybox()).map_err(|e| e.to_string()).and_then(|_| kernel());
+    k.map_err(|e| eprintln!("skipped: {e}")).ok()
+}
+
 #[test]
 fn three_scripts_pass_in_a_debian_7_2_vm() {
-    if let Err(e) = trc_vm::host::find_qemu(None) {
-        eprintln!("skipped: {e}");
-        return;
-    }
-    if let Err(e) = trc_vm::initramfs::find_busybox() {
-        eprintln!("skipped: {e}");
-        return;
-    }
-    let k = match kernel() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let Some(k) = vm_kernel_or_skip() else { return };
     let d = scratch("kernel-vm-boot");
     let json = d.join("run.json");
     let cache = d.join("cache");
@@ -151,17 +144,7 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
 /// retransmission; F1's: the kernel's undo, where the I1 monitor marks the step).
 #[test]
 fn plots_of_several_scripts_in_a_vm() {
-    if let Err(e) = trc_vm::host::find_qemu(None).map(|_| ()).and_then(|_| trc_vm::initramfs::find_busybox().map(|_| ())) {
-        eprintln!("skipped: {e}");
-        return;
-    }
-    let k = match kernel() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let Some(k) = vm_kernel_or_skip() else { return };
     let d = scratch("kernel-vm-plot");
     let plots = d.join("plots");
     let cache = d.join("cache");
@@ -196,21 +179,7 @@ fn impact_input_errors_before_any_vm() {
 
 #[test]
 fn impact_experiment_in_a_debian_7_2_vm() {
-    if let Err(e) = trc_vm::host::find_qemu(None) {
-        eprintln!("skipped: {e}");
-        return;
-    }
-    if let Err(e) = trc_vm::initramfs::find_busybox() {
-        eprintln!("skipped: {e}");
-        return;
-    }
-    let k = match kernel() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let Some(k) = vm_kernel_or_skip() else { return };
     let d = scratch("kernel-vm-impact");
     let json = d.join("impact.json");
     let cache = d.join("cache");

@@ -203,20 +203,9 @@ fn merge_refuses_missing_duplicate_and_mixed_shards() {
     assert!(err.contains("n.json:2:"), "{err}");
 }
 
-/// Why the kernel cannot run here, if it cannot (the same tests as `trc_kernel::skip_reason`).
-fn kernel_skip() -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    if std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun").is_err() {
-        return Some("/dev/net/tun cannot be opened".into());
-    }
-    None
-}
-
 #[test]
 fn diff_shards_merge_to_the_single_run() {
-    if let Some(why) = kernel_skip() {
+    if let Some(why) = trc_kernel::skip_reason() {
         if std::env::var_os("CI").is_some() {
             panic!("CI is set but the kernel cannot run: {why}");
         }

@@ -257,8 +257,8 @@ impl TcpInfoRaw {
     }
 }
 
-/// The fields a loss-recovery trace needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The fields a loss-recovery trace needs. (`Default`: all zero, for hand-made traces in tests.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TcpInfoSnapshot {
     pub state: u8,
     pub ca_state: u8,

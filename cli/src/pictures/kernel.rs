@@ -389,27 +389,7 @@ mod tests {
     }
 
     fn info(ca: u8, cwnd: u32, ssthresh: u32) -> TcpInfoSnapshot {
-        TcpInfoSnapshot {
-            state: 1,
-            ca_state: ca,
-            ca_state_name: String::new(),
-            snd_cwnd: cwnd,
-            snd_ssthresh: ssthresh,
-            unacked: 0,
-            sacked: 0,
-            lost: 0,
-            retrans: 0,
-            total_retrans: 0,
-            reordering: 3,
-            retransmits: 0,
-            backoff: 0,
-            rto_us: 200_000,
-            rtt_us: 0,
-            rttvar_us: 0,
-            delivered: 0,
-            dsack_dups: 0,
-            bytes_retrans: 0,
-        }
+        TcpInfoSnapshot { state: 1, ca_state: ca, snd_cwnd: cwnd, snd_ssthresh: ssthresh, reordering: 3, rto_us: 200_000, ..Default::default() }
     }
 
     /// A hand-made trace: the handshake (MSS 1012 with timestamps: 1000-byte segments), two

@@ -15,20 +15,10 @@ fn info(ca: u8, cwnd: u32, ssth: u32, retransmits: u8, delivered: u32) -> TcpInf
         ca_state_name: ["Open", "Disorder", "CWR", "Recovery", "Loss"][ca as usize].into(),
         snd_cwnd: cwnd,
         snd_ssthresh: ssth,
-        unacked: 0,
-        sacked: 0,
-        lost: 0,
-        retrans: 0,
-        total_retrans: 0,
         reordering: 3,
         retransmits,
-        backoff: 0,
-        rto_us: 0,
-        rtt_us: 0,
-        rttvar_us: 0,
         delivered,
-        dsack_dups: 0,
-        bytes_retrans: 0,
+        ..Default::default()
     }
 }
 

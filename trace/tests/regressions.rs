@@ -34,7 +34,16 @@ fn kernel_corpus_replays_on_linux_6_18() {
                 continue;
             }
             let r = trc_trace::replay::replay_file(&p, &trc_model::Profile::linux_6_18(), &Default::default()).unwrap();
-            assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render());
+            // A script hand-timed on the kernel where the model cannot place a timer (its srtt is
+            // constant) says so in a `// trc-replay: incomplete (why)` line: there the replay must
+            // contradict none of the checks it makes (Incomplete: nothing failed) and must leave some
+            // out (a Passed verdict means the line is stale).
+            let text = std::fs::read_to_string(&p).unwrap();
+            if text.lines().any(|l| l.starts_with("// trc-replay: incomplete (")) {
+                assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Incomplete { .. }), "{}: marked incomplete\n{}", p.display(), r.render());
+            } else {
+                assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render());
+            }
             n += 1;
         }
     }

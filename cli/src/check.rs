@@ -86,6 +86,10 @@ pub struct MatrixArgs {
     /// Print the matrix as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Baseline of accepted findings: a property violated only by accepted signatures is shown
+    /// as `acc`, not as a failure.
+    #[arg(long, default_value = "baseline.toml")]
+    pub baseline: PathBuf,
     /// Do only shard I of N of the work list (profiles × SACK modes, see docs/ci.md) and print it
     /// as JSON for `trc merge`.
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
@@ -540,13 +544,40 @@ fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Opti
 }
 
 /// One row of `trc matrix`: a profile's states, seconds and, per catalogue property, the
-/// length of the shortest counterexample if violated.
+/// length of the shortest counterexample whose signature the baseline does not accept (`cells`)
+/// and the findings of the accepted signatures that occurred (`accepted`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct MatrixRow {
     pub profile: String,
     pub states: u64,
     pub seconds: f64,
     pub cells: Vec<Option<usize>>,
+    #[serde(default)]
+    pub accepted: Vec<Vec<String>>,
+}
+
+impl MatrixRow {
+    /// The row of the other SACK mode added in (`trc merge`): states and seconds summed, the
+    /// shorter new violation, the union of the accepted findings.
+    pub fn absorb(&mut self, r: &MatrixRow) {
+        self.states += r.states;
+        self.seconds += r.seconds;
+        for (a, b) in self.cells.iter_mut().zip(&r.cells) {
+            *a = match (*a, *b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
+        }
+        self.accepted.resize(self.cells.len(), Vec::new());
+        for (a, b) in self.accepted.iter_mut().zip(&r.accepted) {
+            for f in b {
+                if !a.contains(f) {
+                    a.push(f.clone());
+                }
+            }
+            a.sort();
+        }
+    }
 }
 
 /// The work list of `trc matrix`: profiles, then SACK modes (both halves of `Both`).
@@ -558,10 +589,22 @@ pub fn matrix_work_list(profiles: usize, cfg: &Config) -> Vec<(usize, SackMode)>
     (0..profiles).flat_map(|p| modes.iter().map(move |m| (p, *m))).collect()
 }
 
-fn matrix_row(cfg: &Config, p: &Profile, opts: &Options) -> MatrixRow {
-    let (_model, report) = explore(cfg, p, &[], opts, None).expect("catalogue ids are valid");
-    let cells = report.properties.iter().map(|pr| if pr.verdict == Verdict::Violated { pr.path.as_ref().map(|x| x.actions.len()) } else { None }).collect();
-    MatrixRow { profile: p.name.clone(), states: report.unique_states, seconds: report.elapsed.as_secs_f64(), cells }
+fn matrix_row(cfg: &Config, p: &Profile, opts: &Options, baseline: &[Accepted]) -> MatrixRow {
+    let (model, report) = explore_classified(cfg, p, &[], opts, None, false).expect("catalogue ids are valid");
+    let results = output::results(&model, &report, baseline, None);
+    let mut cells = Vec::new();
+    let mut accepted = Vec::new();
+    for r in &results {
+        let new = r.signatures.iter().filter(|s| s.status == output::SigStatus::New).map(|s| s.events).min();
+        // A violation without a signature cannot be accepted: it shows as violated.
+        let unclassified = r.verdict == Verdict::Violated && r.signatures.is_empty();
+        cells.push(if unclassified { r.path.as_ref().map(|x| x.actions.len()) } else { new });
+        let mut f: Vec<String> = r.signatures.iter().filter(|s| s.status == output::SigStatus::Accepted).filter_map(|s| s.finding.clone()).collect();
+        f.sort();
+        f.dedup();
+        accepted.push(f);
+    }
+    MatrixRow { profile: p.name.clone(), states: report.unique_states, seconds: report.elapsed.as_secs_f64(), cells, accepted }
 }
 
 pub fn run_matrix(a: MatrixArgs) -> i32 {
@@ -582,6 +625,10 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         v
     };
     let opts = Options { threads: a.threads, ..Options::default() };
+    let baseline = match load_baseline(&a.baseline) {
+        Ok(b) => b.accepted,
+        Err(e) => return output::usage_error(&e),
+    };
     if let Some(shard) = a.shard {
         let units = matrix_work_list(profiles.len(), &cfg);
         let mut done = Vec::new();
@@ -591,7 +638,7 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
             }
             let mut c = cfg.clone();
             c.sack = *mode;
-            let row = matrix_row(&c, &profiles[*pi], &opts);
+            let row = matrix_row(&c, &profiles[*pi], &opts, &baseline);
             done.push(serde_json::json!({"unit": k, "profile": pi, "row": row}));
         }
         let args = serde_json::json!({
@@ -603,7 +650,7 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         crate::shard::print_shard("matrix", shard, units.len(), args, done);
         return 0;
     }
-    let rows: Vec<MatrixRow> = profiles.iter().map(|p| matrix_row(&cfg, p, &opts)).collect();
+    let rows: Vec<MatrixRow> = profiles.iter().map(|p| matrix_row(&cfg, p, &opts, &baseline)).collect();
     print_matrix(&rows, a.json);
     0
 }
@@ -617,8 +664,15 @@ pub fn print_matrix(rows: &[MatrixRow], json: bool) {
             .map(|r| {
                 let props: serde_json::Map<String, serde_json::Value> = specs
                     .iter()
-                    .zip(&r.cells)
-                    .map(|(s, c)| (s.id.to_string(), match c { Some(n) => serde_json::json!({"violated": true, "steps": n}), None => serde_json::json!({"violated": false}) }))
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let acc = r.accepted.get(i).cloned().unwrap_or_default();
+                        let v = match r.cells[i] {
+                            Some(n) => serde_json::json!({"violated": true, "steps": n, "accepted": acc}),
+                            None => serde_json::json!({"violated": false, "accepted": acc}),
+                        };
+                        (s.id.to_string(), v)
+                    })
                     .collect();
                 serde_json::json!({"profile": r.profile, "states": r.states, "seconds": r.seconds, "properties": props})
             })
@@ -636,14 +690,30 @@ pub fn print_matrix(rows: &[MatrixRow], json: bool) {
         total_states += r.states;
         total_secs += r.seconds;
         print!("{:<20}", r.profile);
-        for c in &r.cells {
+        for (i, c) in r.cells.iter().enumerate() {
+            let acc = r.accepted.get(i).is_some_and(|a| !a.is_empty());
             match c {
                 Some(n) => print!(" {:>6}", format!("✗{n}")),
+                None if acc => print!(" {:>6}", "acc"),
                 None => print!(" {:>6}", "ok"),
             }
         }
         println!(" {:>10} {:>8.2}", r.states, r.seconds);
     }
-    println!("\n✗N: violated, shortest counterexample N events; ok: holds within the bounds.");
+    println!("\n✗N: violated by a signature the baseline does not accept, shortest such counterexample N events;");
+    println!("acc: violated only by accepted findings (baseline.toml; `trc check --profile P` lists them); ok: holds within the bounds.");
+    // The findings met, per property, over all rows (each cell's list is in the JSON).
+    let mut met: Vec<String> = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let mut f: Vec<&String> = rows.iter().filter_map(|r| r.accepted.get(i)).flatten().collect();
+        f.sort();
+        f.dedup();
+        if !f.is_empty() {
+            met.push(format!("{}: {}", spec.id, f.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ")));
+        }
+    }
+    if !met.is_empty() {
+        println!("accepted findings met (per cell in --json): {}", met.join("; "));
+    }
     println!("total: {} states in {:.2} s ({:.0} states/s)", total_states, total_secs, total_states as f64 / total_secs.max(1e-9));
 }

@@ -378,14 +378,7 @@ fn merge_matrix(shards: &[ShardFile], json: bool) -> Result<i32, String> {
             merged = Some(match merged {
                 None => r,
                 Some(mut m) => {
-                    m.states += r.states;
-                    m.seconds += r.seconds;
-                    for (a, b) in m.cells.iter_mut().zip(&r.cells) {
-                        *a = match (*a, *b) {
-                            (Some(x), Some(y)) => Some(x.min(y)),
-                            (x, y) => x.or(y),
-                        };
-                    }
+                    m.absorb(&r);
                     m
                 }
             });

@@ -233,3 +233,24 @@ fn f9_after_recovery_forms_are_found_and_accepted() {
     let (code, out, _) = trc(&bare);
     assert_eq!(code, 1, "{out}");
 }
+
+/// `trc matrix` judges cells by signature: linux-6.18's I1 on SACK connections is violated only
+/// by accepted findings (`acc`, with the findings in JSON), while a known-bug profile fails on its
+/// own mechanism even where an accepted finding occurs too (da34ac7626b5, non-SACK: the same
+/// timestamp evidence as F1's Loss form, plus `dupack`).
+#[test]
+fn matrix_cells_separate_accepted_findings_from_new_violations() {
+    let (code, out, _) = trc(&["matrix", "--profile", "linux-6.18", "--profile", "pre-da34ac7626b5", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let base = &v[0]["properties"]["I1"];
+    assert_eq!(base["violated"], false, "{base}");
+    assert!(base["accepted"].as_array().unwrap().iter().any(|f| f == "F1"), "{base}");
+    let pre = &v[1]["properties"]["I1"];
+    assert_eq!(pre["violated"], true, "{pre}");
+    assert_eq!(pre["steps"], 3, "{pre}");
+    let (_, text, _) = trc(&["matrix", "--profile", "linux-6.18", "--profile", "pre-da34ac7626b5"]);
+    let row = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap().split_whitespace().nth(1).unwrap().to_string();
+    assert_eq!(row("linux-6.18"), "acc", "{text}");
+    assert_eq!(row("pre-da34ac7626b5"), "✗3", "{text}");
+}

@@ -279,8 +279,8 @@ fn check_shards_keep_signature_verdicts() {
     let no_timing = |s: &str| s.lines().filter(|l| !l.starts_with("explored ")).collect::<Vec<_>>().join("\n");
     assert_eq!(no_timing(&human), no_timing(&single_human));
     assert!(human.contains("compared with linux-6.18") && human.contains(": NEW") && human.contains("accepted (F1, baseline); also on linux-6.18"), "{human}");
-    // Signatures on both halves: on 3.14, I1's ts-echo signature (F1) occurs with and without
-    // SACK (its count is the sum, its shortest the non-SACK one) and the F-RTO one only without
+    // Signatures on both halves: on 3.14, I1's ts-echo+dupack signature (da34ac7626b5's undo
+    // on a dupack) occurs with and without SACK (its count is the sum, its shortest the non-SACK one) and the F-RTO one only without
     // SACK, listed between SACK signatures by its length; no unit alone has that list.
     let args = ["check", "--profile", "linux-3.14", "--property", "I1", "--segments", "4"];
     let mut sa = args.to_vec();
@@ -291,9 +291,9 @@ fn check_shards_keep_signature_verdicts() {
     let count = |mode: &str| -> u64 {
         let (_, o, _) = trc(&["check", "--profile", "linux-3.14", "--property", "I1", "--segments", "4", mode, "--json"]);
         let h: Value = serde_json::from_str(&o).unwrap();
-        h["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo").map_or(0, |s| s["states"].as_u64().unwrap())
+        h["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo+dupack").map_or(0, |s| s["states"].as_u64().unwrap())
     };
-    let ts = single["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo").unwrap()["states"].as_u64().unwrap();
+    let ts = single["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo+dupack").unwrap()["states"].as_u64().unwrap();
     let (a, b) = (count("--sack"), count("--no-sack"));
     assert!(a > 0 && b > 0 && ts == a + b, "{ts} != {a} + {b}");
     for n in 1..=3 {

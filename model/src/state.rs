@@ -145,7 +145,7 @@ pub struct UndoEvent {
     pub cwnd_after: u32,
     pub ssthresh_after: u32,
     /// Ghost: the evidence the undo entry point acted on ([`evidence`] bits).
-    pub evidence: u8,
+    pub evidence: u16,
     /// Ghost: `high_seq` as the episode's last reduction set it (`tcp_enter_recovery`,
     /// `tcp_enter_loss`; the current `high_seq` if that reduction was already undone): the
     /// episode answered losses below it; a segment at or above it was sent after it began.
@@ -158,26 +158,30 @@ pub struct UndoEvent {
 /// signatures); they never decide anything.
 pub mod evidence {
     /// `undo_retrans == 0`: every retransmission of the episode counted as DSACKed.
-    pub const RETRANS_ZERO: u8 = 1;
+    pub const RETRANS_ZERO: u16 = 1;
     /// `tcp_packet_delayed()` through the timestamp echo: TSecr before `retrans_stamp` (Eifel).
-    pub const TS_ECHO: u8 = 2;
+    pub const TS_ECHO: u16 = 2;
     /// `tcp_packet_delayed()` with `retrans_stamp == 0` taken as "delayed" (the profile's
     /// variant of it).
-    pub const NO_STAMP: u8 = 4;
+    pub const NO_STAMP: u16 = 4;
     /// F-RTO (RFC 5682 step 3b): never-retransmitted data was (S)ACKed after the RTO.
-    pub const FRTO: u8 = 8;
+    pub const FRTO: u16 = 8;
     /// This ACK decremented `undo_retrans` twice for one segment (`tcp_sacktag_one` reached it
     /// from two blocks).
-    pub const DSACK_TWICE: u8 = 16;
+    pub const DSACK_TWICE: u16 = 16;
     /// This ACK's DSACK decremented `undo_retrans` for a segment not retransmitted since the
     /// episode's `tcp_init_undo()` (a copy sent before the episode began).
-    pub const DSACK_PRE_EPISODE: u8 = 32;
+    pub const DSACK_PRE_EPISODE: u16 = 32;
     /// ... and the episode's `tcp_init_undo()` had seen that an in-flight TLP retransmission and
     /// not counted it (the profile's `init_undo_tlp = "ignore"`).
-    pub const DSACK_TLP_UNCOUNTED: u8 = 64;
+    pub const DSACK_TLP_UNCOUNTED: u16 = 64;
     /// `tcp_check_dsack()` decremented `undo_retrans` for data below `snd_una` ("dumb
     /// counting" of forgotten segments).
-    pub const DSACK_FORGOTTEN: u8 = 128;
+    pub const DSACK_FORGOTTEN: u16 = 128;
+    /// `tcp_process_loss()` tried the undo on an ACK that did not advance `snd_una` (a dupack or
+    /// a SACK-only ACK): only the profile's `loss_undo_acks = "any-ack"` (before da34ac7626b5)
+    /// does that; since then a Loss undo needs a partial or full ACK.
+    pub const DUPACK: u16 = 256;
 }
 
 /// What triggered an ssthresh reduction.

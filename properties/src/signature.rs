@@ -23,7 +23,7 @@ const CA_STATES: [CaState; 5] = [CaState::Open, CaState::Disorder, CaState::Cwr,
 const REDUCTIONS: [ReductionKind; 4] = [ReductionKind::Recovery, ReductionKind::Cwr, ReductionKind::Loss, ReductionKind::Tlp];
 
 /// The names of the [`evidence`] bits, in bit order.
-pub const EVIDENCE_NAMES: [(u8, &str); 8] = [
+pub const EVIDENCE_NAMES: [(u16, &str); 9] = [
     (evidence::RETRANS_ZERO, "undo-retrans-zero"),
     (evidence::TS_ECHO, "ts-echo"),
     (evidence::NO_STAMP, "no-stamp"),
@@ -32,6 +32,7 @@ pub const EVIDENCE_NAMES: [(u8, &str); 8] = [
     (evidence::DSACK_PRE_EPISODE, "dsack-pre-episode"),
     (evidence::DSACK_TLP_UNCOUNTED, "dsack-tlp-uncounted"),
     (evidence::DSACK_FORGOTTEN, "dsack-forgotten"),
+    (evidence::DUPACK, "dupack"),
 ];
 
 /// The kernel function of an undo entry point.
@@ -56,7 +57,7 @@ fn reduction_function(k: ReductionKind) -> &'static str {
 
 
 /// The evidence bits as text (`ts-echo`, `undo-retrans-zero+dsack-twice`; `none`).
-pub fn evidence_text(bits: u8) -> String {
+pub fn evidence_text(bits: u16) -> String {
     let v: Vec<&str> = EVIDENCE_NAMES.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect();
     if v.is_empty() {
         "none".into()
@@ -97,7 +98,7 @@ pub fn describe(id: &str, class: u64) -> String {
             let kind = UNDO_KINDS.get(f(4, 4)).copied();
             let ca = CA_STATES.get(f(8, 4)).copied();
             match (kind, ca) {
-                (Some(k), Some(c)) => format!("{id}:{}:{}:{}", undo_function(k), CaState::short_name(c), evidence_text(f(12, 8) as u8)),
+                (Some(k), Some(c)) => format!("{id}:{}:{}:{}", undo_function(k), CaState::short_name(c), evidence_text(f(12, 12) as u16)),
                 _ => format!("{id}:class-{class:#x}"),
             }
         }

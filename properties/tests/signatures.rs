@@ -16,12 +16,19 @@ use common::cfg;
 /// Every I1 signature on `profile` (SACK, timestamps as given), with its count and shortest
 /// length; every class's path replays to a violating state of that class.
 fn i1_signatures(profile: Profile, ts: bool) -> BTreeMap<String, (u64, usize)> {
+    let out = i1_signatures_in(profile, SackMode::Sack, ts);
+    assert!(!out.is_empty(), "I1 is violated");
+    out
+}
+
+/// [`i1_signatures`] in a given SACK mode.
+fn i1_signatures_in(profile: Profile, sack: SackMode, ts: bool) -> BTreeMap<String, (u64, usize)> {
     let specs = trc_properties::select(&["I1".to_string()]).unwrap();
-    let model = TcpModel::new(cfg(SackMode::Sack, ts), profile).with_properties(trc_properties::properties(&specs));
+    let model = TcpModel::new(cfg(sack, ts), profile).with_properties(trc_properties::properties(&specs));
     let hooks = Classified { hooks: State::fingerprint, classify: signature::classifier(&specs) };
     let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
     let p = &r.properties[0];
-    assert_eq!(p.verdict, Verdict::Violated);
+    assert_eq!(p.verdict == Verdict::Violated, !p.classes.is_empty());
     let mut out = BTreeMap::new();
     for c in &p.classes {
         let last = replay(&model, &c.path).pop().unwrap().1;
@@ -43,6 +50,18 @@ fn f1_and_the_0ec986_revert_have_different_signatures() {
     let new: Vec<&String> = pre.keys().filter(|k| !base.contains_key(*k)).collect();
     assert_eq!(new, vec!["I1:tcp_try_undo_dsack:Recovery:undo-retrans-zero+dsack-pre-episode+dsack-tlp-uncounted"], "{pre:?}");
     assert!(pre.contains_key("I1:tcp_try_undo_loss:Loss:ts-echo"), "F1 is on the revert too");
+}
+
+/// da34ac7626b5's bug (an undo in Loss on a dupack) has the same timestamp evidence as F1's Loss
+/// form; the `dupack` bit keeps it from hiding behind the accepted F1 (non-SACK, where it is
+/// the shortest I1 violation), and 6.18 never undoes in Loss on such an ACK.
+#[test]
+fn da34ac_undo_on_dupack_is_not_f1() {
+    let base = i1_signatures_in(Profile::linux_6_18(), SackMode::NoSack, true);
+    assert!(base.keys().all(|k| !k.contains("dupack")), "{base:?}");
+    let pre = i1_signatures_in(Profile::pre_da34ac(), SackMode::NoSack, true);
+    assert_eq!(pre.get("I1:tcp_try_undo_loss:Loss:ts-echo+dupack").map(|x| x.1), Some(3), "{pre:?}");
+    assert!(!base.contains_key("I1:tcp_try_undo_loss:Loss:ts-echo+dupack"));
 }
 
 /// The evidence bits: F-RTO undoes carry `FRTO`, timestamp undoes the TS arm, DSACK undoes

@@ -153,7 +153,8 @@ impl Sender {
             LossUndoAcks::AnyAck => true,
         };
         cx.took(if fl & flag::SND_UNA_ADVANCED != 0 { Branch::LossUndoAdvanced } else { Branch::LossUndoNotAdvanced });
-        if undo_trigger && self.tcp_try_undo_loss(cx, false) {
+        let trigger = if fl & flag::SND_UNA_ADVANCED == 0 { crate::state::evidence::DUPACK } else { 0 };
+        if undo_trigger && self.tcp_try_undo_loss_on(cx, false, trigger) {
             return;
         }
         self.frto_reference(cx, fl, num_dupack);

@@ -85,7 +85,7 @@ pub struct Cx<'a> {
     pub mib: crate::mib::MibDelta,
     /// Ghost: how this step's DSACKs decremented `undo_retrans` (`evidence::DSACK_*` bits),
     /// for the evidence of an undo in the same step.
-    pub dsack_note: u8,
+    pub dsack_note: u16,
     /// Ghost: the segments (index mod 64) whose DSACK decremented `undo_retrans` in this step.
     pub dsack_segs: u64,
     /// This ACK's `tcp_clean_rtx_queue()` found the segment at the old `snd_una` retransmitted,

@@ -306,7 +306,7 @@ impl Sender {
     /// Ghost: the evidence `tcp_may_undo()` acts on now, in the kernel's order of evaluation
     /// (`undo_retrans == 0` first, with this ACK's DSACK accounting; else `tcp_packet_delayed()`
     /// and which of its tests said "delayed").
-    pub fn may_undo_evidence(&self, cx: &Cx) -> u8 {
+    pub fn may_undo_evidence(&self, cx: &Cx) -> u16 {
         if self.undo_retrans == 0 {
             evidence::RETRANS_ZERO | cx.dsack_note
         } else {
@@ -316,7 +316,7 @@ impl Sender {
 
     /// Ghost: why `tcp_packet_delayed()` holds now: the timestamp echo, or a zero
     /// `retrans_stamp` the profile's variant takes as delayed (0 if it does not hold).
-    pub fn packet_delayed_evidence(&self, cx: &Cx) -> u8 {
+    pub fn packet_delayed_evidence(&self, cx: &Cx) -> u16 {
         if !self.tcp_packet_delayed_variant(cx) {
             0
         } else if self.retrans_stamp != 0 {
@@ -332,7 +332,7 @@ impl Sender {
     }
 
     /// [`Self::tcp_undo_cwnd_reduction`], recording the evidence the caller acted on (ghost).
-    pub fn tcp_undo_cwnd_reduction_on(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind, evidence: u8) {
+    pub fn tcp_undo_cwnd_reduction_on(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind, evidence: u16) {
         let cwnd_before = self.cwnd;
         let ssthresh_before = self.ssthresh;
         let marker = self.undo_marker;
@@ -447,9 +447,15 @@ impl Sender {
     /// `tcp_try_undo_loss()`: undo an RTO (`frto_undo`: F-RTO proved it spurious). Every undo
     /// counts TcpExtTCPLossUndo, F-RTO's also TCPSpuriousRTOs.
     pub fn tcp_try_undo_loss(&mut self, cx: &Cx, frto_undo: bool) -> bool {
+        self.tcp_try_undo_loss_on(cx, frto_undo, 0)
+    }
+
+    /// [`Self::tcp_try_undo_loss`] with extra evidence bits of the caller's trigger (ghost:
+    /// `tcp_process_loss` notes an ACK that did not advance `snd_una`, [`evidence::DUPACK`]).
+    pub fn tcp_try_undo_loss_on(&mut self, cx: &Cx, frto_undo: bool, trigger: u16) -> bool {
         if frto_undo || self.tcp_may_undo(cx) {
             let kind = if frto_undo { UndoKind::Frto } else { UndoKind::Loss };
-            let ev = if frto_undo { evidence::FRTO } else { self.may_undo_evidence(cx) };
+            let ev = trigger | if frto_undo { evidence::FRTO } else { self.may_undo_evidence(cx) };
             cx.took(if frto_undo { Branch::UndoFrto } else { Branch::UndoLoss });
             cx.took(if !self.sack_ok && self.snd_una == self.high_seq { Branch::LossUndoRenoAtHigh } else { Branch::LossUndoOther });
             self.tcp_undo_cwnd_reduction_on(cx, true, kind, ev);

@@ -648,12 +648,16 @@ fn check_cli(args: CheckArgs) -> i32 {
     let results = trc_diff::kcheck::evaluate_all(&todo, &runs, &mons, &profile);
     if let Some(shard) = args.shard {
         let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc.clone(), profile.name.clone(), results.clone(), &mons);
-        let shard_args = serde_json::json!({
+        let mut shard_args = serde_json::json!({
             "suite": suite.name(),
             "profile": profile.name,
             "properties": mons.iter().map(|m| m.id).collect::<Vec<_>>(),
             "scenarios": cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
         });
+        // The coverage suite's plan (the same in every shard: `trc merge` checks the args agree).
+        if let Some(p) = &coverage {
+            shard_args["coverage"] = serde_json::json!(p);
+        }
         let units: Vec<serde_json::Value> = mine.iter().zip(results).map(|(k, r)| serde_json::json!({"unit": k, "scenario": cases[*k].name, "result": r})).collect();
         let report = serde_json::json!({"kernel": (!todo.is_empty()).then_some(kernel_desc), "seconds": t0.elapsed().as_secs_f64()});
         let v = crate::shard::shard_json("kernel-check", shard, n, shard_args, units, Some(report));
@@ -671,24 +675,7 @@ fn check_cli(args: CheckArgs) -> i32 {
         return rep.exit_code();
     }
     let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
-    // The coverage suite's report is the usual one with its coverage beside it.
-    let cov = coverage.map(|p| {
-        let k = trc_diff::kcheck::coverage::kernel_coverage(&p, &rep.cases);
-        (p, k)
-    });
-    let mut json = serde_json::to_value(&rep).unwrap_or_default();
-    if let Some((p, k)) = &cov {
-        json["coverage"] = serde_json::json!({"plan": p, "kernel": k});
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&json).unwrap_or_default());
-    } else {
-        print!("{}", rep.render());
-        if let Some((p, k)) = &cov {
-            print!("{}", p.render(k));
-        }
-        println!("total: {:.1} s", t0.elapsed().as_secs_f64());
-    }
+    let json = print_check_report(&rep, coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
     if args.out.is_some() {
         if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &json) {
             eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
@@ -702,14 +689,25 @@ fn check_cli(args: CheckArgs) -> i32 {
 }
 
 /// Prints a kernel check's report (`trc kernel check` and `trc merge`): JSON, or the text and
-/// the run's total time.
-pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, json: bool, seconds: f64) {
+/// the run's total time. The coverage suite's report is the usual one with its coverage beside
+/// it (`coverage.plan`, and `coverage.kernel`: the share the kernel runs account for). Returns
+/// the JSON report.
+pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, coverage: Option<&trc_diff::kcheck::coverage::CoveragePlan>, json: bool, seconds: f64) -> serde_json::Value {
+    let cov = coverage.map(|p| (p, trc_diff::kcheck::coverage::kernel_coverage(p, &rep.cases)));
+    let mut v = serde_json::to_value(rep).unwrap_or_default();
+    if let Some((p, k)) = &cov {
+        v["coverage"] = serde_json::json!({"plan": p, "kernel": k});
+    }
     if json {
-        println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         print!("{}", rep.render());
+        if let Some((p, k)) = &cov {
+            print!("{}", p.render(k));
+        }
         println!("total: {seconds:.1} s");
     }
+    v
 }
 
 /// `trc kernel check`'s suite, monitors and profile, and its option bounds checked: the
@@ -719,9 +717,6 @@ fn check_inputs(args: &CheckArgs) -> Result<(trc_diff::kcheck::Suite, Vec<trc_di
     let cfg = args.bounds.config()?;
     match &mut suite {
         trc_diff::kcheck::Suite::Coverage(c) => {
-            if args.shard.is_some() {
-                return Err("--shard: the coverage suite cannot be sharded yet (trc merge would drop its coverage figures); run it whole".into());
-            }
             **c = cfg;
         }
         _ if cfg != trc_model::Config::default() || !args.bounds.config.is_empty() => {

@@ -30,9 +30,6 @@ fn coverage_input_errors() {
     let (c, _, e) = trc(&["kernel", "check", "--suite", "coverage", "--config", bad.to_str().unwrap()]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("kcov-bad.toml:2"), "{e}");
-    let (c, _, e) = trc(&["kernel", "check", "--suite", "coverage", "--shard", "1/2"]);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("cannot be sharded"), "{e}");
 }
 
 /// Non-SACK connections of 3 segments, initcwnd 3: a few scenarios, a few seconds.
@@ -78,4 +75,27 @@ fn small_coverage_suite_on_the_running_kernel() {
     assert!(c2 == 0 || c2 == 1, "exit {c2}\n{text}\n{err}");
     assert!(text.contains(&format!("{} of {} branches reachable at these bounds", n(&plan["reachable"]), n(&plan["branches"]))), "{text}");
     assert!(text.contains("reachable only through model-only paths"), "{text}");
+
+    // Two shards merged: the single run's scenarios and coverage figures.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcov-shards");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for i in 1..=2 {
+        let sh = format!("{i}/2");
+        let mut args = vec!["kernel", "check", "--suite", "coverage", "--shard", &sh];
+        args.extend(bounds);
+        let (c, out, err) = trc(&args);
+        assert!(c == 0 || c == 1, "shard {sh}: exit {c}\n{err}");
+        let f = dir.join(format!("s{i}.json"));
+        std::fs::write(&f, out).unwrap();
+        files.push(f.display().to_string());
+    }
+    let (c, out, err) = trc(&["merge", "--json", &files[0], &files[1]]);
+    assert!(c == 0 || c == 1, "merge: exit {c}\n{err}");
+    let m: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(m["coverage"]["plan"], *plan, "the shards' plan is the single run's");
+    let names = |v: &serde_json::Value| v["cases"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect::<Vec<_>>();
+    assert_eq!(names(&m), names(&v));
+    assert_eq!(n(&m["coverage"]["kernel"]["ran"]), n(&plan["covered"]), "{}", m["coverage"]);
 }

@@ -48,7 +48,7 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
     let all = tally(cfg, &profile, None);
     let kr = tally(&coverage::kernel_runnable_bounds(cfg), &profile, None);
     for (i, (b, row)) in Branch::ALL.iter().zip(&p.rows).enumerate() {
-        assert_eq!((row.function, row.branch), (b.function(), b.label()));
+        assert_eq!((row.function.as_str(), row.branch.as_str()), (b.function(), b.label()));
         let expect = match (all[i] > 0, kr[i] > 0) {
             (false, _) => "unreached",
             (true, false) => "model-only",

@@ -25,7 +25,7 @@
 //!    scenarios.
 
 use super::{Case, CaseResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use stateright::{Model, Property};
@@ -145,13 +145,13 @@ pub fn greedy_cover(covers: &[BTreeSet<Branch>], len: &[usize]) -> Vec<usize> {
 }
 
 /// One branch's row of the coverage report.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct BranchRow {
-    pub function: &'static str,
-    pub branch: &'static str,
+    pub function: String,
+    pub branch: String,
     /// `kernel-runnable`, `model-only` (reachable only through a TSQ hold or an ECE mark),
     /// `not-exported` (its kernel-runnable paths could not be exported) or `unreached`.
-    pub reach: &'static str,
+    pub reach: String,
     /// Events of a shortest path through the branch (a kernel-runnable one when there is one).
     pub shortest: Option<usize>,
     /// The suite's scenarios whose path goes through it.
@@ -159,7 +159,7 @@ pub struct BranchRow {
 }
 
 /// One chosen scenario: its events and the branches its path goes through (with the step).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioCover {
     pub name: String,
     pub events: usize,
@@ -169,7 +169,7 @@ pub struct ScenarioCover {
 
 /// What the coverage suite was chosen to cover (model side; the kernel's share of it is
 /// [`KernelCoverage`]).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct CoveragePlan {
     pub bounds: Config,
     pub profile: String,
@@ -288,7 +288,7 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
             _ => {}
         }
         let shortest = kr.shortest[i].as_ref().or(all.shortest[i].as_ref()).map(|p| p.actions.len());
-        rows.push(BranchRow { function: b.function(), branch: b.label(), reach, shortest, scenarios: covered });
+        rows.push(BranchRow { function: b.function().into(), branch: b.label().into(), reach: reach.into(), shortest, scenarios: covered });
     }
     let plan = CoveragePlan {
         bounds: cfg.clone(),
@@ -327,7 +327,7 @@ fn export(model: &TcpModel, p: &GraphPath, name: &str) -> Result<trc_trace::expo
 }
 
 /// How much of the plan's coverage the kernel runs account for.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct KernelCoverage {
     /// Branches gone through by a scenario that ran on the kernel.
     pub ran: usize,
@@ -379,16 +379,16 @@ impl CoveragePlan {
         for r in &self.rows {
             if r.function != last {
                 let _ = writeln!(o, "  {}", r.function);
-                last = r.function;
+                last = &r.function;
             }
-            let what = match (r.reach, r.scenarios.first()) {
+            let what = match (r.reach.as_str(), r.scenarios.first()) {
                 (_, Some(s)) => format!("covered by {s}{}", if r.scenarios.len() > 1 { format!(" (+{})", r.scenarios.len() - 1) } else { String::new() }),
                 ("model-only", _) => "model-only: reachable only through a TSQ hold or an ECE mark".into(),
                 ("unreached", _) => "not reachable at these bounds".into(),
                 ("not-exported", _) => "UNCOVERED: its path could not be exported".into(),
                 _ => "UNCOVERED".into(),
             };
-            let len = r.shortest.map(|n| format!(" [{n} events]")).unwrap_or_default();
+            let len = r.shortest.map(|n| format!(" [{n} event{}]", if n == 1 { "" } else { "s" })).unwrap_or_default();
             let _ = writeln!(o, "    {}{len}: {what}", r.branch);
         }
         if self.uncovered.is_empty() {

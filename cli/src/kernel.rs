@@ -522,17 +522,24 @@ fn run_cli(args: RunArgs) -> i32 {
 #[derive(Debug, Args)]
 #[command(after_help = "Suites: regressions (every .pkt under counterexamples/, plus the shortest counterexample of every \
 property on every built-in profile that a kernel can run, exported as trc check --out does), corpus (the .pkt \
-files of --corpus only) or random:N[,SEED] \
-(trc diff's seeded walks on --profile). Each scenario runs once on the kernel (the running one, in a private network \
+files of --corpus only), random:N[,SEED] \
+(trc diff's seeded walks on --profile) or coverage (shortest kernel-runnable paths of the state graph at the bounds \
+flags or --config, trc check's defaults unless given, chosen so that together they go through every decision-point \
+branch reachable there; the report says which branches were covered, which are reachable only through model-only \
+paths and which not at all). Each scenario runs once on the kernel (the running one, in a private network \
 namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
 with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/properties.md). Exit codes: 0 every property holds, 1 one is \
 violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
 (not root or no tun; with --kernel: no qemu or no kernel image).")]
 pub struct CheckArgs {
-    /// regressions, corpus or random:N[,SEED].
+    /// regressions, corpus, random:N[,SEED] or coverage.
     #[arg(long, default_value = "regressions")]
     pub suite: String,
+    /// The bounds of the coverage suite's state graph (as `trc check` takes them; only with
+    /// --suite coverage).
+    #[command(flatten)]
+    pub bounds: crate::BoundArgs,
     /// Only these properties (comma-separated ids).
     #[arg(long, value_delimiter = ',', value_name = "I1,I2,...")]
     pub properties: Vec<String>,
@@ -545,7 +552,7 @@ pub struct CheckArgs {
     /// Keep the generated scripts and write report.json here (default: a temporary directory, removed).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Threads for generating the engine's counterexamples.
+    /// Threads for generating the engine's counterexamples and exploring the coverage suite's state graph.
     #[arg(long, default_value = "0")]
     pub threads: usize,
     #[command(flatten)]
@@ -610,7 +617,11 @@ fn check_cli(args: CheckArgs) -> i32 {
         return 2;
     }
     let t0 = std::time::Instant::now();
-    let cases = match trc_diff::kcheck::plan(&suite, &corpus, &work, &profile, args.threads, &mut |m| eprintln!("{what}: {m}")) {
+    let planned = match &suite {
+        trc_diff::kcheck::Suite::Coverage(cfg) => trc_diff::kcheck::coverage::plan(cfg, &profile, &work, args.threads, &mut |m| eprintln!("{what}: {m}")).map(|(p, c)| (Some(p), c)),
+        _ => trc_diff::kcheck::plan(&suite, &corpus, &work, &profile, args.threads, &mut |m| eprintln!("{what}: {m}")).map(|c| (None, c)),
+    };
+    let (coverage, cases) = match planned {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{what}: {e}");
@@ -637,12 +648,16 @@ fn check_cli(args: CheckArgs) -> i32 {
     let results = trc_diff::kcheck::evaluate_all(&todo, &runs, &mons, &profile);
     if let Some(shard) = args.shard {
         let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc.clone(), profile.name.clone(), results.clone(), &mons);
-        let shard_args = serde_json::json!({
+        let mut shard_args = serde_json::json!({
             "suite": suite.name(),
             "profile": profile.name,
             "properties": mons.iter().map(|m| m.id).collect::<Vec<_>>(),
             "scenarios": cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
         });
+        // The coverage suite's plan (the same in every shard: `trc merge` checks the args agree).
+        if let Some(p) = &coverage {
+            shard_args["coverage"] = serde_json::json!(p);
+        }
         let units: Vec<serde_json::Value> = mine.iter().zip(results).map(|(k, r)| serde_json::json!({"unit": k, "scenario": cases[*k].name, "result": r})).collect();
         let report = serde_json::json!({"kernel": (!todo.is_empty()).then_some(kernel_desc), "seconds": t0.elapsed().as_secs_f64()});
         let v = crate::shard::shard_json("kernel-check", shard, n, shard_args, units, Some(report));
@@ -660,9 +675,9 @@ fn check_cli(args: CheckArgs) -> i32 {
         return rep.exit_code();
     }
     let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
-    print_check_report(&rep, args.json, t0.elapsed().as_secs_f64());
+    let json = print_check_report(&rep, coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
     if args.out.is_some() {
-        if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &rep) {
+        if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &json) {
             eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
             return 2;
         }
@@ -674,20 +689,41 @@ fn check_cli(args: CheckArgs) -> i32 {
 }
 
 /// Prints a kernel check's report (`trc kernel check` and `trc merge`): JSON, or the text and
-/// the run's total time.
-pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, json: bool, seconds: f64) {
+/// the run's total time. The coverage suite's report is the usual one with its coverage beside
+/// it (`coverage.plan`, and `coverage.kernel`: the share the kernel runs account for). Returns
+/// the JSON report.
+pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, coverage: Option<&trc_diff::kcheck::coverage::CoveragePlan>, json: bool, seconds: f64) -> serde_json::Value {
+    let cov = coverage.map(|p| (p, trc_diff::kcheck::coverage::kernel_coverage(p, &rep.cases)));
+    let mut v = serde_json::to_value(rep).unwrap_or_default();
+    if let Some((p, k)) = &cov {
+        v["coverage"] = serde_json::json!({"plan": p, "kernel": k});
+    }
     if json {
-        println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         print!("{}", rep.render());
+        if let Some((p, k)) = &cov {
+            print!("{}", p.render(k));
+        }
         println!("total: {seconds:.1} s");
     }
+    v
 }
 
 /// `trc kernel check`'s suite, monitors and profile, and its option bounds checked: the
 /// message of the first that is wrong.
 fn check_inputs(args: &CheckArgs) -> Result<(trc_diff::kcheck::Suite, Vec<trc_diff::kcheck::monitor::Monitor>, trc_model::Profile), String> {
-    let suite = trc_diff::kcheck::Suite::parse(&args.suite)?;
+    let mut suite = trc_diff::kcheck::Suite::parse(&args.suite)?;
+    let cfg = args.bounds.config()?;
+    match &mut suite {
+        trc_diff::kcheck::Suite::Coverage(c) => {
+            **c = cfg;
+        }
+        _ if cfg != trc_model::Config::default() || !args.bounds.config.is_empty() => {
+            return Err(format!("bounds flags and --config apply only to --suite coverage (the {} suite's scenarios are fixed)", suite.name()));
+        }
+        _ => {}
+    }
     let mons = trc_diff::kcheck::monitor::select(&args.properties)?;
     let profile = crate::check::load_profile(&args.profile)?;
     args.vm.validate()?;

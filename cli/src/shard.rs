@@ -457,6 +457,11 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         results,
         &mons,
     );
-    crate::kernel::print_check_report(&rep, json, seconds);
+    // The coverage suite's plan, when the shards ran one.
+    let coverage: Option<trc_diff::kcheck::coverage::CoveragePlan> = match &args["coverage"] {
+        Value::Null => None,
+        c => Some(serde_json::from_value(c.clone()).map_err(|e| format!("kernel-check shard args: the coverage plan: {e}"))?),
+    };
+    crate::kernel::print_check_report(&rep, coverage.as_ref(), json, seconds);
     Ok(rep.exit_code())
 }

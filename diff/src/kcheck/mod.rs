@@ -11,8 +11,10 @@
 //! Suites: `regressions` (every `.pkt` under `counterexamples/`, plus the shortest
 //! counterexample of every property on every built-in profile that a kernel can run, exported
 //! as `trc check --out` does), `corpus` (the scripts only) and `random:N[,SEED]` (`trc diff`'s
-//! seeded walks).
+//! seeded walks); `coverage` ([`coverage`]: paths of the exhaustive state graph that go through
+//! every decision-point branch reachable at the given bounds).
 
+pub mod coverage;
 pub mod ghost;
 pub mod monitor;
 pub mod observe;
@@ -37,16 +39,23 @@ pub enum Suite {
     /// Only the scripts of the corpus directory (no engine counterexamples).
     Corpus,
     Random { n: usize, seed: u64 },
+    /// Shortest paths through every decision-point branch reachable at these bounds
+    /// ([`coverage::plan`]).
+    Coverage(Box<Config>),
 }
 
 impl Suite {
-    /// `regressions` or `random:N[,SEED]` (seed 1 by default).
+    /// `regressions`, `corpus`, `random:N[,SEED]` (seed 1 by default) or `coverage` (at the
+    /// default bounds; the caller sets others).
     pub fn parse(s: &str) -> Result<Suite, String> {
         if s == "regressions" {
             return Ok(Suite::Regressions);
         }
         if s == "corpus" {
             return Ok(Suite::Corpus);
+        }
+        if s == "coverage" {
+            return Ok(Suite::Coverage(Box::default()));
         }
         if let Some(rest) = s.strip_prefix("random:") {
             let mut it = rest.splitn(2, ',');
@@ -60,7 +69,7 @@ impl Suite {
             }
             return Ok(Suite::Random { n, seed });
         }
-        Err(format!("--suite {s}: expected regressions, corpus or random:N[,SEED]"))
+        Err(format!("--suite {s}: expected regressions, corpus or random:N[,SEED], or coverage"))
     }
 
     pub fn name(&self) -> String {
@@ -68,6 +77,7 @@ impl Suite {
             Suite::Regressions => "regressions".into(),
             Suite::Corpus => "corpus".into(),
             Suite::Random { n, seed } => format!("random:{n},{seed}"),
+            Suite::Coverage(_) => "coverage".into(),
         }
     }
 }
@@ -167,6 +177,7 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
             }
             Ok(cases)
         }
+        Suite::Coverage(cfg) => coverage::plan(cfg, profile, work, threads, log).map(|(_, cases)| cases),
         Suite::Random { n, seed } => {
             let g = GenOptions::default();
             let dir = work.join("random");

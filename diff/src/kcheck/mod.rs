@@ -447,6 +447,8 @@ impl CheckReport {
             })
             .collect();
         let div = match &r.divergence {
+            // An incomplete replay compared only what it made: say so, not "same".
+            None if r.kernel_ran && r.profile.starts_with("INCOMPLETE") => format!("no difference from the profile where its replay ran (profile {})", r.profile),
             None if r.kernel_ran => "same as the profile".to_string(),
             None => String::new(),
             Some(d) => format!("differs from the profile at line {}{} ({}): kernel {}, profile {}", d.line, if d.timing { " [timing]" } else { "" }, d.text, d.kernel, d.profile),

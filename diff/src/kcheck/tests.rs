@@ -246,3 +246,26 @@ fn a_failed_setup_line_decides_nothing() {
         assert!(matches!(o, Outcome::Undecided { reason } if reason.contains("setup failed at line 6")), "{id}: {o:?}");
     }
 }
+
+/// A scenario whose profile replay was incomplete is not reported "same as the profile": only
+/// what the replay made was compared.
+#[test]
+fn incomplete_profile_replay_is_not_called_the_same() {
+    let mut r = super::CaseResult {
+        name: "findings/x.pkt".into(),
+        origin: "counterexamples/findings/x.pkt".into(),
+        path: "x.pkt".into(),
+        ghost: super::ghost::GhostSource::Inferred,
+        kernel: "passed".into(),
+        kernel_ran: true,
+        properties: BTreeMap::new(),
+        profile: "INCOMPLETE: 2 checks not made (lines 45, 62)".into(),
+        divergence: None,
+        inbound: 3,
+    };
+    let line = super::CheckReport::case_line(&r);
+    assert!(line.contains("no difference from the profile where its replay ran (profile INCOMPLETE: 2 checks not made"), "{line}");
+    assert!(!line.contains("same as the profile"), "{line}");
+    r.profile = "PASSED: 10 checks".into();
+    assert!(super::CheckReport::case_line(&r).ends_with("same as the profile"));
+}

@@ -273,3 +273,26 @@ fn shards_merge_to_the_single_run() {
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("on one kernel"), "{e}");
 }
+
+/// F9 from the kernel's behaviour alone: the I2 monitor fails on the hand-timed F9 script (the
+/// reordering timer's cut in Loss after a Recovery) and holds on a plain fast retransmit.
+#[test]
+fn i2_monitor_finds_f9_on_the_running_kernel() {
+    if let Some(why) = trc_kernel::skip_reason() {
+        eprintln!("SKIPPED i2_monitor_finds_f9_on_the_running_kernel: {why}");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = scratch("kcheck-f9");
+    for f in ["common/defaults.sh", "findings/f9b-rack-reo-timer-cut-after-recovery-rto.pkt", "kernel/fr-sack.pkt"] {
+        let to = d.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join("counterexamples").join(f), &to).unwrap();
+    }
+    let (c, out, err) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", d.to_str().unwrap(), "--properties", "I2", "--json"]);
+    assert_eq!(c, 1, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let i2 = property(&v, "I2");
+    let violated: Vec<&str> = i2["violated"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    assert_eq!(violated, vec!["findings/f9b-rack-reo-timer-cut-after-recovery-rto.pkt"], "{out}");
+}

@@ -249,7 +249,10 @@ fn i2(k: &KTrace, _g: &Ghost) -> Outcome {
         if let Some((hs, pk)) = prev {
             let una = d[i].una;
             let exception = (kind == RedKind::Loss && ps == CA_LOSS && d[i].prev_retransmits == 0)
-                || (kind == RedKind::Recovery && ps == CA_LOSS)
+                // Row 18: Loss → Recovery because a retransmission was lost (FLAG_LOST_RETRANS on
+                // the ACK path, or the reordering timer marking a retransmission lost): RACK then
+                // counts TcpExtTCPLostRetransmit in the step. Without it the cut is F9's.
+                || (kind == RedKind::Recovery && ps == CA_LOSS && k.delta(i, "TcpExtTCPLostRetransmit") > 0)
                 || kind == RedKind::Tlp
                 || pk == RedKind::Tlp;
             if before(una, hs) && !exception {

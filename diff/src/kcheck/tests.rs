@@ -269,3 +269,26 @@ fn incomplete_profile_replay_is_not_called_the_same() {
     r.profile = "PASSED: 10 checks".into();
     assert!(super::CheckReport::case_line(&r).ends_with("same as the profile"));
 }
+
+/// F9's shape: Recovery (ssthresh 7), the RTO keeps it (Loss), then Loss → Recovery cuts again
+/// below the first high_seq. The monitor exempts that only when a retransmission was lost in
+/// the step (TcpExtTCPLostRetransmit: FLAG_LOST_RETRANS or the timer marking a retransmission).
+fn loss_to_recovery(lost_retransmission: bool) -> KTrace {
+    let mut k = rto_in_recovery(7);
+    let mut b = B { t: 10.0, line: k.steps.len() as u32, counters: k.steps.last().unwrap().counters.clone(), ..Default::default() };
+    if lost_retransmission {
+        b.count("TcpExtTCPLostRetransmit");
+    }
+    b.count("TcpExtTCPSackRecovery");
+    b.ack(1, &[(1001, 5001)], None, 300).send(4001, 5001, 600).step(info(3, 2, 2, 1, 4));
+    k.acks.extend(b.k.acks);
+    k.sends.extend(b.k.sends);
+    k.steps.extend(b.k.steps);
+    k
+}
+
+#[test]
+fn i2_loss_to_recovery_is_exempt_only_for_a_lost_retransmission() {
+    assert!(matches!(check("I2", &loss_to_recovery(false), &inferred()), Outcome::Violated { line: 4, .. }), "F9: the reordering timer's cut in Loss");
+    assert_eq!(check("I2", &loss_to_recovery(true), &inferred()), Outcome::Holds, "row 18: a lost retransmission");
+}

@@ -464,6 +464,10 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         results,
         &mons,
     );
+    let mut rep = rep;
+    for p in rep.properties.iter_mut().filter(|p| p.verdict == "violated") {
+        p.shrink_note = Some("not shrunk: shards do not shrink (run the violating scenario's suite without --shard to shrink it)".into());
+    }
     crate::kernel::print_check_report(&rep, json, seconds);
     Ok(rep.exit_code())
 }

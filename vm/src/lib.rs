@@ -167,7 +167,8 @@ impl KernelImage {
                 }
                 // A depmod'ed tree for another release is refused; a flat directory of modules
                 // is taken as it is (each module's vermagic is checked when it is read).
-                let depmod_tree = m.join("modules.dep").exists() || m.join("modules.builtin").exists() || m.join("kernel").is_dir();
+                let release_like = |n: &str| n.starts_with(|c: char| c.is_ascii_digit()) && n.contains('.');
+                let depmod_tree = m.join("kernel").is_dir() || release_like(&name) || release_like(&canon_name);
                 if depmod_tree || !modules::has_module_files(m) {
                     return Err(Error::Usage(format!("{}: modules directory is not for {release} (the kernel's release), and not a flat directory of .ko files", m.display())));
                 }

@@ -465,9 +465,8 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         &mons,
     );
     let mut rep = rep;
-    for p in rep.properties.iter_mut().filter(|p| p.verdict == "violated") {
-        p.shrink_note = Some("not shrunk: shards do not shrink (run the violating scenario's suite without --shard to shrink it)".into());
-    }
+    // As the one run would say when nothing could shrink; shards do not shrink the rest.
+    trc_diff::kcheck::shrink::note_unshrunk(&mut rep, Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"));
     crate::kernel::print_check_report(&rep, json, seconds);
     Ok(rep.exit_code())
 }

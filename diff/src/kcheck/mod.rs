@@ -290,6 +290,10 @@ pub struct CaseResult {
     pub divergence: Option<Divergence>,
     /// Segments the kernel took in (the size of the scenario, for "shortest").
     pub inbound: usize,
+    /// Model events of the action list the script was exported from (it can be shrunk);
+    /// `None` for a corpus script.
+    #[serde(default)]
+    pub events: Option<usize>,
 }
 
 /// Per property over the suite.
@@ -357,6 +361,7 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
         profile: profile_verdict,
         divergence: None,
         inbound: 0,
+        events: c.actions.as_ref().map(|l| l.actions.len()),
     };
     match run {
         Err(e) => res.kernel = format!("not run: {e}"),

@@ -185,6 +185,20 @@ pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u
     })
 }
 
+/// Why a violated property cannot shrink when none of its violating scenarios comes from an
+/// action list (the report's `shrink_note`).
+pub const NO_ACTION_LIST: &str = "not shrunk: no violating scenario comes from a model action list (corpus scripts are reported as they are)";
+
+/// For each violated property of `rep` none of whose violating scenarios has an action list
+/// (`CaseResult::events`), the note [`NO_ACTION_LIST`]; `otherwise` for the other violated
+/// ones, if given (a merged report of shards: nothing was shrunk). From the case results alone.
+pub fn note_unshrunk(rep: &mut super::CheckReport, otherwise: Option<&str>) {
+    for p in rep.properties.iter_mut().filter(|p| p.verdict == "violated" && p.shrunk.is_none()) {
+        let shrinkable = rep.cases.iter().any(|r| r.events.is_some() && matches!(r.properties.get(&p.id), Some(Outcome::Violated { .. })));
+        p.shrink_note = if !shrinkable { Some(NO_ACTION_LIST.into()) } else { otherwise.map(str::to_string) };
+    }
+}
+
 /// What to shrink for each violated property of `rep` (whose cases are `cases`, in order): the
 /// shortest violating case that has an action list (fewest inbound segments, the earliest at
 /// equal size), with its violation; or why none can shrink.
@@ -204,7 +218,7 @@ pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(
                 best = Some((r.inbound, ci, (*line, detail.clone())));
             }
         }
-        out.push((pi, best.map(|b| (b.1, b.2)).ok_or_else(|| "not shrunk: no violating scenario comes from a model action list (corpus scripts are reported as they are)".to_string())));
+        out.push((pi, best.map(|b| (b.1, b.2)).ok_or_else(|| NO_ACTION_LIST.to_string())));
     }
     out
 }

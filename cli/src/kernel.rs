@@ -564,6 +564,13 @@ pub struct CheckArgs {
     /// print it as JSON for `trc merge` (docs/ci.md).
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
     pub shard: Option<crate::shard::Shard>,
+    /// Kernel runs allowed for shrinking each violated property's shortest scenario that comes
+    /// from a model action list (random walks, the engine's counterexamples).
+    #[arg(long, value_name = "N", default_value = "20")]
+    pub shrink_budget: usize,
+    /// Do not shrink violating scenarios.
+    #[arg(long)]
+    pub no_shrink: bool,
 }
 
 fn default_corpus() -> PathBuf {
@@ -636,11 +643,11 @@ fn check_cli(args: CheckArgs) -> i32 {
     if let Some(s) = args.shard {
         eprintln!("{what}: shard {}/{}: {} of the {n} scenarios", s.index, s.count, todo.len());
     }
-    let (kernel_desc, runs) = match vm {
+    let (kernel_desc, runs) = match &vm {
         // An empty shard runs nothing (and boots no VM): it says no kernel.
         _ if todo.is_empty() => (String::new(), Vec::new()),
         None => check_on_host(&todo, what),
-        Some(img) => match check_in_vm(&args, &img, &cache, &todo, what) {
+        Some(img) => match check_in_vm(&args, img, &cache, &todo, what) {
             Ok(x) => x,
             Err(rc) => return rc,
         },
@@ -674,7 +681,12 @@ fn check_cli(args: CheckArgs) -> i32 {
         }
         return rep.exit_code();
     }
-    let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
+    let mut rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
+    if rep.exit_code() == 1 {
+        if let Err(rc) = shrink_violations(&args, &mut rep, &todo, &mons, vm.as_ref(), &cache, &work, what) {
+            return rc;
+        }
+    }
     let json = print_check_report(&rep, coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
     if args.out.is_some() {
         if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &json) {
@@ -686,6 +698,50 @@ fn check_cli(args: CheckArgs) -> i32 {
         return 130;
     }
     rep.exit_code()
+}
+
+/// Shrinks the report's violations on the same kernel (the host, or one VM boot per ddmin
+/// round), unless `--no-shrink` or a zero budget: the shrunk scripts go to `OUT/shrunk/`, or,
+/// without `--out`, to a directory under the temporary directory that is kept. `Err(2)` when
+/// that directory cannot be made.
+#[allow(clippy::too_many_arguments)]
+fn shrink_violations(args: &CheckArgs, rep: &mut trc_diff::kcheck::CheckReport, cases: &[trc_diff::kcheck::Case], mons: &[trc_diff::kcheck::monitor::Monitor], vm: Option<&trc_vm::KernelImage>, cache: &Path, work: &Path, what: &str) -> Result<(), i32> {
+    if args.no_shrink || args.shrink_budget == 0 {
+        let why = if args.no_shrink { "not shrunk (--no-shrink)" } else { "not shrunk (--shrink-budget 0)" };
+        rep.properties.iter_mut().filter(|p| p.verdict == "violated").for_each(|p| p.shrink_note = Some(why.into()));
+        return Ok(());
+    }
+    let out_dir = match &args.out {
+        Some(d) => d.join("shrunk"),
+        None => std::env::temp_dir().join(format!("trc-kcheck-shrunk-{}", std::process::id())),
+    };
+    if let Err(e) = std::fs::create_dir_all(&out_dir) {
+        eprintln!("{what}: {}: {e}", out_dir.display());
+        return Err(2);
+    }
+    let opts = trc_kernel::RunOptions { handle_signals: true, ..Default::default() };
+    let mut host = |cs: &[trc_diff::kcheck::Case]| -> Vec<Result<trc_kernel::RunReport, String>> {
+        if trc_kernel::sys::interrupted() {
+            return Vec::new();
+        }
+        cs.iter().take(1).map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string())).collect()
+    };
+    let mut in_vm = |cs: &[trc_diff::kcheck::Case]| -> Vec<Result<trc_kernel::RunReport, String>> {
+        let Some(img) = vm else { return Vec::new() };
+        if trc_kernel::sys::interrupted() {
+            return Vec::new();
+        }
+        match check_in_vm(args, img, cache, cs, what) {
+            Ok((_, runs)) => runs,
+            Err(_) => cs.iter().map(|_| Err("the VM did not run".to_string())).collect(),
+        }
+    };
+    let mut runner = match vm {
+        None => trc_diff::kcheck::shrink::Runner { run: &mut host, batched: false },
+        Some(_) => trc_diff::kcheck::shrink::Runner { run: &mut in_vm, batched: true },
+    };
+    trc_diff::kcheck::shrink::shrink_report(rep, cases, mons, args.shrink_budget, &work.join("shrink"), &out_dir, &mut runner, &mut |m| eprintln!("{what}: {m}"));
+    Ok(())
 }
 
 /// Prints a kernel check's report (`trc kernel check` and `trc merge`): JSON, or the text and

@@ -462,6 +462,9 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         Value::Null => None,
         c => Some(serde_json::from_value(c.clone()).map_err(|e| format!("kernel-check shard args: the coverage plan: {e}"))?),
     };
+    let mut rep = rep;
+    // As the one run would say when nothing could shrink; shards do not shrink the rest.
+    trc_diff::kcheck::shrink::note_unshrunk(&mut rep, Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"));
     crate::kernel::print_check_report(&rep, coverage.as_ref(), json, seconds);
     Ok(rep.exit_code())
 }

@@ -64,6 +64,13 @@ fn mount(src: &str, target: &str, fstype: &str, flags: libc::c_ulong, data: &str
     Ok(())
 }
 
+/// Loads the manifest's modules in its order (dependencies first) with `load` (path,
+/// compressed): each one's outcome. A failed load does not stop the others (a module the
+/// kernel has built in fails with EEXIST, and tun's absence is reported separately).
+pub fn load_modules(b: &BaseManifest, load: &mut dyn FnMut(&str, bool) -> Result<(), String>) -> Vec<ModuleLoad> {
+    b.modules.iter().map(|m| ModuleLoad { name: m.name.clone(), error: load(&m.path, m.compressed).err() }).collect()
+}
+
 /// `finit_module` of one module file (`MODULE_INIT_COMPRESSED_FILE` for a compressed one).
 fn load_module(path: &str, compressed: bool) -> Result<(), String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
@@ -196,10 +203,7 @@ fn run() {
         if b.release != release {
             notes.push(format!("the initramfs was built for {}, the kernel is {release}", b.release));
         }
-        for m in &b.modules {
-            let error = load_module(&m.path, m.compressed).err();
-            modules.push(ModuleLoad { name: m.name.clone(), error });
-        }
+        modules = load_modules(b, &mut load_module);
     } else {
         notes.push("no /etc/trc-vm/base.json".into());
     }

@@ -361,7 +361,7 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
     let path = dir.join(format!("base-{h:016x}.cpio.gz"));
     let manifest = BaseManifest {
         release: kernel.release.clone(),
-        modules: sel.modules.iter().map(|m| BaseModule { name: m.name.clone(), path: format!("/usr/lib/modules/{}/{}.ko{}", kernel.release, m.name, if m.compressed { ".zst" } else { "" }), compressed: m.compressed }).collect(),
+        modules: module_entries(&sel, &kernel.release),
         builtin: sel.builtin.clone(),
         absent: sel.absent.clone(),
         python: python_version,
@@ -383,16 +383,28 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
     }
     add_trc(&mut tree, &dir, &trc, &mut notes)?;
     add_busybox_applets(&mut tree, &busybox)?;
-    for m in &sel.modules {
-        let g = manifest.modules.iter().find(|b| b.name == m.name).map(|b| b.path.clone()).unwrap_or_default();
-        tree.file(&g, 0o644, 0, Data::Bytes(m.data.clone()))?;
-    }
+    add_modules(&mut tree, &sel, &manifest.modules)?;
     let mj = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Failed(e.to_string()))?;
     tree.file("etc/trc-vm/base.json", 0o644, 0, Data::Bytes(mj))?;
     let gz = tree.to_gzip()?;
     write_atomic(&path, &gz)?;
     remove_older_bases(&dir, &path);
     Ok(Base { path, manifest, cached: false, bytes: gz.len() as u64, notes })
+}
+
+/// The manifest's modules: where each of `sel` goes in the guest, in load order (dependencies
+/// first, as [`crate::modules::select`] ordered them).
+pub fn module_entries(sel: &crate::modules::Selection, release: &str) -> Vec<BaseModule> {
+    sel.modules.iter().map(|m| BaseModule { name: m.name.clone(), path: format!("/usr/lib/modules/{release}/{}.ko{}", m.name, if m.compressed { ".zst" } else { "" }), compressed: m.compressed }).collect()
+}
+
+/// Puts `sel`'s module files into `tree` at the paths of `entries` ([`module_entries`]).
+pub fn add_modules(tree: &mut Tree, sel: &crate::modules::Selection, entries: &[BaseModule]) -> Result<(), Error> {
+    for m in &sel.modules {
+        let g = entries.iter().find(|b| b.name == m.name).map(|b| b.path.clone()).unwrap_or_default();
+        tree.file(&g, 0o644, 0, Data::Bytes(m.data.clone()))?;
+    }
+    Ok(())
 }
 
 /// The guest's fixed skeleton: the top directories, the `/bin` -> `/usr/bin` style links, the

@@ -165,7 +165,25 @@ impl KernelImage {
                 if m.join("lib/modules").join(&release).is_dir() {
                     return KernelImage::from_files(vmlinuz, Some(&m.join("lib/modules").join(&release)));
                 }
-                return Err(Error::Usage(format!("{}: modules directory is not for {release} (the kernel's release)", m.display())));
+                // A depmod'ed tree for another release is refused; a flat directory of modules
+                // is taken as it is (each module's vermagic is checked when it is read).
+                let release_like = |n: &str| n.starts_with(|c: char| c.is_ascii_digit()) && n.contains('.');
+                let depmod_tree = m.join("kernel").is_dir() || release_like(&name) || release_like(&canon_name);
+                if depmod_tree || !modules::has_module_files(m) {
+                    return Err(Error::Usage(format!("{}: modules directory is not for {release} (the kernel's release), and not a flat directory of .ko files", m.display())));
+                }
+            }
+            // The runner needs tun: a kernel that has it neither as a module here nor built in
+            // cannot run anything.
+            let mut configs = vec![m.join("config"), m.join(".config"), m.join("build/.config")];
+            if let Some(d) = vmlinuz.parent() {
+                configs.extend([d.join("config"), d.join(".config"), d.join(format!("config-{release}")), d.join("../../../.config")]);
+            }
+            if !modules::has_tun(m, &configs) {
+                return Err(Error::Usage(format!(
+                    "{}: no tun.ko (.ko.xz, .ko.gz, .ko.zst) for {release}, and nothing says tun is built in (modules.builtin, or CONFIG_TUN=y in the kernel's .config beside it or the bzImage); the runner needs tun",
+                    m.display()
+                )));
             }
         }
         Ok(KernelImage {

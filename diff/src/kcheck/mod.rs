@@ -18,6 +18,7 @@ pub mod coverage;
 pub mod ghost;
 pub mod monitor;
 pub mod observe;
+pub mod shrink;
 
 pub use ghost::{Fate, Ghost, GhostSource};
 pub use monitor::{monitors, Monitor, Outcome};
@@ -93,6 +94,10 @@ pub struct Case {
     #[serde(skip)]
     pub text: String,
     pub ghost: Ghost,
+    /// The model action list the script was exported from (a walk or an engine counterexample),
+    /// which shrinking reduces; `None` for a corpus script.
+    #[serde(skip)]
+    pub actions: Option<shrink::ActionList>,
 }
 
 impl Case {
@@ -100,7 +105,7 @@ impl Case {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         trc_pkt::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
         let ghost = Ghost::of_script(&text);
-        Ok(Case { name, origin, path: path.to_path_buf(), text, ghost })
+        Ok(Case { name, origin, path: path.to_path_buf(), text, ghost, actions: None })
     }
 }
 
@@ -148,7 +153,10 @@ pub fn engine_counterexamples(dir: &Path, threads: usize, log: &mut dyn FnMut(&s
             }
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
             let name = format!("check/{}", f.file_name().unwrap_or_default().to_string_lossy());
-            cases.push(Case::from_file(&f, name, format!("shortest counterexample of {id} on {} ({} events, trc check default bounds)", p.name, path.actions.len()))?);
+            let mut c = Case::from_file(&f, name, format!("shortest counterexample of {id} on {} ({} events, trc check default bounds)", p.name, path.actions.len()))?;
+            let how = shrink::How::Counterexample { init: path.init_index, id: id.to_string(), name: pr.name.to_string(), statement: statement.to_string() };
+            c.actions = Some(shrink::ActionList { cfg: Config::default(), profile: p.clone(), actions: path.actions.clone(), how });
+            cases.push(c);
             bodies.push((id.to_string(), body));
             n += 1;
         }
@@ -188,7 +196,10 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
                 let x = crate::export_actions(profile, &sc, &sc.actions, &g).map_err(|e| format!("scenario {i}: {e}"))?;
                 let f = dir.join(format!("{}.pkt", sc.name()));
                 trc_trace::write_atomic(&f, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
-                cases.push(Case::from_file(&f, format!("random/{}", sc.name()), format!("trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})", sc.actions.len(), sc.seed))?);
+                let mut c = Case::from_file(&f, format!("random/{}", sc.name()), format!("trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})", sc.actions.len(), sc.seed))?;
+                let how = shrink::How::Walk { gen: g.clone(), name: format!("{} seed {:#x}", sc.name(), sc.seed) };
+                c.actions = Some(shrink::ActionList { cfg: sc.cfg.clone(), profile: profile.clone(), actions: sc.actions.clone(), how });
+                cases.push(c);
             }
             Ok(cases)
         }
@@ -290,6 +301,10 @@ pub struct CaseResult {
     pub divergence: Option<Divergence>,
     /// Segments the kernel took in (the size of the scenario, for "shortest").
     pub inbound: usize,
+    /// Model events of the action list the script was exported from (it can be shrunk);
+    /// `None` for a corpus script.
+    #[serde(default)]
+    pub events: Option<usize>,
 }
 
 /// Per property over the suite.
@@ -305,6 +320,10 @@ pub struct PropertySummary {
     pub shortest: Option<(String, u32, String)>,
     /// That scenario's script.
     pub shortest_path: Option<String>,
+    /// The shortest violating scenario that has a model action list, shrunk on the kernel
+    /// ([`shrink`]); `None` when nothing was shrunk, with `shrink_note` saying why.
+    pub shrunk: Option<shrink::ShrinkResult>,
+    pub shrink_note: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -353,6 +372,7 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
         profile: profile_verdict,
         divergence: None,
         inbound: 0,
+        events: c.actions.as_ref().map(|l| l.actions.len()),
     };
     match run {
         Err(e) => res.kernel = format!("not run: {e}"),
@@ -397,7 +417,7 @@ pub fn evaluate_all(cases: &[Case], runs: &[Result<RunReport, String>], mons: &[
 pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<CaseResult>, mons: &[Monitor]) -> CheckReport {
     let mut props = Vec::new();
     for m in mons {
-        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None, shortest_path: None };
+        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None, shortest_path: None, shrunk: None, shrink_note: None };
         let mut best: Option<(usize, String, u32, String, String)> = None;
         for r in &results {
             match r.properties.get(m.id) {
@@ -474,6 +494,24 @@ impl CheckReport {
             if let Some((name, line, detail)) = &p.shortest {
                 let _ = writeln!(o, "      in {} scenario(s): {}", p.violated.len(), p.violated.join(", "));
                 let _ = writeln!(o, "      shortest: {name} line {line}: {detail}");
+            }
+            if let Some(s) = &p.shrunk {
+                let _ = writeln!(
+                    o,
+                    "      shrunk: {}: {} -> {} events ({} kernel runs of {}{}), line {}: {}",
+                    s.scenario,
+                    s.events_before,
+                    s.events_after,
+                    s.kernel_runs,
+                    s.budget,
+                    if s.budget_exhausted { ", budget exhausted" } else { "" },
+                    s.line,
+                    s.detail
+                );
+                let _ = writeln!(o, "      shrunk script: {}", s.path);
+            }
+            if let Some(n) = &p.shrink_note {
+                let _ = writeln!(o, "      {n}");
             }
         }
         let differ = self.cases.iter().filter(|r| r.divergence.as_ref().is_some_and(|d| !d.timing)).count();

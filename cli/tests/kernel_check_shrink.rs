@@ -1,0 +1,73 @@
+//! `trc kernel check`'s shrinking on the running kernel (root + tun; skips otherwise): the
+//! engine's I1 counterexample (finding F1's shape) is shrunk within the budget and the shrunk
+//! script is written under `--out`; a corpus script is reported unshrunk, saying why; and
+//! `--no-shrink` says so. Run under `flock /tmp/trc-kernel.lock`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn trc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(root()).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn corpus(name: &str, files: &[&str]) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    for f in std::iter::once(&"common/defaults.sh").chain(files) {
+        let to = d.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join("counterexamples").join(f), &to).unwrap();
+    }
+    d
+}
+
+fn i1(v: &serde_json::Value) -> &serde_json::Value {
+    v["properties"].as_array().unwrap().iter().find(|p| p["id"] == "I1").unwrap()
+}
+
+#[test]
+fn violations_shrink_or_say_why_not() {
+    if let Some(why) = trc_kernel::skip_reason() {
+        eprintln!("skipped: kernel runs impossible here: {why}");
+        return;
+    }
+    // regressions over a corpus of one passing script: the engine's counterexamples come from
+    // action lists, and I1's (F1's shape on linux-6.18) is the one that violates.
+    let c = corpus("kcheck-shrink-regressions", &["kernel/fr-sack.pkt"]);
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcheck-shrink-out");
+    let _ = std::fs::remove_dir_all(&out);
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--shrink-budget", "12", "--out", out.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "I1 is violated\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let p = i1(&v);
+    let s = &p["shrunk"];
+    assert!(s.is_object(), "I1 was shrunk: {p}\n{stderr}");
+    assert!(s["scenario"].as_str().unwrap().starts_with("check/I1-"), "{s}");
+    let (before, after) = (s["events_before"].as_u64().unwrap(), s["events_after"].as_u64().unwrap());
+    assert!(after >= 1 && after <= before, "{s}");
+    let runs = s["kernel_runs"].as_u64().unwrap();
+    assert!((1..=12).contains(&runs), "{s}");
+    assert_eq!(s["budget"], 12);
+    let path = PathBuf::from(s["path"].as_str().unwrap());
+    assert!(path.starts_with(out.join("shrunk")) && path.exists(), "{}", path.display());
+    assert!(out.join("shrunk/defaults.sh").exists(), "the shrunk script's shell line has its file");
+    // report.json carries the same.
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(i1(&r)["shrunk"], *s);
+
+    // A corpus script (F1 as committed) is not from an action list.
+    let c = corpus("kcheck-shrink-corpus", &["findings/i1-eifel-undo-after-real-loss.pkt"]);
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("not shrunk: no violating scenario comes from a model action list"), "{stdout}");
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--no-shrink", "--json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(i1(&v)["shrink_note"], "not shrunk (--no-shrink)");
+    assert!(i1(&v)["shrunk"].is_null());
+}

@@ -1,0 +1,249 @@
+//! Shrinking a property violated on a kernel: delta debugging ([`crate::shrink::ddmin`]) over the
+//! model action list a scenario was exported from, with the test "the kernel run of the exported
+//! candidate still violates the same property (the same monitor) and the run is unambiguous"
+//! (no timing error at or before the violating line). Only scenarios that come from an action
+//! list can shrink: `random:N` walks and the engine's counterexamples; the corpus scripts are
+//! hand-written or exported long ago and are reported as they are.
+
+use super::monitor::{Monitor, Outcome};
+use super::{Case, KTrace};
+use crate::generate::{normalize, GenOptions};
+use serde::{Deserialize, Serialize};
+use stateright::Model as _;
+use std::path::{Path, PathBuf};
+use trc_kernel::RunReport;
+use trc_model::model::{Action, TcpModel};
+use trc_model::{Config, Profile};
+use trc_pkt::report::{LineKind, Status};
+
+/// How a scenario's action list is exported back into a script.
+#[derive(Clone, Debug)]
+pub enum How {
+    /// A `trc diff` walk (`export_walk` with the generator's spacing; `normalize` keeps what
+    /// the model allows and what exports).
+    Walk { gen: GenOptions, name: String },
+    /// An engine counterexample (`export`, as `trc check --out`), from initial state `init`.
+    Counterexample { init: usize, id: String, name: String, statement: String },
+}
+
+/// The model action list a scenario was exported from.
+#[derive(Clone, Debug)]
+pub struct ActionList {
+    pub cfg: Config,
+    pub profile: Profile,
+    pub actions: Vec<Action>,
+    pub how: How,
+}
+
+impl ActionList {
+    fn model(&self) -> TcpModel {
+        let m = TcpModel::new(self.cfg.clone(), self.profile.clone());
+        match self.how {
+            How::Walk { .. } => m,
+            How::Counterexample { .. } => m.with_properties(trc_properties::properties(&trc_properties::catalogue())),
+        }
+    }
+
+    /// The script of `actions`, or why it does not export (or could not run on a kernel).
+    pub fn export(&self, actions: &[Action]) -> Result<String, String> {
+        let m = self.model();
+        match &self.how {
+            How::Walk { gen, name } => trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms).map(|x| x.pkt).map_err(|e| e.1),
+            How::Counterexample { init, id, name, statement } => {
+                let x = trc_trace::export::export(&m, *init, actions, trc_trace::export::Subject { id, name, statement }, 3)?;
+                if !x.trace.kernel_runnable {
+                    return Err("not kernel-runnable".into());
+                }
+                Ok(x.pkt)
+            }
+        }
+    }
+
+    /// `actions` reduced to what the model allows in order, cut before the first step that does
+    /// not export: the list a candidate really stands for.
+    pub fn normalize(&self, actions: &[Action]) -> Vec<Action> {
+        let m = self.model();
+        match &self.how {
+            How::Walk { gen, .. } => normalize(&m, actions, gen),
+            How::Counterexample { init, .. } => {
+                let Some(mut s) = m.init_states().into_iter().nth(*init) else { return Vec::new() };
+                let mut out = Vec::new();
+                for a in actions {
+                    let mut en = Vec::new();
+                    m.actions(&s, &mut en);
+                    if !en.contains(a) {
+                        continue;
+                    }
+                    if let Some(n) = m.next_state(&s, *a) {
+                        s = n;
+                        out.push(*a);
+                    }
+                }
+                while !out.is_empty() && self.export(&out).is_err() {
+                    out.pop();
+                }
+                out
+            }
+        }
+    }
+}
+
+/// A property's shrunk violation, as the report carries it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShrinkResult {
+    /// The scenario shrunk (the shortest violating one that has an action list).
+    pub scenario: String,
+    /// Model events (actions) of its walk before and after.
+    pub events_before: usize,
+    pub events_after: usize,
+    /// The shrunk script (written atomically), its violating line and why.
+    pub path: String,
+    pub line: u32,
+    pub detail: String,
+    /// Kernel runs used, of the budget.
+    pub kernel_runs: usize,
+    pub budget: usize,
+    /// The budget ran out before ddmin finished.
+    pub budget_exhausted: bool,
+}
+
+/// Whether `run` of `case` violates `mon` unambiguously: the violating line and why.
+pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u32, String)> {
+    if run.script.lines.iter().any(|l| l.kind == LineKind::Shell && l.status == Status::Fail) {
+        return None;
+    }
+    let k = KTrace::from_report(run);
+    let Outcome::Violated { line, detail } = (mon.check)(&k, &case.ghost) else { return None };
+    let timing = run.script.lines.iter().any(|l| l.line <= line && l.status == Status::Fail && l.message.as_deref().is_some_and(|m| m.starts_with("timing error")));
+    (!timing).then_some((line, detail))
+}
+
+/// Runs scripts on the kernel: reports for a prefix of the cases given (at least the first).
+/// `batched`: it runs all the cases it is given together (a VM boot), so ddmin hands it a round's
+/// candidates at once; otherwise one at a time.
+pub struct Runner<'a> {
+    pub run: &'a mut dyn FnMut(&[Case]) -> Vec<Result<RunReport, String>>,
+    pub batched: bool,
+}
+
+/// Shrinks `case`'s violation of `mon` over `list` within `budget` kernel runs. Candidates are
+/// written under `work`; the shrunk script goes to `out_dir/ID-NAME.pkt` (atomically, with the
+/// `defaults.sh` it names). `first` is the violation of the run as the suite ran it.
+#[allow(clippy::too_many_arguments)]
+pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u32, String), budget: usize, work: &Path, out_dir: &Path, runner: &mut Runner, log: &mut dyn FnMut(&str)) -> Result<ShrinkResult, String> {
+    std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
+    trc_trace::write_defaults(work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let stem = trc_trace::file_safe(&format!("{}-{}", mon.id, case.name.trim_end_matches(".pkt").replace('/', "-")));
+    let mut n = 0usize;
+    let mut runs = 0usize;
+    let mut make = |actions: &[Action]| -> Result<Case, String> {
+        n += 1;
+        let pkt = list.export(actions)?;
+        let f = work.join(format!("{stem}-{n}.pkt"));
+        trc_trace::write_atomic(&f, pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
+        Case::from_file(&f, format!("{}~shrink{n}", case.name), format!("shrinking {} for {}", case.name, mon.id))
+    };
+    let batched = runner.batched;
+    let mut test = |batch: &[Vec<Action>]| -> Vec<Option<(u32, String, PathBuf)>> {
+        let batch = if batched { batch } else { &batch[..1.min(batch.len())] };
+        let cases: Vec<Option<Case>> = batch.iter().map(|a| make(a).ok()).collect();
+        let runnable: Vec<Case> = cases.iter().flatten().cloned().collect();
+        let reports = if runnable.is_empty() { Vec::new() } else { (runner.run)(&runnable) };
+        runs += reports.len();
+        let mut it = reports.iter();
+        let mut out = Vec::new();
+        for c in &cases {
+            match c {
+                None => out.push(None),
+                Some(c) => match it.next() {
+                    Some(Ok(r)) => out.push(still_violates(c, r, mon).map(|(l, d)| (l, d, c.path.clone()))),
+                    Some(Err(_)) => out.push(None),
+                    None => break,
+                },
+            }
+        }
+        out
+    };
+    let norm = |a: &[Action]| list.normalize(a);
+    let start = (first.0, first.1, case.path.clone());
+    let s = crate::shrink::ddmin(list.actions.clone(), start, budget, &norm, &mut test, log);
+    let (line, detail, from) = s.result;
+    let text = std::fs::read_to_string(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+    trc_trace::write_defaults(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let dest = out_dir.join(format!("{stem}.pkt"));
+    trc_trace::write_atomic(&dest, text.as_bytes()).map_err(|e| format!("{}: {e}", dest.display()))?;
+    Ok(ShrinkResult {
+        scenario: case.name.clone(),
+        events_before: list.actions.len(),
+        events_after: s.list.len(),
+        path: dest.display().to_string(),
+        line,
+        detail,
+        kernel_runs: runs,
+        budget,
+        budget_exhausted: s.budget_exhausted,
+    })
+}
+
+/// Why a violated property cannot shrink when none of its violating scenarios comes from an
+/// action list (the report's `shrink_note`).
+pub const NO_ACTION_LIST: &str = "not shrunk: no violating scenario comes from a model action list (corpus scripts are reported as they are)";
+
+/// For each violated property of `rep` none of whose violating scenarios has an action list
+/// (`CaseResult::events`), the note [`NO_ACTION_LIST`]; `otherwise` for the other violated
+/// ones, if given (a merged report of shards: nothing was shrunk). From the case results alone.
+pub fn note_unshrunk(rep: &mut super::CheckReport, otherwise: Option<&str>) {
+    for p in rep.properties.iter_mut().filter(|p| p.verdict == "violated" && p.shrunk.is_none()) {
+        let shrinkable = rep.cases.iter().any(|r| r.events.is_some() && matches!(r.properties.get(&p.id), Some(Outcome::Violated { .. })));
+        p.shrink_note = if !shrinkable { Some(NO_ACTION_LIST.into()) } else { otherwise.map(str::to_string) };
+    }
+}
+
+/// What to shrink for each violated property of `rep` (whose cases are `cases`, in order): the
+/// shortest violating case that has an action list (fewest inbound segments, the earliest at
+/// equal size), with its violation; or why none can shrink.
+pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(usize, (u32, String)), String>)> {
+    let mut out = Vec::new();
+    for (pi, p) in rep.properties.iter().enumerate() {
+        if p.verdict != "violated" {
+            continue;
+        }
+        let mut best: Option<(usize, usize, (u32, String))> = None;
+        for (ci, r) in rep.cases.iter().enumerate() {
+            let Some(Outcome::Violated { line, detail }) = r.properties.get(&p.id) else { continue };
+            if cases.get(ci).is_none_or(|c| c.actions.is_none() || c.name != r.name) {
+                continue;
+            }
+            if best.as_ref().is_none_or(|b| r.inbound < b.0) {
+                best = Some((r.inbound, ci, (*line, detail.clone())));
+            }
+        }
+        out.push((pi, best.map(|b| (b.1, b.2)).ok_or_else(|| NO_ACTION_LIST.to_string())));
+    }
+    out
+}
+
+/// Shrinks every violated property of `rep` ([`targets`], [`shrink_violation`] with `budget`
+/// kernel runs per property) and records the result or why not in its summary.
+#[allow(clippy::too_many_arguments)]
+pub fn shrink_report(rep: &mut super::CheckReport, cases: &[Case], mons: &[Monitor], budget: usize, work: &Path, out_dir: &Path, runner: &mut Runner, log: &mut dyn FnMut(&str)) {
+    for (pi, t) in targets(rep, cases) {
+        let id = rep.properties[pi].id.clone();
+        let Some(mon) = mons.iter().find(|m| m.id == id) else { continue };
+        match t {
+            Err(note) => rep.properties[pi].shrink_note = Some(note),
+            Ok((ci, first)) => {
+                let c = &cases[ci];
+                let list = c.actions.as_ref().expect("targets keeps cases with an action list");
+                log(&format!("shrinking {} for {id}: {} events, up to {budget} kernel runs", c.name, list.actions.len()));
+                match shrink_violation(c, list, mon, first, budget, &work.join(&id), out_dir, runner, log) {
+                    Ok(s) => {
+                        log(&format!("{id}: {} -> {} events in {} kernel runs: {}", s.events_before, s.events_after, s.kernel_runs, s.path));
+                        rep.properties[pi].shrunk = Some(s);
+                    }
+                    Err(e) => rep.properties[pi].shrink_note = Some(format!("not shrunk: {e}")),
+                }
+            }
+        }
+    }
+}

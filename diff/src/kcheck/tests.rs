@@ -262,6 +262,7 @@ fn incomplete_profile_replay_is_not_called_the_same() {
         profile: "INCOMPLETE: 2 checks not made (lines 45, 62)".into(),
         divergence: None,
         inbound: 3,
+        events: None,
     };
     let line = super::CheckReport::case_line(&r);
     assert!(line.contains("no difference from the profile where its replay ran (profile INCOMPLETE: 2 checks not made"), "{line}");

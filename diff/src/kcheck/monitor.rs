@@ -420,5 +420,3 @@ pub fn select(ids: &[String]) -> Result<Vec<Monitor>, String> {
     Ok(out)
 }
 
-#[cfg(test)]
-mod i2_tests;

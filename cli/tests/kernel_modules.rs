@@ -136,6 +136,6 @@ fn a_flat_modules_dir_boots_and_runs() {
     }
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let loads = run.pointer("/boot/modules").and_then(|m| m.as_array()).cloned().unwrap_or_default();
+    let loads = run.pointer("/modules").and_then(|m| m.as_array()).cloned().unwrap_or_default();
     assert!(loads.iter().any(|m| m["name"] == "tun" && m["error"].is_null()), "tun loaded from the flat directory: {run}");
 }

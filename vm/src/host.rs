@@ -174,6 +174,8 @@ pub struct VmRun {
     pub initramfs_cached: bool,
     pub initramfs_s: f64,
     pub boot: Timing,
+    /// The modules the guest's init loaded, in its order, each with its error if it failed.
+    pub modules: Vec<crate::proto::ModuleLoad>,
     pub total: Timing,
     pub scripts: Vec<ScriptRun>,
     /// Every script has a result and the guest said it was done.
@@ -308,7 +310,7 @@ enum End {
 /// What one boot gave.
 struct Attempt {
     end: End,
-    boot: Option<(Timing, String, Vec<String>)>,
+    boot: Option<(Timing, String, Vec<String>, Vec<crate::proto::ModuleLoad>)>,
     begins: Vec<Option<(Instant, f64)>>,
     results: Vec<Option<(Record, Timing)>>,
     total: Timing,
@@ -556,13 +558,13 @@ fn handle(r: Record, at: &mut Attempt, seen: &mut std::collections::HashSet<Stri
     match r {
         Record::Boot { release, uptime_s, modules, notes, .. } => {
             let mut notes = notes;
-            for m in modules {
-                if let Some(e) = m.error {
+            for m in &modules {
+                if let Some(e) = &m.error {
                     notes.push(format!("module {}: {e}", m.name));
                 }
             }
             events(&Event::Booted { release: release.clone(), wall_s: now.wall_s, cpu_s: now.cpu_s });
-            at.boot = Some((Timing { guest_s: uptime_s, ..now }, release, notes));
+            at.boot = Some((Timing { guest_s: uptime_s, ..now }, release, notes, modules));
         }
         Record::Begin { index, uptime_s } => {
             if let Some(b) = at.begins.get_mut(index) {
@@ -726,12 +728,12 @@ fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], t
     let runs = script_runs(entries, &mut at);
     let complete = at.end == End::Done && runs.iter().all(|r| !matches!(r.outcome, ScriptOutcome::Missing));
     let problem = run_problem(&at.end, complete, spec.timeout);
-    let (boot, release) = match &at.boot {
-        Some((t, r, n)) => {
+    let (boot, release, modules) = match &at.boot {
+        Some((t, r, n, m)) => {
             notes.extend(n.iter().cloned());
-            (*t, r.clone())
+            (*t, r.clone(), m.clone())
         }
-        None => (Timing::default(), String::new()),
+        None => (Timing::default(), String::new(), Vec::new()),
     };
     let qemu_version = Command::new(&qemu).arg("--version").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string()).unwrap_or_default();
     Ok(VmRun {
@@ -744,6 +746,7 @@ fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], t
         initramfs_cached: base.cached,
         initramfs_s,
         boot,
+        modules,
         total: at.total,
         scripts: runs,
         complete,
@@ -887,6 +890,7 @@ mod tests {
             initramfs_cached: false,
             initramfs_s: 0.0,
             boot: t,
+            modules: Vec::new(),
             total: t,
             scripts: rcs.iter().map(|&rc| ScriptRun { path: PathBuf::new(), name: String::new(), rc, outcome: ScriptOutcome::Missing, timing: t }).collect(),
             complete,

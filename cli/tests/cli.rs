@@ -217,6 +217,24 @@ fn old_acks_flag_is_validated_and_grows_the_space() {
 }
 
 
+/// F9 after a Recovery cut (issue #14 triage): both forms occur on linux-6.18 beyond the default
+/// bounds and are accepted by signature (kernel-confirmed by f9b/f9c in counterexamples/findings);
+/// without the baseline the same run fails on them.
+#[test]
+fn f9_after_recovery_forms_are_found_and_accepted() {
+    let args = ["check", "--rtt-ms", "10000", "--horizon-ms", "100000", "--property", "I2"];
+    let (code, out, _) = trc(&args);
+    assert_eq!(code, 0, "{out}");
+    for sig in ["after-tcp_enter_loss:icsk_retransmits-0", "after-tcp_enter_recovery:icsk_retransmits-0", "after-tcp_enter_recovery:icsk_retransmits-1"] {
+        let line = out.lines().find(|l| l.contains(&format!("I2:tcp_enter_recovery:from-Loss:{sig} "))).unwrap_or_else(|| panic!("{sig} not reported:\n{out}"));
+        assert!(line.contains("accepted (F9, baseline)"), "{line}");
+    }
+    let mut bare = args.to_vec();
+    bare.extend(["--baseline", "no-such-baseline.toml"]);
+    let (code, out, _) = trc(&bare);
+    assert_eq!(code, 1, "{out}");
+}
+
 /// `trc matrix` judges cells by signature: linux-6.18's I1 on SACK connections is violated only
 /// by accepted findings (`acc`, with the findings in JSON), while a known-bug profile fails on its
 /// own mechanism even where an accepted finding occurs too (da34ac7626b5, non-SACK: the same

@@ -274,10 +274,10 @@ fn shards_merge_to_the_single_run() {
     assert!(e.contains("on one kernel"), "{e}");
 }
 
-/// F9 from the kernel's behaviour alone: the I2 monitor fails on F9's script (RACK's reordering
-/// timer cutting ssthresh again in Loss, for an original of the RTO's window) and holds on the same
-/// timer's cut after a Recovery when the segment it marks is new data (I2's new-window exception)
-/// and on a plain fast retransmit.
+/// F9 from the kernel's behaviour alone: the I2 monitor fails on F9's scripts (RACK's reordering
+/// timer cutting ssthresh again in Loss for an original of the window already cut, after an RTO
+/// and after a Recovery) and holds on the same timer's cut after a Recovery when the segment it
+/// marks is new data (I2's new-window exception) and on a plain fast retransmit.
 #[test]
 fn i2_monitor_finds_f9_on_the_running_kernel() {
     if let Some(why) = trc_kernel::skip_reason() {
@@ -286,7 +286,7 @@ fn i2_monitor_finds_f9_on_the_running_kernel() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = scratch("kcheck-f9");
-    for f in ["common/defaults.sh", "findings/f9-rack-reo-timer-second-cut-in-loss.pkt", "kernel/rack-reo-timer-recovery-from-loss-new-window.pkt", "kernel/fr-sack.pkt"] {
+    for f in ["common/defaults.sh", "findings/f9-rack-reo-timer-second-cut-in-loss.pkt", "findings/f9b-rack-reo-timer-cut-after-recovery-rto.pkt", "kernel/rack-reo-timer-recovery-from-loss-new-window.pkt", "kernel/fr-sack.pkt"] {
         let to = d.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(root().join("counterexamples").join(f), &to).unwrap();
@@ -296,7 +296,7 @@ fn i2_monitor_finds_f9_on_the_running_kernel() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let i2 = property(&v, "I2");
     let violated: Vec<&str> = i2["violated"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
-    assert_eq!(violated, vec!["findings/f9-rack-reo-timer-second-cut-in-loss.pkt"], "{out}");
+    assert_eq!(violated, vec!["findings/f9-rack-reo-timer-second-cut-in-loss.pkt", "findings/f9b-rack-reo-timer-cut-after-recovery-rto.pkt"], "{out}");
     let case = v["cases"].as_array().unwrap().iter().find(|c| c["name"] == "kernel/rack-reo-timer-recovery-from-loss-new-window.pkt").unwrap().clone();
     assert_eq!(case["kernel"], "passed", "{case}");
     assert_eq!(case["properties"]["I2"]["verdict"], "holds", "{case}");

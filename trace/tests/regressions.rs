@@ -34,15 +34,24 @@ fn kernel_corpus_replays_on_linux_6_18() {
                 continue;
             }
             let r = trc_trace::replay::replay_file(&p, &trc_model::Profile::linux_6_18(), &Default::default()).unwrap();
-            // A script hand-timed on the kernel where the model cannot place a timer (its srtt is
-            // constant) says so in a `// trc-replay: incomplete (why)` line: there the replay must
-            // contradict none of the checks it makes (Incomplete: nothing failed) and must leave some
-            // out (a Passed verdict means the line is stale).
+            // A script hand-timed on the kernel where the model cannot follow its timers (the
+            // model's srtt is constant) says so: `// trc-replay: incomplete (why)` — the replay
+            // must contradict none of the checks it makes and leave some out — or
+            // `// trc-replay: diverges at line N (why)` — its verdict must fail at line N (the line
+            // packetdrill would report).
+            // A stale line (the replay now passes, or differs elsewhere) fails the test.
             let text = std::fs::read_to_string(&p).unwrap();
-            if text.lines().any(|l| l.starts_with("// trc-replay: incomplete (")) {
-                assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Incomplete { .. }), "{}: marked incomplete\n{}", p.display(), r.render());
-            } else {
-                assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render());
+            let marker = text.lines().find_map(|l| l.strip_prefix("// trc-replay: "));
+            match marker {
+                Some(m) if m.starts_with("incomplete (") => {
+                    assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Incomplete { .. }), "{}: marked incomplete\n{}", p.display(), r.render());
+                }
+                Some(m) if m.starts_with("diverges at line ") => {
+                    let line: u32 = m["diverges at line ".len()..].split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("{}: bad trc-replay line: {m}", p.display()));
+                    assert_eq!(r.script.failed_line(), Some(line), "{}: marked as diverging at line {line}\n{}", p.display(), r.render());
+                }
+                Some(m) => panic!("{}: unknown trc-replay line: {m}", p.display()),
+                None => assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render()),
             }
             n += 1;
         }

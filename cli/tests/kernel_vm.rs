@@ -3,28 +3,8 @@
 //! cache) under TCG icount running three scripts of `counterexamples/kernel/`, which must pass
 //! there as they do on the host. Skipped, saying why, without qemu, busybox-static or the kernel.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn trc(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_trc"));
-    c.args(args).current_dir(root());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{scratch, trc};
 
 #[test]
 fn input_errors_before_any_vm() {

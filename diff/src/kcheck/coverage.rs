@@ -66,6 +66,7 @@ pub struct GraphPath {
 
 /// What one exploration found: per branch (in [`Branch::ALL`] order) a shortest path through
 /// it, or `None` when no state at these bounds has an event through it.
+#[derive(Clone)]
 pub struct Reach {
     pub shortest: Vec<Option<GraphPath>>,
     pub unique_states: u64,
@@ -203,7 +204,7 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
     let t0 = std::time::Instant::now();
     let all = reach(cfg, profile, threads);
     let kcfg = kernel_runnable_bounds(cfg);
-    let kr = if kcfg == *cfg { Reach { shortest: all.shortest.clone(), unique_states: all.unique_states, transitions: all.transitions } } else { reach(&kcfg, profile, threads) };
+    let kr = if kcfg == *cfg { all.clone() } else { reach(&kcfg, profile, threads) };
     log(&format!(
         "coverage: {} states ({} transitions) explored, {} of them on kernel-runnable paths, in {:.1} s",
         all.unique_states,
@@ -311,18 +312,16 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
     Ok((plan, cases))
 }
 
-/// ACK spacing and timer margin of the exported scripts (`trc diff`'s: [`crate::GenOptions`]).
-const GAP_MS: u32 = 3;
-const MARGIN_MS: u32 = 15;
-
-/// A path as a script: as `trc diff` exports its walks (ACKs [`GAP_MS`] apart, a final timer
-/// that sends nothing asserted [`MARGIN_MS`] after its deadline, no race with a timer), else,
-/// when that refuses the path, as `trc check --out` exports a counterexample (exact model times
-/// where spacing would change the sender's decisions).
+/// A path as a script: as `trc diff` exports its walks, with its default ACK spacing and timer
+/// margin ([`crate::GenOptions`]: ACKs `gap_ms` apart, a final timer that sends nothing asserted
+/// `margin_ms` after its deadline, no race with a timer), else, when that refuses the path, as
+/// `trc check --out` exports a counterexample (exact model times where spacing would change the
+/// sender's decisions).
 fn export(model: &TcpModel, p: &GraphPath, name: &str) -> Result<trc_trace::export::Exported, String> {
-    match trc_trace::export::export_walk(model, p.init_index, &p.actions, name, GAP_MS, MARGIN_MS) {
+    let g = crate::GenOptions::default();
+    match trc_trace::export::export_walk(model, p.init_index, &p.actions, name, g.gap_ms, g.margin_ms) {
         Ok(x) => Ok(x),
-        Err(_) => trc_trace::export::export(model, p.init_index, &p.actions, trc_trace::export::Subject { id: "", name, statement: "" }, GAP_MS),
+        Err(_) => trc_trace::export::export(model, p.init_index, &p.actions, trc_trace::export::Subject { id: "", name, statement: "" }, g.gap_ms),
     }
 }
 

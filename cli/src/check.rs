@@ -522,7 +522,7 @@ fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Opti
         let id = p.id.as_str();
         let statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
         let subject = trc_trace::export::Subject { id, name: &p.name, statement };
-        let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id}: {e}"))?;
+        let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, trc_trace::export::COUNTEREXAMPLE_GAP_MS).map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
             let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
             // The counterexample page beside the script: what `trc graph` draws for it.

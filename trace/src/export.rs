@@ -252,6 +252,10 @@ impl Ctx<'_> {
     }
 }
 
+/// The smallest spacing (ms) between the inbound ACKs of an exported counterexample (`trc check
+/// --out` and every other caller of [`export`]): the model's time differences, at least this.
+pub const COUNTEREXAMPLE_GAP_MS: u32 = 3;
+
 /// Exports the counterexample `actions` from `init_index` (violating `subject.id`).
 pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], subject: Subject, gap_ms: u32) -> Result<Exported, String> {
     match export_with(model, init_index, actions, subject, Spacing { gap_ms, margin_ms: 0 }, Variant::default()) {

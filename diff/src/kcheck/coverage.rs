@@ -321,7 +321,7 @@ fn export(model: &TcpModel, p: &GraphPath, name: &str) -> Result<trc_trace::expo
     let g = crate::GenOptions::default();
     match trc_trace::export::export_walk(model, p.init_index, &p.actions, name, g.gap_ms, g.margin_ms) {
         Ok(x) => Ok(x),
-        Err(_) => trc_trace::export::export(model, p.init_index, &p.actions, trc_trace::export::Subject { id: "", name, statement: "" }, g.gap_ms),
+        Err(_) => trc_trace::export::export(model, p.init_index, &p.actions, trc_trace::export::Subject { id: "", name, statement: "" }, trc_trace::export::COUNTEREXAMPLE_GAP_MS),
     }
 }
 

@@ -140,7 +140,7 @@ pub fn engine_counterexamples(dir: &Path, threads: usize, log: &mut dyn FnMut(&s
             let id = pr.name.split(':').next().unwrap_or(pr.name);
             let statement = specs.iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
             let subject = trc_trace::export::Subject { id, name: pr.name, statement };
-            let x = trc_trace::export::export(&model, path.init_index, &path.actions, subject, 3).map_err(|e| format!("export of {id} on {}: {e}", p.name))?;
+            let x = trc_trace::export::export(&model, path.init_index, &path.actions, subject, trc_trace::export::COUNTEREXAMPLE_GAP_MS).map_err(|e| format!("export of {id} on {}: {e}", p.name))?;
             if !x.trace.kernel_runnable {
                 continue;
             }

@@ -50,7 +50,7 @@ impl ActionList {
         match &self.how {
             How::Walk { gen, name } => trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms).map(|x| x.pkt).map_err(|e| e.1),
             How::Counterexample { init, id, name, statement } => {
-                let x = trc_trace::export::export(&m, *init, actions, trc_trace::export::Subject { id, name, statement }, 3)?;
+                let x = trc_trace::export::export(&m, *init, actions, trc_trace::export::Subject { id, name, statement }, trc_trace::export::COUNTEREXAMPLE_GAP_MS)?;
                 if !x.trace.kernel_runnable {
                     return Err("not kernel-runnable".into());
                 }

@@ -104,6 +104,12 @@ pub fn read_modules_dep(dir: &Path) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// Whether `dir/modules.builtin` lists module `name` (`-` and `_` alike) as built into the kernel.
+pub fn is_builtin(dir: &Path, name: &str) -> bool {
+    let builtin = std::fs::read_to_string(dir.join("modules.builtin")).unwrap_or_default();
+    builtin.lines().any(|l| l.trim().rsplit('/').next().and_then(|f| f.strip_suffix(".ko")).is_some_and(|f| f.replace('-', "_") == name))
+}
+
 /// Whether `dir` holds module files: directly (a flat directory) or anywhere below.
 pub fn has_module_files(dir: &Path) -> bool {
     let mut files = BTreeMap::new();
@@ -120,8 +126,7 @@ pub fn has_tun(dir: &Path, configs: &[PathBuf]) -> bool {
     if files.contains_key("tun") {
         return true;
     }
-    let builtin = std::fs::read_to_string(dir.join("modules.builtin")).unwrap_or_default();
-    if builtin.lines().any(|l| l.trim().rsplit('/').next() == Some("tun.ko")) {
+    if is_builtin(dir, "tun") {
         return true;
     }
     configs.iter().any(|c| std::fs::read_to_string(c).is_ok_and(|t| t.lines().any(|l| l.trim() == "CONFIG_TUN=y")))
@@ -139,8 +144,6 @@ pub fn select(dir: Option<&Path>, release: &str) -> Result<Selection, Error> {
     let mut files = BTreeMap::new();
     walk(dir, &mut files, 0);
     let deps = read_modules_dep(dir);
-    let builtin = std::fs::read_to_string(dir.join("modules.builtin")).unwrap_or_default();
-    let is_builtin = |n: &str| builtin.lines().any(|l| l.rsplit('/').next().and_then(|f| f.strip_suffix(".ko")).is_some_and(|f| f.replace('-', "_") == n));
     fn add(n: &str, files: &BTreeMap<String, PathBuf>, deps: &BTreeMap<String, Vec<String>>, release: &str, sel: &mut Selection, depth: usize) -> Result<bool, Error> {
         if sel.modules.iter().any(|m| m.name == n) {
             return Ok(true);
@@ -176,7 +179,7 @@ pub fn select(dir: Option<&Path>, release: &str) -> Result<Selection, Error> {
         if add(w, &files, &deps, release, &mut sel, 0)? {
             continue;
         }
-        if is_builtin(w) {
+        if is_builtin(dir, w) {
             sel.builtin.push(w.to_string());
         } else {
             sel.absent.push(w.to_string());

@@ -81,6 +81,11 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
         assert!(text.contains("// kernel-runnable:"), "{}", c.name);
         assert_eq!(c.ghost.source, trc_diff::kcheck::GhostSource::Declared);
         assert!(c.path.with_file_name("defaults.sh").exists());
+        // Its path is kept, so that a violation on it can shrink: the same events, and they
+        // export again as a kernel-runnable script.
+        let list = c.actions.as_ref().expect("a coverage scenario keeps its path");
+        assert_eq!(list.actions.len(), s.events, "{}", c.name);
+        assert!(list.export(&list.actions).is_ok(), "{}", c.name);
     }
     let kernel_runnable: BTreeSet<String> = Branch::ALL.iter().zip(&kr).filter(|(_, n)| **n > 0).map(|(b, _)| coverage::branch_name(*b)).collect();
     assert_eq!(union, kernel_runnable);

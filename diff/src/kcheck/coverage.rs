@@ -263,7 +263,12 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
         let f = cdir.join(format!("{stem}.pkt"));
         trc_trace::write_atomic(&f, text.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
         let origin = format!("shortest kernel-runnable path through {} ({} events; covers {} branch(es))", branch_name(b), path.actions.len(), along.len());
-        cases.push(Case::from_file(&f, name.clone(), origin)?);
+        let mut case = Case::from_file(&f, name.clone(), origin)?;
+        // Its path, so that a violation found on it can shrink (as an engine counterexample: the
+        // path may start from either initial state).
+        let how = super::shrink::How::Counterexample { init: path.init_index, id: String::new(), name: title.clone(), statement: String::new() };
+        case.actions = Some(super::shrink::ActionList { cfg: kcfg.clone(), profile: profile.clone(), actions: path.actions.clone(), how });
+        cases.push(case);
         for br in along.keys() {
             by_branch.entry(*br).or_default().push(name.clone());
         }

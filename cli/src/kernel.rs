@@ -565,7 +565,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
     pub shard: Option<crate::shard::Shard>,
     /// Kernel runs allowed for shrinking each violated property's shortest scenario that comes
-    /// from a model action list (random walks, the engine's counterexamples).
+    /// from a model action list (random walks, coverage scenarios, the engine's counterexamples).
     #[arg(long, value_name = "N", default_value = "20")]
     pub shrink_budget: usize,
     /// Do not shrink violating scenarios.

@@ -2,7 +2,7 @@
 //! model action list a scenario was exported from, with the test "the kernel run of the exported
 //! candidate still violates the same property (the same monitor) and the run is unambiguous"
 //! (no timing error at or before the violating line). Only scenarios that come from an action
-//! list can shrink: `random:N` walks and the engine's counterexamples; the corpus scripts are
+//! list can shrink: `random:N` walks, `coverage` scenarios and the engine's counterexamples; the corpus scripts are
 //! hand-written or exported long ago and are reported as they are.
 
 use super::monitor::{Monitor, Outcome};

@@ -267,9 +267,11 @@ fn i2(k: &KTrace, _g: &Ghost) -> Outcome {
         if let Some((hs, pk)) = prev {
             let una = d[i].una;
             let exception = (kind == RedKind::Loss && ps == CA_LOSS && d[i].prev_retransmits == 0)
-                // Row 18: Loss → Recovery because a retransmission was lost (FLAG_LOST_RETRANS on
-                // the ACK path, or the reordering timer marking a retransmission lost): RACK then
-                // counts TcpExtTCPLostRetransmit in the step. Without it the cut is F9's.
+                // Row 18: Loss → Recovery because a retransmission was lost (FLAG_LOST_RETRANS,
+                // which tcp_identify_packet_loss sets when retrans_out fell, or the reordering
+                // timer marking a retransmission). tcp_mark_skb_lost counts
+                // TcpExtTCPLostRetransmit exactly when it takes a retransmission out of
+                // retrans_out, so the counter moves in that step. Without it the cut is F9's.
                 || (kind == RedKind::Recovery && ps == CA_LOSS && k.delta(i, "TcpExtTCPLostRetransmit") > 0)
                 || (kind == RedKind::Recovery && new_window_loss_seen(k, i, una, hs))
                 || kind == RedKind::Tlp

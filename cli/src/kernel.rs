@@ -17,6 +17,9 @@ pub enum KernelCommand {
     Check(CheckArgs),
     /// Download and unpack a Debian kernel (cloud-amd64) for `trc kernel run --kernel`.
     Fetch(FetchArgs),
+    /// Build a kernel for `--kernel` from Debian's linux-source (or a tree), trc's configuration
+    /// and optional patches; incremental and cached.
+    Build(crate::kbuild::BuildArgs),
     /// Measure undos in a bulk transfer over an emulated lossy, reordering path, in a VM
     /// (finding F1's impact; docs/findings/F1-impact.md).
     Impact(crate::impact::ImpactArgs),
@@ -217,6 +220,7 @@ pub fn main(cmd: KernelCommand) -> i32 {
         KernelCommand::Run(args) => run_cli(args),
         KernelCommand::Check(args) => check_cli(args),
         KernelCommand::Fetch(args) => fetch_cli(args),
+        KernelCommand::Build(args) => crate::kbuild::main(args),
         KernelCommand::Impact(args) => crate::impact::main(args),
         KernelCommand::Guest => trc_vm::guest::main(),
     }
@@ -533,9 +537,10 @@ with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/properties.md). Exit code
 violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
 (not root or no tun; with --kernel: no qemu or no kernel image).")]
 pub struct CheckArgs {
-    /// regressions, corpus, random:N[,SEED] or coverage.
-    #[arg(long, default_value = "regressions")]
-    pub suite: String,
+    /// regressions, corpus, random:N[,SEED] or coverage, or several joined by `+`
+    /// (default: regressions; with --patch or --against-kernel: regressions+coverage+random:20).
+    #[arg(long)]
+    pub suite: Option<String>,
     /// The bounds of the coverage suite's state graph (as `trc check` takes them; only with
     /// --suite coverage).
     #[command(flatten)]
@@ -571,6 +576,23 @@ pub struct CheckArgs {
     /// Do not shrink violating scenarios.
     #[arg(long)]
     pub no_shrink: bool,
+    /// Check this change: build the base kernel (--base) and the base with these patches
+    /// applied (`trc kernel build`), run the same suites on both and report what changed.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["kernel", "against_kernel"])]
+    pub patch: Vec<PathBuf>,
+    /// The source the patches apply to: debian:sid (default), debian:trixie, debian:bookworm or
+    /// a kernel tree.
+    #[arg(long, value_name = "SRC", requires = "patch")]
+    pub base: Option<String>,
+    /// Compare --kernel (the changed kernel) with this one (the base), as --patch does.
+    #[arg(long, value_name = "VMLINUZ", requires = "kernel")]
+    pub against_kernel: Option<String>,
+    /// `make -j` for --patch builds (default: the CPU count).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Report differences between the two kernels from one run each, without rerunning them.
+    #[arg(long)]
+    pub no_rerun: bool,
 }
 
 fn default_corpus() -> PathBuf {
@@ -581,39 +603,32 @@ fn default_corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples")
 }
 
-fn check_cli(args: CheckArgs) -> i32 {
-    let what = "trc kernel check";
-    let (suite, mons, profile) = match check_inputs(&args) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            return 2;
-        }
-    };
-    let corpus = args.corpus.clone().unwrap_or_else(default_corpus);
-    // Skips first: nothing is generated for a run that cannot happen.
-    let cache = args.vm.cache_dir();
-    let vm = match &args.vm.kernel {
+/// The kernel `args` name as a [`trc_kernel::target::Target`]: the running kernel, or
+/// `--kernel` in qemu. Skips (exit 4) and bad images (exit 2) are `Err(code)`.
+pub(crate) fn target_of(vm: &VmFlags, kernel: Option<&str>, what: &str) -> Result<Box<dyn trc_kernel::target::Target>, i32> {
+    let cache = vm.cache_dir();
+    match kernel {
         None => {
             if let Some(r) = trc_kernel::skip_reason() {
                 eprintln!("{what}: skipped: {r}");
-                return trc_kernel::EXIT_SKIPPED;
+                return Err(trc_kernel::EXIT_SKIPPED);
             }
-            None
+            Ok(Box::new(trc_kernel::target::Host::new()))
         }
         Some(k) => {
-            let img = match resolve_kernel(k, args.vm.modules.as_deref(), &cache) {
-                Ok(i) => i,
-                Err(e) => return vm_error(what, &e),
-            };
-            if let Err(e) = trc_vm::host::find_qemu(None) {
-                return vm_error(what, &e);
-            }
-            Some(img)
+            let img = resolve_kernel(k, vm.modules.as_deref(), &cache).map_err(|e| vm_error(what, &e))?;
+            trc_vm::host::find_qemu(None).map_err(|e| vm_error(what, &e))?;
+            let mut t = trc_vm::target::Vm::new(&img, vm.spec(&img, cache));
+            t.name = Some(img.release.clone());
+            Ok(Box::new(t))
         }
-    };
-    let (work, _cleanup) = match &args.out {
-        Some(d) => (d.clone(), None),
+    }
+}
+
+/// The work directory: `--out`, else a temporary one removed at the end (the guard).
+pub(crate) fn work_dir(out: Option<&Path>, what: &str) -> Result<(PathBuf, Option<trc_vm::RemoveOnDrop>), i32> {
+    let (work, guard) = match out {
+        Some(d) => (d.to_path_buf(), None),
         None => {
             let d = std::env::temp_dir().join(format!("trc-kcheck-{}", std::process::id()));
             (d.clone(), Some(trc_vm::RemoveOnDrop(d)))
@@ -621,76 +636,109 @@ fn check_cli(args: CheckArgs) -> i32 {
     };
     if let Err(e) = std::fs::create_dir_all(&work) {
         eprintln!("{what}: {}: {e}", work.display());
-        return 2;
+        return Err(2);
     }
+    Ok((work, guard))
+}
+
+/// The plan of `args` (every suite's scenarios prepared under `work`), or exit 2.
+pub(crate) fn make_plan(args: &CheckArgs, suites: Vec<trc_kcheck::Suite>, mons: Vec<trc_kcheck::Monitor>, profile: trc_model::Profile, work: &Path, what: &str) -> Result<trc_kcheck::run::Plan, i32> {
+    let corpus = args.corpus.clone().unwrap_or_else(default_corpus);
     let t0 = std::time::Instant::now();
-    let planned = match &suite {
-        trc_diff::kcheck::Suite::Coverage(cfg) => trc_diff::kcheck::coverage::plan(cfg, &profile, &work, args.threads, &mut |m| eprintln!("{what}: {m}")).map(|(p, c)| (Some(p), c)),
-        _ => trc_diff::kcheck::plan(&suite, &corpus, &work, &profile, args.threads, &mut |m| eprintln!("{what}: {m}")).map(|c| (None, c)),
-    };
-    let (coverage, cases) = match planned {
-        Ok(c) => c,
+    let plan = trc_kcheck::run::Plan::make(suites, mons, profile, &corpus, work, args.threads, &mut |m| eprintln!("{what}: {m}")).map_err(|e| {
+        eprintln!("{what}: {e}");
+        2
+    })?;
+    eprintln!("{what}: {} scenarios ({:.1} s to prepare)", plan.cases.len(), t0.elapsed().as_secs_f64());
+    Ok(plan)
+}
+
+/// The scenarios this run owns (all, or a shard's: scenario k is shard k mod N + 1's).
+pub(crate) fn owned(n: usize, shard: Option<crate::shard::Shard>, what: &str) -> Vec<usize> {
+    let mine: Vec<usize> = (0..n).filter(|k| shard.is_none_or(|s| s.owns(*k))).collect();
+    if let Some(s) = shard {
+        eprintln!("{what}: shard {}/{}: {} of the {n} scenarios", s.index, s.count, mine.len());
+    }
+    mine
+}
+
+fn check_cli(args: CheckArgs) -> i32 {
+    if !args.patch.is_empty() || args.against_kernel.is_some() {
+        return crate::kpatch::main(args);
+    }
+    let what = "trc kernel check";
+    let (suites, mons, profile) = match check_inputs(&args) {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("{what}: {e}");
             return 2;
         }
     };
-    let n = cases.len();
-    eprintln!("{what}: {n} scenarios ({:.1} s to prepare)", t0.elapsed().as_secs_f64());
-    // The work list is the suite's scenarios in order; a shard runs the ones it owns.
-    let mine: Vec<usize> = (0..n).filter(|k| args.shard.is_none_or(|s| s.owns(*k))).collect();
-    let todo: Vec<trc_diff::kcheck::Case> = mine.iter().map(|k| cases[*k].clone()).collect();
-    if let Some(s) = args.shard {
-        eprintln!("{what}: shard {}/{}: {} of the {n} scenarios", s.index, s.count, todo.len());
-    }
-    let (kernel_desc, runs) = match &vm {
-        // An empty shard runs nothing (and boots no VM): it says no kernel.
-        _ if todo.is_empty() => (String::new(), Vec::new()),
-        None => check_on_host(&todo, what),
-        Some(img) => match check_in_vm(&args, img, &cache, &todo, what) {
-            Ok(x) => x,
-            Err(rc) => return rc,
-        },
+    // Skips first: nothing is generated for a run that cannot happen.
+    let mut target = match target_of(&args.vm, args.vm.kernel.as_deref(), what) {
+        Ok(t) => t,
+        Err(rc) => return rc,
     };
-    let results = trc_diff::kcheck::evaluate_all(&todo, &runs, &mons, &profile);
+    let (work, _cleanup) = match work_dir(args.out.as_deref(), what) {
+        Ok(w) => w,
+        Err(rc) => return rc,
+    };
+    let t0 = std::time::Instant::now();
+    let plan = match make_plan(&args, suites, mons, profile, &work, what) {
+        Ok(p) => p,
+        Err(rc) => return rc,
+    };
+    let mine = owned(plan.cases.len(), args.shard, what);
+    let (mut rep, _) = match trc_kcheck::run::run(&plan, &mine, target.as_mut(), &mut |m| eprintln!("{what}: {m}")) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return e.exit_code();
+        }
+    };
     if let Some(shard) = args.shard {
-        let rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc.clone(), profile.name.clone(), results.clone(), &mons);
-        let mut shard_args = serde_json::json!({
-            "suite": suite.name(),
-            "profile": profile.name,
-            "properties": mons.iter().map(|m| m.id).collect::<Vec<_>>(),
-            "scenarios": cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
-        });
-        // The coverage suite's plan (the same in every shard: `trc merge` checks the args agree).
-        if let Some(p) = &coverage {
-            shard_args["coverage"] = serde_json::json!(p);
-        }
-        let units: Vec<serde_json::Value> = mine.iter().zip(results).map(|(k, r)| serde_json::json!({"unit": k, "scenario": cases[*k].name, "result": r})).collect();
-        let report = serde_json::json!({"kernel": (!todo.is_empty()).then_some(kernel_desc), "seconds": t0.elapsed().as_secs_f64()});
-        let v = crate::shard::shard_json("kernel-check", shard, n, shard_args, units, Some(report));
-        println!("{}", serde_json::to_string_pretty(&v).unwrap());
-        if args.out.is_some() {
-            let f = work.join(format!("shard-{}-of-{}.json", shard.index, shard.count));
-            if let Err(e) = trc_kernel::write_json_atomic(&f, &v) {
-                eprintln!("{what}: cannot write {}: {e}", f.display());
-                return 2;
-            }
-        }
-        if trc_kernel::sys::interrupted() {
-            return 130;
-        }
-        return rep.exit_code();
+        return print_shard(&args, &plan, &mine, &rep, shard, &work, t0.elapsed().as_secs_f64(), what);
     }
-    let mut rep = trc_diff::kcheck::summarise(suite.name(), kernel_desc, profile.name.clone(), results, &mons);
     if rep.exit_code() == 1 {
-        if let Err(rc) = shrink_violations(&args, &mut rep, &todo, &mons, vm.as_ref(), &cache, &work, what) {
+        if let Err(rc) = shrink_violations(&args, &mut rep, &plan, &mine, target.as_mut(), &work, what) {
             return rc;
         }
     }
-    let json = print_check_report(&rep, coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
+    let json = print_check_report(&rep, plan.coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
     if args.out.is_some() {
         if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &json) {
             eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
+            return 2;
+        }
+    }
+    if trc_kernel::sys::interrupted() {
+        return 130;
+    }
+    rep.exit_code()
+}
+
+/// A shard's output for `trc merge` (stdout, and `OUT/shard-I-of-N.json` with `--out`): the
+/// exit code.
+#[allow(clippy::too_many_arguments)]
+fn print_shard(args: &CheckArgs, plan: &trc_kcheck::run::Plan, mine: &[usize], rep: &trc_kcheck::CheckReport, shard: crate::shard::Shard, work: &Path, seconds: f64, what: &str) -> i32 {
+    let mut shard_args = serde_json::json!({
+        "suite": plan.suite_name(),
+        "profile": plan.profile.name,
+        "properties": plan.monitors.iter().map(|m| m.id).collect::<Vec<_>>(),
+        "scenarios": plan.cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
+    });
+    // The coverage suite's plan (the same in every shard: `trc merge` checks the args agree).
+    if let Some(p) = &plan.coverage {
+        shard_args["coverage"] = serde_json::json!(p);
+    }
+    let units: Vec<serde_json::Value> = mine.iter().zip(&rep.cases).map(|(k, r)| serde_json::json!({"unit": k, "scenario": plan.cases[*k].name, "result": r})).collect();
+    let report = serde_json::json!({"kernel": (!mine.is_empty()).then_some(&rep.kernel), "seconds": seconds});
+    let v = crate::shard::shard_json("kernel-check", shard, plan.cases.len(), shard_args, units, Some(report));
+    println!("{}", serde_json::to_string_pretty(&v).unwrap());
+    if args.out.is_some() {
+        let f = work.join(format!("shard-{}-of-{}.json", shard.index, shard.count));
+        if let Err(e) = trc_kernel::write_json_atomic(&f, &v) {
+            eprintln!("{what}: cannot write {}: {e}", f.display());
             return 2;
         }
     }
@@ -704,8 +752,7 @@ fn check_cli(args: CheckArgs) -> i32 {
 /// round), unless `--no-shrink` or a zero budget: the shrunk scripts go to `OUT/shrunk/`, or,
 /// without `--out`, to a directory under the temporary directory that is kept. `Err(2)` when
 /// that directory cannot be made.
-#[allow(clippy::too_many_arguments)]
-fn shrink_violations(args: &CheckArgs, rep: &mut trc_diff::kcheck::CheckReport, cases: &[trc_diff::kcheck::Case], mons: &[trc_diff::kcheck::monitor::Monitor], vm: Option<&trc_vm::KernelImage>, cache: &Path, work: &Path, what: &str) -> Result<(), i32> {
+fn shrink_violations(args: &CheckArgs, rep: &mut trc_kcheck::CheckReport, plan: &trc_kcheck::run::Plan, mine: &[usize], target: &mut dyn trc_kernel::target::Target, work: &Path, what: &str) -> Result<(), i32> {
     if args.no_shrink || args.shrink_budget == 0 {
         let why = if args.no_shrink { "not shrunk (--no-shrink)" } else { "not shrunk (--shrink-budget 0)" };
         rep.properties.iter_mut().filter(|p| p.verdict == "violated").for_each(|p| p.shrink_note = Some(why.into()));
@@ -719,28 +766,8 @@ fn shrink_violations(args: &CheckArgs, rep: &mut trc_diff::kcheck::CheckReport, 
         eprintln!("{what}: {}: {e}", out_dir.display());
         return Err(2);
     }
-    let opts = trc_kernel::RunOptions { handle_signals: true, ..Default::default() };
-    let mut host = |cs: &[trc_diff::kcheck::Case]| -> Vec<Result<trc_kernel::RunReport, String>> {
-        if trc_kernel::sys::interrupted() {
-            return Vec::new();
-        }
-        cs.iter().take(1).map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string())).collect()
-    };
-    let mut in_vm = |cs: &[trc_diff::kcheck::Case]| -> Vec<Result<trc_kernel::RunReport, String>> {
-        let Some(img) = vm else { return Vec::new() };
-        if trc_kernel::sys::interrupted() {
-            return Vec::new();
-        }
-        match check_in_vm(args, img, cache, cs, what) {
-            Ok((_, runs)) => runs,
-            Err(_) => cs.iter().map(|_| Err("the VM did not run".to_string())).collect(),
-        }
-    };
-    let mut runner = match vm {
-        None => trc_diff::kcheck::shrink::Runner { run: &mut host, batched: false },
-        Some(_) => trc_diff::kcheck::shrink::Runner { run: &mut in_vm, batched: true },
-    };
-    trc_diff::kcheck::shrink::shrink_report(rep, cases, mons, args.shrink_budget, &work.join("shrink"), &out_dir, &mut runner, &mut |m| eprintln!("{what}: {m}"));
+    let cases: Vec<trc_kcheck::Case> = mine.iter().map(|k| plan.cases[*k].clone()).collect();
+    trc_kcheck::run::shrink_on(rep, &cases, &plan.monitors, target, args.shrink_budget, &work.join("shrink"), &out_dir, &mut |m| eprintln!("{what}: {m}"));
     Ok(())
 }
 
@@ -748,8 +775,8 @@ fn shrink_violations(args: &CheckArgs, rep: &mut trc_diff::kcheck::CheckReport, 
 /// the run's total time. The coverage suite's report is the usual one with its coverage beside
 /// it (`coverage.plan`, and `coverage.kernel`: the share the kernel runs account for). Returns
 /// the JSON report.
-pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, coverage: Option<&trc_diff::kcheck::coverage::CoveragePlan>, json: bool, seconds: f64) -> serde_json::Value {
-    let cov = coverage.map(|p| (p, trc_diff::kcheck::coverage::kernel_coverage(p, &rep.cases)));
+pub fn print_check_report(rep: &trc_kcheck::CheckReport, coverage: Option<&trc_kcheck::coverage::CoveragePlan>, json: bool, seconds: f64) -> serde_json::Value {
+    let cov = coverage.map(|p| (p, trc_kcheck::coverage::kernel_coverage(p, &rep.cases)));
     let mut v = serde_json::to_value(rep).unwrap_or_default();
     if let Some((p, k)) = &cov {
         v["coverage"] = serde_json::json!({"plan": p, "kernel": k});
@@ -766,85 +793,29 @@ pub fn print_check_report(rep: &trc_diff::kcheck::CheckReport, coverage: Option<
     v
 }
 
-/// `trc kernel check`'s suite, monitors and profile, and its option bounds checked: the
+/// `trc kernel check`'s suites, monitors and profile, and its option bounds checked: the
 /// message of the first that is wrong.
-fn check_inputs(args: &CheckArgs) -> Result<(trc_diff::kcheck::Suite, Vec<trc_diff::kcheck::monitor::Monitor>, trc_model::Profile), String> {
-    let mut suite = trc_diff::kcheck::Suite::parse(&args.suite)?;
+pub(crate) fn check_inputs(args: &CheckArgs) -> Result<(Vec<trc_kcheck::Suite>, Vec<trc_kcheck::monitor::Monitor>, trc_model::Profile), String> {
+    let default = if args.patch.is_empty() && args.against_kernel.is_none() { "regressions" } else { PATCH_SUITES };
+    let mut suites = trc_kcheck::run::parse_suites(args.suite.as_deref().unwrap_or(default))?;
     let cfg = args.bounds.config()?;
-    match &mut suite {
-        trc_diff::kcheck::Suite::Coverage(c) => {
-            **c = cfg;
+    let has_cov = suites.iter().any(|s| matches!(s, trc_kcheck::Suite::Coverage(_)));
+    for s in suites.iter_mut() {
+        if let trc_kcheck::Suite::Coverage(c) = s {
+            **c = cfg.clone();
         }
-        _ if cfg != trc_model::Config::default() || !args.bounds.config.is_empty() => {
-            return Err(format!("bounds flags and --config apply only to --suite coverage (the {} suite's scenarios are fixed)", suite.name()));
-        }
-        _ => {}
     }
-    let mons = trc_diff::kcheck::monitor::select(&args.properties)?;
+    if !has_cov && (cfg != trc_model::Config::default() || !args.bounds.config.is_empty()) {
+        return Err(format!("bounds flags and --config apply only to --suite coverage (the {} suite's scenarios are fixed)", suites.iter().map(|s| s.name()).collect::<Vec<_>>().join("+")));
+    }
+    let mons = trc_kcheck::monitor::select(&args.properties)?;
     let profile = crate::check::load_profile(&args.profile)?;
     args.vm.validate()?;
-    Ok((suite, mons, profile))
+    Ok((suites, mons, profile))
 }
 
-/// Runs the check's scenarios on the running kernel, one line of progress each: the kernel's
-/// description and each scenario's report.
-fn check_on_host(cases: &[trc_diff::kcheck::Case], what: &str) -> (String, Vec<Result<trc_kernel::RunReport, String>>) {
-    let n = cases.len();
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
-    let opts = trc_kernel::RunOptions { handle_signals: true, ..Default::default() };
-    let runs = trc_diff::kcheck::run_host(cases, &opts, &mut |i, c, r| {
-        let v = match r {
-            Ok(r) => r.script.verdict.render(),
-            Err(e) => format!("error: {e}"),
-        };
-        eprintln!("{what}: [{}/{n}] {}: {v}", i + 1, c.name)
-    });
-    (format!("{release} (running kernel)"), runs)
-}
-
-/// Runs the check's scenarios in one VM booting `img`, with progress lines: the kernel's
-/// description and each scenario's report, or the exit code when the VM cannot run.
-fn check_in_vm(args: &CheckArgs, img: &trc_vm::KernelImage, cache: &Path, cases: &[trc_diff::kcheck::Case], what: &str) -> Result<(String, Vec<Result<trc_kernel::RunReport, String>>), i32> {
-    let n = cases.len();
-    let spec = args.vm.spec(img, cache.to_path_buf());
-    let paths: Vec<PathBuf> = cases.iter().map(|c| c.path.clone()).collect();
-    let mut progress = |e: &trc_vm::Event| match e {
-        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
-        trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
-        trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
-        trc_vm::Event::ScriptEnd { index, name, rc, wall_s } => eprintln!("{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
-        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
-        _ => {}
-    };
-    let run = match trc_vm::run_in_vm_with(&spec, &paths, &mut progress) {
-        Ok(r) => r,
-        Err(e) => return Err(vm_error(what, &e)),
-    };
-    let runs = vm_reports(cases, &run);
-    let release = if run.release.is_empty() { img.release.clone() } else { run.release.clone() };
-    eprintln!("{what}: VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU", run.boot.wall_s, run.total.wall_s, run.total.cpu_s);
-    Ok((format!("{release} (VM, {})", run.accelerator), runs))
-}
-
-/// Each scenario's report from the VM run (found by path, else by position), or why there is
-/// none.
-fn vm_reports(cases: &[trc_diff::kcheck::Case], run: &trc_vm::VmRun) -> Vec<Result<trc_kernel::RunReport, String>> {
-    cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let s = run.scripts.iter().find(|s| s.path == c.path).or(run.scripts.get(i));
-            match s {
-                None => Err("no result from the VM".into()),
-                Some(s) => match (&s.outcome, s.report()) {
-                    (trc_vm::ScriptOutcome::Ran { .. }, Some(r)) => Ok(r.clone()),
-                    (trc_vm::ScriptOutcome::Error { message, .. }, _) => Err(format!("in the VM: {message}")),
-                    _ => Err("no result from the VM".into()),
-                },
-            }
-        })
-        .collect()
-}
+/// The suites of a patch check unless `--suite` says otherwise.
+pub const PATCH_SUITES: &str = "regressions+coverage+random:20";
 
 /// A VM run's problem (with the console's last 20 lines on stderr) and, with `--console FILE`,
 /// the whole console written atomically; `Err(2)` when that write fails.

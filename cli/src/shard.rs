@@ -439,18 +439,18 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         }
     }
     let ids: Vec<String> = args["properties"].as_array().ok_or("kernel-check shard args without properties")?.iter().filter_map(|x| x.as_str().map(String::from)).collect();
-    let mons = trc_diff::kcheck::monitor::select(&ids)?;
+    let mons = trc_kcheck::monitor::select(&ids)?;
     let names = args["scenarios"].as_array().ok_or("kernel-check shard args without scenarios")?;
     let mut results = Vec::new();
     for u in units_in_order(shards) {
         let k = u["unit"].as_u64().unwrap_or(0) as usize;
-        let r: trc_diff::kcheck::CaseResult = serde_json::from_value(u["result"].clone()).map_err(|e| format!("scenario {k}: its result: {e}"))?;
+        let r: trc_kcheck::CaseResult = serde_json::from_value(u["result"].clone()).map_err(|e| format!("scenario {k}: its result: {e}"))?;
         if names.get(k).and_then(|n| n.as_str()) != Some(r.name.as_str()) {
             return Err(format!("unit {k} is scenario {} but the suite's scenario {k} is {}", r.name, names.get(k).unwrap_or(&Value::Null)));
         }
         results.push(r);
     }
-    let rep = trc_diff::kcheck::summarise(
+    let rep = trc_kcheck::summarise(
         args["suite"].as_str().unwrap_or("").to_string(),
         kernel.map_or(String::new(), |(k, _)| k.to_string()),
         args["profile"].as_str().unwrap_or("").to_string(),
@@ -458,13 +458,13 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         &mons,
     );
     // The coverage suite's plan, when the shards ran one.
-    let coverage: Option<trc_diff::kcheck::coverage::CoveragePlan> = match &args["coverage"] {
+    let coverage: Option<trc_kcheck::coverage::CoveragePlan> = match &args["coverage"] {
         Value::Null => None,
         c => Some(serde_json::from_value(c.clone()).map_err(|e| format!("kernel-check shard args: the coverage plan: {e}"))?),
     };
     let mut rep = rep;
     // As the one run would say when nothing could shrink; shards do not shrink the rest.
-    trc_diff::kcheck::shrink::note_unshrunk(&mut rep, Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"));
+    trc_kcheck::shrink::note_unshrunk(&mut rep, Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"));
     crate::kernel::print_check_report(&rep, coverage.as_ref(), json, seconds);
     Ok(rep.exit_code())
 }

@@ -27,7 +27,6 @@
 pub mod compare;
 pub mod execute;
 pub mod generate;
-pub mod kcheck;
 pub mod shrink;
 
 pub use compare::{counters, Comparison, Divergence, Obs, StepView, FIELDS};

@@ -35,6 +35,7 @@ pub mod report;
 mod runner;
 pub mod shell;
 pub mod sys;
+pub mod target;
 pub mod tcpinfo;
 
 pub use report::{LineKind, LineResult, Report, RunReport, Status, TraceEvent, TraceSegment, Verdict};

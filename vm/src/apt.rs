@@ -419,6 +419,50 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
     KernelImage::from_dir(&out)
 }
 
+/// The newest `linux-source-X.Y` package of `suite` (`sid`, `trixie`, `bookworm`): its name and
+/// version, through trc's private apt state under `cache/apt`.
+pub fn source_package(suite: &str, cache: &Path, log: &mut dyn FnMut(&str)) -> Result<(String, String), Error> {
+    let mut suites: Vec<String> = SUITES.iter().map(|s| s.to_string()).collect();
+    if !suites.iter().any(|s| s == suite) {
+        suites.push(suite.to_string());
+    }
+    if !Path::new(KEYRING).exists() {
+        return Err(Error::Missing(format!("{KEYRING} is missing (apt-get install debian-archive-keyring)")));
+    }
+    let apt = PrivateApt::setup(&cache.join("apt"), &suites)?;
+    let t = std::time::Instant::now();
+    if apt.update_if_stale(&suites, false)? {
+        log(&format!("apt-get update ({}): {:.1} s", suites.join(" "), t.elapsed().as_secs_f64()));
+    }
+    let names = apt.run("apt-cache", &["pkgnames", "linux-source-"], None)?;
+    let pkgs: Vec<&str> = names.lines().map(str::trim).filter(|p| p.strip_prefix("linux-source-").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))).collect();
+    if pkgs.is_empty() {
+        return Err(Error::Failed(format!("no linux-source-* package in {suite}")));
+    }
+    let mut args = vec!["madison"];
+    args.extend(pkgs.iter().copied());
+    let mut best: Option<(String, String)> = None;
+    for (p, v, s) in parse_madison(&apt.run("apt-cache", &args, None)?) {
+        if s == suite && best.as_ref().is_none_or(|b| debver::compare(&v, &b.1).is_gt()) {
+            best = Some((p, v));
+        }
+    }
+    best.ok_or_else(|| Error::Failed(format!("no linux-source-* package in {suite}")))
+}
+
+/// Downloads `pkg=version` into `dir` (a fresh directory): the `.deb`'s path.
+pub fn download(pkg: &str, version: &str, cache: &Path, dir: &Path) -> Result<PathBuf, Error> {
+    let apt = PrivateApt { dir: cache.join("apt") };
+    std::fs::create_dir_all(dir).map_err(|e| io_err(dir.display(), e))?;
+    apt.run("apt-get", &["-q", "download", &format!("{pkg}={version}")], Some(dir))?;
+    std::fs::read_dir(dir)
+        .map_err(|e| io_err(dir.display(), e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .ok_or_else(|| Error::Failed(format!("apt-get download {pkg}={version}: no .deb in {}", dir.display())))
+}
+
 /// Finds vmlinuz, the modules directory, config and System.map in either package layout
 /// (`boot/` + `usr/lib/modules/ABI`, or all in `usr/lib/modules/ABI/`), links them at the top
 /// of `dir` and writes `image.json`.

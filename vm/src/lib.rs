@@ -28,8 +28,10 @@ pub mod guest;
 pub mod host;
 pub mod impact;
 pub mod initramfs;
+pub mod kbuild;
 pub mod modules;
 pub mod proto;
+pub mod target;
 
 pub use apt::{FetchOptions, KernelSpec};
 pub use host::{run_impact_in_vm_with, run_in_vm, run_in_vm_with, Accel, AccelUsed, Event, ScriptOutcome, ScriptRun, VmRun, VmSpec};

@@ -10,13 +10,13 @@
 //! (`TCPFullUndo`, `TCPPartialUndo`, `TCPDSACKUndo`, `TCPLossUndo`, `TCPSpuriousRTOs`); a
 //! drop is an original the script never let through: declared by an exported script's
 //! comments, otherwise inferred from the ACKs (the kernel check's ghost truth,
-//! `trc_diff::kcheck::ghost`; an original whose fate the ACKs do not tell is not marked). The
+//! `trc_kcheck::ghost`; an original whose fate the ACKs do not tell is not marked). The
 //! kernel check's monitors judge the run, and the column where one finds a violation is marked.
 
 use super::{Column, Item, Pictures};
 use std::fmt::Write as _;
-use trc_diff::kcheck::observe::{covers, KTrace};
-use trc_diff::kcheck::{Fate, Ghost, Outcome};
+use trc_kcheck::observe::{covers, KTrace};
+use trc_kcheck::{Fate, Ghost, Outcome};
 use trc_kernel::{RunReport, TcpInfoSnapshot, TraceEvent};
 use trc_model::state::CaState;
 
@@ -160,13 +160,13 @@ pub fn of_run(report: &RunReport, script_text: &str) -> (Pictures, Vec<Step>) {
                 return Vec::new();
             }
             match ghost.source {
-                trc_diff::kcheck::GhostSource::Declared => ghost
+                trc_kcheck::GhostSource::Declared => ghost
                     .dropped
                     .iter()
                     .filter(|&&(a, b)| trc_model::seq::before(a, s.end) && trc_model::seq::before(s.seq, b))
                     .map(|&(a, b)| (a.max(s.seq), b.min(s.end), "the script's header declares it dropped".to_string()))
                     .collect(),
-                trc_diff::kcheck::GhostSource::Inferred => match ghost.original(&k, s.seq, s.end) {
+                trc_kcheck::GhostSource::Inferred => match ghost.original(&k, s.seq, s.end) {
                     Fate::Dropped(why) => vec![(s.seq, s.end, why)],
                     _ => Vec::new(),
                 },
@@ -262,7 +262,7 @@ pub fn of_run(report: &RunReport, script_text: &str) -> (Pictures, Vec<Step>) {
     let setup_failed = report.script.lines.iter().any(|l| l.kind == trc_pkt::report::LineKind::Shell && l.status == trc_pkt::report::Status::Fail);
     let mut violated: Option<(usize, String)> = None;
     if !setup_failed {
-        for m in trc_diff::kcheck::monitors() {
+        for m in trc_kcheck::monitors() {
             if let Outcome::Violated { line, .. } = (m.check)(&k, &ghost) {
                 let Some(ci) = cols.iter().position(|c| c.lines.contains(&line)) else { continue };
                 match &mut violated {

@@ -318,12 +318,12 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
 }
 
 /// A path as a script: as `trc diff` exports its walks, with its default ACK spacing and timer
-/// margin ([`crate::GenOptions`]: ACKs `gap_ms` apart, a final timer that sends nothing asserted
+/// margin ([`trc_diff::GenOptions`]: ACKs `gap_ms` apart, a final timer that sends nothing asserted
 /// `margin_ms` after its deadline, no race with a timer), else, when that refuses the path, as
 /// `trc check --out` exports a counterexample (exact model times where spacing would change the
 /// sender's decisions).
 fn export(model: &TcpModel, p: &GraphPath, name: &str) -> Result<trc_trace::export::Exported, String> {
-    let g = crate::GenOptions::default();
+    let g = trc_diff::GenOptions::default();
     match trc_trace::export::export_walk(model, p.init_index, &p.actions, name, g.gap_ms, g.margin_ms) {
         Ok(x) => Ok(x),
         Err(_) => trc_trace::export::export(model, p.init_index, &p.actions, trc_trace::export::Subject { id: "", name, statement: "" }, trc_trace::export::COUNTEREXAMPLE_GAP_MS),

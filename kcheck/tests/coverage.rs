@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use trc_diff::kcheck::coverage::{self, CoveragePlan};
-use trc_diff::kcheck::Case;
+use trc_kcheck::coverage::{self, CoveragePlan};
+use trc_kcheck::Case;
 use trc_engine::{check_with, Options, StateHooks, Tallied};
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, State, TcpModel};
@@ -79,7 +79,7 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
         assert!(trc_pkt::parse(&text, &c.path.display().to_string()).is_ok());
         assert!(!text.contains("trc-model-only"), "{}", c.name);
         assert!(text.contains("// kernel-runnable:"), "{}", c.name);
-        assert_eq!(c.ghost.source, trc_diff::kcheck::GhostSource::Declared);
+        assert_eq!(c.ghost.source, trc_kcheck::GhostSource::Declared);
         assert!(c.path.with_file_name("defaults.sh").exists());
         // Its path is kept, so that a violation on it can shrink: the same events, and they
         // export again as a kernel-runnable script.

@@ -1,8 +1,8 @@
-//! `trc kernel check`: the catalogue's invariants checked on a real kernel's behaviour.
+//! `trc-kcheck`: `trc kernel check`, the catalogue's invariants checked on a real kernel's behaviour.
 //!
 //! A *suite* is a list of scenarios (packetdrill scripts with their ghost truth, [`ghost`]). Each
-//! runs once on a kernel — the running one here ([`run_host`]), or another in a VM (the CLI runs
-//! the same scripts through `trc-vm` and hands back the reports) — and the property monitors
+//! runs once on a kernel — any [`trc_kernel::target::Target`]: the running one, or another booted
+//! in qemu by `trc-vm` — and the property monitors
 //! ([`monitor`]) judge the run from what it observed ([`observe`]). Side by side, the script is
 //! replayed on the model's profile, and the first line where the kernel and the profile differ
 //! is reported: "violated on this kernel" and "this kernel behaves differently from the profile
@@ -13,18 +13,23 @@
 //! as `trc check --out` does), `corpus` (the scripts only) and `random:N[,SEED]` (`trc diff`'s
 //! seeded walks); `coverage` ([`coverage`]: paths of the exhaustive state graph that go through
 //! every decision-point branch reachable at the given bounds).
+//!
+//! [`run`] is the check as a library call (a [`run::Plan`] on a target); [`patch`] compares two
+//! kernels (a base and a patched build) on the same plan.
 
 pub mod coverage;
 pub mod ghost;
 pub mod monitor;
 pub mod observe;
+pub mod patch;
+pub mod run;
 pub mod shrink;
 
 pub use ghost::{Fate, Ghost, GhostSource};
 pub use monitor::{monitors, Monitor, Outcome};
 pub use observe::KTrace;
 
-use crate::generate::{generate, GenOptions};
+use trc_diff::generate::{generate, GenOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -193,7 +198,7 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
             let mut cases = Vec::new();
             for i in 0..*n {
                 let sc = generate(profile, *seed, i, &g);
-                let x = crate::export_actions(profile, &sc, &sc.actions, &g).map_err(|e| format!("scenario {i}: {e}"))?;
+                let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g).map_err(|e| format!("scenario {i}: {e}"))?;
                 let f = dir.join(format!("{}.pkt", sc.name()));
                 trc_trace::write_atomic(&f, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
                 let mut c = Case::from_file(&f, format!("random/{}", sc.name()), format!("trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})", sc.actions.len(), sc.seed))?;
@@ -204,21 +209,6 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
             Ok(cases)
         }
     }
-}
-
-/// Runs every case on the running kernel, one at a time (`trc_kernel::run_file`, which takes the
-/// machine-wide lock). `Err` for a case: no report (setup error).
-pub fn run_host(cases: &[Case], opts: &trc_kernel::RunOptions, log: &mut dyn FnMut(usize, &Case, &Result<RunReport, String>)) -> Vec<Result<RunReport, String>> {
-    let mut out = Vec::new();
-    for (i, c) in cases.iter().enumerate() {
-        let r = trc_kernel::run_file(&c.path, opts).map_err(|e| e.to_string());
-        log(i, c, &r);
-        out.push(r);
-        if trc_kernel::sys::interrupted() {
-            break;
-        }
-    }
-    out
 }
 
 /// The first line where the kernel run and the profile's replay differ.

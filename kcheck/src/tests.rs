@@ -336,3 +336,76 @@ fn loss_to_recovery_needs_a_lost_retransmission_or_a_new_window() {
     // The same with TCPLostRetransmit moving: row 18's exception.
     assert_eq!(i2(&loss_then_recovery(false, (1001, 2001), 1, true)), Outcome::Holds);
 }
+
+/// The base-against-patched comparison: the same run is no difference; an undo only the patched
+/// kernel does is one, at its step, with both sides' values; a TSval that differs in a line both
+/// kernels fail is not.
+#[test]
+fn patch_comparison_finds_the_first_differing_step() {
+    use super::patch::trace_diff;
+    use trc_pkt::report::{LineKind, LineResult, Status};
+    let run = |undo: bool| {
+        let mut b = B::new(false, true);
+        b.send(1, 5001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+        b.ack(1, &[], None, 200).step(info(4, 1, 7, 1, 0));
+        if undo {
+            b.count("TcpExtTCPLossUndo");
+            b.ack(5001, &[], None, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 5));
+        } else {
+            b.ack(5001, &[], None, 200).step(info(0, 7, 7, 0, 5));
+        }
+        b.k
+    };
+    let (base, patched) = (run(false), run(true));
+    assert_eq!(trace_diff(&base, &base.clone(), &[], &[]), None);
+    let d = trace_diff(&base, &patched, &[], &[]).expect("the undo differs");
+    assert_eq!(d.line, 3);
+    assert!(d.what.iter().any(|w| w == "tcpi_snd_cwnd") && d.what.iter().any(|w| w == "TcpExtTCPLossUndo"), "{:?}", d.what);
+    assert_eq!(d.base.counters.get("TcpExtTCPLossUndo"), Some(&0));
+    assert_eq!(d.patched.counters.get("TcpExtTCPLossUndo"), Some(&1));
+    assert!(d.base.state.starts_with("Open cwnd 7 ssthresh 7") && d.patched.state.starts_with("Open cwnd 10 ssthresh inf"), "{} / {}", d.base.state, d.patched.state);
+    // Both kernels fail line 9 on the same segment; only the TSval (a per-run offset) differs.
+    let failed = |ts: &str, cwnd: &str| {
+        let mut l = LineResult::new(9, 1, LineKind::PacketOut, Status::Fail, "+0 > . 1:1001(1000)".into());
+        l.actual = Some(format!(". 1:1001(1000) ack 1 win {cwnd} <nop,nop,TS val {ts} ecr 100>"));
+        vec![l]
+    };
+    assert_eq!(trace_diff(&base, &base, &failed("4254643109", "1053"), &failed("2424647888", "1053")), None);
+    let d = trace_diff(&base, &base, &failed("4254643109", "1053"), &failed("2424647888", "2000")).expect("another window is a difference");
+    assert_eq!(d.line, 9);
+}
+
+/// Per scenario: violated on the patched kernel where the base held is new; violated on both
+/// is as on base; violated only on the base is fixed.
+#[test]
+fn patch_property_changes_are_per_scenario() {
+    use super::patch::{property_changes, Change};
+    let case = |name: &str, o: Outcome| super::CaseResult {
+        name: name.into(),
+        origin: String::new(),
+        path: String::new(),
+        ghost: super::ghost::GhostSource::Inferred,
+        kernel: "passed".into(),
+        kernel_ran: true,
+        properties: [("I1".to_string(), o)].into_iter().collect(),
+        profile: String::new(),
+        divergence: None,
+        inbound: 3,
+        events: None,
+    };
+    let v = || Outcome::Violated { line: 7, detail: "undo".into() };
+    let mons: Vec<_> = monitors().into_iter().filter(|m| m.id == "I1").collect();
+    let rep = |cs: Vec<super::CaseResult>| super::summarise("s".into(), "k".into(), "p".into(), cs, &mons);
+    let base = rep(vec![case("f1", v()), case("seed", Outcome::Holds), case("fixed", v())]);
+    let patched = rep(vec![case("f1", v()), case("seed", v()), case("fixed", Outcome::Holds)]);
+    let ch = property_changes(&base, &patched, &|i| Some(i != 1));
+    assert_eq!(ch[0].change, Change::NewViolation);
+    assert_eq!(ch[0].new_violations.len(), 1);
+    assert_eq!(ch[0].new_violations[0].scenario, "seed");
+    assert_eq!(ch[0].new_violations[0].sack, Some(false));
+    assert_eq!(ch[0].fixed, vec!["fixed".to_string()]);
+    let same = property_changes(&base, &base, &|_| None);
+    assert_eq!(same[0].change, Change::AsOnBase);
+    let only_fix = property_changes(&base, &rep(vec![case("f1", v()), case("seed", Outcome::Holds), case("fixed", Outcome::Holds)]), &|_| None);
+    assert_eq!(only_fix[0].change, Change::Fixed);
+}

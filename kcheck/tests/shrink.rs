@@ -4,8 +4,8 @@
 //! and tun (skips otherwise); run it under `flock /tmp/trc-kernel.lock`.
 
 use stateright::Model as _;
-use trc_diff::kcheck::shrink::{shrink_violation, still_violates, Runner};
-use trc_diff::kcheck::{engine_counterexamples, monitors};
+use trc_kcheck::shrink::{shrink_violation, still_violates, Runner};
+use trc_kcheck::{engine_counterexamples, monitors};
 
 #[test]
 fn a_padded_f1_shrinks_to_at_most_the_original() {
@@ -25,7 +25,7 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
     let m = trc_model::model::TcpModel::new(list.cfg.clone(), list.profile.clone());
     let mut padded = list.actions.clone();
     let init = match list.how {
-        trc_diff::kcheck::shrink::How::Counterexample { init, .. } => init,
+        trc_kcheck::shrink::How::Counterexample { init, .. } => init,
         _ => 0,
     };
     let mut s = trc_trace::export::states(&m, init, &padded).unwrap().last().unwrap().1.clone();
@@ -58,7 +58,7 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
         let mut c = f1.clone();
         c.path = f.clone();
         c.text = pkt.clone();
-        c.ghost = trc_diff::kcheck::Ghost::of_script(&pkt);
+        c.ghost = trc_kcheck::Ghost::of_script(&pkt);
         let mut l = list.clone();
         l.actions = padded.clone();
         c.actions = Some(l);
@@ -67,7 +67,7 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
     };
     let first = still_violates(&padded_case, &run, &mon).expect("the padded F1 still violates I1 on this kernel");
 
-    let mut run_one = |cs: &[trc_diff::kcheck::Case]| cs.iter().take(1).map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string())).collect();
+    let mut run_one = |cs: &[trc_kcheck::Case]| cs.iter().take(1).map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string())).collect();
     let mut runner = Runner { run: &mut run_one, batched: false };
     let plist = padded_case.actions.clone().unwrap();
     let r = shrink_violation(&padded_case, &plist, &mon, first, 24, &dir.join("work"), &dir.join("shrunk"), &mut runner, &mut |l| eprintln!("{l}")).unwrap();

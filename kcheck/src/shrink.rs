@@ -1,4 +1,4 @@
-//! Shrinking a property violated on a kernel: delta debugging ([`crate::shrink::ddmin`]) over the
+//! Shrinking a property violated on a kernel: delta debugging ([`trc_diff::shrink::ddmin`]) over the
 //! model action list a scenario was exported from, with the test "the kernel run of the exported
 //! candidate still violates the same property (the same monitor) and the run is unambiguous"
 //! (no timing error at or before the violating line). Only scenarios that come from an action
@@ -7,11 +7,12 @@
 
 use super::monitor::{Monitor, Outcome};
 use super::{Case, KTrace};
-use crate::generate::{normalize, GenOptions};
+use trc_diff::generate::{normalize, GenOptions};
 use serde::{Deserialize, Serialize};
 use stateright::Model as _;
 use std::path::{Path, PathBuf};
 use trc_kernel::RunReport;
+use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, TcpModel};
 use trc_model::{Config, Profile};
 use trc_pkt::report::{LineKind, Status};
@@ -57,6 +58,28 @@ impl ActionList {
                 Ok(x.pkt)
             }
         }
+    }
+
+    /// The decision branches the list's steps go through on its profile (each once, in
+    /// [`Branch::ALL`] order), up to the first step the model does not allow.
+    pub fn branches(&self) -> Vec<Branch> {
+        let m = self.model();
+        let init = match self.how {
+            How::Walk { .. } => 0,
+            How::Counterexample { init, .. } => init,
+        };
+        let Some(mut s) = m.init_states().into_iter().nth(init) else { return Vec::new() };
+        let mut seen = std::collections::BTreeSet::new();
+        for a in &self.actions {
+            let sink = DecisionCounts::default();
+            m.record_decisions(&s, *a, &sink);
+            seen.extend(Branch::ALL.iter().copied().filter(|b| sink.get(*b) > 0));
+            match m.next_state(&s, *a) {
+                Some(n) => s = n,
+                None => break,
+            }
+        }
+        Branch::ALL.iter().copied().filter(|b| seen.contains(b)).collect()
     }
 
     /// `actions` reduced to what the model allows in order, cut before the first step that does
@@ -166,7 +189,7 @@ pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u
     };
     let norm = |a: &[Action]| list.normalize(a);
     let start = (first.0, first.1, case.path.clone());
-    let s = crate::shrink::ddmin(list.actions.clone(), start, budget, &norm, &mut test, log);
+    let s = trc_diff::shrink::ddmin(list.actions.clone(), start, budget, &norm, &mut test, log);
     let (line, detail, from) = s.result;
     let text = std::fs::read_to_string(&from).map_err(|e| format!("{}: {e}", from.display()))?;
     trc_trace::write_defaults(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;

@@ -96,34 +96,14 @@ pub struct MatrixArgs {
     pub shard: Option<crate::shard::Shard>,
 }
 
-/// A baseline entry: a violation *mechanism* (its signature, see
-/// `trc_properties::signature`) confirmed as real kernel behaviour (docs/findings.md). It is
-/// reported without failing the check, on every profile and SACK mode where it occurs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Accepted {
-    /// `PROPERTY:FUNCTION:STATE:EVIDENCE`, as `trc check` prints it.
-    pub signature: String,
-    /// The finding's name in docs/findings.md (`F1`).
-    pub finding: String,
-    pub reason: String,
-}
+pub use trc_properties::baseline::{Accepted, Baseline};
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Baseline {
-    #[serde(default)]
-    pub accepted: Vec<Accepted>,
-}
-
-fn load_baseline(p: &Path) -> Result<Baseline, String> {
+/// The baseline file's accepted findings (none, with a note, when the file does not exist).
+pub(crate) fn load_baseline(p: &Path, what: &str) -> Result<Baseline, String> {
     if !p.exists() {
         // Not an error (a check outside the repository is legitimate), but a silent empty
         // baseline turns every accepted finding into a failure: say so.
-        eprintln!(
-            "trc check: note: no baseline file {}: no finding is accepted (run from the repository root or pass --baseline FILE)",
-            p.display()
-        );
+        eprintln!("{what}: note: no baseline file {}: no finding is accepted (run from the repository root or pass --baseline FILE)", p.display());
         return Ok(Baseline::default());
     }
     let src = crate::read_source(p)?;
@@ -330,7 +310,7 @@ pub fn run_check(a: CheckArgs) -> i32 {
         },
         None => None,
     };
-    let baseline = match load_baseline(&a.baseline) {
+    let baseline = match load_baseline(&a.baseline, "trc check") {
         Ok(b) => b,
         Err(e) => return output::usage_error(&e),
     };
@@ -625,7 +605,7 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         v
     };
     let opts = Options { threads: a.threads, ..Options::default() };
-    let baseline = match load_baseline(&a.baseline) {
+    let baseline = match load_baseline(&a.baseline, "trc check") {
         Ok(b) => b.accepted,
         Err(e) => return output::usage_error(&e),
     };

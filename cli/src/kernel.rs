@@ -593,6 +593,20 @@ pub struct CheckArgs {
     /// Report differences between the two kernels from one run each, without rerunning them.
     #[arg(long)]
     pub no_rerun: bool,
+    /// Accepted findings: a violation in a scenario that stands for one (its model signature is
+    /// accepted) is reported as accepted, not as a failure (default baseline.toml, else the one
+    /// of the source tree trc was built from).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+}
+
+/// `baseline.toml` here, else the one of the source tree trc was built from.
+fn default_baseline() -> PathBuf {
+    let here = PathBuf::from("baseline.toml");
+    if here.is_file() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../baseline.toml")
 }
 
 fn default_corpus() -> PathBuf {
@@ -649,6 +663,13 @@ pub(crate) fn make_plan(args: &CheckArgs, suites: Vec<trc_kcheck::Suite>, mons: 
         eprintln!("{what}: {e}");
         2
     })?;
+    let mut plan = plan;
+    let bfile = args.baseline.clone().unwrap_or_else(default_baseline);
+    plan.baseline = crate::check::load_baseline(&bfile, what).map_err(|e| {
+        eprintln!("{what}: {e}");
+        2
+    })?
+    .accepted;
     eprintln!("{what}: {} scenarios ({:.1} s to prepare)", plan.cases.len(), t0.elapsed().as_secs_f64());
     Ok(plan)
 }
@@ -726,6 +747,7 @@ fn print_shard(args: &CheckArgs, plan: &trc_kcheck::run::Plan, mine: &[usize], r
         "profile": plan.profile.name,
         "properties": plan.monitors.iter().map(|m| m.id).collect::<Vec<_>>(),
         "scenarios": plan.cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
+        "baseline": plan.baseline,
     });
     // The coverage suite's plan (the same in every shard: `trc merge` checks the args agree).
     if let Some(p) = &plan.coverage {

@@ -450,12 +450,18 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
         }
         results.push(r);
     }
+    // The baseline the shards judged by (absent in shards of older trc versions: none).
+    let baseline: Vec<trc_kcheck::Accepted> = match &args["baseline"] {
+        Value::Null => Vec::new(),
+        b => serde_json::from_value(b.clone()).map_err(|e| format!("kernel-check shard args: the baseline: {e}"))?,
+    };
     let rep = trc_kcheck::summarise(
         args["suite"].as_str().unwrap_or("").to_string(),
         kernel.map_or(String::new(), |(k, _)| k.to_string()),
         args["profile"].as_str().unwrap_or("").to_string(),
         results,
         &mons,
+        &baseline,
     );
     // The coverage suite's plan, when the shards ran one.
     let coverage: Option<trc_kcheck::coverage::CoveragePlan> = match &args["coverage"] {

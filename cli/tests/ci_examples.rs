@@ -150,6 +150,10 @@ fn github_actions_workflow_is_valid_and_uses_existing_trc_commands() {
         assert!(calls.iter().any(|(s, f)| s[0] == sub && f.iter().any(|x| x == "--shard")), "no sharded `trc {sub}`");
     }
     assert!(calls.iter().any(|(s, f)| s[0] == "check" && f.iter().any(|x| x == "--out")), "check does not export counterexamples");
+    // The patch check: the base build (cached) and base against patched.
+    assert!(seen.iter().any(|s| s.starts_with("kernel build")), "the workflow has no `trc kernel build`: {seen:?}");
+    assert!(calls.iter().any(|(s, f)| s.len() == 2 && s[1] == "check" && f.iter().any(|x| x == "--patch")), "no `trc kernel check --patch`");
+    assert!(src.contains("~/.cache/trc/kbuild") && src.contains("actions/cache"), "the base build is not cached between runs");
     assert!(src.contains("upload-artifact"), "no artifacts uploaded");
 }
 

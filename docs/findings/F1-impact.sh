@@ -3,8 +3,9 @@
 # Usage (from the repository root, trc built with `cargo build --release`):
 #   sh docs/findings/F1-impact.sh OUT [KERNEL=LABEL ...]
 # Default kernels: Debian's 7.2 cloud kernel (`trc kernel fetch debian:7.2-sid` first; it has
-# AF_PACKET, so undo events are attributed) and, when present, the two trc-minimal builds of
-# docs/kernel-check.md ("Checking a patched kernel"). RUNS and DURATION override 5 runs of 30 s.
+# AF_PACKET, so undo events are attributed) and the two trc-minimal builds of Debian's 7.2
+# source, as it is and with vm/kconfig/f1-fix.patch (`trc kernel build`: cached after the first
+# build, which takes minutes). RUNS and DURATION override 5 runs of 30 s.
 # Every VM run holds the machine-wide lock /tmp/trc-kernel.lock (CPU-heavy).
 set -eu
 out=${1:?usage: F1-impact.sh OUT [KERNEL=LABEL ...]}
@@ -14,9 +15,9 @@ dur=${DURATION:-30}
 trc=${TRC:-./target/release/trc}
 mkdir -p "$out"
 if [ $# -eq 0 ]; then
-  set -- debian:7.2-sid=debian-7.2
-  [ -f /work/kbuild/out/bzImage-base ] && set -- "$@" /work/kbuild/out/bzImage-base=base
-  [ -f /work/kbuild/out/bzImage-f1fix ] && set -- "$@" /work/kbuild/out/bzImage-f1fix=f1fix
+  base=$("$trc" kernel build debian:sid --print-path)
+  f1fix=$("$trc" kernel build debian:sid --patch vm/kconfig/f1-fix.patch --print-path)
+  set -- debian:7.2-sid=debian-7.2 "$base"=base "$f1fix"=f1fix
 fi
 # The two paths: netem's reorder model, and delay jitter with a heavy tail (pareto).
 for path in reorder jitter; do

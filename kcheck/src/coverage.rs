@@ -267,7 +267,7 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
         // Its path, so that a violation found on it can shrink (as an engine counterexample: the
         // path may start from either initial state).
         let how = super::shrink::How::Counterexample { init: path.init_index, id: String::new(), name: title.clone(), statement: String::new() };
-        case.actions = Some(super::shrink::ActionList { cfg: kcfg.clone(), profile: profile.clone(), actions: path.actions.clone(), how });
+        case = case.with_actions(super::shrink::ActionList { cfg: kcfg.clone(), profile: profile.clone(), actions: path.actions.clone(), how });
         cases.push(case);
         for br in along.keys() {
             by_branch.entry(*br).or_default().push(name.clone());

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use trc_kernel::RunReport;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
+pub use trc_properties::baseline::Accepted;
 use trc_pkt::report::{LineResult, Status};
 
 /// Which scenarios.
@@ -103,6 +104,15 @@ pub struct Case {
     /// which shrinking reduces; `None` for a corpus script.
     #[serde(skip)]
     pub actions: Option<shrink::ActionList>,
+    /// The model signatures the scenario stands for: its script's `// trc-signature: SIG` lines,
+    /// and those the model's own run of its action list violates ([`Case::with_actions`]).
+    pub signatures: Vec<String>,
+}
+
+/// The `// trc-signature: SIG` lines of a script: the violation mechanisms (as `trc check` names
+/// them) it reproduces.
+pub fn declared_signatures(text: &str) -> Vec<String> {
+    text.lines().filter_map(|l| l.trim().strip_prefix("// trc-signature:")).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
 }
 
 impl Case {
@@ -110,7 +120,20 @@ impl Case {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         trc_pkt::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
         let ghost = Ghost::of_script(&text);
-        Ok(Case { name, origin, path: path.to_path_buf(), text, ghost, actions: None })
+        let signatures = declared_signatures(&text);
+        Ok(Case { name, origin, path: path.to_path_buf(), text, ghost, actions: None, signatures })
+    }
+
+    /// The case with the action list it was exported from, and the signatures the model
+    /// violates along it.
+    pub fn with_actions(mut self, list: shrink::ActionList) -> Case {
+        for s in list.signatures() {
+            if !self.signatures.contains(&s) {
+                self.signatures.push(s);
+            }
+        }
+        self.actions = Some(list);
+        self
     }
 }
 
@@ -160,7 +183,7 @@ pub fn engine_counterexamples(dir: &Path, threads: usize, log: &mut dyn FnMut(&s
             let name = format!("check/{}", f.file_name().unwrap_or_default().to_string_lossy());
             let mut c = Case::from_file(&f, name, format!("shortest counterexample of {id} on {} ({} events, trc check default bounds)", p.name, path.actions.len()))?;
             let how = shrink::How::Counterexample { init: path.init_index, id: id.to_string(), name: pr.name.to_string(), statement: statement.to_string() };
-            c.actions = Some(shrink::ActionList { cfg: Config::default(), profile: p.clone(), actions: path.actions.clone(), how });
+            c = c.with_actions(shrink::ActionList { cfg: Config::default(), profile: p.clone(), actions: path.actions.clone(), how });
             cases.push(c);
             bodies.push((id.to_string(), body));
             n += 1;
@@ -203,7 +226,7 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
                 trc_trace::write_atomic(&f, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
                 let mut c = Case::from_file(&f, format!("random/{}", sc.name()), format!("trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})", sc.actions.len(), sc.seed))?;
                 let how = shrink::How::Walk { gen: g.clone(), name: format!("{} seed {:#x}", sc.name(), sc.seed) };
-                c.actions = Some(shrink::ActionList { cfg: sc.cfg.clone(), profile: profile.clone(), actions: sc.actions.clone(), how });
+                c = c.with_actions(shrink::ActionList { cfg: sc.cfg.clone(), profile: profile.clone(), actions: sc.actions.clone(), how });
                 cases.push(c);
             }
             Ok(cases)
@@ -295,17 +318,34 @@ pub struct CaseResult {
     /// `None` for a corpus script.
     #[serde(default)]
     pub events: Option<usize>,
+    /// The model signatures the scenario stands for ([`Case::signatures`]).
+    #[serde(default)]
+    pub signatures: Vec<String>,
+}
+
+/// A kernel violation in a scenario that stands for an accepted finding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AcceptedViolation {
+    pub scenario: String,
+    pub signature: String,
+    pub finding: String,
 }
 
 /// Per property over the suite.
 #[derive(Clone, Debug, Serialize)]
 pub struct PropertySummary {
     pub id: String,
-    /// `holds`, `violated` or `undecided` (no scenario decided it).
+    /// `holds`, `violated` (in a scenario that stands for no accepted finding), `accepted`
+    /// (violated only in scenarios that stand for accepted findings) or `undecided` (no
+    /// scenario decided it).
     pub verdict: String,
     pub decided: usize,
     pub undecided: usize,
+    /// The scenarios violating it outside the baseline.
     pub violated: Vec<String>,
+    /// The violations in scenarios that stand for an accepted finding (the baseline's).
+    #[serde(default)]
+    pub accepted: Vec<AcceptedViolation>,
     /// The violating scenario with the fewest inbound segments (its name), its line and why.
     pub shortest: Option<(String, u32, String)>,
     /// That scenario's script.
@@ -363,6 +403,7 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
         divergence: None,
         inbound: 0,
         events: c.actions.as_ref().map(|l| l.actions.len()),
+        signatures: c.signatures.clone(),
     };
     match run {
         Err(e) => res.kernel = format!("not run: {e}"),
@@ -389,8 +430,8 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
 
 /// The whole report from the cases and their runs (`runs[i]` for `cases[i]`; missing ones count
 /// as not run).
-pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor]) -> CheckReport {
-    summarise(suite.name(), kernel, profile.name.clone(), evaluate_all(cases, runs, mons, profile), mons)
+pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor], baseline: &[Accepted]) -> CheckReport {
+    summarise(suite.name(), kernel, profile.name.clone(), evaluate_all(cases, runs, mons, profile), mons, baseline)
 }
 
 /// Every case judged ([`evaluate`]); a case without a run (`runs` cut short by an interrupt)
@@ -401,31 +442,54 @@ pub fn evaluate_all(cases: &[Case], runs: &[Result<RunReport, String>], mons: &[
 }
 
 /// The report from the judged cases, in suite order: per property, the scenarios that decided
-/// it, those that violate it and the shortest violating one (the fewest inbound segments, the
-/// earliest at equal size). A function of the case results alone, so `trc merge` builds the
-/// one run's report from the shards' case results.
-pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<CaseResult>, mons: &[Monitor]) -> CheckReport {
+/// it, those that violate it (outside the baseline, and those that stand for a finding
+/// `baseline` accepts) and the shortest violating one (the fewest inbound segments, the earliest
+/// at equal size; one outside the baseline first). A function of the case results alone, so
+/// `trc merge` builds the one run's report from the shards' case results.
+pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<CaseResult>, mons: &[Monitor], baseline: &[Accepted]) -> CheckReport {
     let mut props = Vec::new();
     for m in mons {
-        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), shortest: None, shortest_path: None, shrunk: None, shrink_note: None };
-        let mut best: Option<(usize, String, u32, String, String)> = None;
+        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), accepted: Vec::new(), shortest: None, shortest_path: None, shrunk: None, shrink_note: None };
+        // The shortest violation outside the baseline, else the shortest accepted one.
+        let mut best: [Option<(usize, String, u32, String, String)>; 2] = [None, None];
         for r in &results {
             match r.properties.get(m.id) {
                 Some(Outcome::Holds) => s.decided += 1,
                 Some(Outcome::Violated { line, detail }) => {
                     s.decided += 1;
-                    s.violated.push(r.name.clone());
-                    if best.as_ref().is_none_or(|b| r.inbound < b.0) {
-                        best = Some((r.inbound, r.name.clone(), *line, detail.clone(), r.path.clone()));
+                    let acc = r.signatures.iter().filter(|g| g.split(':').next() == Some(m.id)).find_map(|g| trc_properties::baseline::find(baseline, g));
+                    let slot = match acc {
+                        Some(a) => {
+                            s.accepted.push(AcceptedViolation { scenario: r.name.clone(), signature: a.signature.clone(), finding: a.finding.clone() });
+                            1
+                        }
+                        None => {
+                            s.violated.push(r.name.clone());
+                            0
+                        }
+                    };
+                    if best[slot].as_ref().is_none_or(|b| r.inbound < b.0) {
+                        best[slot] = Some((r.inbound, r.name.clone(), *line, detail.clone(), r.path.clone()));
                     }
                 }
                 Some(Outcome::Undecided { .. }) => s.undecided += 1,
                 None => {}
             }
         }
+        let [new, acc] = best;
+        let best = new.or(acc);
         s.shortest_path = best.as_ref().map(|b| b.4.clone());
         s.shortest = best.map(|b| (b.1, b.2, b.3));
-        s.verdict = if !s.violated.is_empty() { "violated" } else if s.decided > 0 { "holds" } else { "undecided" }.into();
+        s.verdict = if !s.violated.is_empty() {
+            "violated"
+        } else if !s.accepted.is_empty() {
+            "accepted"
+        } else if s.decided > 0 {
+            "holds"
+        } else {
+            "undecided"
+        }
+        .into();
         props.push(s);
     }
     let not_run = results.iter().filter(|r| !r.kernel_ran).count();
@@ -481,8 +545,14 @@ impl CheckReport {
                 v => v,
             };
             let _ = writeln!(o, "  {name:<72} {word} ({} decided, {} undecided)", p.decided, p.undecided);
-            if let Some((name, line, detail)) = &p.shortest {
+            if !p.violated.is_empty() {
                 let _ = writeln!(o, "      in {} scenario(s): {}", p.violated.len(), p.violated.join(", "));
+            }
+            if !p.accepted.is_empty() {
+                let acc: Vec<String> = p.accepted.iter().map(|a| format!("{} ({} {})", a.scenario, a.finding, a.signature)).collect();
+                let _ = writeln!(o, "      accepted in {} scenario(s) that stand for accepted findings: {}", p.accepted.len(), acc.join(", "));
+            }
+            if let Some((name, line, detail)) = &p.shortest {
                 let _ = writeln!(o, "      shortest: {name} line {line}: {detail}");
             }
             if let Some(s) = &p.shrunk {

@@ -354,8 +354,8 @@ pub fn compare(plan: &Plan, todo: &[usize], base: &mut dyn Target, patched: &mut
     let differ: Vec<usize> = (0..cases.len()).filter(|i| first[*i].is_some()).collect();
     let rr = if o.rerun && !differ.is_empty() && !trc_kernel::sys::interrupted() { reruns(&cases, &differ, &first, base, patched, log)? } else { Vec::new() };
     let sack_of = |i: usize| bb.runs.get(i).and_then(|r| r.as_ref().ok()).map(|r| KTrace::from_report(r).sack);
-    let rb = summarise(plan.suite_name(), bb.kernel.clone(), plan.profile.name.clone(), evaluate_all(&cases, &bb.runs, &plan.monitors, &plan.profile), &plan.monitors);
-    let rp = summarise(plan.suite_name(), pb.kernel.clone(), plan.profile.name.clone(), evaluate_all(&cases, &pb.runs, &plan.monitors, &plan.profile), &plan.monitors);
+    let rb = summarise(plan.suite_name(), bb.kernel.clone(), plan.profile.name.clone(), evaluate_all(&cases, &bb.runs, &plan.monitors, &plan.profile), &plan.monitors, &plan.baseline);
+    let rp = summarise(plan.suite_name(), pb.kernel.clone(), plan.profile.name.clone(), evaluate_all(&cases, &pb.runs, &plan.monitors, &plan.profile), &plan.monitors, &plan.baseline);
     let mut scenarios = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let ran = rb.cases[i].kernel_ran && rp.cases[i].kernel_ran;

@@ -3,7 +3,7 @@
 //! is this plus argument parsing and printing.
 
 use crate::coverage::{self, CoveragePlan};
-use crate::{evaluate_all, plan as plan_suite, summarise, Case, CheckReport, Monitor, Suite};
+use crate::{evaluate_all, plan as plan_suite, summarise, Accepted, Case, CheckReport, Monitor, Suite};
 use std::path::{Path, PathBuf};
 use trc_kernel::target::{Batch, Target, TargetError};
 use trc_kernel::RunReport;
@@ -18,6 +18,9 @@ pub struct Plan {
     pub coverage: Option<CoveragePlan>,
     pub monitors: Vec<Monitor>,
     pub profile: Profile,
+    /// The accepted findings: a kernel violation in a scenario that stands for one is reported
+    /// as accepted, not as a failure.
+    pub baseline: Vec<Accepted>,
 }
 
 /// `+`-separated suites (`regressions+coverage+random:20`), each as [`Suite::parse`] takes it.
@@ -36,7 +39,7 @@ pub fn parse_suites(s: &str) -> Result<Vec<Suite>, String> {
 
 impl Plan {
     /// Prepares every suite's scenarios (generated scripts go under `work`; `corpus` is the
-    /// `counterexamples/` directory).
+    /// `counterexamples/` directory), with no finding accepted (set [`Plan::baseline`]).
     pub fn make(suites: Vec<Suite>, monitors: Vec<Monitor>, profile: Profile, corpus: &Path, work: &Path, threads: usize, log: &mut dyn FnMut(&str)) -> Result<Plan, String> {
         let mut cases = Vec::new();
         let mut cov = None;
@@ -50,7 +53,7 @@ impl Plan {
                 _ => cases.extend(plan_suite(s, corpus, work, &profile, threads, log)?),
             }
         }
-        Ok(Plan { suites, cases, coverage: cov, monitors, profile })
+        Ok(Plan { suites, cases, coverage: cov, monitors, profile, baseline: Vec::new() })
     }
 
     /// The suites' names, `+`-joined.
@@ -70,7 +73,7 @@ pub fn run(plan: &Plan, todo: &[usize], target: &mut dyn Target, log: &mut dyn F
     let cases: Vec<Case> = todo.iter().map(|k| plan.cases[*k].clone()).collect();
     let batch = if cases.is_empty() { Batch { kernel: String::new(), runs: Vec::new() } } else { target.run(&paths(&cases), log)? };
     let results = evaluate_all(&cases, &batch.runs, &plan.monitors, &plan.profile);
-    Ok((summarise(plan.suite_name(), batch.kernel, plan.profile.name.clone(), results, &plan.monitors), batch.runs))
+    Ok((summarise(plan.suite_name(), batch.kernel, plan.profile.name.clone(), results, &plan.monitors, &plan.baseline), batch.runs))
 }
 
 /// Shrinks `rep`'s violations on `target` ([`crate::shrink::shrink_report`], `budget` kernel

@@ -60,6 +60,33 @@ impl ActionList {
         }
     }
 
+    /// The signature of every catalogue property the model violates along the list (at its
+    /// first violating state, [`trc_properties::signature`]), in catalogue order: what the
+    /// scenario stands for on the model, so that a kernel violation in it can be attributed to
+    /// an accepted finding.
+    pub fn signatures(&self) -> Vec<String> {
+        let m = TcpModel::new(self.cfg.clone(), self.profile.clone());
+        let init = match self.how {
+            How::Walk { .. } => 0,
+            How::Counterexample { init, .. } => init,
+        };
+        let Some(mut s) = m.init_states().into_iter().nth(init) else { return Vec::new() };
+        let specs = trc_properties::catalogue();
+        let mut found: Vec<Option<String>> = vec![None; specs.len()];
+        for a in &self.actions {
+            match m.next_state(&s, *a) {
+                Some(n) => s = n,
+                None => break,
+            }
+            for (i, sp) in specs.iter().enumerate() {
+                if found[i].is_none() && !(sp.holds)(&m, &s) {
+                    found[i] = Some(trc_properties::signature::describe(sp.id, trc_properties::signature::class(sp.id, &m, &s)));
+                }
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// The decision branches the list's steps go through on its profile (each once, in
     /// [`Branch::ALL`] order), up to the first step the model does not allow.
     pub fn branches(&self) -> Vec<Branch> {
@@ -217,13 +244,13 @@ pub const NO_ACTION_LIST: &str = "not shrunk: no violating scenario comes from a
 /// ones, if given (a merged report of shards: nothing was shrunk). From the case results alone.
 pub fn note_unshrunk(rep: &mut super::CheckReport, otherwise: Option<&str>) {
     for p in rep.properties.iter_mut().filter(|p| p.verdict == "violated" && p.shrunk.is_none()) {
-        let shrinkable = rep.cases.iter().any(|r| r.events.is_some() && matches!(r.properties.get(&p.id), Some(Outcome::Violated { .. })));
+        let shrinkable = rep.cases.iter().any(|r| r.events.is_some() && p.violated.contains(&r.name) && matches!(r.properties.get(&p.id), Some(Outcome::Violated { .. })));
         p.shrink_note = if !shrinkable { Some(NO_ACTION_LIST.into()) } else { otherwise.map(str::to_string) };
     }
 }
 
 /// What to shrink for each violated property of `rep` (whose cases are `cases`, in order): the
-/// shortest violating case that has an action list (fewest inbound segments, the earliest at
+/// shortest case violating it outside the baseline that has an action list (fewest inbound segments, the earliest at
 /// equal size), with its violation; or why none can shrink.
 pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(usize, (u32, String)), String>)> {
     let mut out = Vec::new();
@@ -234,7 +261,8 @@ pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(
         let mut best: Option<(usize, usize, (u32, String))> = None;
         for (ci, r) in rep.cases.iter().enumerate() {
             let Some(Outcome::Violated { line, detail }) = r.properties.get(&p.id) else { continue };
-            if cases.get(ci).is_none_or(|c| c.actions.is_none() || c.name != r.name) {
+            // Only violations outside the baseline: an accepted finding needs no shrinking.
+            if !p.violated.contains(&r.name) || cases.get(ci).is_none_or(|c| c.actions.is_none() || c.name != r.name) {
                 continue;
             }
             if best.as_ref().is_none_or(|b| r.inbound < b.0) {

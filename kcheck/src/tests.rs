@@ -263,6 +263,7 @@ fn incomplete_profile_replay_is_not_called_the_same() {
         divergence: None,
         inbound: 3,
         events: None,
+        signatures: Vec::new(),
     };
     let line = super::CheckReport::case_line(&r);
     assert!(line.contains("no difference from the profile where its replay ran (profile INCOMPLETE: 2 checks not made"), "{line}");
@@ -380,22 +381,10 @@ fn patch_comparison_finds_the_first_differing_step() {
 #[test]
 fn patch_property_changes_are_per_scenario() {
     use super::patch::{property_changes, Change};
-    let case = |name: &str, o: Outcome| super::CaseResult {
-        name: name.into(),
-        origin: String::new(),
-        path: String::new(),
-        ghost: super::ghost::GhostSource::Inferred,
-        kernel: "passed".into(),
-        kernel_ran: true,
-        properties: [("I1".to_string(), o)].into_iter().collect(),
-        profile: String::new(),
-        divergence: None,
-        inbound: 3,
-        events: None,
-    };
+    let case = |name: &str, o: Outcome| case_result(name, o, &[]);
     let v = || Outcome::Violated { line: 7, detail: "undo".into() };
     let mons: Vec<_> = monitors().into_iter().filter(|m| m.id == "I1").collect();
-    let rep = |cs: Vec<super::CaseResult>| super::summarise("s".into(), "k".into(), "p".into(), cs, &mons);
+    let rep = |cs: Vec<super::CaseResult>| super::summarise("s".into(), "k".into(), "p".into(), cs, &mons, &[]);
     let base = rep(vec![case("f1", v()), case("seed", Outcome::Holds), case("fixed", v())]);
     let patched = rep(vec![case("f1", v()), case("seed", v()), case("fixed", Outcome::Holds)]);
     let ch = property_changes(&base, &patched, &|i| Some(i != 1));
@@ -408,4 +397,60 @@ fn patch_property_changes_are_per_scenario() {
     assert_eq!(same[0].change, Change::AsOnBase);
     let only_fix = property_changes(&base, &rep(vec![case("f1", v()), case("seed", Outcome::Holds), case("fixed", Outcome::Holds)]), &|_| None);
     assert_eq!(only_fix[0].change, Change::Fixed);
+}
+
+fn case_result(name: &str, o: Outcome, signatures: &[&str]) -> super::CaseResult {
+    super::CaseResult {
+        name: name.into(),
+        origin: String::new(),
+        path: String::new(),
+        ghost: super::ghost::GhostSource::Inferred,
+        kernel: "passed".into(),
+        kernel_ran: true,
+        properties: [("I1".to_string(), o)].into_iter().collect(),
+        profile: String::new(),
+        divergence: None,
+        inbound: 3,
+        events: None,
+        signatures: signatures.iter().map(|x| x.to_string()).collect(),
+    }
+}
+
+/// The kernel-side baseline: a violation in a scenario that stands for an accepted finding is
+/// accepted (verdict `accepted`, exit 0); any other violation of the same property is still a
+/// violation, and the shortest reported is one outside the baseline.
+#[test]
+fn violations_in_accepted_findings_scenarios_are_accepted() {
+    let acc = vec![super::Accepted { signature: "I1:tcp_try_undo_loss:Loss:ts-echo".into(), finding: "F1".into(), reason: "r".into() }];
+    let mons: Vec<_> = monitors().into_iter().filter(|m| m.id == "I1").collect();
+    let v = || Outcome::Violated { line: 7, detail: "undo".into() };
+    let f1 = case_result("findings/f1.pkt", v(), &["I1:tcp_try_undo_loss:Loss:ts-echo"]);
+    let other = case_result("random/0001", v(), &["I1:tcp_try_undo_recovery:Recovery:no-stamp"]);
+    let undeclared = case_result("kernel/x.pkt", v(), &[]);
+    let rep = super::summarise("s".into(), "k".into(), "p".into(), vec![f1.clone(), case_result("h", Outcome::Holds, &[])], &mons, &acc);
+    assert_eq!(rep.properties[0].verdict, "accepted");
+    assert_eq!(rep.properties[0].accepted[0].finding, "F1");
+    assert!(rep.properties[0].violated.is_empty());
+    assert_eq!(rep.exit_code(), 0);
+    // Without the baseline the same run fails.
+    assert_eq!(super::summarise("s".into(), "k".into(), "p".into(), vec![f1.clone()], &mons, &[]).exit_code(), 1);
+    for bad in [other, undeclared] {
+        let mut b = bad.clone();
+        b.inbound = 9;
+        let rep = super::summarise("s".into(), "k".into(), "p".into(), vec![f1.clone(), b], &mons, &acc);
+        assert_eq!(rep.properties[0].verdict, "violated");
+        assert_eq!(rep.properties[0].violated, vec![bad.name.clone()]);
+        assert_eq!(rep.properties[0].shortest.as_ref().unwrap().0, bad.name, "the shortest is the one outside the baseline");
+        assert_eq!(rep.exit_code(), 1);
+    }
+    // A signature of another property does not accept this one's violation.
+    let i2 = case_result("findings/f9.pkt", v(), &["I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0"]);
+    let acc2 = vec![super::Accepted { signature: "I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0".into(), finding: "F9".into(), reason: "r".into() }];
+    assert_eq!(super::summarise("s".into(), "k".into(), "p".into(), vec![i2], &mons, &acc2).properties[0].verdict, "violated");
+}
+
+#[test]
+fn scripts_declare_their_signatures() {
+    let t = "// x\n// trc-signature: I1:tcp_try_undo_loss:Loss:ts-echo\n+0 < . 1:1(0) ack 1 win 257\n//trc-signature:\n";
+    assert_eq!(super::declared_signatures(t), vec!["I1:tcp_try_undo_loss:Loss:ts-echo".to_string()]);
 }

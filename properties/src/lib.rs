@@ -3,6 +3,7 @@
 //! truth about the network and ghost observations of the step that produced it).
 //! docs/properties.md documents each one; every property has a test showing it can fail.
 
+pub mod baseline;
 pub mod signature;
 
 use stateright::{Expectation, Property};

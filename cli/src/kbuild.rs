@@ -18,7 +18,7 @@ after it. Images are cached in CACHE/kimages/KEY by a hash of the source version
 patches' contents: an identical request builds nothing. The first build of a tree takes about 25 minutes on 2 \
 cores. Exit codes: 0 built (or cached), 1 the build failed (the log is named), 2 bad source, config or a patch \
 that does not apply (its hunk is named; nothing built), 4 skipped (build tools missing: the apt-get command is \
-printed).")]
+printed; or --cached and the image is not in the cache).")]
 pub struct BuildArgs {
     /// debian:sid, debian:trixie or debian:bookworm (default debian:sid).
     #[arg(value_name = "SOURCE", conflicts_with = "source")]
@@ -41,6 +41,9 @@ pub struct BuildArgs {
     /// Print only the image's path on stdout (for scripts).
     #[arg(long)]
     pub print_path: bool,
+    /// Build nothing: the image if it is in the cache, else exit 4.
+    #[arg(long)]
+    pub cached: bool,
 }
 
 /// The request `source`/`patches`/`config`/`jobs` describe, or a usage error.
@@ -108,7 +111,16 @@ pub fn main(args: BuildArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return crate::kernel::vm_error(what, &e),
     };
-    match build_with_progress(&req, what) {
+    let res = if args.cached {
+        match trc_vm::kbuild::find_cached(&req) {
+            Ok(Some(b)) => Ok(b),
+            Ok(None) => Err(trc_vm::Error::Missing("not in the cache (--cached builds nothing; run `trc kernel build` without it)".into())),
+            Err(e) => Err(e),
+        }
+    } else {
+        build_with_progress(&req, what)
+    };
+    match res {
         Ok(b) => {
             if args.print_path {
                 println!("{}", b.bzimage.display());

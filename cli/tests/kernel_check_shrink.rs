@@ -37,11 +37,15 @@ fn violations_shrink_or_say_why_not() {
         return;
     }
     // regressions over a corpus of one passing script: the engine's counterexamples come from
-    // action lists, and I1's (F1's shape on linux-6.18) is the one that violates.
+    // action lists, and I1's (F1's shape on linux-6.18) is the one that violates. Without a
+    // baseline (which accepts F1, and an accepted violation is not shrunk).
     let c = corpus("kcheck-shrink-regressions", &["kernel/fr-sack.pkt"]);
+    let empty = c.join("empty-baseline.toml");
+    std::fs::write(&empty, "").unwrap();
+    let nb = empty.to_str().unwrap();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcheck-shrink-out");
     let _ = std::fs::remove_dir_all(&out);
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--shrink-budget", "12", "--out", out.to_str().unwrap(), "--json"]);
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--shrink-budget", "12", "--out", out.to_str().unwrap(), "--json", "--baseline", nb]);
     assert_eq!(code, 1, "I1 is violated\n{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let p = i1(&v);
@@ -62,12 +66,18 @@ fn violations_shrink_or_say_why_not() {
 
     // A corpus script (F1 as committed) is not from an action list.
     let c = corpus("kcheck-shrink-corpus", &["findings/i1-eifel-undo-after-real-loss.pkt"]);
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1"]);
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--baseline", nb]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("not shrunk: no violating scenario comes from a model action list"), "{stdout}");
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--no-shrink", "--json"]);
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--no-shrink", "--json", "--baseline", nb]);
     assert_eq!(code, 1, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(i1(&v)["shrink_note"], "not shrunk (--no-shrink)");
     assert!(i1(&v)["shrunk"].is_null());
+    // With the baseline, F1 is accepted: nothing to shrink, exit 0.
+    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(i1(&v)["verdict"], "accepted");
+    assert!(i1(&v)["shrunk"].is_null() && i1(&v)["shrink_note"].is_null(), "{stdout}");
 }

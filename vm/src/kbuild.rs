@@ -144,12 +144,19 @@ struct Tree {
     identity: String,
 }
 
-/// Unpacks Debian's source package for `suite` into the cache, once.
-fn debian_tree(suite: &str, cache: &Path, log: &mut dyn FnMut(Progress)) -> Result<Tree> {
+/// Where Debian's newest source package of `suite` lives in the cache (it may not be there yet),
+/// and the package: `(tree, pkg, version)`.
+fn debian_place(suite: &str, cache: &Path, log: &mut dyn FnMut(Progress)) -> Result<(Tree, String, String)> {
     let (pkg, version) = crate::apt::source_package(suite, cache, &mut |m| log(Progress::Note(m.to_string())))?;
     let home = cache.join("kbuild").join(format!("{pkg}_{version}"));
-    let dir = home.join("tree");
     let desc = format!("{pkg} {version} ({suite})");
+    Ok((Tree { dir: home.join("tree"), home, desc: desc.clone(), identity: desc }, pkg, version))
+}
+
+/// Unpacks Debian's source package for `suite` into the cache, once.
+fn debian_tree(suite: &str, cache: &Path, log: &mut dyn FnMut(Progress)) -> Result<Tree> {
+    let (tree, pkg, version) = debian_place(suite, cache, log)?;
+    let Tree { dir, home, desc, .. } = tree;
     if dir.join("Makefile").is_file() {
         return Ok(Tree { dir, home, desc: desc.clone(), identity: desc });
     }
@@ -189,6 +196,12 @@ fn local_tree(dir: &Path, cache: &Path) -> Result<Tree> {
     Ok(Tree { dir: dir.to_path_buf(), home, desc: format!("{path} ({version})"), identity })
 }
 
+/// What identifies a fragment's configuration: its `CONFIG_` lines in order (comments and blank
+/// lines do not change the kernel, so they do not change the build directory or the image key).
+fn fragment_identity(text: &str) -> String {
+    fragment_lines(text).into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n")
+}
+
 /// The configuration lines of a fragment (`CONFIG_X=v`), each with its line number.
 fn fragment_lines(text: &str) -> Vec<(usize, &str)> {
     text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| l.starts_with("CONFIG_") && l.contains('=')).collect()
@@ -214,7 +227,7 @@ fn make(tree: &Path, out: &Path) -> Command {
 /// tinyconfig, the fragment merged, olddefconfig, and the check that no line of the fragment
 /// was lost; once per build directory (a stamp holds the fragment's hash).
 fn configure(tree: &Path, out: &Path, fragment: &(String, String), log: &Path, progress: &mut dyn FnMut(Progress)) -> Result<()> {
-    let hash = sha256_hex(&[fragment.0.as_bytes()]);
+    let hash = sha256_hex(&[fragment_identity(&fragment.0).as_bytes()]);
     let stamp = out.join(".trc-config");
     let config = out.join(".config");
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == hash) && config.is_file() {
@@ -356,7 +369,7 @@ fn compile(tree: &Path, out: &Path, jobs: usize, log: &Path, total: usize, progr
 
 /// The image key and the patches' hashes.
 fn image_key(tree: &Tree, fragment: &str, patches: &[PathBuf]) -> Result<(String, Vec<(String, String)>)> {
-    let mut parts: Vec<Vec<u8>> = vec![tree.identity.as_bytes().to_vec(), fragment.as_bytes().to_vec()];
+    let mut parts: Vec<Vec<u8>> = vec![tree.identity.as_bytes().to_vec(), fragment_identity(fragment).into_bytes()];
     let mut hashes = Vec::new();
     for p in patches {
         let b = std::fs::read(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
@@ -365,6 +378,25 @@ fn image_key(tree: &Tree, fragment: &str, patches: &[PathBuf]) -> Result<(String
     }
     let refs: Vec<&[u8]> = parts.iter().map(|v| v.as_slice()).collect();
     Ok((sha256_hex(&refs)[..16].to_string(), hashes))
+}
+
+/// The cached image of `idir`, if it is complete.
+fn cached_in(idir: &Path) -> Option<Built> {
+    let text = std::fs::read_to_string(idir.join("image.json")).ok()?;
+    let mut b = serde_json::from_str::<Built>(&text).ok()?;
+    b.cached = true;
+    b.bzimage.is_file().then_some(b)
+}
+
+/// The image `req` describes if the cache has it, without building or downloading anything
+/// (Debian's package lists may be updated to learn the source's version).
+pub fn find_cached(req: &BuildRequest) -> Result<Option<Built>> {
+    let tree = match &req.source {
+        Source::Debian(s) => debian_place(s, &req.cache, &mut |_| {})?.0,
+        Source::Dir(d) => local_tree(d, &req.cache)?,
+    };
+    let (key, _) = image_key(&tree, &req.fragment.0, &req.patches)?;
+    Ok(cached_in(&req.cache.join("kimages").join(key)))
 }
 
 /// Builds (or finds in the cache) the image `req` describes.
@@ -386,15 +418,10 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(Progress)) -> Result<B
     };
     let (key, patch_hashes) = image_key(&tree, &req.fragment.0, &req.patches)?;
     let idir = req.cache.join("kimages").join(&key);
-    if let Ok(text) = std::fs::read_to_string(idir.join("image.json")) {
-        if let Ok(mut b) = serde_json::from_str::<Built>(&text) {
-            if b.bzimage.is_file() {
-                b.cached = true;
-                return Ok(b);
-            }
-        }
+    if let Some(b) = cached_in(&idir) {
+        return Ok(b);
     }
-    let cfg_key = sha256_hex(&[req.fragment.0.as_bytes()])[..16].to_string();
+    let cfg_key = sha256_hex(&[fragment_identity(&req.fragment.0).as_bytes()])[..16].to_string();
     let out = tree.home.join(format!("out-{cfg_key}"));
     std::fs::create_dir_all(&out).map_err(|e| io(out.display(), e))?;
     let _lock = lock(&out)?;
@@ -474,5 +501,7 @@ mod tests {
         assert!(k0 != ka && ka != kb && k0 != kb);
         assert_eq!(ka, image_key(&t, FRAGMENT, std::slice::from_ref(&a)).unwrap().0);
         assert_ne!(k0, image_key(&t, "CONFIG_X=y\n", &[]).unwrap().0);
+        // A comment does not change the configuration.
+        assert_eq!(k0, image_key(&t, &format!("# another comment\n{FRAGMENT}\n\n"), &[]).unwrap().0);
     }
 }

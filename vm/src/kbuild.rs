@@ -283,7 +283,7 @@ fn refusal(file: &Path, output: &str) -> String {
         }
     }
     if out.is_empty() {
-        out.push(output.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("patch failed").trim().to_string());
+        out.push(output.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("patch failed").trim().to_string());
     }
     format!("{}: {}", file.display(), out.join("; "))
 }

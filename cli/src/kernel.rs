@@ -726,8 +726,14 @@ fn check_cli(args: CheckArgs) -> i32 {
         }
     }
     let json = print_check_report(&rep, plan.coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
-    if args.out.is_some() {
-        if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &json) {
+    finish(args.out.is_some(), &work, &json, rep.exit_code(), what)
+}
+
+/// The end of a kernel check: `OUT/report.json` written (with `--out`), then the exit code
+/// (130 when interrupted, 2 when the report cannot be written).
+pub(crate) fn finish(out: bool, work: &Path, json: &serde_json::Value, code: i32, what: &str) -> i32 {
+    if out {
+        if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), json) {
             eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
             return 2;
         }
@@ -735,7 +741,7 @@ fn check_cli(args: CheckArgs) -> i32 {
     if trc_kernel::sys::interrupted() {
         return 130;
     }
-    rep.exit_code()
+    code
 }
 
 /// A shard's output for `trc merge` (stdout, and `OUT/shard-I-of-N.json` with `--out`): the

@@ -102,16 +102,7 @@ pub fn main(args: CheckArgs) -> i32 {
         print!("{}", rep.render());
         println!("total: {:.1} s", t0.elapsed().as_secs_f64());
     }
-    if args.out.is_some() {
-        if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), &v) {
-            eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
-            return 2;
-        }
-    }
-    if trc_kernel::sys::interrupted() {
-        return 130;
-    }
-    rep.exit_code()
+    crate::kernel::finish(args.out.is_some(), &work, &v, rep.exit_code(), what)
 }
 
 /// One page per scenario whose behaviour changed: the base's and the patched kernel's pages

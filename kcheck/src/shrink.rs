@@ -37,6 +37,14 @@ pub struct ActionList {
 }
 
 impl ActionList {
+    /// The initial state the list starts from (a walk's is its configuration's only one).
+    fn init(&self) -> usize {
+        match self.how {
+            How::Walk { .. } => 0,
+            How::Counterexample { init, .. } => init,
+        }
+    }
+
     fn model(&self) -> TcpModel {
         let m = TcpModel::new(self.cfg.clone(), self.profile.clone());
         match self.how {
@@ -66,11 +74,7 @@ impl ActionList {
     /// an accepted finding.
     pub fn signatures(&self) -> Vec<String> {
         let m = TcpModel::new(self.cfg.clone(), self.profile.clone());
-        let init = match self.how {
-            How::Walk { .. } => 0,
-            How::Counterexample { init, .. } => init,
-        };
-        let Some(mut s) = m.init_states().into_iter().nth(init) else { return Vec::new() };
+        let Some(mut s) = m.init_states().into_iter().nth(self.init()) else { return Vec::new() };
         let specs = trc_properties::catalogue();
         let mut found: Vec<Option<String>> = vec![None; specs.len()];
         for a in &self.actions {
@@ -91,11 +95,7 @@ impl ActionList {
     /// [`Branch::ALL`] order), up to the first step the model does not allow.
     pub fn branches(&self) -> Vec<Branch> {
         let m = self.model();
-        let init = match self.how {
-            How::Walk { .. } => 0,
-            How::Counterexample { init, .. } => init,
-        };
-        let Some(mut s) = m.init_states().into_iter().nth(init) else { return Vec::new() };
+        let Some(mut s) = m.init_states().into_iter().nth(self.init()) else { return Vec::new() };
         let mut seen = std::collections::BTreeSet::new();
         for a in &self.actions {
             let sink = DecisionCounts::default();

@@ -2,7 +2,7 @@
 //! the scripts in order ([`crate::run_in_vm_with`]).
 
 use crate::{Error, Event, KernelImage, ScriptOutcome, VmRun, VmSpec};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use trc_kernel::target::{Batch, Target, TargetError};
 use trc_kernel::RunReport;
 
@@ -76,9 +76,4 @@ impl Target for Vm {
         log(&format!("VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU", run.boot.wall_s, run.total.wall_s, run.total.cpu_s));
         Ok(Batch { kernel: format!("{release} (VM, {})", run.accelerator), runs })
     }
-}
-
-/// The file name of a kernel image path, for labels.
-pub fn short_name(p: &Path) -> String {
-    p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
 }

@@ -17,7 +17,7 @@
 use crate::cc::{Cc, Cubic, HystartExit, IdleRestart};
 use crate::model::{Budget, Ghost, State};
 use crate::net::{HeldAck, Pkt, Receiver};
-use crate::state::{Episode, Events, Rack, Reduction, Sender, SenderGhost, Seg, Timer, UndoEvent};
+use crate::state::{EifelProof, EifelStep, Episode, Events, Rack, Reduction, Sender, SenderGhost, Seg, Timer, UndoEvent};
 
 const P0: u64 = 0xa076_1d64_78bd_642f;
 const P1: u64 = 0xe703_7ed1_a0b4_28db;
@@ -177,8 +177,22 @@ impl State {
             p.push(blocks.iter().enumerate().fold(0u64, |w, (i, &(_, e))| w | (e as u64) << (16 * i)));
         }
         event_words(&mut p, ev);
+        // The Eifel-proof ghosts only when set (tagged in the budget word), like the held ACK.
+        if let Some(proof) = sender.ghost.undo_owed {
+            p.push(eifel_word(&proof));
+        }
+        if let Some(EifelStep { proof, missed, lost }) = ev.eifel {
+            p.push(eifel_word(&proof) | b(missed) << 48 | b(lost) << 49);
+        }
         p.finish()
     }
+}
+
+/// One [`EifelProof`] as a word.
+#[inline(always)]
+fn eifel_word(e: &EifelProof) -> u64 {
+    let EifelProof { from, to, ca_state, undo_retrans } = e;
+    *from as u64 | (*to as u64) << 16 | e4(*ca_state as u64) << 32 | (*undo_retrans as u64) << 40
 }
 
 /// The sender's flags, enum tags and small counters, bit-packed into one word.
@@ -233,14 +247,16 @@ fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, g: &SenderGho
             | (*ece as u64) << 40
             | (*writes as u64) << 48,
     );
-    // Bits: 0-7 reo_wnd_steps, 8-10 ghost flags, 11 a held ACK, 16-47 the owed F-RTO range,
-    // 48-55 the old-ACK budget.
+    // Bits: 0-7 reo_wnd_steps, 8-10 ghost flags, 11 a held ACK, 12-13 the Eifel-proof ghosts
+    // present (packed at the end), 16-47 the owed F-RTO range, 48-55 the old-ACK budget.
     p.push(
         reo_wnd_steps as u64
             | b(g.init_undo_ignored_tlp) << 8
             | b(g.frto_ref) << 9
             | g.frto_owed.map_or(0, |(a, z)| 1 << 10 | (a as u64) << 16 | (z as u64) << 32)
             | b(held_ack) << 11
+            | b(g.undo_owed.is_some()) << 12
+            | b(g.ev.eifel.is_some()) << 13
             | (*old_acks as u64) << 48,
     );
 }
@@ -291,7 +307,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         ghost,
     } = s;
     let Rack { mstamp, end_seq, rtt, advanced: _, reo_wnd_steps: _, reo_wnd_persist, dsack_seen: _ } = rack;
-    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, frto_ref: _, frto_owed: _, ev: _ } = ghost;
+    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, frto_ref: _, frto_owed: _, undo_owed: _, ev: _ } = ghost;
     p.push(p2(now, *snd_una));
     p.push(p2(*snd_nxt, *write_seq));
     p.push(p2(*high_seq, *cwnd));
@@ -327,6 +343,7 @@ fn event_words(p: &mut Packer, ev: &Events) {
         idle_restart,
         entered_loss: _,
         undo_rtx,
+        eifel: _,
     } = ev;
     let (re_a, re_b) = recovery_end.map_or((0, 0), |(a, c, _)| (a, c));
     p.push(p2(re_a, re_b));

@@ -43,7 +43,9 @@ impl GhostSet {
     pub const HYSTART: GhostSet = GhostSet(32);
     /// `SenderGhost::{frto_ref, frto_owed}` (the reference F-RTO judgement, I19).
     pub const FRTO_REF: GhostSet = GhostSet(64);
-    pub const ALL: GhostSet = GhostSet(127);
+    /// `SenderGhost::undo_owed` (→ `Events::undo_lost`, I20e).
+    pub const UNDO_OWED: GhostSet = GhostSet(128);
+    pub const ALL: GhostSet = GhostSet(255);
 
     pub fn union(self, o: GhostSet) -> GhostSet {
         GhostSet(self.0 | o.0)
@@ -100,6 +102,9 @@ impl Reduce {
         if d.has(GhostSet::FRTO_REF) {
             g.frto_ref = false;
             g.frto_owed = None;
+        }
+        if d.has(GhostSet::UNDO_OWED) {
+            g.undo_owed = None;
         }
         if d.has(GhostSet::HYSTART) {
             if let crate::cc::Cc::Cubic(c) = &mut s.sender.cc {

@@ -239,6 +239,37 @@ pub struct Events {
     /// `SenderGhost::rtx_mask` then, as (undo index, word index, bits) for its non-zero words
     /// (see [`Events::undo_rtx_contains`]).
     pub undo_rtx: InlineVec<[(u16, u16, u64); 1]>,
+    /// Ghost (I20, I20e): what this step did with an Eifel proof ([`EifelStep`]).
+    pub eifel: Option<EifelStep>,
+}
+
+/// Ghost (I20, I20e): one step's outcome for an episode's Eifel proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EifelStep {
+    pub proof: EifelProof,
+    /// This step's ACK brought the proof and the step did not undo (I20).
+    pub missed: bool,
+    /// The proven episode ended in this step still without an undo (I20e): it left
+    /// Recovery/Loss, or `tcp_init_undo()` began the next episode.
+    pub lost: bool,
+}
+
+/// Ghost: an ACK that proves by its timestamp echo (RFC 3522, Eifel) that the episode's
+/// retransmissions were not needed, as the sender can see it: it advanced `snd_una` in Recovery
+/// or Loss with the episode open (`undo_marker` set), above every segment retransmitted since
+/// `tcp_init_undo()` (`SenderGhost::rtx_mask`, non-empty), and it echoes a TSval older than
+/// the episode's first retransmission (`retrans_stamp`). Whether the proof is true is the
+/// ghost truth's business (the properties look at `orig_dropped` in `[from, to)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EifelProof {
+    /// The episode's segments, as indices `[undo_marker, high_seq)`.
+    pub from: u16,
+    pub to: u16,
+    /// The state the ACK found (Recovery or Loss).
+    pub ca_state: CaState,
+    /// `undo_retrans` when the ACK arrived (after its DSACKs), saturated to 0..=15: what the
+    /// kernel's own bookkeeping said was left to prove.
+    pub undo_retrans: u8,
 }
 
 impl Events {
@@ -285,6 +316,9 @@ pub struct SenderGhost {
     /// segments then, as indices `[undo_marker, high_seq)` (from 0 when `undo_marker` was 0;
     /// `MAX_SEGMENTS` fits in 16 bits). Cleared by any undo.
     pub frto_owed: Option<(u16, u16)>,
+    /// Ghost (I20e): the episode's timestamp proof arrived and the kernel did not undo on it;
+    /// cleared by any undo, reported as lost ([`EifelStep::lost`]) when the episode ends first.
+    pub undo_owed: Option<EifelProof>,
     pub ev: Events,
 }
 

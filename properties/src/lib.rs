@@ -130,6 +130,31 @@ fn i19(_m: &TcpModel, s: &State) -> bool {
     s.ghost.orig_dropped.iter().any(|k| (from as u32..to as u32).contains(&k))
 }
 
+/// Whether the ghost truth says no original of the episode's segments `[from, to)` was dropped:
+/// then every retransmission of it was spurious, and an undo is right.
+fn episode_clean(s: &State, from: u16, to: u16) -> bool {
+    !s.ghost.orig_dropped.iter().any(|k| (from as u32..to as u32).contains(&k))
+}
+
+/// I20: no missed undo of a provably spurious episode. An ACK in Recovery or Loss that covers
+/// every retransmission of the episode and echoes a TSval older than its first one
+/// (`EifelProof`: RFC 3522's evidence, which `tcp_packet_delayed()` reads) proves the
+/// retransmissions were not needed when the ghost truth agrees (no original of
+/// `[undo_marker, high_seq)` was dropped); the episode is then undone on that ACK
+/// (`tcp_try_undo_recovery()`, `tcp_try_undo_partial()` with nothing retransmitted left in
+/// flight, `tcp_try_undo_loss()`). It catches a fix that narrows what the echo proves so far
+/// that legitimate Eifel undos are lost or deferred.
+fn i20(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.eifel.map_or(true, |e| !e.missed || !episode_clean(s, e.proof.from, e.proof.to))
+}
+
+/// I20e: the weaker form of I20: a proven episode is undone by its end (by any later undo, a
+/// DSACK or F-RTO say), so a deferred undo holds and a lost one fails: the episode left
+/// Recovery/Loss, or the next `tcp_init_undo()` began, still without an undo.
+fn i20e(_m: &TcpModel, s: &State) -> bool {
+    s.sender.ghost.ev.eifel.map_or(true, |e| !e.lost || !episode_clean(s, e.proof.from, e.proof.to))
+}
+
 /// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.
 fn i3(_m: &TcpModel, s: &State) -> bool {
     (s.sender.cwnd as i32) >= 1 && !s.sender.ghost.ev.prr_zero_prior_cwnd
@@ -400,6 +425,20 @@ pub fn catalogue() -> Vec<Spec> {
             guards: "d9157f6806d1 (a DSACK ACK counted as a dupack ended F-RTO: missed undo)",
             holds: i19,
         },
+        Spec {
+            id: "I20",
+            name: "I20: an episode the timestamps prove spurious is undone on the proving ACK",
+            statement: "an ACK in Recovery/Loss that covers every retransmission of the episode and echoes a TSval older than the first, with no original of the episode really lost, undoes the reduction",
+            guards: "the F1 fix's first form (vm/kconfig/f1-fix.patch: the echo trusted only for the head's one retransmission); Eifel (RFC 3522) as tcp_packet_delayed() has read it since 2005",
+            holds: i20,
+        },
+        Spec {
+            id: "I20e",
+            name: "I20e: an episode the timestamps prove spurious is undone by its end",
+            statement: "an episode whose Eifel proof arrived (I20), with no original really lost, is undone before it leaves Recovery/Loss or the next episode begins",
+            guards: "the F1 fix's first form (a lost, not merely deferred, undo)",
+            holds: i20e,
+        },
     ]
 }
 
@@ -441,6 +480,9 @@ pub fn ghost_reads(id: &str) -> GhostSet {
         // HystartExit::{true_end_seq, round_min, min_rtt_us, elapsed_us} come from CUBIC's g_*.
         "I15" | "I15b" | "I15c" => GhostSet::HYSTART,
         "I19" => GhostSet::ORIG_DROPPED.union(GhostSet::FRTO_REF),
+        // The Eifel proof needs the episode's retransmissions (SenderGhost::rtx_mask).
+        "I20" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK),
+        "I20e" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK).union(GhostSet::UNDO_OWED),
         "I3" | "I5" | "I11" | "I12" | "I13" | "I14" | "I16" | "I16i" | "I17" | "I18" => GhostSet::NONE,
         _ => GhostSet::ALL,
     }

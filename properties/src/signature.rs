@@ -69,6 +69,7 @@ pub fn evidence_text(bits: u16) -> String {
 /// Tag of the packed form: which part of the state the class describes.
 const TAG_UNDO: u64 = 1;
 const TAG_REDUCTION: u64 = 2;
+const TAG_PROOF: u64 = 3;
 
 /// The class (packed signature) of a state that violates property `id`: for I1 the first undo
 /// of the step that undid a real loss, for I2 the first reduction that broke the
@@ -85,6 +86,10 @@ pub fn class(id: &str, m: &TcpModel, s: &State) -> u64 {
             let Some(r) = ev.reductions.iter().find(|r| !crate::i2_reduction_ok(m, s, r)) else { return 0 };
             let prev = r.prev.map_or(0, |(_, k)| k as u64 + 1);
             TAG_REDUCTION | (r.kind as u64) << 4 | (r.from as u64) << 8 | prev << 12 | (r.icsk_retransmits.min(15) as u64) << 16
+        }
+        "I20" | "I20e" => {
+            let e = ev.eifel.filter(|e| if id == "I20" { e.missed } else { e.lost });
+            e.map_or(0, |e| TAG_PROOF | (e.proof.ca_state as u64) << 4 | (e.proof.undo_retrans as u64) << 8)
         }
         _ => 0,
     }
@@ -114,6 +119,10 @@ pub fn describe(id: &str, class: u64) -> String {
                 _ => format!("{id}:class-{class:#x}"),
             }
         }
+        TAG_PROOF => match CA_STATES.get(f(4, 4)) {
+            Some(c) => format!("{id}:{}:undo_retrans-{}", CaState::short_name(*c), f(8, 4)),
+            None => format!("{id}:class-{class:#x}"),
+        },
         _ => format!("{id}:any"),
     }
 }

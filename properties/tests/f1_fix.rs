@@ -1,15 +1,15 @@
 //! The F1 fix (`linux-7.2-f1-fix`, `packet_delayed_scope = "acked-head"`; docs/findings/F1.md,
-//! vm/kconfig/f1-fix.patch): F1's mechanism is gone, no property is newly violated, and a purely
-//! spurious episode is still undone by the timestamp echo.
+//! vm/kconfig/f1-fix.patch): F1's mechanism is gone and a purely spurious episode without an
+//! RTO or TLP is still undone by the timestamp echo; but it loses legitimate Eifel undos (I20,
+//! I20e: `missed_undo.rs`), so it is not the fix to send.
 
 use std::collections::BTreeMap;
-use trc_engine::{check, check_with, replay, Classified, Options, Verdict};
+use trc_engine::{check, replay, Options};
 use trc_model::config::SackMode;
 use trc_model::model::{State, TcpModel};
 use trc_model::profile::Profile;
 use trc_model::state::{evidence, UndoKind};
 use trc_model::Config;
-use trc_properties::signature;
 
 mod common;
 use common::{cfg, run_property};
@@ -19,25 +19,9 @@ fn no_rto() -> Config {
     Config { max_rtos: 0, max_tlps: 0, max_tsq: 0, max_reorder: 2, ..cfg(SackMode::Sack, true) }
 }
 
-/// Every I1 signature on `profile` under `c`, with its state count and shortest length
-/// (empty if I1 holds); every class's path replays to a violating state of that class.
+/// Every I1 signature on `profile` under `c` (`common::signatures`).
 fn i1_signatures(c: &Config, profile: Profile) -> BTreeMap<String, (u64, usize)> {
-    let specs = trc_properties::select(&["I1".to_string()]).unwrap();
-    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let hooks = Classified { hooks: State::fingerprint, classify: signature::classifier(&specs) };
-    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
-    let p = &r.properties[0];
-    let mut out = BTreeMap::new();
-    if p.verdict == Verdict::Holds {
-        return out;
-    }
-    assert_eq!(p.verdict, Verdict::Violated);
-    for cl in &p.classes {
-        let last = replay(&model, &cl.path).pop().unwrap().1;
-        assert!(!(specs[0].holds)(&model, &last));
-        out.insert(signature::describe("I1", cl.class), (cl.count, cl.path.len()));
-    }
-    out
+    common::signatures(c, profile, "I1")
 }
 
 /// The no-RTO form (one drop, one reordering, `tcp_try_undo_recovery()` undoes by the echo of
@@ -76,14 +60,15 @@ fn loss_form_gone_without_tlp_and_no_new_signature() {
     assert!(fix_nt.keys().all(|k| base.contains_key(k)), "{fix_nt:?} vs {base:?}");
 }
 
-/// Every other property holds on the fix at the default bounds, in both SACK modes (as on
-/// linux-6.18, `matrix.rs::linux_6_18_default_bounds`).
+/// Every other property but the missed-undo ones holds on the fix at the default bounds, in
+/// both SACK modes (as on linux-6.18, `matrix.rs::linux_6_18_default_bounds`); I20 and I20e,
+/// which this fix fails, are `missed_undo.rs`'s.
 #[test]
 fn no_property_newly_violated() {
     for sack in [SackMode::Sack, SackMode::NoSack] {
         for s in trc_properties::catalogue() {
-            if s.id == "I1" && sack == SackMode::Sack {
-                continue; // the accepted signatures, compared above
+            if (s.id == "I1" && sack == SackMode::Sack) || s.id.starts_with("I20") {
+                continue; // the accepted signatures, compared above; the missed undos
             }
             assert_eq!(run_property(&cfg(sack, true), Profile::linux_7_2_f1_fix(), s.id, 2).0, None, "{} {sack:?}", s.id);
         }

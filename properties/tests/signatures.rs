@@ -3,12 +3,11 @@
 //! (so a comparison with the base can fail); the evidence bits describe what the kernel did.
 
 use std::collections::BTreeMap;
-use trc_engine::{check_with, replay, Classified, Options, Verdict};
+use trc_engine::{replay, Options};
 use trc_model::config::SackMode;
 use trc_model::model::{State, TcpModel};
 use trc_model::profile::Profile;
 use trc_model::state::{evidence, UndoKind};
-use trc_properties::signature;
 
 mod common;
 use common::cfg;
@@ -23,20 +22,7 @@ fn i1_signatures(profile: Profile, ts: bool) -> BTreeMap<String, (u64, usize)> {
 
 /// [`i1_signatures`] in a given SACK mode.
 fn i1_signatures_in(profile: Profile, sack: SackMode, ts: bool) -> BTreeMap<String, (u64, usize)> {
-    let specs = trc_properties::select(&["I1".to_string()]).unwrap();
-    let model = TcpModel::new(cfg(sack, ts), profile).with_properties(trc_properties::properties(&specs));
-    let hooks = Classified { hooks: State::fingerprint, classify: signature::classifier(&specs) };
-    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
-    let p = &r.properties[0];
-    assert_eq!(p.verdict == Verdict::Violated, !p.classes.is_empty());
-    let mut out = BTreeMap::new();
-    for c in &p.classes {
-        let last = replay(&model, &c.path).pop().unwrap().1;
-        assert!(!(specs[0].holds)(&model, &last), "the class's path ends in a violation");
-        assert_eq!(signature::class("I1", &model, &last), c.class, "and in a state of that class");
-        out.insert(signature::describe("I1", c.class), (c.count, c.path.len()));
-    }
-    out
+    common::signatures(&cfg(sack, ts), profile, "I1")
 }
 
 #[test]

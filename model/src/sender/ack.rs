@@ -97,6 +97,7 @@ impl Sender {
                 flag |= flag::ECE;
             }
         }
+        let eifel = self.eifel_proof(cx, prior_snd_una);
 
         if prior_packets == 0 {
             // NO_QUEUE
@@ -134,6 +135,7 @@ impl Sender {
         self.tcp_cong_control(cx, delivered, losses, flag);
         self.tcp_xmit_recovery(cx, rexmit);
         self.tcp_data_snd_check(cx);
+        self.note_eifel_outcome(eifel);
     }
 
     /// `tcp_ack()`'s `old_ack` path: an ACK below `snd_una` (reordered on the way back, in the

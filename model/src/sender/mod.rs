@@ -267,6 +267,7 @@ impl Sender {
     pub fn tcp_set_ca_state(&mut self, cx: &Cx, new: CaState) {
         if matches!(self.ca_state, CaState::Recovery | CaState::Loss) && new <= CaState::Cwr {
             self.ghost.ev.left_recovery = Some((self.ca_state, self.snd_una == self.high_seq));
+            self.end_undo_episode();
         }
         let w = self.window(cx);
         self.cc.set_state(&w, new);

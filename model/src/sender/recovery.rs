@@ -125,6 +125,7 @@ impl Sender {
 
     /// `tcp_init_undo()` (0ec986ed7bab counts an in-flight TLP retransmission).
     pub fn tcp_init_undo(&mut self, cx: &Cx) {
+        self.end_undo_episode();
         self.ghost.rtx_mask.clear();
         self.undo_marker = self.snd_una;
         self.undo_retrans = self.retrans_out as i32;
@@ -136,6 +137,55 @@ impl Sender {
         cx.took(if tlp_in_flight { Branch::InitUndoTlp } else { Branch::InitUndoNoTlp });
         if self.undo_retrans == 0 {
             self.undo_retrans = -1;
+        }
+    }
+
+    /// Ghost (I20, I20e): the Eifel proof ([`EifelProof`], RFC 3522) this ACK brings, judged on
+    /// the state the ACK found (`ca_state`, `undo_marker`, `retrans_stamp`, `high_seq`) once
+    /// `snd_una` has moved to its ACK number: in Recovery or Loss with the episode open, the
+    /// ACK covers every segment retransmitted since `tcp_init_undo()` and echoes a TSval older
+    /// than `retrans_stamp`. It is the evidence `tcp_packet_delayed()` reads in every kernel
+    /// (`tcp_try_undo_recovery()`, `tcp_try_undo_partial()`, `tcp_try_undo_loss()` decide on
+    /// it), taken without the profile's variant or scope, so a profile that narrows what the
+    /// echo proves (the F1 fix's `packet_delayed_scope`) is judged against it.
+    pub fn eifel_proof(&self, cx: &Cx, prior_snd_una: u32) -> Option<EifelProof> {
+        if !crate::seq::after(self.snd_una, prior_snd_una) || !matches!(self.ca_state, CaState::Recovery | CaState::Loss) {
+            return None;
+        }
+        let rtx = &self.ghost.rtx_mask;
+        let covered = !rtx.is_empty() && !rtx.any_at_or_above(self.idx(cx.cfg, self.snd_una));
+        if self.undo_marker == 0 || self.retrans_stamp == 0 || !covered || !self.tcp_tsopt_ecr_before(cx, self.retrans_stamp) {
+            return None;
+        }
+        Some(EifelProof {
+            from: self.idx(cx.cfg, self.undo_marker) as u16,
+            to: self.idx(cx.cfg, self.high_seq) as u16,
+            ca_state: self.ca_state,
+            undo_retrans: self.undo_retrans.clamp(0, 15) as u8,
+        })
+    }
+
+    /// Ghost (I20, I20e): what the step did with the ACK's Eifel proof. Without an undo it is
+    /// missed, and owed to the episode until an undo clears it; if the step already ended the
+    /// episode, it is lost at once.
+    pub fn note_eifel_outcome(&mut self, proof: Option<EifelProof>) {
+        let Some(p) = proof else { return };
+        if !self.ghost.ev.undos.is_empty() {
+            return;
+        }
+        let open = matches!(self.ca_state, CaState::Recovery | CaState::Loss);
+        let lost = !open || self.ghost.ev.eifel.is_some_and(|e| e.lost);
+        if open {
+            self.ghost.undo_owed.get_or_insert(p);
+        }
+        self.ghost.ev.eifel = Some(EifelStep { proof: p, missed: true, lost });
+    }
+
+    /// Ghost (I20e): the episode ends (it left Recovery/Loss, or the next one begins); an owed
+    /// undo is lost.
+    pub fn end_undo_episode(&mut self) {
+        if let Some(p) = self.ghost.undo_owed.take() {
+            self.ghost.ev.eifel = Some(EifelStep { proof: p, missed: false, lost: true });
         }
     }
 
@@ -357,6 +407,7 @@ impl Sender {
         }
         self.undo_marker = 0;
         self.ghost.frto_owed = None;
+        self.ghost.undo_owed = None;
         self.rack.advanced = true;
         if let Some(ep) = self.ghost.episode.as_mut() {
             ep.undone = true;

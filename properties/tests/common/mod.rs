@@ -1,9 +1,10 @@
 //! Helpers shared by the property test files (each test file includes this module).
 #![allow(dead_code)]
 
-use trc_engine::{check, replay, Options, Verdict};
+use std::collections::BTreeMap;
+use trc_engine::{check, check_with, replay, Classified, Options, Verdict};
 use trc_model::config::SackMode;
-use trc_model::model::TcpModel;
+use trc_model::model::{State, TcpModel};
 use trc_model::profile::{Mutant, Profile};
 use trc_model::Config;
 
@@ -39,6 +40,27 @@ pub fn run_property(cfg: &Config, profile: Profile, id: &str, threads: usize) ->
         v => panic!("unexpected verdict {v:?}"),
     };
     (v, report.unique_states)
+}
+
+/// Every signature of property `id` on `profile` under `c`, with its state count and shortest
+/// length (empty if the property holds); every class's path replays to a violating state of
+/// that class.
+pub fn signatures(c: &Config, profile: Profile, id: &str) -> BTreeMap<String, (u64, usize)> {
+    let specs = trc_properties::select(&[id.to_string()]).unwrap();
+    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(&specs));
+    let hooks = Classified { hooks: State::fingerprint, classify: trc_properties::signature::classifier(&specs) };
+    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
+    let p = &r.properties[0];
+    assert!(matches!(p.verdict, Verdict::Holds | Verdict::Violated), "{id}: {:?}", p.verdict);
+    assert_eq!(p.verdict == Verdict::Violated, !p.classes.is_empty());
+    let mut out = BTreeMap::new();
+    for cl in &p.classes {
+        let last = replay(&model, &cl.path).pop().unwrap().1;
+        assert!(!(specs[0].holds)(&model, &last), "the class's path ends in a violation");
+        assert_eq!(trc_properties::signature::class(id, &model, &last), cl.class, "and in a state of that class");
+        out.insert(trc_properties::signature::describe(id, cl.class), (cl.count, cl.path.len()));
+    }
+    out
 }
 
 /// After a loss, CUBIC's congestion avoidance; then the application idles 1 s and writes.

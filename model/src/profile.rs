@@ -48,6 +48,38 @@ pub enum PacketDelayedScope {
     AckedHead,
 }
 
+/// `tcp_rack_reo_timeout()` (tcp_recovery.c): which states RACK's reordering timer may move to
+/// Recovery when it marks segments lost (finding F9, docs/findings.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReoTimeoutRecovery {
+    /// Every kernel since RACK's reordering timer (v4.10) up to 7.2: any state but Recovery,
+    /// Loss included, so in Loss `tcp_enter_recovery()` cuts ssthresh a second time in the
+    /// RTO's window from the small Loss cwnd (F9).
+    #[default]
+    AnyButRecovery,
+    /// The F9 fix (vm/kconfig/f9-fix.patch, not in any kernel): only from Open, Disorder and CWR;
+    /// in Loss the timer's lost marks are retransmitted under Loss's own cwnd, as the ACK path
+    /// does (which leaves Loss for Recovery only on a lost retransmission).
+    NotFromLoss,
+}
+
+/// `tcp_send_loss_probe()` (tcp_output.c): whether a retransmitted probe counts in
+/// `undo_retrans` (finding F11, docs/findings.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlpUndoRetrans {
+    /// Every kernel up to 7.2: the probe goes out through `__tcp_retransmit_skb()`, which
+    /// counts nothing, so when a Recovery ended without an undo (`undo_marker` still set) the
+    /// probe copy's DSACK decrements the ended episode's `undo_retrans` and can undo it (F11).
+    #[default]
+    Uncounted,
+    /// The F11 fix (vm/kconfig/f11-fix.patch, not in any kernel): while `undo_marker` is set
+    /// the probe counts like `tcp_retransmit_skb()`'s retransmissions, so its DSACK cancels its
+    /// own increment.
+    CountedWhileUndoOpen,
+}
+
 /// `tcp_sacktag_write_queue()`: a DSACK block nested in the block before it (`next_dup`) after
 /// that block's walk ran off the end of the retransmit queue (finding F3, docs/findings/F3.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -218,6 +250,14 @@ pub struct Profile {
     /// F3: the nested DSACK after a walk that ran off the queue; absent in a file = `walk-again`.
     #[serde(default)]
     pub sacktag_nested_dsack: SacktagNestedDsack,
+    /// F9: the states RACK's reordering timer moves to Recovery; absent in a file =
+    /// `any-but-recovery` (every kernel so far).
+    #[serde(default)]
+    pub reo_timeout_recovery: ReoTimeoutRecovery,
+    /// F11: whether a retransmitted TLP counts in `undo_retrans`; absent in a file =
+    /// `uncounted` (every kernel so far).
+    #[serde(default)]
+    pub tlp_undo_retrans: TlpUndoRetrans,
     pub enter_loss_guard: EnterLossGuard,
     pub loss_undo_acks: LossUndoAcks,
     pub dsack_dupack: DsackDupack,
@@ -302,6 +342,8 @@ impl Profile {
             packet_delayed: PacketDelayed::D0fa59,
             packet_delayed_scope: PacketDelayedScope::Episode,
             sacktag_nested_dsack: SacktagNestedDsack::WalkAgain,
+            reo_timeout_recovery: ReoTimeoutRecovery::AnyButRecovery,
+            tlp_undo_retrans: TlpUndoRetrans::Uncounted,
             enter_loss_guard: EnterLossGuard::SndUnaGeHighSeq,
             loss_undo_acks: LossUndoAcks::SndUnaAdvanced,
             dsack_dupack: DsackDupack::NotDupack,
@@ -330,6 +372,28 @@ impl Profile {
             name: "linux-7.2-f1-fix".into(),
             description: "linux-6.18 behaviour (= 7.2's recovery code) + the F1 fix of vm/kconfig/f1-fix.patch: tcp_packet_delayed's TS echo proves only the cumulatively ACKed head's retransmission, so it undoes only when that is the episode's one un-DSACKed retransmission".into(),
             packet_delayed_scope: PacketDelayedScope::AckedHead,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// linux-6.18 with the F9 fix (vm/kconfig/f9-fix.patch): RACK's reordering timer no longer
+    /// enters Recovery from Loss.
+    pub fn linux_7_2_f9_fix() -> Profile {
+        Profile {
+            name: "linux-7.2-f9-fix".into(),
+            description: "linux-6.18 behaviour (= 7.2's recovery code) + the F9 fix of vm/kconfig/f9-fix.patch: tcp_rack_reo_timeout enters Recovery only from Open, Disorder or CWR, never from Loss".into(),
+            reo_timeout_recovery: ReoTimeoutRecovery::NotFromLoss,
+            ..Profile::linux_6_18()
+        }
+    }
+
+    /// linux-6.18 with the F11 fix (vm/kconfig/f11-fix.patch): a retransmitted TLP sent while
+    /// `undo_marker` is set counts in `undo_retrans`.
+    pub fn linux_7_2_f11_fix() -> Profile {
+        Profile {
+            name: "linux-7.2-f11-fix".into(),
+            description: "linux-6.18 behaviour (= 7.2's recovery code) + the F11 fix of vm/kconfig/f11-fix.patch: a TLP retransmission sent while undo_marker is set counts in undo_retrans, so its own DSACK cannot undo an ended Recovery".into(),
+            tlp_undo_retrans: TlpUndoRetrans::CountedWhileUndoOpen,
             ..Profile::linux_6_18()
         }
     }
@@ -514,6 +578,8 @@ impl Profile {
             Profile::linux_6_15(),
             Profile::linux_6_6(),
             Profile::linux_7_2_f1_fix(),
+            Profile::linux_7_2_f9_fix(),
+            Profile::linux_7_2_f11_fix(),
             Profile::linux_5_1(),
             Profile::linux_3_14(),
             Profile::pre_da34ac(),
@@ -580,6 +646,8 @@ struct ProfileFile {
     packet_delayed: Option<PacketDelayed>,
     packet_delayed_scope: Option<PacketDelayedScope>,
     sacktag_nested_dsack: Option<SacktagNestedDsack>,
+    reo_timeout_recovery: Option<ReoTimeoutRecovery>,
+    tlp_undo_retrans: Option<TlpUndoRetrans>,
     enter_loss_guard: Option<EnterLossGuard>,
     loss_undo_acks: Option<LossUndoAcks>,
     dsack_dupack: Option<DsackDupack>,
@@ -666,6 +734,8 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     if let Some(v) = f.packet_delayed { p.packet_delayed = v; }
     if let Some(v) = f.packet_delayed_scope { p.packet_delayed_scope = v; }
     if let Some(v) = f.sacktag_nested_dsack { p.sacktag_nested_dsack = v; }
+    if let Some(v) = f.reo_timeout_recovery { p.reo_timeout_recovery = v; }
+    if let Some(v) = f.tlp_undo_retrans { p.tlp_undo_retrans = v; }
     if let Some(v) = f.enter_loss_guard { p.enter_loss_guard = v; }
     if let Some(v) = f.loss_undo_acks { p.loss_undo_acks = v; }
     if let Some(v) = f.dsack_dupack { p.dsack_dupack = v; }

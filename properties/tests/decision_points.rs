@@ -78,6 +78,11 @@ const GAPS: &[(&str, &str, &str)] = &[
     // Its check is tests/f1_fix.rs (linux-6.18 shows F1's signature, the fix does not; no
     // property newly violated; spurious episodes still undone by the timestamp echo).
     ("packet_delayed_scope", "acked-head", "the F1 fix (linux-7.2-f1-fix): checked by tests/f1_fix.rs, not by a failing row"),
+    // F9's proposed fix, as the F1 fix: checked by tests/f9_fix.rs (F9's I2 signature gone,
+    // nothing new against linux-6.18).
+    ("reo_timeout_recovery", "not-from-loss", "the F9 fix (linux-7.2-f9-fix): checked by tests/f9_fix.rs, not by a failing row"),
+    // F11's proposed fix: checked by tests/f11_fix.rs.
+    ("tlp_undo_retrans", "counted-while-undo-open", "the F11 fix (linux-7.2-f11-fix): checked by tests/f11_fix.rs, not by a failing row"),
     // F3's proposed fix; the default bounds do not reach F3 (its scripts are trc diff
     // scenarios): checked by replaying counterexamples/regressions/diff-nested-dsack-*.pkt
     // (trc-trace tests/f3_fix.rs).

@@ -5,6 +5,8 @@
 
 use super::ack::flag;
 use super::Cx;
+use crate::decision::Branch;
+use crate::profile::ReoTimeoutRecovery;
 use crate::seq::after;
 use crate::state::*;
 
@@ -105,7 +107,7 @@ impl Sender {
         let lost_before = cx.lost;
         self.tcp_rack_detect_loss(cx);
         if prior_inflight != self.tcp_packets_in_flight() {
-            if self.ca_state != CaState::Recovery {
+            if self.reo_timeout_enters_recovery(cx) {
                 let lost_retrans = self.ca_state == CaState::Loss && self.retrans_out < prior_retrans;
                 self.tcp_enter_recovery_from(cx, false, lost_retrans);
                 let newly_lost = cx.lost - lost_before;
@@ -116,6 +118,23 @@ impl Sender {
         if !matches!(self.timer, Some(Timer { kind: TimerKind::Rto, .. })) {
             self.tcp_rearm_rto(cx);
         }
+    }
+
+    /// The state test of `tcp_rack_reo_timeout()`: whether the timer's lost marks move this
+    /// state to Recovery. Every kernel since RACK's reordering timer (v4.10) up to
+    /// 7.2 tests only "not already in Recovery", so from Loss it cuts ssthresh again (F9); the
+    /// F9 fix (`reo_timeout_recovery = "not-from-loss"`) tests `state < Recovery`.
+    fn reo_timeout_enters_recovery(&self, cx: &Cx) -> bool {
+        let enters = match cx.prof.reo_timeout_recovery {
+            ReoTimeoutRecovery::AnyButRecovery => self.ca_state != CaState::Recovery,
+            ReoTimeoutRecovery::NotFromLoss => self.ca_state < CaState::Recovery,
+        };
+        match self.ca_state {
+            CaState::Loss => cx.took(Branch::ReoTimeoutLostInLoss),
+            CaState::Recovery => {}
+            _ => cx.took(Branch::ReoTimeoutLostElsewhere),
+        }
+        enters
     }
 
     /// `tcp_rate_skb_delivered()` (tcp_rate.c), as far as `tcp_rack_update_reo_wnd()` reads it:

@@ -7,7 +7,9 @@
 use super::ack::{flag, Rexmit};
 use super::{Cx, Tx};
 use crate::cc::CaEvent;
+use crate::decision::Branch;
 use crate::mib::Mib;
+use crate::profile::TlpUndoRetrans;
 use crate::seq::{after, before};
 use crate::state::*;
 
@@ -112,6 +114,7 @@ impl Sender {
                     self.ghost.rtx_mask.insert(last);
                     self.ghost.ever_rtx_mask.insert(last);
                     self.tlp_retrans = true;
+                    self.tlp_undo_retrans(cx);
                     sent = true;
                 }
             }
@@ -122,6 +125,22 @@ impl Sender {
             }
         }
         self.tcp_rearm_rto(cx);
+    }
+
+    /// `tcp_send_loss_probe()`'s undo accounting of a retransmitted probe. Every kernel up to
+    /// 7.2 sends it through `__tcp_retransmit_skb()` and counts nothing (F11: after a Recovery
+    /// that ended with `undo_marker` set, the copy's DSACK spends that episode's last count);
+    /// the F11 fix (`tlp_undo_retrans = "counted-while-undo-open"`) counts it as
+    /// `tcp_retransmit_skb()` counts a retransmission while `undo_marker` is set.
+    fn tlp_undo_retrans(&mut self, cx: &Cx) {
+        if self.undo_marker == 0 {
+            cx.took(Branch::TlpRetransNoUndo);
+            return;
+        }
+        cx.took(Branch::TlpRetransUndoOpen);
+        if cx.prof.tlp_undo_retrans == TlpUndoRetrans::CountedWhileUndoOpen {
+            self.undo_retrans = self.undo_retrans.max(0) + 1;
+        }
     }
 
     /// `tcp_process_tlp_ack()`: end the TLP episode; a probe that repaired a loss costs a CWR

@@ -63,6 +63,21 @@ pub fn signatures(c: &Config, profile: Profile, id: &str) -> BTreeMap<String, (u
     out
 }
 
+/// Every signature of every property of the catalogue on `profile` under `c`, from one
+/// exploration (`PROPERTY:...` strings).
+pub fn all_signatures(c: &Config, profile: Profile) -> std::collections::BTreeSet<String> {
+    let specs = trc_properties::catalogue();
+    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(&specs));
+    let hooks = Classified { hooks: State::fingerprint, classify: trc_properties::signature::classifier(&specs) };
+    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
+    let mut out = std::collections::BTreeSet::new();
+    for (s, p) in specs.iter().zip(&r.properties) {
+        assert!(matches!(p.verdict, Verdict::Holds | Verdict::Violated), "{}: {:?}", s.id, p.verdict);
+        out.extend(p.classes.iter().map(|cl| trc_properties::signature::describe(s.id, cl.class)));
+    }
+    out
+}
+
 /// After a loss, CUBIC's congestion avoidance; then the application idles 1 s and writes.
 pub fn idle_after_ca() -> Config {
     Config {

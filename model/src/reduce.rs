@@ -43,7 +43,7 @@ impl GhostSet {
     pub const HYSTART: GhostSet = GhostSet(32);
     /// `SenderGhost::{frto_ref, frto_owed}` (the reference F-RTO judgement, I19).
     pub const FRTO_REF: GhostSet = GhostSet(64);
-    /// `SenderGhost::undo_owed` (→ `Events::undo_lost`, I20e).
+    /// `SenderGhost::undo_owed` (→ a lost proof in `Events::eifel`, I20e).
     pub const UNDO_OWED: GhostSet = GhostSet(128);
     pub const ALL: GhostSet = GhostSet(255);
 

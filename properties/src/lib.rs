@@ -127,7 +127,7 @@ fn i19(_m: &TcpModel, s: &State) -> bool {
     if snd.ca_state == CaState::Loss && !snd.ghost.ev.entered_loss {
         return true;
     }
-    s.ghost.orig_dropped.iter().any(|k| (from as u32..to as u32).contains(&k))
+    !episode_clean(s, from, to)
 }
 
 /// Whether the ghost truth says no original of the episode's segments `[from, to)` was dropped:
@@ -145,14 +145,14 @@ fn episode_clean(s: &State, from: u16, to: u16) -> bool {
 /// flight, `tcp_try_undo_loss()`). It catches a fix that narrows what the echo proves so far
 /// that legitimate Eifel undos are lost or deferred.
 fn i20(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.eifel.map_or(true, |e| !e.missed || !episode_clean(s, e.proof.from, e.proof.to))
+    s.sender.ghost.ev.eifel.is_none_or(|e| !e.missed || !episode_clean(s, e.proof.from, e.proof.to))
 }
 
 /// I20e: the weaker form of I20: a proven episode is undone by its end (by any later undo, a
 /// DSACK or F-RTO say), so a deferred undo holds and a lost one fails: the episode left
 /// Recovery/Loss, or the next `tcp_init_undo()` began, still without an undo.
 fn i20e(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.eifel.map_or(true, |e| !e.lost || !episode_clean(s, e.proof.from, e.proof.to))
+    s.sender.ghost.ev.eifel.is_none_or(|e| !e.lost || !episode_clean(s, e.proof.from, e.proof.to))
 }
 
 /// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.

@@ -167,18 +167,19 @@ impl Sender {
 
     /// Ghost (I20, I20e): what the step did with the ACK's Eifel proof. Without an undo it is
     /// missed, and owed to the episode until an undo clears it; if the step already ended the
-    /// episode, it is lost at once.
+    /// episode the proof belongs to (it left Recovery/Loss, or `tcp_init_undo()` began another,
+    /// which recorded a lost proof), it is lost at once and owed to no one.
     pub fn note_eifel_outcome(&mut self, proof: Option<EifelProof>) {
         let Some(p) = proof else { return };
         if !self.ghost.ev.undos.is_empty() {
             return;
         }
         let open = matches!(self.ca_state, CaState::Recovery | CaState::Loss);
-        let lost = !open || self.ghost.ev.eifel.is_some_and(|e| e.lost);
-        if open {
+        let ended = !open || self.ghost.ev.eifel.is_some_and(|e| e.lost);
+        if !ended {
             self.ghost.undo_owed.get_or_insert(p);
         }
-        self.ghost.ev.eifel = Some(EifelStep { proof: p, missed: true, lost });
+        self.ghost.ev.eifel = Some(EifelStep { proof: p, missed: true, lost: ended });
     }
 
     /// Ghost (I20e): the episode ends (it left Recovery/Loss, or the next one begins); an owed

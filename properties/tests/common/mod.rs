@@ -47,11 +47,8 @@ pub fn run_property(cfg: &Config, profile: Profile, id: &str, threads: usize) ->
 /// that class.
 pub fn signatures(c: &Config, profile: Profile, id: &str) -> BTreeMap<String, (u64, usize)> {
     let specs = trc_properties::select(&[id.to_string()]).unwrap();
-    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let hooks = Classified { hooks: State::fingerprint, classify: trc_properties::signature::classifier(&specs) };
-    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
+    let (model, r) = classified_check(c, profile, &specs);
     let p = &r.properties[0];
-    assert!(matches!(p.verdict, Verdict::Holds | Verdict::Violated), "{id}: {:?}", p.verdict);
     assert_eq!(p.verdict == Verdict::Violated, !p.classes.is_empty());
     let mut out = BTreeMap::new();
     for cl in &p.classes {
@@ -63,19 +60,25 @@ pub fn signatures(c: &Config, profile: Profile, id: &str) -> BTreeMap<String, (u
     out
 }
 
+/// A full exploration of `specs` on `profile` under `c` with the signature classifier; every
+/// property decided (holds or violated).
+fn classified_check(c: &Config, profile: Profile, specs: &[trc_properties::Spec]) -> (TcpModel, trc_engine::Report<trc_model::model::Action>) {
+    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(specs));
+    let hooks = Classified { hooks: State::fingerprint, classify: trc_properties::signature::classifier(specs) };
+    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
+    for (s, p) in specs.iter().zip(&r.properties) {
+        assert!(matches!(p.verdict, Verdict::Holds | Verdict::Violated), "{}: {:?}", s.id, p.verdict);
+    }
+    (model, r)
+}
+
 /// Every signature of every property of the catalogue on `profile` under `c`, from one
 /// exploration (`PROPERTY:...` strings).
 pub fn all_signatures(c: &Config, profile: Profile) -> std::collections::BTreeSet<String> {
     let specs = trc_properties::catalogue();
-    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let hooks = Classified { hooks: State::fingerprint, classify: trc_properties::signature::classifier(&specs) };
-    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
-    let mut out = std::collections::BTreeSet::new();
-    for (s, p) in specs.iter().zip(&r.properties) {
-        assert!(matches!(p.verdict, Verdict::Holds | Verdict::Violated), "{}: {:?}", s.id, p.verdict);
-        out.extend(p.classes.iter().map(|cl| trc_properties::signature::describe(s.id, cl.class)));
-    }
-    out
+    let (_, r) = classified_check(c, profile, &specs);
+    let classes = specs.iter().zip(&r.properties).flat_map(|(s, p)| p.classes.iter().map(move |cl| (s.id, cl.class)));
+    classes.map(|(id, class)| trc_properties::signature::describe(id, class)).collect()
 }
 
 /// After a loss, CUBIC's congestion avoidance; then the application idles 1 s and writes.

@@ -412,9 +412,7 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
             res.kernel = verdict_text(r);
             let k = KTrace::from_report(r);
             res.inbound = k.acks.len();
-            // A shell line that failed (defaults.sh, a sysctl) means the connection did not run
-            // in the configuration the scenario describes: nothing is decided from it.
-            let setup = r.script.lines.iter().find(|l| l.kind == trc_pkt::report::LineKind::Shell && l.status == trc_pkt::report::Status::Fail);
+            let setup = failed_setup_line(&r.script.lines);
             for m in mons {
                 let o = match setup {
                     Some(l) => Outcome::Undecided { reason: format!("the script's setup failed at line {}: {}", l.line, l.message.clone().unwrap_or_default()) },
@@ -426,6 +424,17 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
         }
     }
     res
+}
+
+/// The shell line that failed before the connection's first packet (defaults.sh, a sysctl, the
+/// route): the connection then did not run in the configuration the scenario describes, and
+/// nothing is decided from it. A shell line that fails once packets flow (a counter check such
+/// as `nstat -a | grep NAME | grep -q " 1 "`) is a failed check like an assert: the run stops
+/// there, and what the kernel did up to it is judged.
+fn failed_setup_line(lines: &[trc_pkt::report::LineResult]) -> Option<&trc_pkt::report::LineResult> {
+    use trc_pkt::report::{LineKind, Status};
+    let first_packet = lines.iter().filter(|l| matches!(l.kind, LineKind::PacketIn | LineKind::PacketOut)).map(|l| l.line).min();
+    lines.iter().find(|l| l.kind == LineKind::Shell && l.status == Status::Fail && first_packet.is_none_or(|p| l.line < p))
 }
 
 /// The whole report from the cases and their runs (`runs[i]` for `cases[i]`; missing ones count

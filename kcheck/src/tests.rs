@@ -247,6 +247,24 @@ fn a_failed_setup_line_decides_nothing() {
     }
 }
 
+/// A shell line that fails after the connection's packets (a counter check, `nstat -a | grep
+/// NAME | grep -q " 1 "`) is a failed check, not a setup failure: the monitors judge the run.
+#[test]
+fn a_failed_counter_check_after_traffic_is_judged() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/kernel/fr-sack.pkt");
+    let case = super::Case::from_file(&path, "fr-sack".into(), "test".into()).unwrap();
+    let mut r = RunReport::new("fr-sack.pkt".into());
+    r.trace.push(TraceEvent::TcpInfo { t_ms: 1.0, line: 20, info: info(0, 10, INFINITE_SSTHRESH, 0, 0), counters: BTreeMap::new() });
+    let line = |n, kind, status, text: &str| trc_pkt::report::LineResult { line: n, col: 1, kind, status, text: text.into(), expected: None, actual: None, message: Some("exit status 1".into()), time_ms: None, offset_ms: None, output: None, values: BTreeMap::new(), notes: vec![] };
+    r.script.lines.push(line(6, trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Pass, "`../common/defaults.sh`"));
+    r.script.lines.push(line(20, trc_pkt::report::LineKind::PacketOut, trc_pkt::report::Status::Pass, "+0 > . 1:1001(1000) ack 1"));
+    r.script.lines.push(line(30, trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Fail, "`nstat -a | grep TcpExtTCPDSACKUndo | grep -q \" 1 \"`"));
+    let profile = trc_model::profile::Profile::linux_6_18();
+    let res = super::evaluate(&case, &Ok(r), &monitors(), &profile);
+    assert!(res.properties.values().any(|o| *o == Outcome::Holds), "{:?}", res.properties);
+    assert!(res.properties.values().all(|o| !matches!(o, Outcome::Undecided { reason } if reason.contains("setup"))), "{:?}", res.properties);
+}
+
 /// A scenario whose profile replay was incomplete is not reported "same as the profile": only
 /// what the replay made was compared.
 #[test]

@@ -66,6 +66,7 @@ impl State {
             total_retrans,
             dsack_dups,
             is_sack_reneg,
+            undo_beyond_head,
             ecn_queue_cwr,
             timer,
             cc,
@@ -107,6 +108,7 @@ impl State {
         copy(total_retrans);
         copy(dsack_dups);
         copy(is_sack_reneg);
+        copy(undo_beyond_head);
         copy(ecn_queue_cwr);
         copy(timer);
         copy(cc);

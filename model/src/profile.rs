@@ -46,6 +46,15 @@ pub enum PacketDelayedScope {
     /// packets, computed in `tcp_clean_rtx_queue()`); else only DSACKs (`undo_retrans == 0`)
     /// can undo.
     AckedHead,
+    /// The F1 rework an independent review proposed (model only, not built as a patch: the model
+    /// rejects it, properties/tests/f1_fix.rs): the echo
+    /// counts for the undo only while every retransmission of the episode was of the segment at
+    /// `snd_una` when it left (a flag set in `tcp_retransmit_skb()`, cleared in
+    /// `tcp_init_undo()`), so that the delayed original the echo shows is the one segment the
+    /// episode retransmitted. Applied where an undo is decided (`tcp_may_undo()`,
+    /// `tcp_try_undo_partial()`'s undo); `tcp_packet_delayed()` itself, which
+    /// `tcp_try_undo_partial()` also reads to record reordering, is unchanged.
+    HeadOnly,
 }
 
 /// `tcp_rack_reo_timeout()` (tcp_recovery.c): which states RACK's reordering timer may move to
@@ -376,6 +385,17 @@ impl Profile {
         }
     }
 
+    /// linux-6.18 with the F1 rework the review proposed (model only): the echo undoes only an
+    /// episode that retransmitted nothing but the segment at `snd_una`.
+    pub fn linux_7_2_f1_fix_head_only() -> Profile {
+        Profile {
+            name: "linux-7.2-f1-fix-head-only".into(),
+            description: "linux-6.18 behaviour (= 7.2's recovery code) + the F1 rework an independent review proposed (model only; it loses multi-segment reordering undos and keeps an F1 form): a timestamp echo undoes only an episode whose retransmissions were all of the segment at snd_una".into(),
+            packet_delayed_scope: PacketDelayedScope::HeadOnly,
+            ..Profile::linux_6_18()
+        }
+    }
+
     /// linux-6.18 with the F9 fix (vm/kconfig/f9-fix.patch): RACK's reordering timer no longer
     /// enters Recovery from Loss.
     pub fn linux_7_2_f9_fix() -> Profile {
@@ -578,6 +598,7 @@ impl Profile {
             Profile::linux_6_15(),
             Profile::linux_6_6(),
             Profile::linux_7_2_f1_fix(),
+            Profile::linux_7_2_f1_fix_head_only(),
             Profile::linux_7_2_f9_fix(),
             Profile::linux_7_2_f11_fix(),
             Profile::linux_5_1(),

@@ -12,7 +12,7 @@ use trc_model::state::{evidence, UndoKind};
 use trc_model::Config;
 
 mod common;
-use common::{cfg, run_property};
+use common::{cfg, run_property, signatures};
 
 /// The bounds of issue #19's no-RTO F1 trace: SACK, no RTO, no TLP, no TSQ, 2-deep reordering.
 fn no_rto() -> Config {
@@ -91,4 +91,20 @@ fn spurious_episode_still_undone_by_timestamp() {
     assert!(matches!(u.kind, UndoKind::Full | UndoKind::Partial), "{u:?}");
     assert_eq!(u.evidence & evidence::RETRANS_ZERO, 0, "by the echo, not by DSACKs: {u:?}");
     assert!(u.ssthresh_after > u.ssthresh_before && u.cwnd_after >= u.cwnd_before, "the reduction is taken back: {u:?}");
+}
+
+/// The rework an independent review proposed (`linux-7.2-f1-fix-head-only`: the echo proves the
+/// episode only while every retransmission was of the segment at `snd_una`) is not the fix
+/// either. It loses the legitimate undo of multi-segment reordering: two originals are only
+/// delayed, RACK retransmits both (the second not at `snd_una`), both originals arrive, and the
+/// echo, older than the first retransmission, no longer undoes (I20, 6 events, new against
+/// linux-6.18). And F1's Loss form remains at the default bounds (9 events instead of 7): the
+/// really lost segment can be retransmitted when it is the head.
+#[test]
+fn head_only_rework_is_not_the_fix() {
+    let reorder = signatures(&no_rto(), Profile::linux_7_2_f1_fix_head_only(), "I20");
+    assert_eq!(reorder.get("I20:Recovery:undo_retrans-2").map(|x| x.1), Some(6), "{reorder:?}");
+    assert!(signatures(&no_rto(), Profile::linux_6_18(), "I20").is_empty());
+    let f1 = i1_signatures(&cfg(SackMode::Sack, true), Profile::linux_7_2_f1_fix_head_only());
+    assert_eq!(f1.get("I1:tcp_try_undo_loss:Loss:ts-echo").map(|x| x.1), Some(9), "{f1:?}");
 }

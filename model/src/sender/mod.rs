@@ -161,6 +161,7 @@ impl Sender {
             total_retrans: 0,
             dsack_dups: 0,
             is_sack_reneg: false,
+            undo_beyond_head: false,
             ecn_queue_cwr: false,
             timer: None,
             cc: crate::cc::Cc::Reno,

@@ -127,6 +127,7 @@ impl Sender {
     pub fn tcp_init_undo(&mut self, cx: &Cx) {
         self.end_undo_episode();
         self.ghost.rtx_mask.clear();
+        self.undo_beyond_head = false;
         self.undo_marker = self.snd_una;
         self.undo_retrans = self.retrans_out as i32;
         let tlp_in_flight = self.tlp_high_seq != 0 && self.tlp_retrans;
@@ -344,14 +345,21 @@ impl Sender {
     pub fn tcp_packet_delayed_ts(&self, cx: &Cx) -> bool {
         self.tcp_tsopt_ecr_before(cx, self.retrans_stamp)
             && match cx.prof.packet_delayed_scope {
-                PacketDelayedScope::Episode => true,
+                PacketDelayedScope::Episode | PacketDelayedScope::HeadOnly => true,
                 PacketDelayedScope::AckedHead => self.undo_retrans <= 0 || cx.echo_proves_retrans,
             }
     }
 
     /// `tcp_may_undo()`.
     pub fn tcp_may_undo(&self, cx: &Cx) -> bool {
-        self.undo_marker != 0 && (self.undo_retrans == 0 || self.tcp_packet_delayed(cx))
+        self.undo_marker != 0 && (self.undo_retrans == 0 || (self.tcp_packet_delayed(cx) && !self.echo_unproven(cx)))
+    }
+
+    /// The reworked F1 fix (`packet_delayed_scope = "head-only"`), where an undo is decided: a
+    /// timestamp echo (`retrans_stamp` set) does not prove an episode that retransmitted a
+    /// segment other than the one at `snd_una` (`undo_beyond_head`). Every other scope: false.
+    fn echo_unproven(&self, cx: &Cx) -> bool {
+        cx.prof.packet_delayed_scope == PacketDelayedScope::HeadOnly && self.undo_beyond_head && self.retrans_stamp != 0
     }
 
     /// Ghost: the evidence `tcp_may_undo()` acts on now, in the kernel's order of evaluation
@@ -484,6 +492,9 @@ impl Sender {
             self.tcp_check_sack_reordering(cx, prior_snd_una, true);
             if self.retrans_out != 0 {
                 return true;
+            }
+            if self.echo_unproven(cx) {
+                return false;
             }
             if !self.tcp_any_retrans_done(cx.cfg) {
                 self.retrans_stamp = 0;

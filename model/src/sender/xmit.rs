@@ -290,6 +290,9 @@ impl Sender {
             self.undo_retrans = 0;
         }
         self.undo_retrans += 1;
+        if cx.prof.packet_delayed_scope == crate::profile::PacketDelayedScope::HeadOnly && i != self.idx(cx.cfg, self.snd_una) {
+            self.undo_beyond_head = true;
+        }
     }
 
     /// `tcp_xmit_retransmit_queue()`: retransmit lost segments while cwnd allows; TSQ may stop it

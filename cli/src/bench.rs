@@ -43,14 +43,55 @@ struct Case {
 fn cases(quick: bool) -> Vec<Case> {
     let base = Config::default();
     let mut v = vec![
-        Case { name: "no-sack seg6 loss1", cfg: Config { sack: SackMode::NoSack, ..base.clone() } },
-        Case { name: "no-sack seg6 loss2", cfg: Config { sack: SackMode::NoSack, max_losses: 2, ..base.clone() } },
-        Case { name: "sack seg4 loss1", cfg: Config { sack: SackMode::Sack, segments: 4, initcwnd: 4, ..base.clone() } },
-        Case { name: "sack seg6 loss1", cfg: Config { sack: SackMode::Sack, ..base.clone() } },
+        Case {
+            name: "no-sack seg6 loss1",
+            cfg: Config {
+                sack: SackMode::NoSack,
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "no-sack seg6 loss2",
+            cfg: Config {
+                sack: SackMode::NoSack,
+                max_losses: 2,
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "sack seg4 loss1",
+            cfg: Config {
+                sack: SackMode::Sack,
+                segments: 4,
+                initcwnd: 4,
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "sack seg6 loss1",
+            cfg: Config {
+                sack: SackMode::Sack,
+                ..base.clone()
+            },
+        },
     ];
     if !quick {
-        v.push(Case { name: "sack seg6 loss2", cfg: Config { sack: SackMode::Sack, max_losses: 2, ..base.clone() } });
-        v.push(Case { name: "both seg8 loss1", cfg: Config { segments: 8, initcwnd: 6, ..base } });
+        v.push(Case {
+            name: "sack seg6 loss2",
+            cfg: Config {
+                sack: SackMode::Sack,
+                max_losses: 2,
+                ..base.clone()
+            },
+        });
+        v.push(Case {
+            name: "both seg8 loss1",
+            cfg: Config {
+                segments: 8,
+                initcwnd: 6,
+                ..base
+            },
+        });
     }
     v
 }
@@ -58,7 +99,11 @@ fn cases(quick: bool) -> Vec<Case> {
 fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
@@ -77,7 +122,8 @@ fn model_for(case: &Case) -> TcpModel {
     // I5 and I14 hold on linux-6.18 everywhere, so stateright cannot stop early on a discovery
     // and both checkers explore the whole reachable graph.
     let specs = trc_properties::select(&["I5".into(), "I14".into()]).expect("ids exist");
-    TcpModel::new(case.cfg.clone(), Profile::linux_6_18()).with_properties(trc_properties::properties(&specs))
+    TcpModel::new(case.cfg.clone(), Profile::linux_6_18())
+        .with_properties(trc_properties::properties(&specs))
 }
 
 fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
@@ -92,17 +138,37 @@ fn run_one(case: &Case, engine: &str, threads: usize) -> Row {
             secs,
             peak: peak_rss_bytes(),
             bytes_per_state: 0.0,
-            verdicts: model.properties().iter().map(|p| c.discovery(p.name).is_some()).collect(),
+            verdicts: model
+                .properties()
+                .iter()
+                .map(|p| c.discovery(p.name).is_some())
+                .collect(),
         }
     } else {
-        let r = check_with(&model, &Options { threads, ..Options::default() }, None, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
+        let r = check_with(
+            &model,
+            &Options {
+                threads,
+                ..Options::default()
+            },
+            None,
+            trc_engine::StateHooks {
+                fingerprint: State::fingerprint,
+                next_state_into: TcpModel::next_state_into,
+                drop_is_noop: State::is_plain,
+            },
+        );
         Row {
             states: r.unique_states,
             transitions: r.transitions,
             secs: r.elapsed.as_secs_f64(),
             peak: peak_rss_bytes(),
             bytes_per_state: r.visited_set_bytes as f64 / r.unique_states.max(1) as f64,
-            verdicts: r.properties.iter().map(|p| p.verdict == trc_engine::Verdict::Violated).collect(),
+            verdicts: r
+                .properties
+                .iter()
+                .map(|p| p.verdict == trc_engine::Verdict::Violated)
+                .collect(),
         }
     }
 }
@@ -117,7 +183,15 @@ fn median_row(runs: &[Row]) -> Row {
 fn child(case: usize, engine: &str, threads: usize) -> Result<Row, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::process::Command::new(exe)
-        .args(["bench", "--one", &case.to_string(), "--engine", engine, "--threads", &threads.to_string()])
+        .args([
+            "bench",
+            "--one",
+            &case.to_string(),
+            "--engine",
+            engine,
+            "--threads",
+            &threads.to_string(),
+        ])
         .output()
         .map_err(|e| e.to_string())?;
     if !out.status.success() {
@@ -129,18 +203,37 @@ fn child(case: usize, engine: &str, threads: usize) -> Result<Row, String> {
 pub fn run_bench(a: BenchArgs) -> i32 {
     let all = cases(false);
     if let Some(i) = a.one {
-        let Some(case) = all.get(i) else { return crate::output::usage_error("no such bench case") };
-        println!("{}", serde_json::to_string(&run_one(case, &a.engine, a.threads)).unwrap());
+        let Some(case) = all.get(i) else {
+            return crate::output::usage_error("no such bench case");
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&run_one(case, &a.engine, a.threads)).unwrap()
+        );
         return 0;
     }
     let n = cases(a.quick).len();
-    println!("trc bench: linux-6.18, properties I5+I14 (hold), {} threads, each run in its own process", a.threads);
+    println!(
+        "trc bench: linux-6.18, properties I5+I14 (hold), {} threads, each run in its own process",
+        a.threads
+    );
     for line in machine_facts() {
         println!("machine: {line}");
     }
     println!(
         "{:<20} {:>9} {:>10} {:>8} {:>11} {:>8} {:>8} | {:>8} {:>11} {:>8} {:>6} | {:>6}",
-        "case", "states", "transit.", "ours s", "ours st/s", "ours MB", "B/state", "sr s", "sr st/s", "sr MB", "same?", "ratio"
+        "case",
+        "states",
+        "transit.",
+        "ours s",
+        "ours st/s",
+        "ours MB",
+        "B/state",
+        "sr s",
+        "sr st/s",
+        "sr MB",
+        "same?",
+        "ratio"
     );
     for (i, case) in all.iter().take(n).enumerate() {
         let mut ours_runs: Vec<Row> = Vec::new();
@@ -153,7 +246,9 @@ pub fn run_bench(a: BenchArgs) -> i32 {
             if !a.ours_only {
                 match child(i, "stateright", a.threads) {
                     Ok(r) => sr_runs.push(r),
-                    Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
+                    Err(e) => {
+                        return crate::output::usage_error(&format!("bench child failed: {e}"))
+                    }
                 }
             }
         }
@@ -173,11 +268,24 @@ pub fn run_bench(a: BenchArgs) -> i32 {
             continue;
         }
         let sr = median_row(&sr_runs);
-        let same = ours_runs.iter().chain(&sr_runs).all(|r| r.states == ours.states && r.transitions == ours.transitions && r.verdicts == ours.verdicts);
-        let mut ratios: Vec<f64> = ours_runs.iter().zip(&sr_runs).map(|(o, s)| s.secs / o.secs.max(1e-9)).collect();
+        let same = ours_runs.iter().chain(&sr_runs).all(|r| {
+            r.states == ours.states
+                && r.transitions == ours.transitions
+                && r.verdicts == ours.verdicts
+        });
+        let mut ratios: Vec<f64> = ours_runs
+            .iter()
+            .zip(&sr_runs)
+            .map(|(o, s)| s.secs / o.secs.max(1e-9))
+            .collect();
         ratios.sort_by(f64::total_cmp);
         let ratio = if ratios.len() > 1 {
-            format!("{:>5.1}x ({:.1}-{:.1})", ratios[ratios.len() / 2], ratios[0], ratios[ratios.len() - 1])
+            format!(
+                "{:>5.1}x ({:.1}-{:.1})",
+                ratios[ratios.len() / 2],
+                ratios[0],
+                ratios[ratios.len() - 1]
+            )
         } else {
             format!("{:>5.1}x", ratios[0])
         };
@@ -201,30 +309,63 @@ pub fn run_bench(a: BenchArgs) -> i32 {
 /// and hardware threads, transparent huge pages, page size, kernel release, whether hardware
 /// performance counters can be opened (VMs often have none), and the load when the bench starts.
 pub fn machine_facts() -> Vec<String> {
-    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".to_string());
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".to_string())
+    };
     let cpuinfo = read("/proc/cpuinfo");
     let field = |name: &str| {
-        cpuinfo.lines().find(|l| l.split(':').next().is_some_and(|k| k.trim() == name)).and_then(|l| l.split_once(':')).map_or("?".to_string(), |(_, v)| v.trim().to_string())
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map_or("?".to_string(), |(_, v)| v.trim().to_string())
     };
-    let logical = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
+    let logical = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
     let per_core = read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
-    let per_core = per_core.split(',').map(|r| r.split_once('-').map_or(1, |(a, b)| b.parse::<usize>().unwrap_or(0).saturating_sub(a.parse().unwrap_or(0)) + 1)).sum::<usize>();
+    let per_core = per_core
+        .split(',')
+        .map(|r| {
+            r.split_once('-').map_or(1, |(a, b)| {
+                b.parse::<usize>()
+                    .unwrap_or(0)
+                    .saturating_sub(a.parse().unwrap_or(0))
+                    + 1
+            })
+        })
+        .sum::<usize>();
     let usable = std::thread::available_parallelism().map_or(0, |n| n.get());
     let thp = |p: &str| {
         let s = read(p);
-        s.split_whitespace().find(|w| w.starts_with('[')).map_or(s.clone(), |w| w.trim_matches(['[', ']']).to_string())
+        s.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map_or(s.clone(), |w| w.trim_matches(['[', ']']).to_string())
     };
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     vec![
-        format!("cpu {} ({} logical CPUs, {} hardware thread(s) per core, {} usable by this process)", field("model name"), logical, per_core, usable),
+        format!(
+            "cpu {} ({} logical CPUs, {} hardware thread(s) per core, {} usable by this process)",
+            field("model name"),
+            logical,
+            per_core,
+            usable
+        ),
         format!(
             "kernel {}, page size {} B, transparent huge pages {} (defrag {}), load average {}",
             read("/proc/sys/kernel/osrelease"),
             page,
             thp("/sys/kernel/mm/transparent_hugepage/enabled"),
             thp("/sys/kernel/mm/transparent_hugepage/defrag"),
-            read("/proc/loadavg").split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+            read("/proc/loadavg")
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
         format!("hardware performance counters: {}", hw_counters()),
     ]
@@ -238,8 +379,17 @@ fn hw_counters() -> String {
     attr[0] = 64u64 << 32; // type PERF_TYPE_HARDWARE (0), size 64 (little-endian u32 pair)
     attr[1] = 0; // PERF_COUNT_HW_CPU_CYCLES
     attr[5] = 1 | 1 << 5 | 1 << 6; // disabled, exclude_kernel, exclude_hv
-    // SAFETY: the syscall reads a perf_event_attr of the size it names; the fd is closed.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0 as libc::pid_t, -1 as libc::c_int, -1 as libc::c_int, 0 as libc::c_ulong) };
+                                   // SAFETY: the syscall reads a perf_event_attr of the size it names; the fd is closed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            0 as libc::c_ulong,
+        )
+    };
     if fd >= 0 {
         // SAFETY: our own descriptor.
         unsafe { libc::close(fd as libc::c_int) };
@@ -247,8 +397,15 @@ fn hw_counters() -> String {
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => format!("not available ({e}; software events only)"),
-        Some(libc::EACCES) | Some(libc::EPERM) => format!("not permitted ({e}; kernel.perf_event_paranoid = {})", std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default().trim()),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
+            format!("not available ({e}; software events only)")
+        }
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "not permitted ({e}; kernel.perf_event_paranoid = {})",
+            std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                .unwrap_or_default()
+                .trim()
+        ),
         _ => format!("not available ({e})"),
     }
 }

@@ -5,15 +5,15 @@ use crate::BoundArgs;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use trc_engine::{check_with, Options, Progress, Report, Verdict};
+use trc_model::config::SackMode;
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::profile::parse_profile_file;
-use trc_model::config::SackMode;
 use trc_model::{Config, Profile};
-use serde_json::Value;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -56,7 +56,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub save_regressions: bool,
     /// Regression corpus directory (manifest.toml + scripts) for --save-regressions.
-    #[arg(long, value_name = "DIR", default_value = "counterexamples/regressions")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "counterexamples/regressions"
+    )]
     pub regressions: PathBuf,
     /// Compare with this profile (built-in name or file): a violation whose signature also
     /// occurs there is reported as "also on PROFILE" and does not fail. Default for a profile
@@ -132,7 +136,11 @@ pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), Strin
     if !path.exists() {
         return Err(format!(
             "unknown profile `{arg}`: not a built-in profile ({}) and no such file",
-            Profile::builtin().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+            Profile::builtin()
+                .iter()
+                .map(|p| p.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let src = crate::read_source(path)?;
@@ -142,32 +150,67 @@ pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), Strin
 }
 
 /// One exploration: model + engine + the catalogue's properties.
-pub fn explore(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>) -> Result<(TcpModel, Report<Action>), String> {
+pub fn explore(
+    cfg: &Config,
+    profile: &Profile,
+    ids: &[String],
+    opts: &Options,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+) -> Result<(TcpModel, Report<Action>), String> {
     explore_reduced(cfg, profile, ids, opts, progress, false)
 }
 
 /// [`explore`], with every exact reduction (`--reduce`) if `reduce`.
-pub fn explore_reduced(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, reduce: bool) -> Result<(TcpModel, Report<Action>), String> {
+pub fn explore_reduced(
+    cfg: &Config,
+    profile: &Profile,
+    ids: &[String],
+    opts: &Options,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    reduce: bool,
+) -> Result<(TcpModel, Report<Action>), String> {
     let specs = trc_properties::select(ids)?;
-    let mut model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    let mut model = TcpModel::new(cfg.clone(), profile.clone())
+        .with_properties(trc_properties::properties(&specs));
     if reduce {
         model = model.with_reduce(trc_properties::reductions(&specs));
     }
-    let report = check_with(&model, opts, progress, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
+    let report = check_with(
+        &model,
+        opts,
+        progress,
+        trc_engine::StateHooks {
+            fingerprint: State::fingerprint,
+            next_state_into: TcpModel::next_state_into,
+            drop_is_noop: State::is_plain,
+        },
+    );
     Ok((model, report))
 }
 
 /// [`explore_reduced`] with every violation classified by its signature
 /// (`trc_properties::signature`): each property's report lists every signature met, with its
 /// count and a shortest counterexample.
-pub fn explore_classified(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>, reduce: bool) -> Result<(TcpModel, Report<Action>), String> {
+pub fn explore_classified(
+    cfg: &Config,
+    profile: &Profile,
+    ids: &[String],
+    opts: &Options,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    reduce: bool,
+) -> Result<(TcpModel, Report<Action>), String> {
     let specs = trc_properties::select(ids)?;
-    let mut model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    let mut model = TcpModel::new(cfg.clone(), profile.clone())
+        .with_properties(trc_properties::properties(&specs));
     if reduce {
         model = model.with_reduce(trc_properties::reductions(&specs));
     }
     let hooks = trc_engine::Classified {
-        hooks: trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        hooks: trc_engine::StateHooks {
+            fingerprint: State::fingerprint,
+            next_state_into: TcpModel::next_state_into,
+            drop_is_noop: State::is_plain,
+        },
         classify: trc_properties::signature::classifier(&specs),
     };
     let report = check_with(&model, opts, progress, hooks);
@@ -175,11 +218,17 @@ pub fn explore_classified(cfg: &Config, profile: &Profile, ids: &[String], opts:
 }
 
 /// The signatures each property's violations have (property id → signatures).
-pub fn signatures(report: &Report<Action>) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+pub fn signatures(
+    report: &Report<Action>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
     let mut out = std::collections::BTreeMap::new();
     for p in &report.properties {
         let id = p.name.split(':').next().unwrap_or(p.name).to_string();
-        let set: std::collections::BTreeSet<String> = p.classes.iter().map(|c| trc_properties::signature::describe(&id, c.class)).collect();
+        let set: std::collections::BTreeSet<String> = p
+            .classes
+            .iter()
+            .map(|c| trc_properties::signature::describe(&id, c.class))
+            .collect();
         out.insert(id, set);
     }
     out
@@ -201,7 +250,10 @@ impl LevelProgress {
         let pb = ProgressBar::new_spinner();
         pb.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
         pb.enable_steady_tick(Duration::from_millis(120));
-        Some(LevelProgress { pb, last_depth: std::sync::Mutex::new(None) })
+        Some(LevelProgress {
+            pb,
+            last_depth: std::sync::Mutex::new(None),
+        })
     }
 
     /// The engine's callback (at least once per level): a line when a level is done.
@@ -211,9 +263,22 @@ impl LevelProgress {
         let mut last = self.last_depth.lock().unwrap();
         if *last != Some(p.depth) {
             *last = Some(p.depth);
-            self.pb.println(format!("level {:>3}: {:>10} states ({:>9} new) {:>10.0} states/s {:>8.1} MiB", p.depth, p.unique_states, p.frontier, p.unique_states as f64 / secs, mib));
+            self.pb.println(format!(
+                "level {:>3}: {:>10} states ({:>9} new) {:>10.0} states/s {:>8.1} MiB",
+                p.depth,
+                p.unique_states,
+                p.frontier,
+                p.unique_states as f64 / secs,
+                mib
+            ));
         }
-        self.pb.set_message(format!("depth {} · {} states · {:.0} states/s · {:.1} MiB", p.depth, p.unique_states, p.unique_states as f64 / secs, mib));
+        self.pb.set_message(format!(
+            "depth {} · {} states · {:.0} states/s · {:.1} MiB",
+            p.depth,
+            p.unique_states,
+            p.unique_states as f64 / secs,
+            mib
+        ));
     }
 
     /// Clears the spinner and prints the one-line summary (on stderr, like the levels).
@@ -275,11 +340,20 @@ pub fn check_work_list(configs: &[Config], ids: &[String], reduce: bool) -> Vec<
                 if configs.len() > 1 {
                     label.push_str(&format!("c{ci}-"));
                 }
-                label.push_str(if *m == SackMode::Sack { "sack" } else { "no-sack" });
+                label.push_str(if *m == SackMode::Sack {
+                    "sack"
+                } else {
+                    "no-sack"
+                });
                 if groups.len() > 1 {
                     label.push_str(&format!("-g{gi}"));
                 }
-                units.push(CheckUnit { config: ci, sack: *m, group: g.clone(), label });
+                units.push(CheckUnit {
+                    config: ci,
+                    sack: *m,
+                    group: g.clone(),
+                    label,
+                });
             }
         }
     }
@@ -303,7 +377,11 @@ pub fn run_check(a: CheckArgs) -> i32 {
         return output::usage_error("--coverage cannot be sharded (--shard): run it unsharded");
     }
     // The comparison profile: --against, else a profile file's base.
-    let against = match a.against.clone().or_else(|| file.as_ref().map(|f| f.base.clone())) {
+    let against = match a
+        .against
+        .clone()
+        .or_else(|| file.as_ref().map(|f| f.base.clone()))
+    {
         Some(name) => match load_profile(&name) {
             Ok(p) => Some(p),
             Err(e) => return output::usage_error(&format!("--against: {e}")),
@@ -323,7 +401,9 @@ pub fn run_check(a: CheckArgs) -> i32 {
         return output::usage_error("--fail-fast cannot be sharded: it stops at a BFS level of the whole state space, which no shard sees");
     }
     if a.shard.is_some() && a.save_regressions {
-        return output::usage_error("--save-regressions needs the merged result: run it on an unsharded check");
+        return output::usage_error(
+            "--save-regressions needs the merged result: run it on an unsharded check",
+        );
     }
     let opts = Options {
         threads: a.threads,
@@ -338,44 +418,59 @@ pub fn run_check(a: CheckArgs) -> i32 {
     let cfgs: Vec<Config> = configs.iter().map(|(_, c)| c.clone()).collect();
     // One exploration (and its comparison profile's): its JSON, exports, whether it fails, its
     // coverage and, for a shard, what the merge needs to judge signatures (`shard_detail`).
-    let run_one = |cfg: &Config, ids: &[String], out_dir: Option<PathBuf>| -> Result<RunOut, String> {
-        let progress = LevelProgress::new(a.json || a.shard.is_some());
-        let cb = |p: &Progress| {
-            if let Some(pr) = &progress {
-                pr.update(p);
+    let run_one =
+        |cfg: &Config, ids: &[String], out_dir: Option<PathBuf>| -> Result<RunOut, String> {
+            let progress = LevelProgress::new(a.json || a.shard.is_some());
+            let cb = |p: &Progress| {
+                if let Some(pr) = &progress {
+                    pr.update(p);
+                }
+            };
+            let (model, report) =
+                explore_classified(cfg, &profile, ids, &opts, Some(&cb), a.reduce)?;
+            // The same bounds and properties on the comparison profile, for its signatures.
+            let base = match &against {
+                Some(bp) => {
+                    let (_, r) = explore_classified(cfg, bp, ids, &opts, Some(&cb), a.reduce)?;
+                    Some(output::Base {
+                        name: bp.name.clone(),
+                        signatures: signatures(&r),
+                        incomplete: output::incomplete(&r),
+                    })
+                }
+                None => None,
+            };
+            let coverage = if a.coverage {
+                let mut c = crate::coverage::explore(cfg, &profile, ids, &opts, a.reduce);
+                if let Some(f) = &file {
+                    c.warn_overrides(&f.overrides);
+                }
+                Some(c)
+            } else {
+                None
+            };
+            if let Some(pr) = progress {
+                pr.finish(&report);
             }
-        };
-        let (model, report) = explore_classified(cfg, &profile, ids, &opts, Some(&cb), a.reduce)?;
-        // The same bounds and properties on the comparison profile, for its signatures.
-        let base = match &against {
-            Some(bp) => {
-                let (_, r) = explore_classified(cfg, bp, ids, &opts, Some(&cb), a.reduce)?;
-                Some(output::Base { name: bp.name.clone(), signatures: signatures(&r), incomplete: output::incomplete(&r) })
+            let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
+            let v = output::check_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
+            if out_dir.is_some() || a.save_regressions {
+                let corpus = a.save_regressions.then_some(a.regressions.as_path());
+                export_violations(&model, &results, out_dir.as_deref(), corpus)?;
             }
-            None => None,
+            let failing = results.iter().any(output::PropResult::fails);
+            let detail = a
+                .shard
+                .is_some()
+                .then(|| output::shard_detail(&model, &report, base.as_ref()));
+            Ok(RunOut {
+                json: v,
+                failing,
+                incomplete: output::incomplete(&report),
+                coverage,
+                detail,
+            })
         };
-        let coverage = if a.coverage {
-            let mut c = crate::coverage::explore(cfg, &profile, ids, &opts, a.reduce);
-            if let Some(f) = &file {
-                c.warn_overrides(&f.overrides);
-            }
-            Some(c)
-        } else {
-            None
-        };
-        if let Some(pr) = progress {
-            pr.finish(&report);
-        }
-        let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
-        let v = output::check_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
-        if out_dir.is_some() || a.save_regressions {
-            let corpus = a.save_regressions.then_some(a.regressions.as_path());
-            export_violations(&model, &results, out_dir.as_deref(), corpus)?;
-        }
-        let failing = results.iter().any(output::PropResult::fails);
-        let detail = a.shard.is_some().then(|| output::shard_detail(&model, &report, base.as_ref()));
-        Ok(RunOut { json: v, failing, incomplete: output::incomplete(&report), coverage, detail })
-    };
     if let Some(shard) = a.shard {
         let units = check_work_list(&cfgs, &ids, a.reduce);
         let mut done = Vec::new();
@@ -405,9 +500,16 @@ pub fn run_check(a: CheckArgs) -> i32 {
         crate::shard::print_shard("check", shard, units.len(), args, done);
         return exit_code(failing, incomplete);
     }
-    let (mut runs, mut coverages, mut failing, mut incomplete) = (Vec::new(), Vec::new(), false, false);
+    let (mut runs, mut coverages, mut failing, mut incomplete) =
+        (Vec::new(), Vec::new(), false, false);
     for (path, cfg) in &configs {
-        let out_dir = a.out.as_ref().map(|d| if several { d.join(config_label(path.as_deref())) } else { d.clone() });
+        let out_dir = a.out.as_ref().map(|d| {
+            if several {
+                d.join(config_label(path.as_deref()))
+            } else {
+                d.clone()
+            }
+        });
         let r = match run_one(cfg, &ids, out_dir) {
             Ok(x) => x,
             Err(e) => return output::usage_error(&e),
@@ -433,7 +535,9 @@ struct RunOut {
 
 /// The export subdirectory of a bounds file when several are checked: its file stem.
 fn config_label(path: Option<&Path>) -> String {
-    path.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "default".into())
+    path.and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "default".into())
 }
 
 /// Prints one run per bounds file (`trc check` and `trc merge`): one file's JSON as it is, several
@@ -449,8 +553,14 @@ fn print_check_with(runs: &[Value], json: bool, coverages: &[Option<crate::cover
         let v = if runs.len() == 1 {
             runs[0].clone()
         } else {
-            let results: Vec<&str> = runs.iter().map(|r| r["result"].as_str().unwrap_or("")).collect();
-            let result = ["violated", "incomplete", "holds"].into_iter().find(|w| results.contains(w)).unwrap_or("holds");
+            let results: Vec<&str> = runs
+                .iter()
+                .map(|r| r["result"].as_str().unwrap_or(""))
+                .collect();
+            let result = ["violated", "incomplete", "holds"]
+                .into_iter()
+                .find(|w| results.contains(w))
+                .unwrap_or("holds");
             serde_json::json!({"result": result, "runs": runs})
         };
         println!("{}", serde_json::to_string_pretty(&v).unwrap());
@@ -458,16 +568,30 @@ fn print_check_with(runs: &[Value], json: bool, coverages: &[Option<crate::cover
     }
     for (i, v) in runs.iter().enumerate() {
         if runs.len() > 1 {
-            println!("{}== bounds file {} of {}", if i > 0 { "\n" } else { "" }, i + 1, runs.len());
+            println!(
+                "{}== bounds file {} of {}",
+                if i > 0 { "\n" } else { "" },
+                i + 1,
+                runs.len()
+            );
         }
         output::print_summary(v);
         if let Some(Some(c)) = coverages.get(i) {
             c.print();
         }
     }
-    if runs.iter().any(|r| r["result"] == "incomplete") && !runs.iter().any(|r| r["result"] == "violated") {
-        let reasons: Vec<&str> = runs.iter().filter(|r| r["result"] == "incomplete").map(|r| r["stop_reason"].as_str().unwrap_or("")).collect();
-        println!("\nINCOMPLETE: stopped early ({}) with no violation among the states explored (exit 3)", reasons.join(", "));
+    if runs.iter().any(|r| r["result"] == "incomplete")
+        && !runs.iter().any(|r| r["result"] == "violated")
+    {
+        let reasons: Vec<&str> = runs
+            .iter()
+            .filter(|r| r["result"] == "incomplete")
+            .map(|r| r["stop_reason"].as_str().unwrap_or(""))
+            .collect();
+        println!(
+            "\nINCOMPLETE: stopped early ({}) with no violation among the states explored (exit 3)",
+            reasons.join(", ")
+        );
     }
 }
 
@@ -488,7 +612,10 @@ pub fn exit_code(failing: bool, incomplete: bool) -> i32 {
 /// can be created.
 fn out_dir_ok(dir: &Path) -> Result<(), String> {
     if dir.exists() && !dir.is_dir() {
-        return Err(format!("--out {}: not a directory (--out names the directory the counterexamples go to)", dir.display()));
+        return Err(format!(
+            "--out {}: not a directory (--out names the directory the counterexamples go to)",
+            dir.display()
+        ));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))
 }
@@ -496,27 +623,74 @@ fn out_dir_ok(dir: &Path) -> Result<(), String> {
 /// `--out` / `--save-regressions`: export every violated property's counterexample — the one
 /// printed: of the shortest failing signature, else the shortest — (messages on stderr, so
 /// `--json` output stays machine-readable).
-fn export_violations(model: &TcpModel, results: &[output::PropResult], out: Option<&Path>, corpus: Option<&Path>) -> Result<(), String> {
+fn export_violations(
+    model: &TcpModel,
+    results: &[output::PropResult],
+    out: Option<&Path>,
+    corpus: Option<&Path>,
+) -> Result<(), String> {
     for p in results {
-        let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else { continue };
+        let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else {
+            continue;
+        };
         let id = p.id.as_str();
-        let statement = trc_properties::catalogue().into_iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
-        let subject = trc_trace::export::Subject { id, name: &p.name, statement };
-        let x = trc_trace::export::export(model, path.init_index, &path.actions, subject, trc_trace::export::COUNTEREXAMPLE_GAP_MS).map_err(|e| format!("export of {id}: {e}"))?;
+        let statement = trc_properties::catalogue()
+            .into_iter()
+            .find(|s| s.id == id)
+            .map(|s| s.statement)
+            .unwrap_or("");
+        let subject = trc_trace::export::Subject {
+            id,
+            name: &p.name,
+            statement,
+        };
+        let x = trc_trace::export::export(
+            model,
+            path.init_index,
+            &path.actions,
+            subject,
+            trc_trace::export::COUNTEREXAMPLE_GAP_MS,
+        )
+        .map_err(|e| format!("export of {id}: {e}"))?;
         if let Some(dir) = out {
-            let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let f =
+                trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
             // The counterexample page beside the script: what `trc graph` draws for it.
             let g = crate::graph::build(model, path, 1, 2000);
-            let title = format!("{} — profile {} — shortest counterexample, {} events", p.name, model.profile.name, path.len());
-            let html = crate::graph_html::render(&g, model, &title, &crate::pictures::render_path(model, path, Some(id)));
+            let title = format!(
+                "{} — profile {} — shortest counterexample, {} events",
+                p.name,
+                model.profile.name,
+                path.len()
+            );
+            let html = crate::graph_html::render(
+                &g,
+                model,
+                &title,
+                &crate::pictures::render_path(model, path, Some(id)),
+            );
             let page = f.with_extension("html");
-            crate::graph::write_atomic(&page, &html).map_err(|e| format!("{}: {e}", page.display()))?;
-            eprintln!("trc check: wrote {} (+ .json, .dot, .html){}", f.display(), if x.trace.kernel_runnable { "" } else { " [model-only events: see its header]" });
+            crate::graph::write_atomic(&page, &html)
+                .map_err(|e| format!("{}: {e}", page.display()))?;
+            eprintln!(
+                "trc check: wrote {} (+ .json, .dot, .html){}",
+                f.display(),
+                if x.trace.kernel_runnable {
+                    ""
+                } else {
+                    " [model-only events: see its header]"
+                }
+            );
         }
         if let Some(dir) = corpus {
             match trc_trace::regress::add(dir, &x)? {
-                trc_trace::regress::Saved::Added(f) => eprintln!("trc check: added {} to the regression corpus", f.display()),
-                trc_trace::regress::Saved::AlreadyPresent(n) => eprintln!("trc check: {id} on {} already in the regression corpus ({n})", model.profile.name),
+                trc_trace::regress::Saved::Added(f) => {
+                    eprintln!("trc check: added {} to the regression corpus", f.display())
+                }
+                trc_trace::regress::Saved::AlreadyPresent(n) => eprintln!(
+                    "trc check: {id} on {} already in the regression corpus ({n})",
+                    model.profile.name
+                ),
             }
         }
     }
@@ -566,25 +740,48 @@ pub fn matrix_work_list(profiles: usize, cfg: &Config) -> Vec<(usize, SackMode)>
         SackMode::Both => vec![SackMode::Sack, SackMode::NoSack],
         m => vec![m],
     };
-    (0..profiles).flat_map(|p| modes.iter().map(move |m| (p, *m))).collect()
+    (0..profiles)
+        .flat_map(|p| modes.iter().map(move |m| (p, *m)))
+        .collect()
 }
 
 fn matrix_row(cfg: &Config, p: &Profile, opts: &Options, baseline: &[Accepted]) -> MatrixRow {
-    let (model, report) = explore_classified(cfg, p, &[], opts, None, false).expect("catalogue ids are valid");
+    let (model, report) =
+        explore_classified(cfg, p, &[], opts, None, false).expect("catalogue ids are valid");
     let results = output::results(&model, &report, baseline, None);
     let mut cells = Vec::new();
     let mut accepted = Vec::new();
     for r in &results {
-        let new = r.signatures.iter().filter(|s| s.status == output::SigStatus::New).map(|s| s.events).min();
+        let new = r
+            .signatures
+            .iter()
+            .filter(|s| s.status == output::SigStatus::New)
+            .map(|s| s.events)
+            .min();
         // A violation without a signature cannot be accepted: it shows as violated.
         let unclassified = r.verdict == Verdict::Violated && r.signatures.is_empty();
-        cells.push(if unclassified { r.path.as_ref().map(|x| x.actions.len()) } else { new });
-        let mut f: Vec<String> = r.signatures.iter().filter(|s| s.status == output::SigStatus::Accepted).filter_map(|s| s.finding.clone()).collect();
+        cells.push(if unclassified {
+            r.path.as_ref().map(|x| x.actions.len())
+        } else {
+            new
+        });
+        let mut f: Vec<String> = r
+            .signatures
+            .iter()
+            .filter(|s| s.status == output::SigStatus::Accepted)
+            .filter_map(|s| s.finding.clone())
+            .collect();
         f.sort();
         f.dedup();
         accepted.push(f);
     }
-    MatrixRow { profile: p.name.clone(), states: report.unique_states, seconds: report.elapsed.as_secs_f64(), cells, accepted }
+    MatrixRow {
+        profile: p.name.clone(),
+        states: report.unique_states,
+        seconds: report.elapsed.as_secs_f64(),
+        cells,
+        accepted,
+    }
 }
 
 pub fn run_matrix(a: MatrixArgs) -> i32 {
@@ -604,7 +801,10 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         }
         v
     };
-    let opts = Options { threads: a.threads, ..Options::default() };
+    let opts = Options {
+        threads: a.threads,
+        ..Options::default()
+    };
     let baseline = match load_baseline(&a.baseline, "trc check") {
         Ok(b) => b.accepted,
         Err(e) => return output::usage_error(&e),
@@ -630,7 +830,10 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         crate::shard::print_shard("matrix", shard, units.len(), args, done);
         return 0;
     }
-    let rows: Vec<MatrixRow> = profiles.iter().map(|p| matrix_row(&cfg, p, &opts, &baseline)).collect();
+    let rows: Vec<MatrixRow> = profiles
+        .iter()
+        .map(|p| matrix_row(&cfg, p, &opts, &baseline))
+        .collect();
     print_matrix(&rows, a.json);
     0
 }
@@ -685,15 +888,31 @@ pub fn print_matrix(rows: &[MatrixRow], json: bool) {
     // The findings met, per property, over all rows (each cell's list is in the JSON).
     let mut met: Vec<String> = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let mut f: Vec<&String> = rows.iter().filter_map(|r| r.accepted.get(i)).flatten().collect();
+        let mut f: Vec<&String> = rows
+            .iter()
+            .filter_map(|r| r.accepted.get(i))
+            .flatten()
+            .collect();
         f.sort();
         f.dedup();
         if !f.is_empty() {
-            met.push(format!("{}: {}", spec.id, f.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ")));
+            met.push(format!(
+                "{}: {}",
+                spec.id,
+                f.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ")
+            ));
         }
     }
     if !met.is_empty() {
-        println!("accepted findings met (per cell in --json): {}", met.join("; "));
+        println!(
+            "accepted findings met (per cell in --json): {}",
+            met.join("; ")
+        );
     }
-    println!("total: {} states in {:.2} s ({:.0} states/s)", total_states, total_secs, total_states as f64 / total_secs.max(1e-9));
+    println!(
+        "total: {} states in {:.2} s ({:.0} states/s)",
+        total_states,
+        total_secs,
+        total_states as f64 / total_secs.max(1e-9)
+    );
 }

@@ -39,7 +39,9 @@ fn choice(profile: &Profile, f: &str) -> String {
     if f.is_empty() {
         return String::new();
     }
-    let v = serde_json::to_value(profile).ok().and_then(|v| v.get(f).cloned());
+    let v = serde_json::to_value(profile)
+        .ok()
+        .and_then(|v| v.get(f).cloned());
     match v {
         Some(serde_json::Value::String(s)) => format!("{f}={s}"),
         Some(other) => format!("{f}={other}"),
@@ -48,14 +50,25 @@ fn choice(profile: &Profile, f: &str) -> String {
 }
 
 /// Explores `profile` within `cfg` counting decision branches per transition.
-pub fn explore(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, reduce: bool) -> Coverage {
+pub fn explore(
+    cfg: &Config,
+    profile: &Profile,
+    ids: &[String],
+    opts: &Options,
+    reduce: bool,
+) -> Coverage {
     let specs = trc_properties::select(ids).expect("ids were checked by the main exploration");
-    let mut model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(trc_properties::properties(&specs));
+    let mut model = TcpModel::new(cfg.clone(), profile.clone())
+        .with_properties(trc_properties::properties(&specs));
     if reduce {
         model = model.with_reduce(trc_properties::reductions(&specs));
     }
     let hooks = trc_engine::Tallied {
-        hooks: trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        hooks: trc_engine::StateHooks {
+            fingerprint: State::fingerprint,
+            next_state_into: TcpModel::next_state_into,
+            drop_is_noop: State::is_plain,
+        },
         n: Branch::ALL.len(),
         tally: |m: &TcpModel, s: &State, a: &Action, counts: &mut [u64]| {
             let sink = DecisionCounts::default();
@@ -68,10 +81,24 @@ pub fn explore(cfg: &Config, profile: &Profile, ids: &[String], opts: &Options, 
     let rows: Vec<Row> = Branch::ALL
         .iter()
         .zip(report.tally.iter().copied().chain(std::iter::repeat(0)))
-        .map(|(b, n)| Row { function: b.function(), choice: choice(profile, b.profile_field()), branch: b.label(), transitions: n })
+        .map(|(b, n)| Row {
+            function: b.function(),
+            choice: choice(profile, b.profile_field()),
+            branch: b.label(),
+            transitions: n,
+        })
         .collect();
-    let never_reached = rows.iter().filter(|r| r.transitions == 0).map(|r| format!("{} [{}]: {}", r.function, r.choice, r.branch)).collect();
-    Coverage { transitions: report.transitions, rows, never_reached, warnings: Vec::new() }
+    let never_reached = rows
+        .iter()
+        .filter(|r| r.transitions == 0)
+        .map(|r| format!("{} [{}]: {}", r.function, r.choice, r.branch))
+        .collect();
+    Coverage {
+        transitions: report.transitions,
+        rows,
+        never_reached,
+        warnings: Vec::new(),
+    }
 }
 
 impl Coverage {
@@ -81,9 +108,21 @@ impl Coverage {
     pub fn warn_overrides(&mut self, overrides: &[String]) {
         for f in overrides {
             // The situations where the variants differ (all of the function's, if none is marked).
-            let all: Vec<(&Branch, &Row)> = Branch::ALL.iter().zip(&self.rows).filter(|(b, _)| b.profile_field() == f).collect();
-            let applies: Vec<&Row> = all.iter().filter(|(b, _)| b.choice_applies()).map(|(_, r)| *r).collect();
-            let rows: Vec<&Row> = if applies.is_empty() { all.iter().map(|(_, r)| *r).collect() } else { applies };
+            let all: Vec<(&Branch, &Row)> = Branch::ALL
+                .iter()
+                .zip(&self.rows)
+                .filter(|(b, _)| b.profile_field() == f)
+                .collect();
+            let applies: Vec<&Row> = all
+                .iter()
+                .filter(|(b, _)| b.choice_applies())
+                .map(|(_, r)| *r)
+                .collect();
+            let rows: Vec<&Row> = if applies.is_empty() {
+                all.iter().map(|(_, r)| *r).collect()
+            } else {
+                applies
+            };
             if rows.is_empty() {
                 self.warnings.push(format!("`{f}`: --coverage does not count this decision point's branches (CUBIC/HyStart are not instrumented); its effect is unknown"));
             } else if rows.iter().all(|r| r.transitions == 0) {
@@ -100,7 +139,15 @@ impl Coverage {
         let mut last = ("", "");
         for r in &self.rows {
             if (r.function, r.choice.as_str()) != last {
-                println!("  {}{}", r.function, if r.choice.is_empty() { String::new() } else { format!(" [{}]", r.choice) });
+                println!(
+                    "  {}{}",
+                    r.function,
+                    if r.choice.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", r.choice)
+                    }
+                );
                 last = (r.function, r.choice.as_str());
             }
             println!("    {:>10}  {}", r.transitions, r.branch);

@@ -88,7 +88,13 @@ pub fn run_diff(a: DiffArgs) -> i32 {
     }
     let fixed = match a.bulk {
         None => None,
-        Some(n) => match trc_diff::bulk(n, &a.drop, a.conn.sack().unwrap_or(true), a.conn.ts().unwrap_or(true), &profile) {
+        Some(n) => match trc_diff::bulk(
+            n,
+            &a.drop,
+            a.conn.sack().unwrap_or(true),
+            a.conn.ts().unwrap_or(true),
+            &profile,
+        ) {
             Ok(s) => Some(s),
             Err(e) => return usage_error(&format!("--bulk: {e}")),
         },
@@ -104,27 +110,60 @@ pub fn run_diff(a: DiffArgs) -> i32 {
             max_steps: a.max_steps,
             // A bulk transfer's ACKs arrive in bursts, as its packets left: spacing them out
             // would be another scenario (HyStart's ACK-train detector reads the spacing).
-            gap_ms: if a.bulk.is_some() { 0 } else { GenOptions::default().gap_ms },
+            gap_ms: if a.bulk.is_some() {
+                0
+            } else {
+                GenOptions::default().gap_ms
+            },
             // Its ACKs come every few ms: the random walks' 15 ms distance from a pending
             // timer would refuse it; an injected ACK is late by well under 5 ms.
-            margin_ms: if a.bulk.is_some() { 5 } else { GenOptions::default().margin_ms },
+            margin_ms: if a.bulk.is_some() {
+                5
+            } else {
+                GenOptions::default().margin_ms
+            },
             ..GenOptions::default()
         },
         reruns: a.reruns,
         out: a.out.clone(),
         shrink_budget: a.shrink_budget,
         keep: a.keep.clone(),
-        only: if a.only.is_empty() { None } else { Some(a.only.clone()) },
+        only: if a.only.is_empty() {
+            None
+        } else {
+            Some(a.only.clone())
+        },
         ..DiffOptions::default()
     };
     // The work list: the scenario indices one run would do.
-    let indices: Vec<usize> = if opts.fixed.is_some() { vec![0] } else if a.only.is_empty() { (0..a.scenarios).collect() } else { a.only.clone() };
+    let indices: Vec<usize> = if opts.fixed.is_some() {
+        vec![0]
+    } else if a.only.is_empty() {
+        (0..a.scenarios).collect()
+    } else {
+        a.only.clone()
+    };
     if let Some(shard) = a.shard {
         let mine: Vec<usize> = (0..indices.len()).filter(|k| shard.owns(*k)).collect();
         let rep = if mine.is_empty() {
-            trc_diff::DiffReport { profile: opts.profile.name.clone(), seed: opts.seed, fields: trc_diff::FIELDS.iter().map(|f| (f.to_string(), (0, 0))).collect(), ..Default::default() }
+            trc_diff::DiffReport {
+                profile: opts.profile.name.clone(),
+                seed: opts.seed,
+                fields: trc_diff::FIELDS
+                    .iter()
+                    .map(|f| (f.to_string(), (0, 0)))
+                    .collect(),
+                ..Default::default()
+            }
         } else {
-            let opts = trc_diff::DiffOptions { only: if opts.fixed.is_some() { None } else { Some(mine.iter().map(|k| indices[*k]).collect()) }, ..opts };
+            let opts = trc_diff::DiffOptions {
+                only: if opts.fixed.is_some() {
+                    None
+                } else {
+                    Some(mine.iter().map(|k| indices[*k]).collect())
+                },
+                ..opts
+            };
             run(&opts, &mut |l| {
                 if !a.quiet {
                     eprintln!("{l}");
@@ -132,9 +171,19 @@ pub fn run_diff(a: DiffArgs) -> i32 {
             })
         };
         let args = serde_json::json!({"profile": rep.profile, "seed": a.seed, "bar": a.bar, "scenarios": indices, "bulk": a.bulk, "drop": a.drop});
-        let units: Vec<serde_json::Value> = mine.iter().map(|k| serde_json::json!({"unit": k, "scenario": indices[*k]})).collect();
+        let units: Vec<serde_json::Value> = mine
+            .iter()
+            .map(|k| serde_json::json!({"unit": k, "scenario": indices[*k]}))
+            .collect();
         let code = verdict_code(&rep, a.bar);
-        crate::shard::print_shard_with("diff", shard, indices.len(), args, units, Some(serde_json::to_value(&rep).unwrap()));
+        crate::shard::print_shard_with(
+            "diff",
+            shard,
+            indices.len(),
+            args,
+            units,
+            Some(serde_json::to_value(&rep).unwrap()),
+        );
         return code;
     }
     let quiet = a.quiet || a.json;
@@ -148,7 +197,9 @@ pub fn run_diff(a: DiffArgs) -> i32 {
 
 /// 1 if a field agrees below `bar` percent or a kernel run failed, else 0.
 fn verdict_code(rep: &trc_diff::DiffReport, bar: f64) -> i32 {
-    let below = ["segments", "ca_state", "cwnd", "ssthresh"].into_iter().any(|f| 100.0 * rep.rate(f) < bar);
+    let below = ["segments", "ca_state", "cwnd", "ssthresh"]
+        .into_iter()
+        .any(|f| 100.0 * rep.rate(f) < bar);
     i32::from(below || rep.errors > 0)
 }
 
@@ -159,7 +210,10 @@ pub fn finish(rep: &trc_diff::DiffReport, bar: f64, json: bool) -> i32 {
     } else {
         print!("{}", rep.render());
     }
-    let below: Vec<&str> = ["segments", "ca_state", "cwnd", "ssthresh"].into_iter().filter(|f| 100.0 * rep.rate(f) < bar).collect();
+    let below: Vec<&str> = ["segments", "ca_state", "cwnd", "ssthresh"]
+        .into_iter()
+        .filter(|f| 100.0 * rep.rate(f) < bar)
+        .collect();
     if !below.is_empty() {
         if !json {
             println!("below the {}% bar: {}", bar, below.join(", "));

@@ -28,15 +28,47 @@ fn forward<const I: usize>(m: &ExploreModel, s: &State) -> bool {
 }
 type Cond = fn(&ExploreModel, &State) -> bool;
 const FORWARD: [Cond; 24] = [
-    forward::<0>, forward::<1>, forward::<2>, forward::<3>, forward::<4>, forward::<5>, forward::<6>, forward::<7>,
-    forward::<8>, forward::<9>, forward::<10>, forward::<11>, forward::<12>, forward::<13>, forward::<14>, forward::<15>,
-    forward::<16>, forward::<17>, forward::<18>, forward::<19>, forward::<20>, forward::<21>, forward::<22>, forward::<23>,
+    forward::<0>,
+    forward::<1>,
+    forward::<2>,
+    forward::<3>,
+    forward::<4>,
+    forward::<5>,
+    forward::<6>,
+    forward::<7>,
+    forward::<8>,
+    forward::<9>,
+    forward::<10>,
+    forward::<11>,
+    forward::<12>,
+    forward::<13>,
+    forward::<14>,
+    forward::<15>,
+    forward::<16>,
+    forward::<17>,
+    forward::<18>,
+    forward::<19>,
+    forward::<20>,
+    forward::<21>,
+    forward::<22>,
+    forward::<23>,
 ];
 
 /// One line: the fields the graph labels show, plus the flight.
 pub fn summary(s: &State) -> String {
     let x = &s.sender;
-    let flight: Vec<String> = s.flight.iter().map(|p| format!("{}{}@{}", p.seg as u32 + 1, if p.rtx { "r" } else { "" }, p.sent)).collect();
+    let flight: Vec<String> = s
+        .flight
+        .iter()
+        .map(|p| {
+            format!(
+                "{}{}@{}",
+                p.seg as u32 + 1,
+                if p.rtx { "r" } else { "" },
+                p.sent
+            )
+        })
+        .collect();
     format!(
         "t={}ms {:?} cwnd {} ssthresh {} snd_una {} snd_nxt {} high_seq {} out/sacked/lost/retrans {}/{}/{}/{} flight [{}]",
         s.now,
@@ -72,7 +104,11 @@ impl Model for ExploreModel {
             .properties
             .iter()
             .zip(FORWARD)
-            .map(|(p, condition)| Property { expectation: p.expectation.clone(), name: p.name, condition })
+            .map(|(p, condition)| Property {
+                expectation: p.expectation.clone(),
+                name: p.name,
+                condition,
+            })
             .collect()
     }
     fn within_boundary(&self, s: &State) -> bool {
@@ -83,7 +119,11 @@ impl Model for ExploreModel {
     }
     fn format_step(&self, last: &State, a: Action) -> Option<String> {
         let next = self.0.next_state(last, a)?;
-        Some(format!("{}\n⇒ {}\n\n{next:#?}", describe(last, &a), summary(&next)))
+        Some(format!(
+            "{}\n⇒ {}\n\n{next:#?}",
+            describe(last, &a),
+            summary(&next)
+        ))
     }
 }
 
@@ -97,7 +137,10 @@ pub fn run_explore(a: ExploreArgs) -> i32 {
         Err(e) => return output::usage_error(&e),
     };
     if specs.len() > FORWARD.len() {
-        return output::usage_error(&format!("trc explore supports at most {} properties at once", FORWARD.len()));
+        return output::usage_error(&format!(
+            "trc explore supports at most {} properties at once",
+            FORWARD.len()
+        ));
     }
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
     // stateright's server panics if it cannot bind: find out first, and learn the port the
@@ -106,8 +149,13 @@ pub fn run_explore(a: ExploreArgs) -> i32 {
         Ok(bound) => bound,
         Err(e) => return output::usage_error(&format!("cannot listen on {addr}: {e}")),
     };
-    let model = ExploreModel(TcpModel::new(cfg, profile).with_properties(trc_properties::properties(&specs)));
-    println!("trc explore: profile {} — Explorer on http://{addr}/ (Ctrl-C to stop)", model.0.profile.name);
+    let model = ExploreModel(
+        TcpModel::new(cfg, profile).with_properties(trc_properties::properties(&specs)),
+    );
+    println!(
+        "trc explore: profile {} — Explorer on http://{addr}/ (Ctrl-C to stop)",
+        model.0.profile.name
+    );
     // Never returns in practice: stateright joins its server thread.
     let checker = model.checker().serve(addr);
     let _ = checker.unique_state_count();
@@ -123,7 +171,11 @@ mod tests {
     fn wrapper_forwards_every_property_and_formats_steps() {
         let specs = trc_properties::catalogue();
         assert!(specs.len() <= FORWARD.len(), "grow FORWARD");
-        let inner = TcpModel::new(Config::default(), trc_model::Profile::by_name("linux-6.15").unwrap()).with_properties(trc_properties::properties(&specs));
+        let inner = TcpModel::new(
+            Config::default(),
+            trc_model::Profile::by_name("linux-6.15").unwrap(),
+        )
+        .with_properties(trc_properties::properties(&specs));
         let m = ExploreModel(inner.clone());
         let s = &m.init_states()[0];
         let props = m.properties();
@@ -135,6 +187,9 @@ mod tests {
         let mut acts = Vec::new();
         m.actions(s, &mut acts);
         let step = m.format_step(s, acts[0]).unwrap();
-        assert!(step.starts_with("deliver seg 1 (original, sent at 0 ms)") && step.contains("⇒ t=50ms"), "{step}");
+        assert!(
+            step.starts_with("deliver seg 1 (original, sent at 0 ms)") && step.contains("⇒ t=50ms"),
+            "{step}"
+        );
     }
 }

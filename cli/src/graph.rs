@@ -11,10 +11,10 @@ use crate::output::{self, describe};
 use clap::Args;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
+use stateright::{Expectation, Model};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path as FsPath, PathBuf};
-use stateright::{Expectation, Model};
 use trc_engine::{fingerprint, replay, Options, Path, Verdict};
 use trc_model::model::{Action, State, TcpModel};
 
@@ -94,10 +94,26 @@ pub fn build(model: &TcpModel, path: &Path<Action>, depth: usize, max_nodes: usi
     let mut prev: Option<(NodeIndex, State)> = None;
     for (i, (a, s)) in steps.into_iter().enumerate() {
         let fp = fingerprint(&s);
-        let n = graph.add_node(Node { fp, violates: violations(model, &s), state: s.clone(), dist: 0, path_index: Some(i), anchor: i, parent: None });
+        let n = graph.add_node(Node {
+            fp,
+            violates: violations(model, &s),
+            state: s.clone(),
+            dist: 0,
+            path_index: Some(i),
+            anchor: i,
+            parent: None,
+        });
         by_fp.insert(fp, n);
         if let (Some(a), Some((p, ps))) = (a, &prev) {
-            graph.add_edge(*p, n, Edge { action: a, event: describe(ps, &a), on_path: true });
+            graph.add_edge(
+                *p,
+                n,
+                Edge {
+                    action: a,
+                    event: describe(ps, &a),
+                    on_path: true,
+                },
+            );
         }
         path_nodes.push(n);
         prev = Some((n, s));
@@ -108,7 +124,15 @@ pub fn build(model: &TcpModel, path: &Path<Action>, depth: usize, max_nodes: usi
         if by_fp.contains_key(&fp) {
             continue;
         }
-        let n = graph.add_node(Node { fp, violates: violations(model, &s), state: s, dist: 0, path_index: None, anchor: 0, parent: None });
+        let n = graph.add_node(Node {
+            fp,
+            violates: violations(model, &s),
+            state: s,
+            dist: 0,
+            path_index: None,
+            anchor: 0,
+            parent: None,
+        });
         by_fp.insert(fp, n);
         frontier.push(n);
     }
@@ -122,7 +146,9 @@ pub fn build(model: &TcpModel, path: &Path<Action>, depth: usize, max_nodes: usi
             actions.clear();
             model.actions(&s, &mut actions);
             for &a in &actions {
-                let Some(t) = model.next_state(&s, a) else { continue };
+                let Some(t) = model.next_state(&s, a) else {
+                    continue;
+                };
                 let fp = fingerprint(&t);
                 let target = match by_fp.get(&fp) {
                     Some(&m) => m,
@@ -131,20 +157,43 @@ pub fn build(model: &TcpModel, path: &Path<Action>, depth: usize, max_nodes: usi
                             truncated = true;
                             continue;
                         }
-                        let m = graph.add_node(Node { fp, violates: violations(model, &t), state: t, dist: d + 1, path_index: None, anchor, parent: Some(n) });
+                        let m = graph.add_node(Node {
+                            fp,
+                            violates: violations(model, &t),
+                            state: t,
+                            dist: d + 1,
+                            path_index: None,
+                            anchor,
+                            parent: Some(n),
+                        });
                         by_fp.insert(fp, m);
                         next.push(m);
                         m
                     }
                 };
-                if !graph.edges_connecting(n, target).any(|e| e.weight().action == a) {
-                    graph.add_edge(n, target, Edge { action: a, event: describe(&s, &a), on_path: false });
+                if !graph
+                    .edges_connecting(n, target)
+                    .any(|e| e.weight().action == a)
+                {
+                    graph.add_edge(
+                        n,
+                        target,
+                        Edge {
+                            action: a,
+                            event: describe(&s, &a),
+                            on_path: false,
+                        },
+                    );
                 }
             }
         }
         frontier = next;
     }
-    StateGraph { graph, path: path_nodes, truncated }
+    StateGraph {
+        graph,
+        path: path_nodes,
+        truncated,
+    }
 }
 
 /// `∞` for the kernel's `TCP_INFINITE_SSTHRESH`.
@@ -184,21 +233,42 @@ pub fn to_dot(g: &StateGraph, title: &str) -> String {
             Some(i) => format!("step {i} (#{})", n.index()),
             None => format!("#{} (+{})", n.index(), node.dist),
         };
-        let mut attrs = format!("label=\"{}\\n{}\\n{}\\n{}\"", dot_escape(&head), dot_escape(&a), dot_escape(&b), dot_escape(&c));
+        let mut attrs = format!(
+            "label=\"{}\\n{}\\n{}\\n{}\"",
+            dot_escape(&head),
+            dot_escape(&a),
+            dot_escape(&b),
+            dot_escape(&c)
+        );
         if node.path_index.is_some() {
             attrs.push_str(", style=\"bold,filled\", fillcolor=\"#fde2e2\", color=\"#c0392b\"");
         } else {
             attrs.push_str(", color=\"#888888\"");
         }
         if !node.violates.is_empty() {
-            let _ = write!(attrs, ", peripheries=2, tooltip=\"violates {}\"", dot_escape(&node.violates.join("; ")));
+            let _ = write!(
+                attrs,
+                ", peripheries=2, tooltip=\"violates {}\"",
+                dot_escape(&node.violates.join("; "))
+            );
         }
         let _ = writeln!(o, "  n{} [{}];", n.index(), attrs);
     }
     for e in g.graph.edge_references() {
         let w = e.weight();
-        let style = if w.on_path { ", color=\"#c0392b\", penwidth=2.5, fontcolor=\"#c0392b\"" } else { ", color=\"#999999\"" };
-        let _ = writeln!(o, "  n{} -> n{} [label=\"{}\"{}];", e.source().index(), e.target().index(), dot_escape(&w.event), style);
+        let style = if w.on_path {
+            ", color=\"#c0392b\", penwidth=2.5, fontcolor=\"#c0392b\""
+        } else {
+            ", color=\"#999999\""
+        };
+        let _ = writeln!(
+            o,
+            "  n{} -> n{} [label=\"{}\"{}];",
+            e.source().index(),
+            e.target().index(),
+            dot_escape(&w.event),
+            style
+        );
     }
     o.push_str("}\n");
     o
@@ -207,7 +277,10 @@ pub fn to_dot(g: &StateGraph, title: &str) -> String {
 /// Writes `content` to `path` atomically: a temporary file in the same directory, then rename.
 pub fn write_atomic(path: &FsPath, content: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(FsPath::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let res = (|| {
         use std::io::Write;
@@ -224,7 +297,15 @@ pub fn write_atomic(path: &FsPath, content: &str) -> std::io::Result<()> {
 
 /// A file-name-safe version of a profile name (a file profile's name is its stem already).
 fn safe(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 pub fn run_graph(a: GraphArgs) -> i32 {
@@ -238,29 +319,62 @@ pub fn run_graph(a: GraphArgs) -> i32 {
     if a.out.exists() && !a.out.is_dir() {
         return output::usage_error(&format!("--out {}: not a directory", a.out.display()));
     }
-    let opts = Options { threads: a.threads, max_depth: a.max_depth, max_memory_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)), max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)), ..Options::default() };
+    let opts = Options {
+        threads: a.threads,
+        max_depth: a.max_depth,
+        max_memory_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
+        max_rss_bytes: a.max_memory.map(|m| m.saturating_mul(1024 * 1024)),
+        ..Options::default()
+    };
     eprintln!("trc graph: checking profile {} ...", profile.name);
     let (model, report) = match explore(&cfg, &profile, &a.model.properties, &opts, None) {
         Ok(x) => x,
         Err(e) => return output::usage_error(&e),
     };
-    let hit = report.properties.iter().find(|p| p.verdict == Verdict::Violated && p.path.is_some());
+    let hit = report
+        .properties
+        .iter()
+        .find(|p| p.verdict == Verdict::Violated && p.path.is_some());
     let (stem, path, title) = match hit {
         Some(p) => {
             let id = p.name.split(':').next().unwrap_or(p.name).to_string();
             let path = p.path.clone().unwrap();
-            let title = format!("{} — profile {} — shortest counterexample, {} events", p.name, profile.name, path.len());
-            (format!("{}-{}", safe(&id), safe(&profile.name)), path, title)
+            let title = format!(
+                "{} — profile {} — shortest counterexample, {} events",
+                p.name,
+                profile.name,
+                path.len()
+            );
+            (
+                format!("{}-{}", safe(&id), safe(&profile.name)),
+                path,
+                title,
+            )
         }
         None => {
-            let ids: Vec<String> = report.properties.iter().map(|p| p.name.split(':').next().unwrap_or(p.name).to_string()).collect();
+            let ids: Vec<String> = report
+                .properties
+                .iter()
+                .map(|p| p.name.split(':').next().unwrap_or(p.name).to_string())
+                .collect();
             println!(
                 "trc graph: no property violated ({}{}); drawing the neighbourhood of the initial states instead",
                 ids.join(", "),
                 if report.complete { "" } else { ", check stopped early" }
             );
-            let title = format!("profile {} — no violation of {} — initial states and their neighbours", profile.name, ids.join(", "));
-            (format!("init-{}", safe(&profile.name)), Path { init_index: 0, actions: Vec::new() }, title)
+            let title = format!(
+                "profile {} — no violation of {} — initial states and their neighbours",
+                profile.name,
+                ids.join(", ")
+            );
+            (
+                format!("init-{}", safe(&profile.name)),
+                Path {
+                    init_index: 0,
+                    actions: Vec::new(),
+                },
+                title,
+            )
         }
     };
     let g = build(&model, &path, a.depth, a.max_nodes);
@@ -269,7 +383,11 @@ pub fn run_graph(a: GraphArgs) -> i32 {
     }
     let dot_path = a.out.join(format!("{stem}.dot"));
     let html_path = a.out.join(format!("{stem}.html"));
-    let pictures = crate::pictures::render_path(&model, &path, hit.map(|p| p.name.split(':').next().unwrap_or(p.name)));
+    let pictures = crate::pictures::render_path(
+        &model,
+        &path,
+        hit.map(|p| p.name.split(':').next().unwrap_or(p.name)),
+    );
     let html = crate::graph_html::render(&g, &model, &title, &pictures);
     for (p, content) in [(&dot_path, to_dot(&g, &title)), (&html_path, html)] {
         if let Err(e) = write_atomic(p, &content) {
@@ -283,8 +401,16 @@ pub fn run_graph(a: GraphArgs) -> i32 {
         g.graph.node_count(),
         g.graph.edge_count(),
         a.depth,
-        if g.truncated { format!(", cut at --max-nodes {}", a.max_nodes) } else { String::new() }
+        if g.truncated {
+            format!(", cut at --max-nodes {}", a.max_nodes)
+        } else {
+            String::new()
+        }
     );
-    println!("wrote {}\nwrote {}", dot_path.display(), html_path.display());
+    println!(
+        "wrote {}\nwrote {}",
+        dot_path.display(),
+        html_path.display()
+    );
     0
 }

@@ -23,7 +23,10 @@ const SUB_W: f64 = W + 60.0;
 const MARGIN: f64 = 40.0;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[derive(Serialize)]
@@ -58,7 +61,11 @@ struct Data<'a> {
 /// Node centres: `(x, y)` per node index.
 fn layout(g: &StateGraph) -> (Vec<(f64, f64)>, f64, f64) {
     let gr = &g.graph;
-    let max_sub = gr.node_indices().map(|n| gr[n].dist.saturating_sub(1)).max().unwrap_or(0);
+    let max_sub = gr
+        .node_indices()
+        .map(|n| gr[n].dist.saturating_sub(1))
+        .max()
+        .unwrap_or(0);
     let col_w = W + LABEL_GAP + max_sub as f64 * SUB_W;
     // Rows: 0 is the path; neighbours of (anchor, sub-column) alternate above (-) and below (+).
     let mut count: HashMap<(usize, usize), i64> = HashMap::new();
@@ -71,7 +78,11 @@ fn layout(g: &StateGraph) -> (Vec<(f64, f64)>, f64, f64) {
         }
         let sub = node.dist.saturating_sub(1);
         let k = count.entry((node.anchor, sub)).or_insert(0);
-        let row = if *k % 2 == 0 { -(*k / 2 + 1) } else { *k / 2 + 1 };
+        let row = if *k % 2 == 0 {
+            -(*k / 2 + 1)
+        } else {
+            *k / 2 + 1
+        };
         *k += 1;
         cell[n.index()] = (node.anchor, sub, row);
     }
@@ -140,7 +151,11 @@ fn svg(g: &StateGraph) -> String {
             // Same column: a loop out to the left.
             let (x1, x2) = (sx - W / 2.0, tx - W / 2.0);
             let bulge = (18.0 + (ty - sy).abs() * 0.08).min(48.0);
-            format!("M{x1:.1},{sy:.1} C{:.1},{sy:.1} {:.1},{ty:.1} {x2:.1},{ty:.1}", x1 - bulge, x2 - bulge)
+            format!(
+                "M{x1:.1},{sy:.1} C{:.1},{sy:.1} {:.1},{ty:.1} {x2:.1},{ty:.1}",
+                x1 - bulge,
+                x2 - bulge
+            )
         };
         let _ = writeln!(
             o,
@@ -167,7 +182,10 @@ fn svg(g: &StateGraph) -> String {
         );
         let lines = wrap(&format!("{step}. {}", w.event), 32);
         let mx = (x1 + x2) / 2.0;
-        let _ = write!(o, "<text class=\"path-label\" data-step=\"{step}\" x=\"{mx:.1}\" text-anchor=\"middle\">");
+        let _ = write!(
+            o,
+            "<text class=\"path-label\" data-step=\"{step}\" x=\"{mx:.1}\" text-anchor=\"middle\">"
+        );
         for (k, l) in lines.iter().enumerate() {
             let y = sy - 6.0 - (lines.len() - 1 - k) as f64 * 12.0;
             let _ = write!(o, "<tspan x=\"{mx:.1}\" y=\"{y:.1}\">{}</tspan>", esc(l));
@@ -179,7 +197,11 @@ fn svg(g: &StateGraph) -> String {
         let node = &gr[n];
         let (x, y) = pos[n.index()];
         let mut class = format!("node ca-{:?}", node.state.sender.ca_state);
-        class.push_str(if node.path_index.is_some() { " path" } else { " nbr" });
+        class.push_str(if node.path_index.is_some() {
+            " path"
+        } else {
+            " nbr"
+        });
         if !node.violates.is_empty() {
             class.push_str(" viol");
         }
@@ -190,11 +212,18 @@ fn svg(g: &StateGraph) -> String {
         let head = if node.violates.is_empty() {
             head
         } else {
-            let ids: Vec<&str> = node.violates.iter().map(|v| v.split(':').next().unwrap_or(v)).collect();
+            let ids: Vec<&str> = node
+                .violates
+                .iter()
+                .map(|v| v.split(':').next().unwrap_or(v))
+                .collect();
             format!("{head}  ✗ {}", ids.join(","))
         };
         let [a, b, c] = label_lines(&node.state);
-        let step_attr = node.path_index.map(|i| format!(" data-step=\"{i}\"")).unwrap_or_default();
+        let step_attr = node
+            .path_index
+            .map(|i| format!(" data-step=\"{i}\""))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
             "<g class=\"{class}\" id=\"n{id}\" data-id=\"{id}\"{step_attr} transform=\"translate({x:.1},{y:.1})\"><title>{t}</title><rect x=\"{rx:.1}\" y=\"{ry:.1}\" width=\"{W}\" height=\"{H}\" rx=\"7\"/><text x=\"{tx:.1}\" y=\"{y1:.1}\" class=\"head\">{h}</text><text x=\"{tx:.1}\" y=\"{y2:.1}\">{a}</text><text x=\"{tx:.1}\" y=\"{y3:.1}\">{b}</text><text x=\"{tx:.1}\" y=\"{y4:.1}\">{c}</text></g>",
@@ -237,11 +266,24 @@ fn data_json(g: &StateGraph, model: &TcpModel, title: &str) -> String {
         .collect();
     let edges = gr
         .edge_references()
-        .map(|e| EdgeOut { from: e.source().index(), to: e.target().index(), event: &e.weight().event, path: e.weight().on_path })
+        .map(|e| EdgeOut {
+            from: e.source().index(),
+            to: e.target().index(),
+            event: &e.weight().event,
+            path: e.weight().on_path,
+        })
         .collect();
-    let d = Data { title, profile: &model.profile.name, path: g.path.iter().map(|n| n.index()).collect(), nodes, edges };
+    let d = Data {
+        title,
+        profile: &model.profile.name,
+        path: g.path.iter().map(|n| n.index()).collect(),
+        nodes,
+        edges,
+    };
     // `<` only occurs inside JSON strings, where `\u003c` means the same: no `</script>` can end the block.
-    serde_json::to_string(&d).expect("graph data serializes").replace('<', "\\u003c")
+    serde_json::to_string(&d)
+        .expect("graph data serializes")
+        .replace('<', "\\u003c")
 }
 
 const CSS: &str = r#"

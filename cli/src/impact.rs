@@ -8,13 +8,15 @@ use std::path::PathBuf;
 
 /// Arguments of `trc kernel impact`.
 #[derive(Debug, Args)]
-#[command(after_help = "Inside the VM only (qemu has no network device): two network namespaces (sender, receiver) \
+#[command(
+    after_help = "Inside the VM only (qemu has no network device): two network namespaces (sender, receiver) \
 joined through the guest's own namespace as a router, with netem on the router's two veths: RTT/2 each way, and on \
 the data path random loss and reordering (netem `reorder`: that share of packets skips the delay). A bulk transfer \
 for --duration guest seconds; TCP_INFO and the MIB sampled every --sample-ms; AF_PACKET taps before and after netem \
 tell which originals were really dropped, so each undo event is classified: after a real loss, spurious only, or \
 not placed. Exit codes: 0 measured, 1 a run failed, 2 bad option, 3 incomplete, 4 skipped (no qemu, kernel, veth or \
-netem).")]
+netem)."
+)]
 pub struct ImpactArgs {
     #[command(flatten)]
     pub vm: crate::kernel::VmFlags,
@@ -97,7 +99,18 @@ pub fn main(args: ImpactArgs) -> i32 {
         eprintln!("{what}: --kernel is required (the experiment runs only inside a VM)");
         return 2;
     };
-    let params = trc_vm::impact::ImpactParams { rtt_ms: args.rtt, loss_pct: args.loss, reorder_pct: args.reorder, jitter_ms: args.jitter, jitter_dist: args.jitter_dist.clone(), rate_mbit: args.rate, limit: args.limit, duration_s: args.duration, sample_ms: args.sample_ms, cc: args.cc.clone() };
+    let params = trc_vm::impact::ImpactParams {
+        rtt_ms: args.rtt,
+        loss_pct: args.loss,
+        reorder_pct: args.reorder,
+        jitter_ms: args.jitter,
+        jitter_dist: args.jitter_dist.clone(),
+        rate_mbit: args.rate,
+        limit: args.limit,
+        duration_s: args.duration,
+        sample_ms: args.sample_ms,
+        cc: args.cc.clone(),
+    };
     if let Err(e) = params.validate().and_then(|_| args.vm.validate()) {
         eprintln!("{what}: {e}");
         return 2;
@@ -116,15 +129,37 @@ pub fn main(args: ImpactArgs) -> i32 {
     spec.script_timeout = std::time::Duration::from_secs_f64(args.duration + 60.0);
     let n = args.runs;
     let mut progress = |e: &trc_vm::Event| match e {
-        trc_vm::Event::Initramfs { cached, bytes, seconds, .. } => eprintln!("{what}: initramfs {:.1} MB ({}, {seconds:.1} s)", *bytes as f64 / 1e6, if *cached { "base cached" } else { "base built" }),
-        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
-        trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
-        trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
+        trc_vm::Event::Initramfs {
+            cached,
+            bytes,
+            seconds,
+            ..
+        } => eprintln!(
+            "{what}: initramfs {:.1} MB ({}, {seconds:.1} s)",
+            *bytes as f64 / 1e6,
+            if *cached { "base cached" } else { "base built" }
+        ),
+        trc_vm::Event::Starting { accel } => {
+            eprintln!("{what}: booting {} under {accel}", img.release)
+        }
+        trc_vm::Event::KvmFailed { reason } => {
+            eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount")
+        }
+        trc_vm::Event::Booted {
+            release,
+            wall_s,
+            cpu_s,
+        } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
         trc_vm::Event::ScriptBegin { .. } => {}
-        trc_vm::Event::ScriptEnd { index, rc, wall_s, .. } => eprintln!("{what}: run {}/{n}: exit {rc} ({wall_s:.1} s)", index + 1),
+        trc_vm::Event::ScriptEnd {
+            index, rc, wall_s, ..
+        } => eprintln!("{what}: run {}/{n}: exit {rc} ({wall_s:.1} s)", index + 1),
         trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
     };
-    let ij = trc_vm::impact::ImpactJob { params: params.clone(), runs: n };
+    let ij = trc_vm::impact::ImpactJob {
+        params: params.clone(),
+        runs: n,
+    };
     let run = match trc_vm::run_impact_in_vm_with(&spec, &ij, &mut progress) {
         Ok(r) => r,
         Err(e) => return crate::kernel::vm_error(what, &e),
@@ -134,15 +169,41 @@ pub fn main(args: ImpactArgs) -> i32 {
     for s in &run.scripts {
         match &s.outcome {
             trc_vm::ScriptOutcome::Measured { result } => results.push(result.as_ref()),
-            trc_vm::ScriptOutcome::Error { message, .. } => failed.push(format!("{}: {message}", s.name)),
+            trc_vm::ScriptOutcome::Error { message, .. } => {
+                failed.push(format!("{}: {message}", s.name))
+            }
             _ => failed.push(format!("{}: no result from the VM", s.name)),
         }
     }
-    let release = if run.release.is_empty() { img.release.clone() } else { run.release.clone() };
+    let release = if run.release.is_empty() {
+        img.release.clone()
+    } else {
+        run.release.clone()
+    };
     let label = args.label.clone().unwrap_or_else(|| release.clone());
-    println!("kernel: {release} ({}), label {label}", run.kernel.display());
+    println!(
+        "kernel: {release} ({}), label {label}",
+        run.kernel.display()
+    );
     println!("path: RTT {} ms, jitter {} ms ({}), loss {} %, reorder {} %, rate {}, {} s per run, sampled every {} ms, cc {}", params.rtt_ms, params.jitter_ms, params.jitter_dist.as_deref().unwrap_or("uniform"), params.loss_pct, params.reorder_pct, params.rate_mbit.map(|r| format!("{r} Mbit/s")).unwrap_or_else(|| "unlimited".into()), params.duration_s, params.sample_ms, params.cc);
-    println!("{:>4} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}", "run", "goodput", "retrans", "cwnd", "dropped", "undos", "real", "F1ts", "spur", "unpl", "Full", "Part", "Loss", "DSACKU", "SpRTO");
+    println!(
+        "{:>4} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
+        "run",
+        "goodput",
+        "retrans",
+        "cwnd",
+        "dropped",
+        "undos",
+        "real",
+        "F1ts",
+        "spur",
+        "unpl",
+        "Full",
+        "Part",
+        "Loss",
+        "DSACKU",
+        "SpRTO"
+    );
     for r in &results {
         let s = &r.summary;
         let c = |k: &str| s.counters.get(k).copied().unwrap_or(0);
@@ -171,7 +232,9 @@ pub fn main(args: ImpactArgs) -> i32 {
             println!("     run {}: taps lost {} packets, {} packets longer than the MSS: its attribution is incomplete", r.index, s.tap_losses, s.oversize);
         }
     }
-    let med = |f: &dyn Fn(&trc_vm::impact::ImpactSummary) -> f64| trc_vm::impact::median_of(results.iter().map(|r| f(&r.summary)));
+    let med = |f: &dyn Fn(&trc_vm::impact::ImpactSummary) -> f64| {
+        trc_vm::impact::median_of(results.iter().map(|r| f(&r.summary)))
+    };
     let medians = Medians {
         goodput_mbit: med(&|s| s.goodput_mbit),
         retrans_rate: med(&|s| s.retrans_rate),
@@ -193,7 +256,9 @@ pub fn main(args: ImpactArgs) -> i32 {
         medians.undos_spurious,
         medians.tap_dropped
     );
-    let total = |f: &dyn Fn(&trc_vm::impact::ImpactSummary) -> usize| results.iter().map(|r| f(&r.summary)).sum::<usize>();
+    let total = |f: &dyn Fn(&trc_vm::impact::ImpactSummary) -> usize| {
+        results.iter().map(|r| f(&r.summary)).sum::<usize>()
+    };
     println!(
         "total: {} undo events, {} after a real loss ({} of them with an ACK echoing a TSval older than the first retransmission), {} spurious only, {} not placed",
         total(&|s| s.undo_events),
@@ -206,7 +271,12 @@ pub fn main(args: ImpactArgs) -> i32 {
     for f in &failed {
         println!("failed: {f}");
     }
-    if let Err(code) = crate::kernel::problem_and_console(run.problem.as_deref(), &run.console, args.console.as_deref(), what) {
+    if let Err(code) = crate::kernel::problem_and_console(
+        run.problem.as_deref(),
+        &run.console,
+        args.console.as_deref(),
+        what,
+    ) {
         return code;
     }
     if let Some(out) = &args.json {

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 /// Arguments of `trc kernel build`.
 #[derive(Debug, Args)]
-#[command(after_help = "SOURCE: debian:sid (linux-source-7.2), debian:trixie (6.12), debian:bookworm (6.1), through \
+#[command(
+    after_help = "SOURCE: debian:sid (linux-source-7.2), debian:trixie (6.12), debian:bookworm (6.1), through \
 trc's private apt configuration under CACHE/apt, or a kernel tree (--source DIR). The configuration is tinyconfig \
 plus trc's fragment (vm/kconfig/trc-minimal.config, built into trc; --config FILE for another), checked after \
 olddefconfig for lost lines. The source is unpacked once into CACHE/kbuild/SOURCE/tree and built out of tree in \
@@ -18,7 +19,8 @@ after it. Images are cached in CACHE/kimages/KEY by a hash of the source version
 patches' contents: an identical request builds nothing. The first build of a tree takes about 25 minutes on 2 \
 cores. Exit codes: 0 built (or cached), 1 the build failed (the log is named), 2 bad source, config or a patch \
 that does not apply (its hunk is named; nothing built), 4 skipped (build tools missing: the apt-get command is \
-printed; or --cached and the image is not in the cache).")]
+printed; or --cached and the image is not in the cache)."
+)]
 pub struct BuildArgs {
     /// debian:sid, debian:trixie or debian:bookworm (default debian:sid).
     #[arg(value_name = "SOURCE", conflicts_with = "source")]
@@ -47,11 +49,18 @@ pub struct BuildArgs {
 }
 
 /// The request `source`/`patches`/`config`/`jobs` describe, or a usage error.
-pub fn request(source: &str, patches: &[PathBuf], config: Option<&PathBuf>, jobs: Option<usize>, cache: PathBuf) -> Result<trc_vm::kbuild::BuildRequest, trc_vm::Error> {
+pub fn request(
+    source: &str,
+    patches: &[PathBuf],
+    config: Option<&PathBuf>,
+    jobs: Option<usize>,
+    cache: PathBuf,
+) -> Result<trc_vm::kbuild::BuildRequest, trc_vm::Error> {
     let src = trc_vm::kbuild::Source::parse(source)?;
     let mut req = trc_vm::kbuild::BuildRequest::new(src, &cache);
     if let Some(c) = config {
-        let text = std::fs::read_to_string(c).map_err(|e| trc_vm::Error::Usage(format!("--config {}: {e}", c.display())))?;
+        let text = std::fs::read_to_string(c)
+            .map_err(|e| trc_vm::Error::Usage(format!("--config {}: {e}", c.display())))?;
         req.fragment = (text, c.display().to_string());
     }
     if let Some(j) = jobs {
@@ -65,7 +74,10 @@ pub fn request(source: &str, patches: &[PathBuf], config: Option<&PathBuf>, jobs
 }
 
 /// Builds `req`, with progress on stderr (a live line on a terminal): the image.
-pub fn build_with_progress(req: &trc_vm::kbuild::BuildRequest, what: &str) -> Result<trc_vm::kbuild::Built, trc_vm::Error> {
+pub fn build_with_progress(
+    req: &trc_vm::kbuild::BuildRequest,
+    what: &str,
+) -> Result<trc_vm::kbuild::Built, trc_vm::Error> {
     let tty = std::io::stderr().is_terminal();
     let mut last = std::time::Instant::now() - std::time::Duration::from_secs(60);
     let mut live = false;
@@ -77,19 +89,40 @@ pub fn build_with_progress(req: &trc_vm::kbuild::BuildRequest, what: &str) -> Re
             }
             eprintln!("{what}: {m}")
         }
-        trc_vm::kbuild::Progress::Compiled { done, total, elapsed_s } => {
+        trc_vm::kbuild::Progress::Compiled {
+            done,
+            total,
+            elapsed_s,
+        } => {
             let every = if tty { 1.0 } else { 60.0 };
             if last.elapsed().as_secs_f64() < every {
                 return;
             }
             last = std::time::Instant::now();
-            let left = if total > done && done > 20 { format!(", about {:.0} min left", elapsed_s / done as f64 * (total - done) as f64 / 60.0) } else { String::new() };
-            let of = if total > 0 { format!(" of about {total}") } else { String::new() };
+            let left = if total > done && done > 20 {
+                format!(
+                    ", about {:.0} min left",
+                    elapsed_s / done as f64 * (total - done) as f64 / 60.0
+                )
+            } else {
+                String::new()
+            };
+            let of = if total > 0 {
+                format!(" of about {total}")
+            } else {
+                String::new()
+            };
             if tty {
-                eprint!("\r{what}: compiled {done}{of} files, {:.0} s{left}   ", elapsed_s);
+                eprint!(
+                    "\r{what}: compiled {done}{of} files, {:.0} s{left}   ",
+                    elapsed_s
+                );
                 live = true;
             } else {
-                eprintln!("{what}: compiled {done}{of} files, {:.0} s{left}", elapsed_s);
+                eprintln!(
+                    "{what}: compiled {done}{of} files, {:.0} s{left}",
+                    elapsed_s
+                );
             }
         }
     });
@@ -114,7 +147,10 @@ pub fn main(args: BuildArgs) -> i32 {
     let res = if args.cached {
         match trc_vm::kbuild::find_cached(&req) {
             Ok(Some(b)) => Ok(b),
-            Ok(None) => Err(trc_vm::Error::Missing("not in the cache (--cached builds nothing; run `trc kernel build` without it)".into())),
+            Ok(None) => Err(trc_vm::Error::Missing(
+                "not in the cache (--cached builds nothing; run `trc kernel build` without it)"
+                    .into(),
+            )),
             Err(e) => Err(e),
         }
     } else {
@@ -134,7 +170,12 @@ pub fn main(args: BuildArgs) -> i32 {
                 if b.cached {
                     println!("cached: nothing built");
                 } else {
-                    println!("built: {} files compiled in {:.1} s (log {})", b.files_compiled, b.build_s, b.log.display());
+                    println!(
+                        "built: {} files compiled in {:.1} s (log {})",
+                        b.files_compiled,
+                        b.build_s,
+                        b.log.display()
+                    );
                 }
             }
             0

@@ -30,11 +30,13 @@ pub enum KernelCommand {
 
 /// Arguments of `trc kernel fetch`.
 #[derive(Debug, Args)]
-#[command(after_help = "SPEC: debian:sid, debian:trixie, debian:bookworm, debian:VERSION-SUITE (debian:7.2-sid) or \
+#[command(
+    after_help = "SPEC: debian:sid, debian:trixie, debian:bookworm, debian:VERSION-SUITE (debian:7.2-sid) or \
 debian:VERSION (the newest of the three suites). The packages come through a private apt configuration under \
 CACHE/apt (the mirror is read from this machine's apt sources; nothing of the machine's apt state changes) and are \
 unpacked into CACHE/kernels/RELEASE, linked as CACHE/kernels/SPEC. Exit codes: 0 fetched, 1 failed, 2 bad SPEC, \
-4 skipped (no apt, dpkg-deb or keyring).")]
+4 skipped (no apt, dpkg-deb or keyring)."
+)]
 pub struct FetchArgs {
     /// What to fetch.
     pub spec: String,
@@ -89,7 +91,10 @@ pub struct VmFlags {
 impl VmFlags {
     /// The limits' ranges, checked before anything runs.
     pub(crate) fn validate(&self) -> Result<(), String> {
-        if !(self.script_timeout.is_finite() && self.script_timeout >= 1.0) || self.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0)) || self.memory < 256 {
+        if !(self.script_timeout.is_finite() && self.script_timeout >= 1.0)
+            || self.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0))
+            || self.memory < 256
+        {
             return Err("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB".into());
         }
         Ok(())
@@ -189,22 +194,39 @@ pub struct RunArgs {
 /// Writes the page of each script's run (`--plot`): `out` itself for one script, else
 /// `out/NAME.html` per script (NAME the script's file stem, its position before it if two
 /// scripts share one). Returns the files written, or why one could not be.
-fn write_plots(out: &Path, runs: &[(&Path, &trc_kernel::RunReport)], several: bool) -> Result<Vec<PathBuf>, String> {
+fn write_plots(
+    out: &Path,
+    runs: &[(&Path, &trc_kernel::RunReport)],
+    several: bool,
+) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     if several {
         std::fs::create_dir_all(out).map_err(|e| format!("--plot {}: {e}", out.display()))?;
     }
-    let stems: Vec<String> = runs.iter().map(|(p, _)| p.file_stem().unwrap_or_default().to_string_lossy().into_owned()).collect();
+    let stems: Vec<String> = runs
+        .iter()
+        .map(|(p, _)| {
+            p.file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     for (i, (script, report)) in runs.iter().enumerate() {
         let text = crate::read_source(script)?;
         let html = crate::pictures::kernel::page(report, &text, &script.display().to_string());
         let file = if several {
             let dup = stems.iter().filter(|s| **s == stems[i]).count() > 1;
-            out.join(if dup { format!("{}-{}.html", i + 1, stems[i]) } else { format!("{}.html", stems[i]) })
+            out.join(if dup {
+                format!("{}-{}.html", i + 1, stems[i])
+            } else {
+                format!("{}.html", stems[i])
+            })
         } else {
             out.to_path_buf()
         };
-        trc_vm::write_atomic(&file, html.as_bytes()).map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
+        trc_vm::write_atomic(&file, html.as_bytes())
+            .map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
         written.push(file);
     }
     Ok(written)
@@ -239,13 +261,25 @@ pub(crate) fn vm_error(what: &str, e: &trc_vm::Error) -> i32 {
 fn fetch_cli(args: FetchArgs) -> i32 {
     let cache = args.cache.clone().unwrap_or_else(trc_vm::default_cache_dir);
     if !args.spec.starts_with("debian:") {
-        eprintln!("trc kernel fetch: {}: expected debian:SUITE, debian:VERSION-SUITE or debian:VERSION", args.spec);
+        eprintln!(
+            "trc kernel fetch: {}: expected debian:SUITE, debian:VERSION-SUITE or debian:VERSION",
+            args.spec
+        );
         return 2;
     }
-    let o = trc_vm::FetchOptions { refresh: args.refresh, force: args.force };
-    match trc_vm::fetch_debian_kernel_with(&args.spec, &cache, &o, &mut |m| eprintln!("trc kernel fetch: {m}")) {
+    let o = trc_vm::FetchOptions {
+        refresh: args.refresh,
+        force: args.force,
+    };
+    match trc_vm::fetch_debian_kernel_with(&args.spec, &cache, &o, &mut |m| {
+        eprintln!("trc kernel fetch: {m}")
+    }) {
         Ok(img) => {
-            let p = |x: &Option<PathBuf>| x.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into());
+            let p = |x: &Option<PathBuf>| {
+                x.as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "-".into())
+            };
             println!("release: {}", img.release);
             if let (Some(s), Some(v)) = (&img.suite, &img.package_version) {
                 println!("package: {} ({s})", v);
@@ -261,7 +295,11 @@ fn fetch_cli(args: FetchArgs) -> i32 {
 }
 
 /// The kernel `--kernel` names.
-pub(crate) fn resolve_kernel(spec: &str, modules: Option<&Path>, cache: &Path) -> Result<trc_vm::KernelImage, trc_vm::Error> {
+pub(crate) fn resolve_kernel(
+    spec: &str,
+    modules: Option<&Path>,
+    cache: &Path,
+) -> Result<trc_vm::KernelImage, trc_vm::Error> {
     let mut img = if spec.starts_with("debian:") {
         trc_vm::cached_kernel(spec, cache)?
     } else {
@@ -271,7 +309,9 @@ pub(crate) fn resolve_kernel(spec: &str, modules: Option<&Path>, cache: &Path) -
         } else if p.exists() {
             trc_vm::KernelImage::from_files(p, modules)?
         } else {
-            return Err(trc_vm::Error::Missing(format!("{spec}: no such kernel image")));
+            return Err(trc_vm::Error::Missing(format!(
+                "{spec}: no such kernel image"
+            )));
         }
     };
     if let Some(m) = modules {
@@ -322,17 +362,50 @@ fn vm_cli(args: RunArgs) -> i32 {
         Err(e) => return vm_error(what, &e),
     };
     let mut spec = args.vm.spec(&img, cache);
-    spec.options = trc_vm::GuestOptions { sack: args.conn.sack(), timestamps: args.conn.ts(), cc: (args.cc != "default").then(|| args.cc.clone()), packetdrill, no_shell: args.no_shell };
+    spec.options = trc_vm::GuestOptions {
+        sack: args.conn.sack(),
+        timestamps: args.conn.ts(),
+        cc: (args.cc != "default").then(|| args.cc.clone()),
+        packetdrill,
+        no_shell: args.no_shell,
+    };
     let n = args.files.len();
     let mut progress = |e: &trc_vm::Event| match e {
-        trc_vm::Event::Initramfs { base, cached, bytes, seconds } => {
-            eprintln!("{what}: initramfs {:.1} MB ({}, {:.1} s): {}", *bytes as f64 / 1e6, if *cached { "base cached" } else { "base built" }, seconds, base.display())
+        trc_vm::Event::Initramfs {
+            base,
+            cached,
+            bytes,
+            seconds,
+        } => {
+            eprintln!(
+                "{what}: initramfs {:.1} MB ({}, {:.1} s): {}",
+                *bytes as f64 / 1e6,
+                if *cached { "base cached" } else { "base built" },
+                seconds,
+                base.display()
+            )
         }
-        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {} under {accel}", img.release),
-        trc_vm::Event::KvmFailed { reason } => eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount"),
-        trc_vm::Event::Booted { release, wall_s, cpu_s } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
+        trc_vm::Event::Starting { accel } => {
+            eprintln!("{what}: booting {} under {accel}", img.release)
+        }
+        trc_vm::Event::KvmFailed { reason } => {
+            eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount")
+        }
+        trc_vm::Event::Booted {
+            release,
+            wall_s,
+            cpu_s,
+        } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
         trc_vm::Event::ScriptBegin { .. } => {}
-        trc_vm::Event::ScriptEnd { index, name, rc, wall_s } => eprintln!("{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
+        trc_vm::Event::ScriptEnd {
+            index,
+            name,
+            rc,
+            wall_s,
+        } => eprintln!(
+            "{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)",
+            index + 1
+        ),
         trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
     };
     let run = match trc_vm::run_in_vm_with(&spec, &args.files, &mut progress) {
@@ -345,13 +418,17 @@ fn vm_cli(args: RunArgs) -> i32 {
         }
         match &s.outcome {
             trc_vm::ScriptOutcome::Ran { report } => print!("{}", report.render()),
-            trc_vm::ScriptOutcome::Error { message, report, .. } => {
+            trc_vm::ScriptOutcome::Error {
+                message, report, ..
+            } => {
                 if let Some(r) = report {
                     print!("{}", r.render());
                 }
                 println!("{}: {message}", s.name);
             }
-            trc_vm::ScriptOutcome::Measured { .. } | trc_vm::ScriptOutcome::Missing => println!("{}: no result from the VM", s.name),
+            trc_vm::ScriptOutcome::Measured { .. } | trc_vm::ScriptOutcome::Missing => {
+                println!("{}: no result from the VM", s.name)
+            }
         }
         if args.verbose {
             for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {
@@ -364,15 +441,40 @@ fn vm_cli(args: RunArgs) -> i32 {
     if let Some(k) = &run.kvm_fallback {
         println!("kvm: {k}");
     }
-    println!("kernel: {} ({})", if run.release.is_empty() { img.release.as_str() } else { run.release.as_str() }, run.kernel.display());
-    println!("boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s", run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s);
-    println!("total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})", run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1);
+    println!(
+        "kernel: {} ({})",
+        if run.release.is_empty() {
+            img.release.as_str()
+        } else {
+            run.release.as_str()
+        },
+        run.kernel.display()
+    );
+    println!(
+        "boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s",
+        run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s
+    );
+    println!(
+        "total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})",
+        run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1
+    );
     for note in &run.notes {
         println!("note: {note}");
     }
     let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
-    println!("scripts: {} passed, {} failed, {} incomplete or missing, {} skipped", count(0), count(1), count(3) + count(130), count(4) + count(2));
-    if let Err(code) = crate::kernel::problem_and_console(run.problem.as_deref(), &run.console, args.console.as_deref(), what) {
+    println!(
+        "scripts: {} passed, {} failed, {} incomplete or missing, {} skipped",
+        count(0),
+        count(1),
+        count(3) + count(130),
+        count(4) + count(2)
+    );
+    if let Err(code) = crate::kernel::problem_and_console(
+        run.problem.as_deref(),
+        &run.console,
+        args.console.as_deref(),
+        what,
+    ) {
         return code;
     }
     if let Some(out) = &args.json {
@@ -383,10 +485,23 @@ fn vm_cli(args: RunArgs) -> i32 {
     }
     if let Some(out) = &args.plot {
         // The scripts with a report (a script the VM gave no result for has nothing to draw).
-        let runs: Vec<(&Path, &trc_kernel::RunReport)> =
-            args.files.iter().enumerate().filter_map(|(i, f)| run.scripts.iter().find(|s| s.path == *f).or(run.scripts.get(i)).and_then(|s| s.report()).map(|r| (f.as_path(), r))).collect();
+        let runs: Vec<(&Path, &trc_kernel::RunReport)> = args
+            .files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                run.scripts
+                    .iter()
+                    .find(|s| s.path == *f)
+                    .or(run.scripts.get(i))
+                    .and_then(|s| s.report())
+                    .map(|r| (f.as_path(), r))
+            })
+            .collect();
         match write_plots(out, &runs, n > 1) {
-            Ok(files) => files.iter().for_each(|f| eprintln!("{what}: pictures in {}", f.display())),
+            Ok(files) => files
+                .iter()
+                .for_each(|f| eprintln!("{what}: pictures in {}", f.display())),
             Err(e) => {
                 eprintln!("{what}: {e}");
                 return 2;
@@ -399,7 +514,10 @@ fn vm_cli(args: RunArgs) -> i32 {
 /// packetdrill command-line options from the flags.
 fn packetdrill_options(args: &RunArgs) -> Result<Vec<(String, Option<String>)>, String> {
     let mut o = Vec::new();
-    if let Some(t) = args.tolerance_usecs.or(args.loose_timing.then_some(LOOSE_TOLERANCE_USECS)) {
+    if let Some(t) = args
+        .tolerance_usecs
+        .or(args.loose_timing.then_some(LOOSE_TOLERANCE_USECS))
+    {
         o.push(("tolerance_usecs".to_string(), Some(t.to_string())));
     }
     if let Some(p) = args.tolerance_percent {
@@ -423,8 +541,17 @@ fn packetdrill_options(args: &RunArgs) -> Result<Vec<(String, Option<String>)>, 
 /// With `--no-shell`, a script with a shell line is refused before anything of it runs (exit 2,
 /// at the first such line); the runner's own check (`RunOptions::no_shell`) is the backstop.
 fn refused_shell_line(args: &RunArgs, script: &trc_pkt::Script, file: &Path) -> Option<String> {
-    let st = script.statements.iter().find(|s| matches!(s.kind, trc_pkt::StatementKind::Shell(_)))?;
-    args.no_shell.then(|| format!("{}:{}: a shell line, refused by --no-shell (nothing was run)", file.display(), st.line))
+    let st = script
+        .statements
+        .iter()
+        .find(|s| matches!(s.kind, trc_pkt::StatementKind::Shell(_)))?;
+    args.no_shell.then(|| {
+        format!(
+            "{}:{}: a shell line, refused by --no-shell (nothing was run)",
+            file.display(),
+            st.line
+        )
+    })
 }
 
 fn run_cli(args: RunArgs) -> i32 {
@@ -476,7 +603,11 @@ fn run_cli(args: RunArgs) -> i32 {
         timestamps: args.conn.ts(),
         cc: (args.cc != "default").then(|| args.cc.clone()),
         packetdrill,
-        script_dir: file.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".")),
+        script_dir: file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from(".")),
         no_shell: args.no_shell,
         handle_signals: true,
     };
@@ -509,7 +640,9 @@ fn run_cli(args: RunArgs) -> i32 {
     }
     if let Some(out) = &args.plot {
         match write_plots(out, &[(file.as_path(), &report)], false) {
-            Ok(files) => files.iter().for_each(|f| eprintln!("trc kernel run: pictures in {}", f.display())),
+            Ok(files) => files
+                .iter()
+                .for_each(|f| eprintln!("trc kernel run: pictures in {}", f.display())),
             Err(e) => {
                 eprintln!("trc kernel run: {e}");
                 return 2;
@@ -524,7 +657,8 @@ fn run_cli(args: RunArgs) -> i32 {
 
 /// Arguments of `trc kernel check`.
 #[derive(Debug, Args)]
-#[command(after_help = "Suites: regressions (every .pkt under counterexamples/, plus the shortest counterexample of every \
+#[command(
+    after_help = "Suites: regressions (every .pkt under counterexamples/, plus the shortest counterexample of every \
 property on every built-in profile that a kernel can run, exported as trc check --out does), corpus (the .pkt \
 files of --corpus only), random:N[,SEED] \
 (trc diff's seeded walks on --profile) or coverage (shortest kernel-runnable paths of the state graph at the bounds \
@@ -535,7 +669,8 @@ namespace; or --kernel in qemu) and is replayed on --profile. Per property: hold
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
 with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/properties.md). Exit codes: 0 every property holds, 1 one is \
 violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
-(not root or no tun; with --kernel: no qemu or no kernel image).")]
+(not root or no tun; with --kernel: no qemu or no kernel image)."
+)]
 pub struct CheckArgs {
     /// regressions, corpus, random:N[,SEED] or coverage, or several joined by `+`
     /// (default: regressions; with --patch or --against-kernel: regressions+coverage+random:20).
@@ -619,7 +754,11 @@ fn default_corpus() -> PathBuf {
 
 /// The kernel `args` name as a [`trc_kernel::target::Target`]: the running kernel, or
 /// `--kernel` in qemu. Skips (exit 4) and bad images (exit 2) are `Err(code)`.
-pub(crate) fn target_of(vm: &VmFlags, kernel: Option<&str>, what: &str) -> Result<Box<dyn trc_kernel::target::Target>, i32> {
+pub(crate) fn target_of(
+    vm: &VmFlags,
+    kernel: Option<&str>,
+    what: &str,
+) -> Result<Box<dyn trc_kernel::target::Target>, i32> {
     let cache = vm.cache_dir();
     match kernel {
         None => {
@@ -630,7 +769,8 @@ pub(crate) fn target_of(vm: &VmFlags, kernel: Option<&str>, what: &str) -> Resul
             Ok(Box::new(trc_kernel::target::Host::new()))
         }
         Some(k) => {
-            let img = resolve_kernel(k, vm.modules.as_deref(), &cache).map_err(|e| vm_error(what, &e))?;
+            let img =
+                resolve_kernel(k, vm.modules.as_deref(), &cache).map_err(|e| vm_error(what, &e))?;
             trc_vm::host::find_qemu(None).map_err(|e| vm_error(what, &e))?;
             let mut t = trc_vm::target::Vm::new(&img, vm.spec(&img, cache));
             t.name = Some(img.release.clone());
@@ -640,7 +780,10 @@ pub(crate) fn target_of(vm: &VmFlags, kernel: Option<&str>, what: &str) -> Resul
 }
 
 /// The work directory: `--out`, else a temporary one removed at the end (the guard).
-pub(crate) fn work_dir(out: Option<&Path>, what: &str) -> Result<(PathBuf, Option<trc_vm::RemoveOnDrop>), i32> {
+pub(crate) fn work_dir(
+    out: Option<&Path>,
+    what: &str,
+) -> Result<(PathBuf, Option<trc_vm::RemoveOnDrop>), i32> {
     let (work, guard) = match out {
         Some(d) => (d.to_path_buf(), None),
         None => {
@@ -656,29 +799,57 @@ pub(crate) fn work_dir(out: Option<&Path>, what: &str) -> Result<(PathBuf, Optio
 }
 
 /// The plan of `args` (every suite's scenarios prepared under `work`), or exit 2.
-pub(crate) fn make_plan(args: &CheckArgs, suites: Vec<trc_kcheck::Suite>, mons: Vec<trc_kcheck::Monitor>, profile: trc_model::Profile, work: &Path, what: &str) -> Result<trc_kcheck::run::Plan, i32> {
+pub(crate) fn make_plan(
+    args: &CheckArgs,
+    suites: Vec<trc_kcheck::Suite>,
+    mons: Vec<trc_kcheck::Monitor>,
+    profile: trc_model::Profile,
+    work: &Path,
+    what: &str,
+) -> Result<trc_kcheck::run::Plan, i32> {
     let corpus = args.corpus.clone().unwrap_or_else(default_corpus);
     let t0 = std::time::Instant::now();
-    let plan = trc_kcheck::run::Plan::make(suites, mons, profile, &corpus, work, args.threads, &mut |m| eprintln!("{what}: {m}")).map_err(|e| {
+    let plan = trc_kcheck::run::Plan::make(
+        suites,
+        mons,
+        profile,
+        &corpus,
+        work,
+        args.threads,
+        &mut |m| eprintln!("{what}: {m}"),
+    )
+    .map_err(|e| {
         eprintln!("{what}: {e}");
         2
     })?;
     let mut plan = plan;
     let bfile = args.baseline.clone().unwrap_or_else(default_baseline);
-    plan.baseline = crate::check::load_baseline(&bfile, what).map_err(|e| {
-        eprintln!("{what}: {e}");
-        2
-    })?
-    .accepted;
-    eprintln!("{what}: {} scenarios ({:.1} s to prepare)", plan.cases.len(), t0.elapsed().as_secs_f64());
+    plan.baseline = crate::check::load_baseline(&bfile, what)
+        .map_err(|e| {
+            eprintln!("{what}: {e}");
+            2
+        })?
+        .accepted;
+    eprintln!(
+        "{what}: {} scenarios ({:.1} s to prepare)",
+        plan.cases.len(),
+        t0.elapsed().as_secs_f64()
+    );
     Ok(plan)
 }
 
 /// The scenarios this run owns (all, or a shard's: scenario k is shard k mod N + 1's).
 pub(crate) fn owned(n: usize, shard: Option<crate::shard::Shard>, what: &str) -> Vec<usize> {
-    let mine: Vec<usize> = (0..n).filter(|k| shard.is_none_or(|s| s.owns(*k))).collect();
+    let mine: Vec<usize> = (0..n)
+        .filter(|k| shard.is_none_or(|s| s.owns(*k)))
+        .collect();
     if let Some(s) = shard {
-        eprintln!("{what}: shard {}/{}: {} of the {n} scenarios", s.index, s.count, mine.len());
+        eprintln!(
+            "{what}: shard {}/{}: {} of the {n} scenarios",
+            s.index,
+            s.count,
+            mine.len()
+        );
     }
     mine
 }
@@ -710,7 +881,9 @@ fn check_cli(args: CheckArgs) -> i32 {
         Err(rc) => return rc,
     };
     let mine = owned(plan.cases.len(), args.shard, what);
-    let (mut rep, _) = match trc_kcheck::run::run(&plan, &mine, target.as_mut(), &mut |m| eprintln!("{what}: {m}")) {
+    let (mut rep, _) = match trc_kcheck::run::run(&plan, &mine, target.as_mut(), &mut |m| {
+        eprintln!("{what}: {m}")
+    }) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{what}: {e}");
@@ -718,23 +891,48 @@ fn check_cli(args: CheckArgs) -> i32 {
         }
     };
     if let Some(shard) = args.shard {
-        return print_shard(&args, &plan, &mine, &rep, shard, &work, t0.elapsed().as_secs_f64(), what);
+        return print_shard(
+            &args,
+            &plan,
+            &mine,
+            &rep,
+            shard,
+            &work,
+            t0.elapsed().as_secs_f64(),
+            what,
+        );
     }
     if rep.exit_code() == 1 {
-        if let Err(rc) = shrink_violations(&args, &mut rep, &plan, &mine, target.as_mut(), &work, what) {
+        if let Err(rc) =
+            shrink_violations(&args, &mut rep, &plan, &mine, target.as_mut(), &work, what)
+        {
             return rc;
         }
     }
-    let json = print_check_report(&rep, plan.coverage.as_ref(), args.json, t0.elapsed().as_secs_f64());
+    let json = print_check_report(
+        &rep,
+        plan.coverage.as_ref(),
+        args.json,
+        t0.elapsed().as_secs_f64(),
+    );
     finish(args.out.is_some(), &work, &json, rep.exit_code(), what)
 }
 
 /// The end of a kernel check: `OUT/report.json` written (with `--out`), then the exit code
 /// (130 when interrupted, 2 when the report cannot be written).
-pub(crate) fn finish(out: bool, work: &Path, json: &serde_json::Value, code: i32, what: &str) -> i32 {
+pub(crate) fn finish(
+    out: bool,
+    work: &Path,
+    json: &serde_json::Value,
+    code: i32,
+    what: &str,
+) -> i32 {
     if out {
         if let Err(e) = trc_kernel::write_json_atomic(&work.join("report.json"), json) {
-            eprintln!("{what}: cannot write {}: {e}", work.join("report.json").display());
+            eprintln!(
+                "{what}: cannot write {}: {e}",
+                work.join("report.json").display()
+            );
             return 2;
         }
     }
@@ -747,7 +945,16 @@ pub(crate) fn finish(out: bool, work: &Path, json: &serde_json::Value, code: i32
 /// A shard's output for `trc merge` (stdout, and `OUT/shard-I-of-N.json` with `--out`): the
 /// exit code.
 #[allow(clippy::too_many_arguments)]
-fn print_shard(args: &CheckArgs, plan: &trc_kcheck::run::Plan, mine: &[usize], rep: &trc_kcheck::CheckReport, shard: crate::shard::Shard, work: &Path, seconds: f64, what: &str) -> i32 {
+fn print_shard(
+    args: &CheckArgs,
+    plan: &trc_kcheck::run::Plan,
+    mine: &[usize],
+    rep: &trc_kcheck::CheckReport,
+    shard: crate::shard::Shard,
+    work: &Path,
+    seconds: f64,
+    what: &str,
+) -> i32 {
     let mut shard_args = serde_json::json!({
         "suite": plan.suite_name(),
         "profile": plan.profile.name,
@@ -759,9 +966,20 @@ fn print_shard(args: &CheckArgs, plan: &trc_kcheck::run::Plan, mine: &[usize], r
     if let Some(p) = &plan.coverage {
         shard_args["coverage"] = serde_json::json!(p);
     }
-    let units: Vec<serde_json::Value> = mine.iter().zip(&rep.cases).map(|(k, r)| serde_json::json!({"unit": k, "scenario": plan.cases[*k].name, "result": r})).collect();
+    let units: Vec<serde_json::Value> = mine
+        .iter()
+        .zip(&rep.cases)
+        .map(|(k, r)| serde_json::json!({"unit": k, "scenario": plan.cases[*k].name, "result": r}))
+        .collect();
     let report = serde_json::json!({"kernel": (!mine.is_empty()).then_some(&rep.kernel), "seconds": seconds});
-    let v = crate::shard::shard_json("kernel-check", shard, plan.cases.len(), shard_args, units, Some(report));
+    let v = crate::shard::shard_json(
+        "kernel-check",
+        shard,
+        plan.cases.len(),
+        shard_args,
+        units,
+        Some(report),
+    );
     println!("{}", serde_json::to_string_pretty(&v).unwrap());
     if args.out.is_some() {
         let f = work.join(format!("shard-{}-of-{}.json", shard.index, shard.count));
@@ -780,10 +998,25 @@ fn print_shard(args: &CheckArgs, plan: &trc_kcheck::run::Plan, mine: &[usize], r
 /// round), unless `--no-shrink` or a zero budget: the shrunk scripts go to `OUT/shrunk/`, or,
 /// without `--out`, to a directory under the temporary directory that is kept. `Err(2)` when
 /// that directory cannot be made.
-fn shrink_violations(args: &CheckArgs, rep: &mut trc_kcheck::CheckReport, plan: &trc_kcheck::run::Plan, mine: &[usize], target: &mut dyn trc_kernel::target::Target, work: &Path, what: &str) -> Result<(), i32> {
+fn shrink_violations(
+    args: &CheckArgs,
+    rep: &mut trc_kcheck::CheckReport,
+    plan: &trc_kcheck::run::Plan,
+    mine: &[usize],
+    target: &mut dyn trc_kernel::target::Target,
+    work: &Path,
+    what: &str,
+) -> Result<(), i32> {
     if args.no_shrink || args.shrink_budget == 0 {
-        let why = if args.no_shrink { "not shrunk (--no-shrink)" } else { "not shrunk (--shrink-budget 0)" };
-        rep.properties.iter_mut().filter(|p| p.verdict == "violated").for_each(|p| p.shrink_note = Some(why.into()));
+        let why = if args.no_shrink {
+            "not shrunk (--no-shrink)"
+        } else {
+            "not shrunk (--shrink-budget 0)"
+        };
+        rep.properties
+            .iter_mut()
+            .filter(|p| p.verdict == "violated")
+            .for_each(|p| p.shrink_note = Some(why.into()));
         return Ok(());
     }
     let out_dir = match &args.out {
@@ -795,7 +1028,16 @@ fn shrink_violations(args: &CheckArgs, rep: &mut trc_kcheck::CheckReport, plan: 
         return Err(2);
     }
     let cases: Vec<trc_kcheck::Case> = mine.iter().map(|k| plan.cases[*k].clone()).collect();
-    trc_kcheck::run::shrink_on(rep, &cases, &plan.monitors, target, args.shrink_budget, &work.join("shrink"), &out_dir, &mut |m| eprintln!("{what}: {m}"));
+    trc_kcheck::run::shrink_on(
+        rep,
+        &cases,
+        &plan.monitors,
+        target,
+        args.shrink_budget,
+        &work.join("shrink"),
+        &out_dir,
+        &mut |m| eprintln!("{what}: {m}"),
+    );
     Ok(())
 }
 
@@ -803,7 +1045,12 @@ fn shrink_violations(args: &CheckArgs, rep: &mut trc_kcheck::CheckReport, plan: 
 /// the run's total time. The coverage suite's report is the usual one with its coverage beside
 /// it (`coverage.plan`, and `coverage.kernel`: the share the kernel runs account for). Returns
 /// the JSON report.
-pub fn print_check_report(rep: &trc_kcheck::CheckReport, coverage: Option<&trc_kcheck::coverage::CoveragePlan>, json: bool, seconds: f64) -> serde_json::Value {
+pub fn print_check_report(
+    rep: &trc_kcheck::CheckReport,
+    coverage: Option<&trc_kcheck::coverage::CoveragePlan>,
+    json: bool,
+    seconds: f64,
+) -> serde_json::Value {
     let cov = coverage.map(|p| (p, trc_kcheck::coverage::kernel_coverage(p, &rep.cases)));
     let mut v = serde_json::to_value(rep).unwrap_or_default();
     if let Some((p, k)) = &cov {
@@ -823,11 +1070,26 @@ pub fn print_check_report(rep: &trc_kcheck::CheckReport, coverage: Option<&trc_k
 
 /// `trc kernel check`'s suites, monitors and profile, and its option bounds checked: the
 /// message of the first that is wrong.
-pub(crate) fn check_inputs(args: &CheckArgs) -> Result<(Vec<trc_kcheck::Suite>, Vec<trc_kcheck::monitor::Monitor>, trc_model::Profile), String> {
-    let default = if args.patch.is_empty() && args.against_kernel.is_none() { "regressions" } else { PATCH_SUITES };
+pub(crate) fn check_inputs(
+    args: &CheckArgs,
+) -> Result<
+    (
+        Vec<trc_kcheck::Suite>,
+        Vec<trc_kcheck::monitor::Monitor>,
+        trc_model::Profile,
+    ),
+    String,
+> {
+    let default = if args.patch.is_empty() && args.against_kernel.is_none() {
+        "regressions"
+    } else {
+        PATCH_SUITES
+    };
     let mut suites = trc_kcheck::run::parse_suites(args.suite.as_deref().unwrap_or(default))?;
     let cfg = args.bounds.config()?;
-    let has_cov = suites.iter().any(|s| matches!(s, trc_kcheck::Suite::Coverage(_)));
+    let has_cov = suites
+        .iter()
+        .any(|s| matches!(s, trc_kcheck::Suite::Coverage(_)));
     for s in suites.iter_mut() {
         if let trc_kcheck::Suite::Coverage(c) = s {
             **c = cfg.clone();
@@ -847,10 +1109,22 @@ pub const PATCH_SUITES: &str = "regressions+coverage+random:20";
 
 /// A VM run's problem (with the console's last 20 lines on stderr) and, with `--console FILE`,
 /// the whole console written atomically; `Err(2)` when that write fails.
-pub fn problem_and_console(problem: Option<&str>, console: &[String], file: Option<&std::path::Path>, what: &str) -> Result<(), i32> {
+pub fn problem_and_console(
+    problem: Option<&str>,
+    console: &[String],
+    file: Option<&std::path::Path>,
+    what: &str,
+) -> Result<(), i32> {
     if let Some(p) = problem {
         println!("problem: {p}");
-        for l in console.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+        for l in console
+            .iter()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
             eprintln!("console: {l}");
         }
     }

@@ -2,24 +2,47 @@
 //! --against-kernel B`: two kernels on one plan, and what the change changed
 //! (`trc_kcheck::patch`).
 
-use crate::kernel::{check_inputs, make_plan, owned, resolve_kernel, vm_error, work_dir, CheckArgs};
+use crate::kernel::{
+    check_inputs, make_plan, owned, resolve_kernel, vm_error, work_dir, CheckArgs,
+};
 use std::path::{Path, PathBuf};
 use trc_kcheck::patch::{compare, CompareOptions, PatchReport};
 
 /// The two images: (base, patched), built or named.
-fn images(args: &CheckArgs, what: &str) -> Result<(trc_vm::KernelImage, trc_vm::KernelImage, Vec<String>), i32> {
+fn images(
+    args: &CheckArgs,
+    what: &str,
+) -> Result<(trc_vm::KernelImage, trc_vm::KernelImage, Vec<String>), i32> {
     let cache = args.vm.cache_dir();
     if let Some(b) = &args.against_kernel {
-        let k = args.vm.kernel.as_deref().expect("clap: --against-kernel requires --kernel");
+        let k = args
+            .vm
+            .kernel
+            .as_deref()
+            .expect("clap: --against-kernel requires --kernel");
         let base = resolve_kernel(b, None, &cache).map_err(|e| vm_error(what, &e))?;
-        let patched = resolve_kernel(k, args.vm.modules.as_deref(), &cache).map_err(|e| vm_error(what, &e))?;
-        return Ok((base, patched, vec![format!("base: {b}"), format!("patched: {k}")]));
+        let patched = resolve_kernel(k, args.vm.modules.as_deref(), &cache)
+            .map_err(|e| vm_error(what, &e))?;
+        return Ok((
+            base,
+            patched,
+            vec![format!("base: {b}"), format!("patched: {k}")],
+        ));
     }
     let source = args.base.clone().unwrap_or_else(|| "debian:sid".into());
     let build = |patches: &[PathBuf], label: &str| -> Result<trc_vm::kbuild::Built, i32> {
-        let req = crate::kbuild::request(&source, patches, None, args.jobs, cache.clone()).map_err(|e| vm_error(what, &e))?;
-        let b = crate::kbuild::build_with_progress(&req, &format!("{what} ({label})")).map_err(|e| vm_error(what, &e))?;
-        let how = if b.cached { "cached".to_string() } else { format!("built in {:.1} s, {} files compiled", b.build_s, b.files_compiled) };
+        let req = crate::kbuild::request(&source, patches, None, args.jobs, cache.clone())
+            .map_err(|e| vm_error(what, &e))?;
+        let b = crate::kbuild::build_with_progress(&req, &format!("{what} ({label})"))
+            .map_err(|e| vm_error(what, &e))?;
+        let how = if b.cached {
+            "cached".to_string()
+        } else {
+            format!(
+                "built in {:.1} s, {} files compiled",
+                b.build_s, b.files_compiled
+            )
+        };
         eprintln!("{what}: {label} kernel: {} ({how})", b.bzimage.display());
         Ok(b)
     };
@@ -32,9 +55,18 @@ fn images(args: &CheckArgs, what: &str) -> Result<(trc_vm::KernelImage, trc_vm::
     }
     let patched = build(&args.patch, "patched")?;
     let base = build(&[], "base")?;
-    let img = |b: &trc_vm::kbuild::Built| trc_vm::KernelImage::from_files(&b.bzimage, None).map_err(|e| vm_error(what, &e));
+    let img = |b: &trc_vm::kbuild::Built| {
+        trc_vm::KernelImage::from_files(&b.bzimage, None).map_err(|e| vm_error(what, &e))
+    };
     let names: Vec<String> = args.patch.iter().map(|p| p.display().to_string()).collect();
-    Ok((img(&base)?, img(&patched)?, vec![format!("base: {}", base.source), format!("patched: {} + {}", patched.source, names.join(" "))]))
+    Ok((
+        img(&base)?,
+        img(&patched)?,
+        vec![
+            format!("base: {}", base.source),
+            format!("patched: {} + {}", patched.source, names.join(" ")),
+        ],
+    ))
 }
 
 pub fn main(args: CheckArgs) -> i32 {
@@ -74,8 +106,12 @@ pub fn main(args: CheckArgs) -> i32 {
         Err(rc) => return rc,
     };
     let mine = owned(plan.cases.len(), args.shard, what);
-    let o = CompareOptions { rerun: !args.no_rerun };
-    let mut rep = match compare(&plan, &mine, &mut base, &mut patched, &o, &mut |m| eprintln!("{what}: {m}")) {
+    let o = CompareOptions {
+        rerun: !args.no_rerun,
+    };
+    let mut rep = match compare(&plan, &mine, &mut base, &mut patched, &o, &mut |m| {
+        eprintln!("{what}: {m}")
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{what}: {e}");
@@ -107,27 +143,48 @@ pub fn main(args: CheckArgs) -> i32 {
 
 /// One page per scenario whose behaviour changed: the base's and the patched kernel's pages
 /// (time-sequence diagram, cwnd timeline, steps) side by side.
-fn write_pages(rep: &mut PatchReport, plan: &trc_kcheck::run::Plan, mine: &[usize], dir: &Path) -> Result<(), String> {
-    let changed: Vec<usize> = (0..rep.scenarios.len()).filter(|i| rep.scenarios[*i].changed()).collect();
+fn write_pages(
+    rep: &mut PatchReport,
+    plan: &trc_kcheck::run::Plan,
+    mine: &[usize],
+    dir: &Path,
+) -> Result<(), String> {
+    let changed: Vec<usize> = (0..rep.scenarios.len())
+        .filter(|i| rep.scenarios[*i].changed())
+        .collect();
     if changed.is_empty() {
         return Ok(());
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for i in changed {
-        let (Some(b), Some(p)) = rep.runs[i].clone() else { continue };
+        let (Some(b), Some(p)) = rep.runs[i].clone() else {
+            continue;
+        };
         let case = &plan.cases[mine[i]];
         let text = crate::read_source(&case.path)?;
         let stem = trc_trace::file_safe(&case.name.trim_end_matches(".pkt").replace('/', "-"));
         let title = case.path.display().to_string();
         for (side, r) in [("base", &b), ("patched", &p)] {
-            let html = crate::pictures::kernel::page(r, &text, &format!("{title} on the {side} kernel"));
+            let html =
+                crate::pictures::kernel::page(r, &text, &format!("{title} on the {side} kernel"));
             let f = dir.join(format!("{stem}.{side}.html"));
-            trc_vm::write_atomic(&f, html.as_bytes()).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            trc_vm::write_atomic(&f, html.as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
         }
-        let d = rep.scenarios[i].difference.as_ref().map(|d| format!("first difference at line {}: {}", d.line, d.what.join(", "))).unwrap_or_default();
-        let html = side_by_side(&case.name, &d, &format!("{stem}.base.html"), &format!("{stem}.patched.html"));
+        let d = rep.scenarios[i]
+            .difference
+            .as_ref()
+            .map(|d| format!("first difference at line {}: {}", d.line, d.what.join(", ")))
+            .unwrap_or_default();
+        let html = side_by_side(
+            &case.name,
+            &d,
+            &format!("{stem}.base.html"),
+            &format!("{stem}.patched.html"),
+        );
         let f = dir.join(format!("{stem}.html"));
-        trc_vm::write_atomic(&f, html.as_bytes()).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        trc_vm::write_atomic(&f, html.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
         rep.scenarios[i].page = Some(f.display().to_string());
     }
     Ok(())

@@ -17,16 +17,20 @@ mod kernel;
 mod kpatch;
 mod output;
 mod pictures;
-mod sweep;
 mod replay;
 mod shard;
+mod sweep;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use trc_model::config::{CcKind, Config, SackMode};
 
 #[derive(Parser)]
-#[command(name = "trc", version, about = "Model checker for the Linux TCP sender's loss recovery")]
+#[command(
+    name = "trc",
+    version,
+    about = "Model checker for the Linux TCP sender's loss recovery"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -159,7 +163,10 @@ impl BoundArgs {
     /// most: only `trc check` takes several, see [`BoundArgs::configs`]).
     pub fn config(&self) -> Result<Config, String> {
         if self.config.len() > 1 {
-            return Err(format!("--config given {} times: only `trc check` takes several bounds files", self.config.len()));
+            return Err(format!(
+                "--config given {} times: only `trc check` takes several bounds files",
+                self.config.len()
+            ));
         }
         self.config_from(self.config.first().map(|p| p.as_path()))
     }
@@ -170,7 +177,10 @@ impl BoundArgs {
         if self.config.is_empty() {
             return Ok(vec![(None, self.config_from(None)?)]);
         }
-        self.config.iter().map(|p| Ok((Some(p.clone()), self.config_from(Some(p))?))).collect()
+        self.config
+            .iter()
+            .map(|p| Ok((Some(p.clone()), self.config_from(Some(p))?)))
+            .collect()
     }
 
     /// Defaults, then `file`, then the flags.
@@ -230,18 +240,29 @@ impl BoundArgs {
             c.ecn = true;
         }
         if let Some(cc) = &self.cc {
-            c.cc = if cc == "reno" { CcKind::Reno } else { CcKind::Cubic };
+            c.cc = if cc == "reno" {
+                CcKind::Reno
+            } else {
+                CcKind::Cubic
+            };
         }
         c.validate().map_err(|e| {
             let msg = format!("impossible bounds: {e}");
             // Every message starts with the offending field's name: name the flag that set it, or
             // point at its line in the config file when the file sets it (otherwise it is a
             // default).
-            let key: String = e.to_string().chars().take_while(|ch| ch.is_ascii_lowercase() || *ch == '_').collect();
+            let key: String = e
+                .to_string()
+                .chars()
+                .take_while(|ch| ch.is_ascii_lowercase() || *ch == '_')
+                .collect();
             if let Some((_, flag)) = from_flag.iter().find(|(field, _)| *field == key) {
                 return format!("{flag}: {msg}");
             }
-            match file_src.as_ref().and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l))) {
+            match file_src
+                .as_ref()
+                .and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l)))
+            {
                 Some((p, line)) => format!("{}:{line}: {msg}", p.display()),
                 None => msg,
             }
@@ -255,12 +276,21 @@ fn config_key_line(src: &str, key: &str) -> Option<usize> {
     if key.is_empty() {
         return None;
     }
-    src.lines().position(|l| l.trim_start().strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('='))).map(|i| i + 1)
+    src.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 /// `file:line: message` for a TOML error (line of the error's span start, 1-based).
 pub fn toml_error(file: &std::path::Path, src: &str, e: &toml::de::Error) -> String {
-    let line = e.span().map(|s| src[..s.start.min(src.len())].matches('\n').count() + 1).unwrap_or(1);
+    let line = e
+        .span()
+        .map(|s| src[..s.start.min(src.len())].matches('\n').count() + 1)
+        .unwrap_or(1);
     format!("{}:{line}: {}", file.display(), e.message().trim())
 }
 
@@ -284,20 +314,33 @@ pub fn max_threads() -> usize {
 
 /// `--threads N`: 0 (all cores) up to [`max_threads`].
 pub fn threads_value(s: &str) -> Result<usize, String> {
-    let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number of threads"))?;
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of threads"))?;
     let max = max_threads();
     if n > max {
-        return Err(format!("at most {max} threads (4 per core on this machine); 0 uses every core"));
+        return Err(format!(
+            "at most {max} threads (4 per core on this machine); 0 uses every core"
+        ));
     }
     Ok(n)
 }
 
 /// Why the script's `%{ }%` blocks could not be evaluated here (no python3 on PATH), if they could not.
 pub fn python_problem(script: &trc_pkt::Script) -> Option<String> {
-    if !script.statements.iter().any(|s| matches!(s.kind, trc_pkt::StatementKind::Python(_))) {
+    if !script
+        .statements
+        .iter()
+        .any(|s| matches!(s.kind, trc_pkt::StatementKind::Python(_)))
+    {
         return None;
     }
-    let py = script.options.iter().find(|o| o.name == "code_command").and_then(|o| o.value.clone()).unwrap_or_else(|| "python3".into());
+    let py = script
+        .options
+        .iter()
+        .find(|o| o.name == "code_command")
+        .and_then(|o| o.value.clone())
+        .unwrap_or_else(|| "python3".into());
     // Looked up, not started: the interpreter is the script's choice (`--code_command`), and
     // nothing of a script runs before (or outside) the run itself.
     match find_program(&py) {
@@ -309,12 +352,16 @@ pub fn python_problem(script: &trc_pkt::Script) -> Option<String> {
 /// The executable `name` names: a path as given, or the first match on `PATH`.
 fn find_program(name: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
-    let runnable = |p: &std::path::Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if name.contains('/') {
         let p = std::path::PathBuf::from(name);
         return runnable(&p).then_some(p);
     }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| runnable(p))
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| runnable(p))
 }
 
 fn main() {

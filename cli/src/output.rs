@@ -100,7 +100,6 @@ pub struct Step {
     pub counters: std::collections::BTreeMap<String, u32>,
 }
 
-
 fn step(event: String, s: &State, mib: &MibDelta) -> Step {
     let x = &s.sender;
     Step {
@@ -121,7 +120,10 @@ fn step(event: String, s: &State, mib: &MibDelta) -> Step {
         lost_out: x.lost_out,
         retrans_out: x.retrans_out,
         notes: notes(s),
-        counters: mib.nonzero().map(|(m, n)| (m.name().to_string(), n)).collect(),
+        counters: mib
+            .nonzero()
+            .map(|(m, n)| (m.name().to_string(), n))
+            .collect(),
     }
 }
 
@@ -129,7 +131,12 @@ fn step(event: String, s: &State, mib: &MibDelta) -> Step {
 pub fn describe(prev: &State, a: &Action) -> String {
     let pk = |i: u16| {
         let p = prev.flight[i as usize];
-        format!("seg {} ({}, sent at {} ms)", p.seg as u32 + 1, if p.rtx { "retransmission" } else { "original" }, p.sent)
+        format!(
+            "seg {} ({}, sent at {} ms)",
+            p.seg as u32 + 1,
+            if p.rtx { "retransmission" } else { "original" },
+            p.sent
+        )
     };
     match a {
         Action::Deliver { pkt } => format!("deliver {} → ACK", pk(*pkt)),
@@ -142,18 +149,44 @@ pub fn describe(prev: &State, a: &Action) -> String {
 
 pub fn counterexample(model: &TcpModel, path: &trc_engine::Path<Action>) -> Vec<Step> {
     // The engine's replay, step by step with the MIB counters each step moved.
-    let init = replay(model, &trc_engine::Path { init_index: path.init_index, actions: vec![] }).swap_remove(0).1;
-    let mut out = vec![step(format!("initial state ({}), first flight sent", if init.sender.sack_ok { "SACK" } else { "no SACK" }), &init, &MibDelta::default())];
+    let init = replay(
+        model,
+        &trc_engine::Path {
+            init_index: path.init_index,
+            actions: vec![],
+        },
+    )
+    .swap_remove(0)
+    .1;
+    let mut out = vec![step(
+        format!(
+            "initial state ({}), first flight sent",
+            if init.sender.sack_ok {
+                "SACK"
+            } else {
+                "no SACK"
+            }
+        ),
+        &init,
+        &MibDelta::default(),
+    )];
     let mut prev = init;
     for (i, a) in path.actions.iter().enumerate() {
-        let (next, mib) = model.next_state_counted(&prev, *a).unwrap_or_else(|| panic!("counterexample: action {i} of the path has no next state"));
+        let (next, mib) = model
+            .next_state_counted(&prev, *a)
+            .unwrap_or_else(|| panic!("counterexample: action {i} of the path has no next state"));
         out.push(step(describe(&prev, a), &next, &mib));
         prev = next;
     }
     out
 }
 
-pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted], base: Option<&Base>) -> Vec<PropResult> {
+pub fn results(
+    model: &TcpModel,
+    report: &Report<Action>,
+    baseline: &[Accepted],
+    base: Option<&Base>,
+) -> Vec<PropResult> {
     report
         .properties
         .iter()
@@ -163,7 +196,11 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted],
             for c in &p.classes {
                 let signature = trc_properties::signature::describe(&id, c.class);
                 let acc = baseline.iter().find(|b| b.signature == signature);
-                let on_base = base.is_some_and(|b| b.signatures.get(&id).is_some_and(|s| s.contains(&signature)));
+                let on_base = base.is_some_and(|b| {
+                    b.signatures
+                        .get(&id)
+                        .is_some_and(|s| s.contains(&signature))
+                });
                 let status = if acc.is_some() {
                     SigStatus::Accepted
                 } else if on_base {
@@ -171,32 +208,59 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted],
                 } else {
                     SigStatus::New
                 };
-                signatures.push(SigResult { signature, status, finding: acc.map(|a| a.finding.clone()), states: c.count, events: c.path.len(), also_on_base: on_base });
+                signatures.push(SigResult {
+                    signature,
+                    status,
+                    finding: acc.map(|a| a.finding.clone()),
+                    states: c.count,
+                    events: c.path.len(),
+                    also_on_base: on_base,
+                });
             }
-            let failing = p.classes.iter().zip(&signatures).find(|(_, s)| s.status == SigStatus::New);
+            let failing = p
+                .classes
+                .iter()
+                .zip(&signatures)
+                .find(|(_, s)| s.status == SigStatus::New);
             let (shown_sig, shown_path) = match (failing, p.classes.first()) {
                 (Some((c, s)), _) => (Some(s.signature.clone()), Some(&c.path)),
                 (None, Some(c)) => (Some(signatures[0].signature.clone()), Some(&c.path)),
                 (None, None) => (None, p.path.as_ref()),
             };
-            let accepted = if p.verdict == Verdict::Violated && !p.classes.is_empty() && failing.is_none() {
-                let mut why: Vec<String> = Vec::new();
-                for s in &signatures {
-                    let w = match s.status {
-                        SigStatus::Accepted => format!("accepted {}", s.finding.as_deref().unwrap_or("?")),
-                        _ => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
-                    };
-                    if !why.contains(&w) {
-                        why.push(w);
+            let accepted =
+                if p.verdict == Verdict::Violated && !p.classes.is_empty() && failing.is_none() {
+                    let mut why: Vec<String> = Vec::new();
+                    for s in &signatures {
+                        let w = match s.status {
+                            SigStatus::Accepted => {
+                                format!("accepted {}", s.finding.as_deref().unwrap_or("?"))
+                            }
+                            _ => format!("also on {}", base.map_or("?", |b| b.name.as_str())),
+                        };
+                        if !why.contains(&w) {
+                            why.push(w);
+                        }
                     }
-                }
-                Some(why.join(", "))
+                    Some(why.join(", "))
+                } else {
+                    None
+                };
+            let ce = shown_path.map(|path| counterexample(model, path));
+            let path = if p.verdict == Verdict::Violated {
+                shown_path.cloned()
             } else {
                 None
             };
-            let ce = shown_path.map(|path| counterexample(model, path));
-            let path = if p.verdict == Verdict::Violated { shown_path.cloned() } else { None };
-            PropResult { id, name: p.name.to_string(), verdict: p.verdict, accepted, signatures, counterexample_signature: shown_sig, counterexample: ce, path }
+            PropResult {
+                id,
+                name: p.name.to_string(),
+                verdict: p.verdict,
+                accepted,
+                signatures,
+                counterexample_signature: shown_sig,
+                counterexample: ce,
+                path,
+            }
         })
         .collect()
 }
@@ -205,7 +269,10 @@ pub fn results(model: &TcpModel, report: &Report<Action>, baseline: &[Accepted],
 /// violation that is not a pass (exit 3). `--max-depth` and `--fail-fast` are not this: the
 /// first is a bound, the second stops only at a violation.
 pub fn incomplete(report: &Report<Action>) -> bool {
-    matches!(report.stop_reason, trc_engine::StopReason::MemoryBudget | trc_engine::StopReason::MaxStates)
+    matches!(
+        report.stop_reason,
+        trc_engine::StopReason::MemoryBudget | trc_engine::StopReason::MaxStates
+    )
 }
 
 /// Why an incomplete check stopped, for the summary line (empty when complete), from a check's
@@ -238,10 +305,21 @@ fn stop_note(v: &Value) -> String {
 pub fn print_summary(v: &Value) {
     let secs = v["seconds"].as_f64().unwrap_or(0.0);
     let states = v["unique_states"].as_u64().unwrap_or(0);
-    println!("trc check: profile {} ({})", v["profile"]["name"].as_str().unwrap_or(""), v["profile"]["description"].as_str().unwrap_or(""));
+    println!(
+        "trc check: profile {} ({})",
+        v["profile"]["name"].as_str().unwrap_or(""),
+        v["profile"]["description"].as_str().unwrap_or("")
+    );
     let base = v["against"]["profile"].as_str().unwrap_or("?");
     if v["against"].is_object() {
-        println!("compared with {base} (same bounds){}", if v["against"]["incomplete"] == true { " — its check stopped early" } else { "" });
+        println!(
+            "compared with {base} (same bounds){}",
+            if v["against"]["incomplete"] == true {
+                " — its check stopped early"
+            } else {
+                ""
+            }
+        );
     }
     println!(
         "explored {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s){}",
@@ -273,7 +351,14 @@ pub fn print_summary(v: &Value) {
         for s in r["signatures"].as_array().into_iter().flatten() {
             let finding = s["finding"].as_str().unwrap_or("?");
             let status = match s["status"].as_str() {
-                Some("accepted") => format!("accepted ({finding}, baseline){}", if s["also_on_base"] == true { format!("; also on {base}") } else { String::new() }),
+                Some("accepted") => format!(
+                    "accepted ({finding}, baseline){}",
+                    if s["also_on_base"] == true {
+                        format!("; also on {base}")
+                    } else {
+                        String::new()
+                    }
+                ),
                 Some("also-on-base") => format!("also on {base}"),
                 _ => "NEW".to_string(),
             };
@@ -286,12 +371,29 @@ pub fn print_summary(v: &Value) {
         }
     }
     for r in &props {
-        let Some(ce) = r["counterexample"].as_array() else { continue };
-        let sig = r["counterexample_signature"].as_str().map(|s| format!(" {s}")).unwrap_or_default();
-        let accepted = r["accepted"].as_str().map(|a| format!(" [{a}]")).unwrap_or_default();
-        println!("\n{} — shortest counterexample{sig} ({} events){accepted}:", r["name"].as_str().unwrap_or(""), ce.len() - 1);
+        let Some(ce) = r["counterexample"].as_array() else {
+            continue;
+        };
+        let sig = r["counterexample_signature"]
+            .as_str()
+            .map(|s| format!(" {s}"))
+            .unwrap_or_default();
+        let accepted = r["accepted"]
+            .as_str()
+            .map(|a| format!(" [{a}]"))
+            .unwrap_or_default();
+        println!(
+            "\n{} — shortest counterexample{sig} ({} events){accepted}:",
+            r["name"].as_str().unwrap_or(""),
+            ce.len() - 1
+        );
         for (i, s) in ce.iter().enumerate() {
-            println!("  {:>2}. t={:>5}ms {}", i, s["time_ms"].to_string(), s["event"].as_str().unwrap_or(""));
+            println!(
+                "  {:>2}. t={:>5}ms {}",
+                i,
+                s["time_ms"].to_string(),
+                s["event"].as_str().unwrap_or("")
+            );
             println!(
                 "      {:<9} cwnd {:>3} ssthresh {:>10} snd_una {:>3} snd_nxt {:>3} high_seq {:>3} retrans_stamp {:>5} undo_marker {:>3} undo_retrans {:>2} out/sacked/lost/retrans {}/{}/{}/{}",
                 s["ca_state"].as_str().unwrap_or(""),
@@ -322,7 +424,9 @@ pub fn print_summary(v: &Value) {
 /// The result of a check in words, as its exit code says it: violated (1: a property violated
 /// with a new signature), incomplete (3), holds (0).
 pub fn result_word(results: &[Value], incomplete: bool) -> &'static str {
-    let violated = results.iter().any(|r| r["verdict"] == "Violated" && r["accepted"].is_null());
+    let violated = results
+        .iter()
+        .any(|r| r["verdict"] == "Violated" && r["accepted"].is_null());
     if violated {
         "violated"
     } else if incomplete {
@@ -333,8 +437,17 @@ pub fn result_word(results: &[Value], incomplete: bool) -> &'static str {
 }
 
 /// A check's machine-readable result (`trc check --json`); the human summary is printed from it.
-pub fn check_json(model: &TcpModel, report: &Report<Action>, results: &[PropResult], base: Option<&Base>, coverage: Option<&crate::coverage::Coverage>) -> Value {
-    let props: Vec<Value> = results.iter().map(|r| serde_json::to_value(r).unwrap()).collect();
+pub fn check_json(
+    model: &TcpModel,
+    report: &Report<Action>,
+    results: &[PropResult],
+    base: Option<&Base>,
+    coverage: Option<&crate::coverage::Coverage>,
+) -> Value {
+    let props: Vec<Value> = results
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
     serde_json::json!({
         "result": result_word(&props, incomplete(report)),
         "profile": model.profile,
@@ -363,8 +476,16 @@ pub fn shard_detail(model: &TcpModel, report: &Report<Action>, base: Option<&Bas
     let mut cex = serde_json::Map::new();
     for p in &report.properties {
         let id = p.name.split(':').next().unwrap_or(p.name).to_string();
-        let m: serde_json::Map<String, Value> =
-            p.classes.iter().map(|c| (trc_properties::signature::describe(&id, c.class), serde_json::to_value(counterexample(model, &c.path)).unwrap())).collect();
+        let m: serde_json::Map<String, Value> = p
+            .classes
+            .iter()
+            .map(|c| {
+                (
+                    trc_properties::signature::describe(&id, c.class),
+                    serde_json::to_value(counterexample(model, &c.path)).unwrap(),
+                )
+            })
+            .collect();
         cex.insert(id, Value::Object(m));
     }
     serde_json::json!({

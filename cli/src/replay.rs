@@ -8,12 +8,14 @@ use std::path::PathBuf;
 use trc_trace::replay::{replay, ReplayOptions};
 
 #[derive(Args, Debug)]
-#[command(after_help = "The script means what it means to packetdrill (timing, sequence mapping, TSO merging), \
+#[command(
+    after_help = "The script means what it means to packetdrill (timing, sequence mapping, TSO merging), \
 with %{ }% blocks evaluated by python3 on the model's values. A block that reads a tcpi_* field the model does not \
 compute, and any line the model cannot check, is out of scope, never a pass. The %{ }% blocks are Python: \
 they run with your privileges.\n\nExit codes: 0 every line ran and every check passed, 1 a check failed, \
 2 malformed script, unknown profile or no python3, 3 incomplete (something was out of scope, or the replay \
-stopped at a line the model does not cover).")]
+stopped at a line the model does not cover)."
+)]
 pub struct ReplayArgs {
     /// The script (ours from `trc check --out`, or one written for the kernel).
     pub file: PathBuf,
@@ -48,7 +50,10 @@ pub fn run_replay(a: ReplayArgs) -> i32 {
     if let Some(e) = crate::python_problem(&script) {
         return usage_error(&e);
     }
-    let packetdrill = a.tolerance_usecs.map(|t| vec![("tolerance_usecs".to_string(), Some(t.to_string()))]).unwrap_or_default();
+    let packetdrill = a
+        .tolerance_usecs
+        .map(|t| vec![("tolerance_usecs".to_string(), Some(t.to_string()))])
+        .unwrap_or_default();
     let r = replay(&script, &name, &profile, &ReplayOptions { packetdrill });
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap());

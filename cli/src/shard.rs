@@ -40,9 +40,17 @@ impl Shard {
 
 /// Parses `I/N` with 1 <= I <= N <= 100000.
 pub fn parse_shard(s: &str) -> Result<Shard, String> {
-    let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}` is not I/N (e.g. 2/8)"))?;
-    let index: usize = i.trim().parse().map_err(|_| format!("`{i}` in `{s}` is not a shard number"))?;
-    let count: usize = n.trim().parse().map_err(|_| format!("`{n}` in `{s}` is not a number of shards"))?;
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}` is not I/N (e.g. 2/8)"))?;
+    let index: usize = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{i}` in `{s}` is not a shard number"))?;
+    let count: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` in `{s}` is not a number of shards"))?;
     if count == 0 || count > 100_000 {
         return Err(format!("`{s}`: the number of shards must be 1 to 100000"));
     }
@@ -58,12 +66,30 @@ pub fn print_shard(command: &str, shard: Shard, units: usize, args: Value, done:
 }
 
 /// [`print_shard`] with an extra `report` (the diff's own report of the shard's scenarios).
-pub fn print_shard_with(command: &str, shard: Shard, units: usize, args: Value, done: Vec<Value>, report: Option<Value>) {
-    println!("{}", serde_json::to_string_pretty(&shard_json(command, shard, units, args, done, report)).unwrap());
+pub fn print_shard_with(
+    command: &str,
+    shard: Shard,
+    units: usize,
+    args: Value,
+    done: Vec<Value>,
+    report: Option<Value>,
+) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&shard_json(command, shard, units, args, done, report))
+            .unwrap()
+    );
 }
 
 /// A shard's JSON: the header, the run's arguments, its units and an optional `report`.
-pub fn shard_json(command: &str, shard: Shard, units: usize, args: Value, done: Vec<Value>, report: Option<Value>) -> Value {
+pub fn shard_json(
+    command: &str,
+    shard: Shard,
+    units: usize,
+    args: Value,
+    done: Vec<Value>,
+    report: Option<Value>,
+) -> Value {
     let mut v = serde_json::json!({
         "trc_shard": {"version": 1, "command": command, "index": shard.index, "count": shard.count, "units": units},
         "args": args,
@@ -98,58 +124,119 @@ struct ShardFile {
 
 fn read_shard(p: &std::path::Path) -> Result<ShardFile, String> {
     let src = crate::read_source(p)?;
-    let v: Value = serde_json::from_str(&src).map_err(|e| format!("{}:{}: not JSON: {e}", p.display(), e.line()))?;
+    let v: Value = serde_json::from_str(&src)
+        .map_err(|e| format!("{}:{}: not JSON: {e}", p.display(), e.line()))?;
     let h = &v["trc_shard"];
-    let field = |k: &str| h[k].as_u64().map(|x| x as usize).ok_or_else(|| format!("{}: not a shard output (no trc_shard.{k}; run the command with --shard I/N)", p.display()));
+    let field = |k: &str| {
+        h[k].as_u64().map(|x| x as usize).ok_or_else(|| {
+            format!(
+                "{}: not a shard output (no trc_shard.{k}; run the command with --shard I/N)",
+                p.display()
+            )
+        })
+    };
     if h["version"] != 1 {
-        return Err(format!("{}: not a shard output of this trc (trc_shard.version is not 1)", p.display()));
+        return Err(format!(
+            "{}: not a shard output of this trc (trc_shard.version is not 1)",
+            p.display()
+        ));
     }
-    let command = h["command"].as_str().ok_or_else(|| format!("{}: no trc_shard.command", p.display()))?.to_string();
-    Ok(ShardFile { name: p.display().to_string(), index: field("index")?, count: field("count")?, units: field("units")?, command, v })
+    let command = h["command"]
+        .as_str()
+        .ok_or_else(|| format!("{}: no trc_shard.command", p.display()))?
+        .to_string();
+    Ok(ShardFile {
+        name: p.display().to_string(),
+        index: field("index")?,
+        count: field("count")?,
+        units: field("units")?,
+        command,
+        v,
+    })
 }
 
 /// Reads and validates the shards: one command, one N, the same arguments, every shard
 /// 1..=N exactly once, every unit exactly once and in the shard that owns it.
 fn load(files: &[PathBuf]) -> Result<Vec<ShardFile>, String> {
-    let mut shards: Vec<ShardFile> = files.iter().map(|p| read_shard(p)).collect::<Result<_, _>>()?;
+    let mut shards: Vec<ShardFile> = files
+        .iter()
+        .map(|p| read_shard(p))
+        .collect::<Result<_, _>>()?;
     let first = &shards[0];
     for s in &shards[1..] {
         if s.command != first.command {
-            return Err(format!("{} is a shard of `trc {}`, {} of `trc {}`", s.name, s.command.replace('-', " "), first.name, first.command.replace('-', " ")));
+            return Err(format!(
+                "{} is a shard of `trc {}`, {} of `trc {}`",
+                s.name,
+                s.command.replace('-', " "),
+                first.name,
+                first.command.replace('-', " ")
+            ));
         }
         if s.count != first.count {
-            return Err(format!("{} is shard {}/{}, {} is {}/{}: every shard must come from the same split", s.name, s.index, s.count, first.name, first.index, first.count));
+            return Err(format!(
+                "{} is shard {}/{}, {} is {}/{}: every shard must come from the same split",
+                s.name, s.index, s.count, first.name, first.index, first.count
+            ));
         }
         if s.units != first.units || s.v["args"] != first.v["args"] {
-            return Err(format!("{} and {} come from different runs (profile, bounds or selection differ)", s.name, first.name));
+            return Err(format!(
+                "{} and {} come from different runs (profile, bounds or selection differ)",
+                s.name, first.name
+            ));
         }
     }
     let n = first.count;
     let mut seen = vec![None::<&str>; n + 1];
     for s in &shards {
         if let Some(other) = seen[s.index] {
-            return Err(format!("shard {}/{n} given twice ({other} and {})", s.index, s.name));
+            return Err(format!(
+                "shard {}/{n} given twice ({other} and {})",
+                s.index, s.name
+            ));
         }
         seen[s.index] = Some(&s.name);
     }
-    let missing: Vec<String> = (1..=n).filter(|i| seen[*i].is_none()).map(|i| format!("{i}/{n}")).collect();
+    let missing: Vec<String> = (1..=n)
+        .filter(|i| seen[*i].is_none())
+        .map(|i| format!("{i}/{n}"))
+        .collect();
     if !missing.is_empty() {
-        return Err(format!("missing shard{} {}: the merge of a subset is not the run's result", if missing.len() > 1 { "s" } else { "" }, missing.join(", ")));
+        return Err(format!(
+            "missing shard{} {}: the merge of a subset is not the run's result",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", ")
+        ));
     }
     let total = first.units;
     let mut unit_seen = vec![false; total];
     for s in &shards {
-        let sh = Shard { index: s.index, count: n };
-        for u in s.v["units"].as_array().ok_or_else(|| format!("{}: no units", s.name))? {
-            let k = u["unit"].as_u64().map(|k| k as usize).filter(|k| *k < total).ok_or_else(|| format!("{}: a unit without a valid index", s.name))?;
+        let sh = Shard {
+            index: s.index,
+            count: n,
+        };
+        for u in s.v["units"]
+            .as_array()
+            .ok_or_else(|| format!("{}: no units", s.name))?
+        {
+            let k = u["unit"]
+                .as_u64()
+                .map(|k| k as usize)
+                .filter(|k| *k < total)
+                .ok_or_else(|| format!("{}: a unit without a valid index", s.name))?;
             if unit_seen[k] || !sh.owns(k) {
-                return Err(format!("{}: unit {k} is not shard {}/{n}'s or appears twice", s.name, s.index));
+                return Err(format!(
+                    "{}: unit {k} is not shard {}/{n}'s or appears twice",
+                    s.name, s.index
+                ));
             }
             unit_seen[k] = true;
         }
     }
     if let Some(k) = unit_seen.iter().position(|x| !x) {
-        return Err(format!("unit {k} of {total} is in no shard (a shard's output was cut short?)"));
+        return Err(format!(
+            "unit {k} of {total} is in no shard (a shard's output was cut short?)"
+        ));
     }
     shards.sort_by_key(|s| s.index);
     Ok(shards)
@@ -157,7 +244,10 @@ fn load(files: &[PathBuf]) -> Result<Vec<ShardFile>, String> {
 
 /// Every unit of every shard, in work-list order.
 fn units_in_order(shards: &[ShardFile]) -> Vec<Value> {
-    let mut all: Vec<Value> = shards.iter().flat_map(|s| s.v["units"].as_array().cloned().unwrap_or_default()).collect();
+    let mut all: Vec<Value> = shards
+        .iter()
+        .flat_map(|s| s.v["units"].as_array().cloned().unwrap_or_default())
+        .collect();
     all.sort_by_key(|u| u["unit"].as_u64().unwrap_or(0));
     all
 }
@@ -172,7 +262,10 @@ pub fn run_merge(a: MergeArgs) -> i32 {
         "matrix" => merge_matrix(&shards, a.json),
         "diff" => merge_diff(&shards, a.json),
         "kernel-check" => merge_kernel_check(&shards, a.json),
-        other => Err(format!("{}: shards of `trc {other}` cannot be merged", shards[0].name)),
+        other => Err(format!(
+            "{}: shards of `trc {other}` cannot be merged",
+            shards[0].name
+        )),
     };
     r.unwrap_or_else(|e| usage_error(&e))
 }
@@ -181,11 +274,20 @@ pub fn run_merge(a: MergeArgs) -> i32 {
 /// The units' frontier spills (`--max-memory`) as one: bytes summed, the largest in-memory
 /// peak, the first directory and error; null when no unit spilled.
 fn merged_spill(runs: &[&Value]) -> Value {
-    let spills: Vec<&Value> = runs.iter().map(|r| &r["spill"]).filter(|s| s.is_object()).collect();
+    let spills: Vec<&Value> = runs
+        .iter()
+        .map(|r| &r["spill"])
+        .filter(|s| s.is_object())
+        .collect();
     if spills.is_empty() {
         return Value::Null;
     }
-    let sum = |k: &str| spills.iter().map(|s| s[k].as_u64().unwrap_or(0)).sum::<u64>();
+    let sum = |k: &str| {
+        spills
+            .iter()
+            .map(|s| s[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
     serde_json::json!({
         "dir": spills[0]["dir"],
         "bytes_written": sum("bytes_written"),
@@ -210,8 +312,14 @@ fn merged_property<'a>(cands: &[&'a Value]) -> &'a Value {
     for kind in ["Violated", "ExampleFound"] {
         let mut best: Option<&Value> = None;
         for c in cands.iter().filter(|c| c["verdict"] == kind) {
-            let len = c["counterexample"].as_array().map_or(usize::MAX, |x| x.len());
-            if best.is_none_or(|b| len < b["counterexample"].as_array().map_or(usize::MAX, |x| x.len())) {
+            let len = c["counterexample"]
+                .as_array()
+                .map_or(usize::MAX, |x| x.len());
+            if best.is_none_or(|b| {
+                len < b["counterexample"]
+                    .as_array()
+                    .map_or(usize::MAX, |x| x.len())
+            }) {
                 best = Some(c);
             }
         }
@@ -230,7 +338,11 @@ fn merged_property<'a>(cands: &[&'a Value]) -> &'a Value {
 /// one run's canonical order: by depth, and within a level the SACK half first). A signature
 /// accepted by the baseline stays so; any other is "also on" the comparison profile if it
 /// occurs there in any unit, else new. `None` when no unit classified a violation.
-fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &BTreeSet<&str>)>) -> Result<Option<Value>, String> {
+fn merged_classified(
+    id: &str,
+    cands: &[(&Value, &Value)],
+    base: Option<(&str, &BTreeSet<&str>)>,
+) -> Result<Option<Value>, String> {
     struct Sig<'a> {
         accepted: bool,
         finding: &'a Value,
@@ -242,7 +354,9 @@ fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &
     let mut sigs: BTreeMap<&str, Sig> = BTreeMap::new();
     for (ui, (p, d)) in cands.iter().enumerate() {
         for (pos, s) in p["signatures"].as_array().into_iter().flatten().enumerate() {
-            let name = s["signature"].as_str().ok_or_else(|| format!("property {id}: a signature without a name"))?;
+            let name = s["signature"]
+                .as_str()
+                .ok_or_else(|| format!("property {id}: a signature without a name"))?;
             let ce = &d["counterexamples"][id][name];
             if !ce.is_array() {
                 return Err(format!("property {id}: signature {name} has no counterexample in its shard (a shard of another trc?)"));
@@ -251,7 +365,16 @@ fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &
             let states = s["states"].as_u64().unwrap_or(0);
             match sigs.get_mut(name) {
                 None => {
-                    sigs.insert(name, Sig { accepted: s["status"] == "accepted", finding: &s["finding"], states, key, counterexample: ce });
+                    sigs.insert(
+                        name,
+                        Sig {
+                            accepted: s["status"] == "accepted",
+                            finding: &s["finding"],
+                            states,
+                            key,
+                            counterexample: ce,
+                        },
+                    );
                 }
                 Some(e) => {
                     e.states += states;
@@ -269,7 +392,15 @@ fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &
     let mut order: Vec<(&str, Sig)> = sigs.into_iter().collect();
     order.sort_by_key(|(_, s)| s.key);
     let on_base = |name: &str| base.is_some_and(|(_, b)| b.contains(name));
-    let status = |name: &str, s: &Sig| if s.accepted { "accepted" } else if on_base(name) { "also-on-base" } else { "new" };
+    let status = |name: &str, s: &Sig| {
+        if s.accepted {
+            "accepted"
+        } else if on_base(name) {
+            "also-on-base"
+        } else {
+            "new"
+        }
+    };
     let signatures: Vec<Value> = order
         .iter()
         .map(|(name, s)| serde_json::json!({"signature": name, "status": status(name, s), "finding": s.finding, "states": s.states, "events": s.key.0, "also_on_base": on_base(name)}))
@@ -282,7 +413,11 @@ fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &
     let accepted = if failing.is_none() {
         let mut why: Vec<String> = Vec::new();
         for (_, s) in &order {
-            let w = if s.accepted { format!("accepted {}", s.finding.as_str().unwrap_or("?")) } else { format!("also on {}", base.map_or("?", |(b, _)| b)) };
+            let w = if s.accepted {
+                format!("accepted {}", s.finding.as_str().unwrap_or("?"))
+            } else {
+                format!("also on {}", base.map_or("?", |(b, _)| b))
+            };
             if !why.contains(&w) {
                 why.push(w);
             }
@@ -305,23 +440,49 @@ fn merged_classified(id: &str, cands: &[(&Value, &Value)], base: Option<(&str, &
 fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     let args = &shards[0].v["args"];
     let units = units_in_order(shards);
-    let configs = args["configs"].as_array().ok_or("shard args without configs")?;
-    let ids: Vec<&str> = args["properties"].as_array().ok_or("shard args without properties")?.iter().filter_map(|x| x.as_str()).collect();
+    let configs = args["configs"]
+        .as_array()
+        .ok_or("shard args without configs")?;
+    let ids: Vec<&str> = args["properties"]
+        .as_array()
+        .ok_or("shard args without properties")?
+        .iter()
+        .filter_map(|x| x.as_str())
+        .collect();
     let mut runs = Vec::new();
     let (mut failing, mut incomplete_any) = (false, false);
     for (ci, cfg) in configs.iter().enumerate() {
-        let mine: Vec<&Value> = units.iter().filter(|u| u["config"] == ci).map(|u| &u["run"]).collect();
+        let mine: Vec<&Value> = units
+            .iter()
+            .filter(|u| u["config"] == ci)
+            .map(|u| &u["run"])
+            .collect();
         if mine.is_empty() {
             return Err(format!("bounds file {ci} has no unit in the shards"));
         }
         let sum = |k: &str| mine.iter().map(|r| r[k].as_u64().unwrap_or(0)).sum::<u64>();
-        let max = |k: &str| mine.iter().map(|r| r[k].as_u64().unwrap_or(0)).max().unwrap_or(0);
-        let seconds: f64 = mine.iter().map(|r| r["seconds"].as_f64().unwrap_or(0.0)).sum();
-        let reasons: Vec<&str> = mine.iter().map(|r| r["stop_reason"].as_str().unwrap_or("Complete")).collect();
+        let max = |k: &str| {
+            mine.iter()
+                .map(|r| r[k].as_u64().unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        };
+        let seconds: f64 = mine
+            .iter()
+            .map(|r| r["seconds"].as_f64().unwrap_or(0.0))
+            .sum();
+        let reasons: Vec<&str> = mine
+            .iter()
+            .map(|r| r["stop_reason"].as_str().unwrap_or("Complete"))
+            .collect();
         let incomplete = mine.iter().any(|r| r["incomplete"] == true);
         // The comparison profile's signatures: the union over this bounds file's units.
         let against = args["against"].as_str();
-        let details: Vec<&Value> = units.iter().filter(|u| u["config"] == ci).map(|u| &u["detail"]).collect();
+        let details: Vec<&Value> = units
+            .iter()
+            .filter(|u| u["config"] == ci)
+            .map(|u| &u["detail"])
+            .collect();
         let base_incomplete = details.iter().any(|d| d["base"]["incomplete"] == true);
         let mut props = Vec::new();
         for id in &ids {
@@ -329,16 +490,33 @@ fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
             let cands: Vec<(&Value, &Value)> = mine
                 .iter()
                 .zip(&details)
-                .flat_map(|(r, d)| r["properties"].as_array().into_iter().flatten().filter(|p| p["id"] == *id).map(move |p| (p, *d)))
+                .flat_map(|(r, d)| {
+                    r["properties"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|p| p["id"] == *id)
+                        .map(move |p| (p, *d))
+                })
                 .collect();
             if cands.is_empty() {
                 return Err(format!("property {id} of bounds file {ci} is in no unit"));
             }
-            let base_sigs: BTreeSet<&str> =
-                details.iter().flat_map(|d| d["base"]["signatures"][*id].as_array().into_iter().flatten()).filter_map(|s| s.as_str()).collect();
+            let base_sigs: BTreeSet<&str> = details
+                .iter()
+                .flat_map(|d| {
+                    d["base"]["signatures"][*id]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                })
+                .filter_map(|s| s.as_str())
+                .collect();
             match merged_classified(id, &cands, against.map(|a| (a, &base_sigs)))? {
                 Some(p) => props.push(p),
-                None => props.push(merged_property(&cands.iter().map(|(p, _)| *p).collect::<Vec<_>>()).clone()),
+                None => props.push(
+                    merged_property(&cands.iter().map(|(p, _)| *p).collect::<Vec<_>>()).clone(),
+                ),
             }
         }
         let result = crate::output::result_word(&props, incomplete);
@@ -368,13 +546,16 @@ fn merge_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
 
 fn merge_matrix(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     let args = &shards[0].v["args"];
-    let profiles = args["profiles"].as_array().ok_or("shard args without profiles")?;
+    let profiles = args["profiles"]
+        .as_array()
+        .ok_or("shard args without profiles")?;
     let units = units_in_order(shards);
     let mut rows = Vec::new();
     for (pi, p) in profiles.iter().enumerate() {
         let mut merged: Option<MatrixRow> = None;
         for u in units.iter().filter(|u| u["profile"] == pi) {
-            let r: MatrixRow = serde_json::from_value(u["row"].clone()).map_err(|e| format!("a matrix unit: {e}"))?;
+            let r: MatrixRow = serde_json::from_value(u["row"].clone())
+                .map_err(|e| format!("a matrix unit: {e}"))?;
             merged = Some(match merged {
                 None => r,
                 Some(mut m) => {
@@ -383,7 +564,9 @@ fn merge_matrix(shards: &[ShardFile], json: bool) -> Result<i32, String> {
                 }
             });
         }
-        rows.push(merged.ok_or_else(|| format!("profile {} has no unit in the shards", p["name"]))?);
+        rows.push(
+            merged.ok_or_else(|| format!("profile {} has no unit in the shards", p["name"]))?,
+        );
     }
     check::print_matrix(&rows, json);
     Ok(0)
@@ -392,15 +575,31 @@ fn merge_matrix(shards: &[ShardFile], json: bool) -> Result<i32, String> {
 fn merge_diff(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     let args = &shards[0].v["args"];
     let mut results: Vec<(u64, trc_diff::ScenarioResult)> = Vec::new();
-    let mut rep = trc_diff::DiffReport { profile: args["profile"].as_str().unwrap_or("").to_string(), seed: args["seed"].as_u64().unwrap_or(0), scenarios: shards[0].units, ..Default::default() };
+    let mut rep = trc_diff::DiffReport {
+        profile: args["profile"].as_str().unwrap_or("").to_string(),
+        seed: args["seed"].as_u64().unwrap_or(0),
+        scenarios: shards[0].units,
+        ..Default::default()
+    };
     for f in trc_diff::FIELDS {
         rep.fields.insert(f.to_string(), (0, 0));
     }
     for s in shards {
-        let r: trc_diff::DiffReport = serde_json::from_value(s.v["report"].clone()).map_err(|e| format!("{}: its report: {e}", s.name))?;
-        let ks: Vec<u64> = s.v["units"].as_array().into_iter().flatten().filter_map(|u| u["unit"].as_u64()).collect();
+        let r: trc_diff::DiffReport = serde_json::from_value(s.v["report"].clone())
+            .map_err(|e| format!("{}: its report: {e}", s.name))?;
+        let ks: Vec<u64> = s.v["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|u| u["unit"].as_u64())
+            .collect();
         if ks.len() != r.results.len() {
-            return Err(format!("{}: {} units but {} scenario results", s.name, ks.len(), r.results.len()));
+            return Err(format!(
+                "{}: {} units but {} scenario results",
+                s.name,
+                ks.len(),
+                r.results.len()
+            ));
         }
         rep.agree += r.agree;
         rep.disagree += r.disagree;
@@ -431,29 +630,49 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     let mut seconds = 0.0;
     for s in shards {
         seconds += s.v["report"]["seconds"].as_f64().unwrap_or(0.0);
-        let Some(k) = s.v["report"]["kernel"].as_str() else { continue };
+        let Some(k) = s.v["report"]["kernel"].as_str() else {
+            continue;
+        };
         match kernel {
             None => kernel = Some((k, &s.name)),
-            Some((k0, n0)) if k0 != k => return Err(format!("{} ran on {k}, {n0} on {k0}: the shards of one check run on one kernel", s.name)),
+            Some((k0, n0)) if k0 != k => {
+                return Err(format!(
+                    "{} ran on {k}, {n0} on {k0}: the shards of one check run on one kernel",
+                    s.name
+                ))
+            }
             _ => {}
         }
     }
-    let ids: Vec<String> = args["properties"].as_array().ok_or("kernel-check shard args without properties")?.iter().filter_map(|x| x.as_str().map(String::from)).collect();
+    let ids: Vec<String> = args["properties"]
+        .as_array()
+        .ok_or("kernel-check shard args without properties")?
+        .iter()
+        .filter_map(|x| x.as_str().map(String::from))
+        .collect();
     let mons = trc_kcheck::monitor::select(&ids)?;
-    let names = args["scenarios"].as_array().ok_or("kernel-check shard args without scenarios")?;
+    let names = args["scenarios"]
+        .as_array()
+        .ok_or("kernel-check shard args without scenarios")?;
     let mut results = Vec::new();
     for u in units_in_order(shards) {
         let k = u["unit"].as_u64().unwrap_or(0) as usize;
-        let r: trc_kcheck::CaseResult = serde_json::from_value(u["result"].clone()).map_err(|e| format!("scenario {k}: its result: {e}"))?;
+        let r: trc_kcheck::CaseResult = serde_json::from_value(u["result"].clone())
+            .map_err(|e| format!("scenario {k}: its result: {e}"))?;
         if names.get(k).and_then(|n| n.as_str()) != Some(r.name.as_str()) {
-            return Err(format!("unit {k} is scenario {} but the suite's scenario {k} is {}", r.name, names.get(k).unwrap_or(&Value::Null)));
+            return Err(format!(
+                "unit {k} is scenario {} but the suite's scenario {k} is {}",
+                r.name,
+                names.get(k).unwrap_or(&Value::Null)
+            ));
         }
         results.push(r);
     }
     // The baseline the shards judged by (absent in shards of older trc versions: none).
     let baseline: Vec<trc_kcheck::Accepted> = match &args["baseline"] {
         Value::Null => Vec::new(),
-        b => serde_json::from_value(b.clone()).map_err(|e| format!("kernel-check shard args: the baseline: {e}"))?,
+        b => serde_json::from_value(b.clone())
+            .map_err(|e| format!("kernel-check shard args: the baseline: {e}"))?,
     };
     let rep = trc_kcheck::summarise(
         args["suite"].as_str().unwrap_or("").to_string(),
@@ -466,11 +685,17 @@ fn merge_kernel_check(shards: &[ShardFile], json: bool) -> Result<i32, String> {
     // The coverage suite's plan, when the shards ran one.
     let coverage: Option<trc_kcheck::coverage::CoveragePlan> = match &args["coverage"] {
         Value::Null => None,
-        c => Some(serde_json::from_value(c.clone()).map_err(|e| format!("kernel-check shard args: the coverage plan: {e}"))?),
+        c => Some(
+            serde_json::from_value(c.clone())
+                .map_err(|e| format!("kernel-check shard args: the coverage plan: {e}"))?,
+        ),
     };
     let mut rep = rep;
     // As the one run would say when nothing could shrink; shards do not shrink the rest.
-    trc_kcheck::shrink::note_unshrunk(&mut rep, Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"));
+    trc_kcheck::shrink::note_unshrunk(
+        &mut rep,
+        Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"),
+    );
     crate::kernel::print_check_report(&rep, coverage.as_ref(), json, seconds);
     Ok(rep.exit_code())
 }

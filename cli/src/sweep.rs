@@ -15,7 +15,9 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
-use trc_model::cc::cubic::{cubic_root, curve, usecs_to_jiffies, BICTCP_HZ, CUBE_FACTOR, CUBE_RTT_SCALE};
+use trc_model::cc::cubic::{
+    cubic_root, curve, usecs_to_jiffies, BICTCP_HZ, CUBE_FACTOR, CUBE_RTT_SCALE,
+};
 
 /// Stated error bound of `cubic_root` (relative, plus one unit).
 pub const ROOT_REL: f64 = 0.02;
@@ -79,36 +81,76 @@ pub fn check_root(a: u64) -> (bool, f64) {
     let exact = (a as f64).cbrt();
     let err = (r - exact).abs();
     let rel = if exact > 0.0 { err / exact } else { 0.0 };
-    (err > ROOT_REL * exact + 1.0, if exact >= 64.0 { rel } else { 0.0 })
+    (
+        err > ROOT_REL * exact + 1.0,
+        if exact >= 64.0 { rel } else { 0.0 },
+    )
 }
 
 /// The curve for one input, checked; returns violations (kind, detail).
-pub fn check_curve(cwnd: u32, last_max: u32, elapsed_ms: u32, delay_us: u32, hz: u32) -> Vec<(&'static str, String)> {
+pub fn check_curve(
+    cwnd: u32,
+    last_max: u32,
+    elapsed_ms: u32,
+    delay_us: u32,
+    hz: u32,
+) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     let elapsed_j = (elapsed_ms as u64 * hz as u64 / 1000) as u32;
     let dj = usecs_to_jiffies(delay_us, hz);
     // Epoch start as bictcp_update sets it.
-    let (k, origin) = if last_max <= cwnd { (0u32, cwnd) } else { (cubic_root(CUBE_FACTOR.wrapping_mul((last_max - cwnd) as u64)), last_max) };
+    let (k, origin) = if last_max <= cwnd {
+        (0u32, cwnd)
+    } else {
+        (
+            cubic_root(CUBE_FACTOR.wrapping_mul((last_max - cwnd) as u64)),
+            last_max,
+        )
+    };
     let c = curve(cwnd, elapsed_j as i32, dj, hz, k, origin, last_max);
     // Exact arithmetic.
     let t = ((elapsed_j as i128 + dj as i128) << BICTCP_HZ) / hz as i128;
     let offs = (t - k as i128).abs();
     let delta = (CUBE_RTT_SCALE as i128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ);
-    let target = if t < k as i128 { origin as i128 - delta } else { origin as i128 + delta };
-    if t as u64 as i128 != t || c.t as i128 != t || c.delta as i128 != delta || c.target as i128 != target {
-        out.push(("overflow", format!("kernel t {} delta {} target {}; exact t {t} delta {delta} target {target}", c.t, c.delta, c.target)));
+    let target = if t < k as i128 {
+        origin as i128 - delta
+    } else {
+        origin as i128 + delta
+    };
+    if t as u64 as i128 != t
+        || c.t as i128 != t
+        || c.delta as i128 != delta
+        || c.target as i128 != target
+    {
+        out.push((
+            "overflow",
+            format!(
+                "kernel t {} delta {} target {}; exact t {t} delta {delta} target {target}",
+                c.t, c.delta, c.target
+            ),
+        ));
         return out;
     }
     // Real-number curve (RFC 9438): C = 410/1024, K = ∛((W_max − cwnd)/C) in seconds.
     let cc = CUBE_RTT_SCALE as f64 / 1024.0;
-    let k_exact_units = if last_max <= cwnd { 0.0 } else { ((last_max - cwnd) as f64 / cc).cbrt() * 1024.0 };
+    let k_exact_units = if last_max <= cwnd {
+        0.0
+    } else {
+        ((last_max - cwnd) as f64 / cc).cbrt() * 1024.0
+    };
     let e_units = 2.0 + (k as f64 - k_exact_units).abs();
     let w = |t_units: f64| origin as f64 + cc * ((t_units - k_exact_units) / 1024.0).powi(3);
     let t_real = (elapsed_j as f64 + dj as f64) * 1024.0 / hz as f64;
     let (lo, hi) = (w(t_real - e_units) - 1.0, w(t_real + e_units) + 1.0);
     let tgt = c.target as f64;
     if tgt < lo || tgt > hi {
-        out.push(("curve", format!("target {} outside real curve [{lo:.1}, {hi:.1}] (K {} vs {:.1})", c.target, k, k_exact_units)));
+        out.push((
+            "curve",
+            format!(
+                "target {} outside real curve [{lo:.1}, {hi:.1}] (K {} vs {:.1})",
+                c.target, k, k_exact_units
+            ),
+        ));
     }
     out
 }
@@ -147,8 +189,14 @@ pub fn sweep(a: &SweepArgs, progress: bool) -> Summary {
     let root_n: u64 = 1u64 << a.root_bits;
     let root_chunks = 256u64;
     let total_units = a.max_cwnd as u64 + root_chunks;
-    let bar = if progress { ProgressBar::new(total_units) } else { ProgressBar::hidden() };
-    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} units {per_sec} eta {eta}").unwrap());
+    let bar = if progress {
+        ProgressBar::new(total_units)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} units {per_sec} eta {eta}").unwrap(),
+    );
     let inputs = AtomicU64::new(0);
     let counts = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
     let max_rel = Mutex::new(0f64);
@@ -161,7 +209,11 @@ pub fn sweep(a: &SweepArgs, progress: bool) -> Summary {
         };
         let n = counts[i].fetch_add(1, Ordering::Relaxed);
         if (n as usize) < a.show {
-            examples.lock().unwrap().push(Violation { kind, input, detail });
+            examples.lock().unwrap().push(Violation {
+                kind,
+                input,
+                detail,
+            });
         }
     };
     // cubic_root: exhaustive below 2^root_bits, plus every 2^k ± small and a multiplicative grid.
@@ -174,7 +226,8 @@ pub fn sweep(a: &SweepArgs, progress: bool) -> Summary {
         if ch == 0 {
             for k in 0..64u32 {
                 for d in [-2i64, -1, 0, 1, 2] {
-                    extra.push(((1u128 << k) as i128 + d as i128).clamp(0, u64::MAX as i128) as u64);
+                    extra
+                        .push(((1u128 << k) as i128 + d as i128).clamp(0, u64::MAX as i128) as u64);
                 }
             }
             let mut x = 1.0f64;
@@ -189,7 +242,16 @@ pub fn sweep(a: &SweepArgs, progress: bool) -> Summary {
             n += 1;
             local_max = local_max.max(rel);
             if bad {
-                record("root", format!("a={a_}"), format!("cubic_root {} vs ∛a {:.2} (exact floor {})", cubic_root(a_), (a_ as f64).cbrt(), icbrt(a_)));
+                record(
+                    "root",
+                    format!("a={a_}"),
+                    format!(
+                        "cubic_root {} vs ∛a {:.2} (exact floor {})",
+                        cubic_root(a_),
+                        (a_ as f64).cbrt(),
+                        icbrt(a_)
+                    ),
+                );
             }
         }
         let mut m = max_rel.lock().unwrap();
@@ -230,7 +292,9 @@ pub fn sweep(a: &SweepArgs, progress: bool) -> Summary {
 /// `trc sweep`. Exit 0 when no violation of the stated bounds was found, 1 otherwise.
 pub fn run_sweep(a: SweepArgs) -> i32 {
     if let Some(n) = a.threads {
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global();
     }
     let start = Instant::now();
     let s = sweep(&a, true);
@@ -246,7 +310,12 @@ pub fn run_sweep(a: SweepArgs) -> i32 {
         a.root_bits
     );
     println!("  overflow changing the result: {}", s.overflow);
-    println!("  cubic_root outside {:.0}% + 1: {} (max relative error for ∛a ≥ 64: {:.3}%)", ROOT_REL * 100.0, s.root, s.max_root_rel_err * 100.0);
+    println!(
+        "  cubic_root outside {:.0}% + 1: {} (max relative error for ∛a ≥ 64: {:.3}%)",
+        ROOT_REL * 100.0,
+        s.root,
+        s.max_root_rel_err * 100.0
+    );
     println!("  target outside the RFC 9438 curve bound: {}", s.curve);
     for v in &s.examples {
         println!("  {}: {}: {}", v.kind, v.input, v.detail);
@@ -264,7 +333,14 @@ mod tests {
 
     #[test]
     fn small_sweep_is_clean() {
-        let a = SweepArgs { max_cwnd: 300, max_elapsed_ms: 60_000, max_delay_us: 1_000_000, root_bits: 16, threads: None, show: 5 };
+        let a = SweepArgs {
+            max_cwnd: 300,
+            max_elapsed_ms: 60_000,
+            max_delay_us: 1_000_000,
+            root_bits: 16,
+            threads: None,
+            show: 5,
+        };
         let s = sweep(&a, false);
         assert!(s.inputs > 1_000_000, "{}", s.inputs);
         assert_eq!((s.overflow, s.root, s.curve), (0, 0, 0), "{:?}", s.examples);

@@ -11,8 +11,16 @@ fn root() -> PathBuf {
 }
 
 fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(root()).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn corpus(name: &str, files: &[&str]) -> PathBuf {
@@ -27,7 +35,12 @@ fn corpus(name: &str, files: &[&str]) -> PathBuf {
 }
 
 fn i1(v: &serde_json::Value) -> &serde_json::Value {
-    v["properties"].as_array().unwrap().iter().find(|p| p["id"] == "I1").unwrap()
+    v["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "I1")
+        .unwrap()
 }
 
 #[test]
@@ -45,39 +58,110 @@ fn violations_shrink_or_say_why_not() {
     let nb = empty.to_str().unwrap();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcheck-shrink-out");
     let _ = std::fs::remove_dir_all(&out);
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--shrink-budget", "12", "--out", out.to_str().unwrap(), "--json", "--baseline", nb]);
+    let (code, stdout, stderr) = trc(&[
+        "kernel",
+        "check",
+        "--corpus",
+        c.to_str().unwrap(),
+        "--properties",
+        "I1",
+        "--shrink-budget",
+        "12",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+        "--baseline",
+        nb,
+    ]);
     assert_eq!(code, 1, "I1 is violated\n{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let p = i1(&v);
     let s = &p["shrunk"];
     assert!(s.is_object(), "I1 was shrunk: {p}\n{stderr}");
-    assert!(s["scenario"].as_str().unwrap().starts_with("check/I1-"), "{s}");
-    let (before, after) = (s["events_before"].as_u64().unwrap(), s["events_after"].as_u64().unwrap());
+    assert!(
+        s["scenario"].as_str().unwrap().starts_with("check/I1-"),
+        "{s}"
+    );
+    let (before, after) = (
+        s["events_before"].as_u64().unwrap(),
+        s["events_after"].as_u64().unwrap(),
+    );
     assert!(after >= 1 && after <= before, "{s}");
     let runs = s["kernel_runs"].as_u64().unwrap();
     assert!((1..=12).contains(&runs), "{s}");
     assert_eq!(s["budget"], 12);
     let path = PathBuf::from(s["path"].as_str().unwrap());
-    assert!(path.starts_with(out.join("shrunk")) && path.exists(), "{}", path.display());
-    assert!(out.join("shrunk/defaults.sh").exists(), "the shrunk script's shell line has its file");
+    assert!(
+        path.starts_with(out.join("shrunk")) && path.exists(),
+        "{}",
+        path.display()
+    );
+    assert!(
+        out.join("shrunk/defaults.sh").exists(),
+        "the shrunk script's shell line has its file"
+    );
     // report.json carries the same.
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(i1(&r)["shrunk"], *s);
 
     // A corpus script (F1 as committed) is not from an action list.
-    let c = corpus("kcheck-shrink-corpus", &["findings/i1-eifel-undo-after-real-loss.pkt"]);
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--baseline", nb]);
+    let c = corpus(
+        "kcheck-shrink-corpus",
+        &["findings/i1-eifel-undo-after-real-loss.pkt"],
+    );
+    let (code, stdout, stderr) = trc(&[
+        "kernel",
+        "check",
+        "--suite",
+        "corpus",
+        "--corpus",
+        c.to_str().unwrap(),
+        "--properties",
+        "I1",
+        "--baseline",
+        nb,
+    ]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stdout.contains("not shrunk: no violating scenario comes from a model action list"), "{stdout}");
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--no-shrink", "--json", "--baseline", nb]);
+    assert!(
+        stdout.contains("not shrunk: no violating scenario comes from a model action list"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = trc(&[
+        "kernel",
+        "check",
+        "--suite",
+        "corpus",
+        "--corpus",
+        c.to_str().unwrap(),
+        "--properties",
+        "I1",
+        "--no-shrink",
+        "--json",
+        "--baseline",
+        nb,
+    ]);
     assert_eq!(code, 1, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(i1(&v)["shrink_note"], "not shrunk (--no-shrink)");
     assert!(i1(&v)["shrunk"].is_null());
     // With the baseline, F1 is accepted: nothing to shrink, exit 0.
-    let (code, stdout, stderr) = trc(&["kernel", "check", "--suite", "corpus", "--corpus", c.to_str().unwrap(), "--properties", "I1", "--json"]);
+    let (code, stdout, stderr) = trc(&[
+        "kernel",
+        "check",
+        "--suite",
+        "corpus",
+        "--corpus",
+        c.to_str().unwrap(),
+        "--properties",
+        "I1",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(i1(&v)["verdict"], "accepted");
-    assert!(i1(&v)["shrunk"].is_null() && i1(&v)["shrink_note"].is_null(), "{stdout}");
+    assert!(
+        i1(&v)["shrunk"].is_null() && i1(&v)["shrink_note"].is_null(),
+        "{stdout}"
+    );
 }

@@ -10,8 +10,16 @@ fn root() -> PathBuf {
 }
 
 fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(root()).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -27,7 +35,14 @@ fn coverage_input_errors() {
     // A bad config file: its line.
     let bad = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcov-bad.toml");
     std::fs::write(&bad, "segments = 4\nlosses = 1\n").unwrap();
-    let (c, _, e) = trc(&["kernel", "check", "--suite", "coverage", "--config", bad.to_str().unwrap()]);
+    let (c, _, e) = trc(&[
+        "kernel",
+        "check",
+        "--suite",
+        "coverage",
+        "--config",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("kcov-bad.toml:2"), "{e}");
 }
@@ -39,7 +54,15 @@ fn small_coverage_suite_on_the_running_kernel() {
         eprintln!("SKIPPED small_coverage_suite_on_the_running_kernel: {why}");
         return;
     }
-    let bounds = ["--segments", "3", "--initcwnd", "3", "--no-sack", "--tsq", "1"];
+    let bounds = [
+        "--segments",
+        "3",
+        "--initcwnd",
+        "3",
+        "--no-sack",
+        "--tsq",
+        "1",
+    ];
     let mut args = vec!["kernel", "check", "--suite", "coverage", "--json"];
     args.extend(bounds);
     let (c, out, err) = trc(&args);
@@ -53,12 +76,21 @@ fn small_coverage_suite_on_the_running_kernel() {
     assert_eq!(v["not_run"], 0, "{out}");
     assert!(!cases.is_empty());
     assert_eq!(cases.len(), plan["scenarios"].as_array().unwrap().len());
-    assert!(cases.iter().all(|c| c["kernel_ran"] == true && c["name"].as_str().unwrap().starts_with("coverage/")), "{out}");
+    assert!(
+        cases.iter().all(
+            |c| c["kernel_ran"] == true && c["name"].as_str().unwrap().starts_with("coverage/")
+        ),
+        "{out}"
+    );
     // The figures agree with each other: every reachable branch is covered or model-only, each
     // row is accounted for, and every covered branch had a scenario that ran.
     let n = |x: &serde_json::Value| x.as_u64().unwrap();
     let len = |x: &serde_json::Value| x.as_array().unwrap().len() as u64;
-    assert_eq!(n(&plan["covered"]) + len(&plan["model_only"]), n(&plan["reachable"]), "{plan}");
+    assert_eq!(
+        n(&plan["covered"]) + len(&plan["model_only"]),
+        n(&plan["reachable"]),
+        "{plan}"
+    );
     assert_eq!(n(&plan["covered"]), n(&plan["kernel_runnable"]), "{plan}");
     assert_eq!(len(&plan["uncovered"]), len(&plan["model_only"]), "{plan}");
     assert_eq!(len(&plan["rows"]), n(&plan["branches"]));
@@ -73,8 +105,18 @@ fn small_coverage_suite_on_the_running_kernel() {
     args.extend(bounds);
     let (c2, text, err) = trc(&args);
     assert!(c2 == 0 || c2 == 1, "exit {c2}\n{text}\n{err}");
-    assert!(text.contains(&format!("{} of {} branches reachable at these bounds", n(&plan["reachable"]), n(&plan["branches"]))), "{text}");
-    assert!(text.contains("reachable only through model-only paths"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{} of {} branches reachable at these bounds",
+            n(&plan["reachable"]),
+            n(&plan["branches"])
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("reachable only through model-only paths"),
+        "{text}"
+    );
 
     // Two shards merged: the single run's scenarios and coverage figures.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcov-shards");
@@ -94,8 +136,23 @@ fn small_coverage_suite_on_the_running_kernel() {
     let (c, out, err) = trc(&["merge", "--json", &files[0], &files[1]]);
     assert!(c == 0 || c == 1, "merge: exit {c}\n{err}");
     let m: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(m["coverage"]["plan"], *plan, "the shards' plan is the single run's");
-    let names = |v: &serde_json::Value| v["cases"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect::<Vec<_>>();
+    assert_eq!(
+        m["coverage"]["plan"], *plan,
+        "the shards' plan is the single run's"
+    );
+    let names = |v: &serde_json::Value| {
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(&m), names(&v));
-    assert_eq!(n(&m["coverage"]["kernel"]["ran"]), n(&plan["covered"]), "{}", m["coverage"]);
+    assert_eq!(
+        n(&m["coverage"]["kernel"]["ran"]),
+        n(&plan["covered"]),
+        "{}",
+        m["coverage"]
+    );
 }

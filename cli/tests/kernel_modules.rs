@@ -11,7 +11,11 @@ use common::{scratch, trc};
 
 fn fake_ko(p: &Path, name: &str, release: &str) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, format!("\x7fELF\0name={name}\0depends=\0vermagic={release} SMP\0")).unwrap();
+    std::fs::write(
+        p,
+        format!("\x7fELF\0name={name}\0depends=\0vermagic={release} SMP\0"),
+    )
+    .unwrap();
 }
 
 /// A file with a bzImage header naming release 9.9.9-test.
@@ -36,7 +40,27 @@ fn modules_dir_errors_before_any_vm() {
     // A flat directory without tun: exit 2, naming what is missing, for run and check.
     let flat = d.join("flat");
     fake_ko(&flat.join("veth.ko"), "veth", "9.9.9-test");
-    for args in [vec!["kernel", "run", "--kernel", k, "--modules", flat.to_str().unwrap(), ok], vec!["kernel", "check", "--kernel", k, "--modules", flat.to_str().unwrap(), "--suite", "corpus"]] {
+    for args in [
+        vec![
+            "kernel",
+            "run",
+            "--kernel",
+            k,
+            "--modules",
+            flat.to_str().unwrap(),
+            ok,
+        ],
+        vec![
+            "kernel",
+            "check",
+            "--kernel",
+            k,
+            "--modules",
+            flat.to_str().unwrap(),
+            "--suite",
+            "corpus",
+        ],
+    ] {
         let (c, _, e) = trc(&args, &no_qemu);
         assert_eq!(c, 2, "{args:?}: {e}");
         assert!(e.contains("no tun.ko") && e.contains("9.9.9-test"), "{e}");
@@ -44,25 +68,77 @@ fn modules_dir_errors_before_any_vm() {
     // The same directory saying tun is built in (modules.builtin): accepted, so the next
     // missing thing is qemu (4).
     std::fs::write(flat.join("modules.builtin"), "kernel/drivers/net/tun.ko\n").unwrap();
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", k, "--modules", flat.to_str().unwrap(), ok], &no_qemu);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            k,
+            "--modules",
+            flat.to_str().unwrap(),
+            ok,
+        ],
+        &no_qemu,
+    );
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("qemu not found"), "{e}");
     // A flat directory with tun.ko.xz (the name is enough for the check).
     let flat2 = d.join("flat2");
     std::fs::create_dir_all(&flat2).unwrap();
     std::fs::write(flat2.join("tun.ko.xz"), b"not really xz").unwrap();
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", k, "--modules", flat2.to_str().unwrap(), ok], &no_qemu);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            k,
+            "--modules",
+            flat2.to_str().unwrap(),
+            ok,
+        ],
+        &no_qemu,
+    );
     assert_eq!(c, 4, "{e}");
     // A modules_install tree, by its INSTALL_MOD_PATH: accepted.
     let inst = d.join("inst");
-    fake_ko(&inst.join("lib/modules/9.9.9-test/kernel/drivers/net/tun.ko"), "tun", "9.9.9-test");
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", k, "--modules", inst.to_str().unwrap(), ok], &no_qemu);
+    fake_ko(
+        &inst.join("lib/modules/9.9.9-test/kernel/drivers/net/tun.ko"),
+        "tun",
+        "9.9.9-test",
+    );
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            k,
+            "--modules",
+            inst.to_str().unwrap(),
+            ok,
+        ],
+        &no_qemu,
+    );
     assert_eq!(c, 4, "{e}");
     // A tree for another release: 2.
     let other = d.join("other/lib/modules/6.1.0-other");
-    fake_ko(&other.join("kernel/drivers/net/tun.ko"), "tun", "6.1.0-other");
+    fake_ko(
+        &other.join("kernel/drivers/net/tun.ko"),
+        "tun",
+        "6.1.0-other",
+    );
     std::fs::write(other.join("modules.dep"), "kernel/drivers/net/tun.ko:\n").unwrap();
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", k, "--modules", other.to_str().unwrap(), ok], &no_qemu);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            k,
+            "--modules",
+            other.to_str().unwrap(),
+            ok,
+        ],
+        &no_qemu,
+    );
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("not for 9.9.9-test"), "{e}");
 }
@@ -109,7 +185,21 @@ fn a_flat_modules_dir_boots_and_runs() {
     let vmlinuz = img.vmlinuz.to_str().unwrap();
     let json = d.join("run.json");
     let cache = d.join("cache");
-    let args = ["kernel", "run", "--kernel", vmlinuz, "--modules", flat.to_str().unwrap(), "--accel", "tcg-icount", "--cache", cache.to_str().unwrap(), "--json", json.to_str().unwrap(), "counterexamples/kernel/fr-sack.pkt"];
+    let args = [
+        "kernel",
+        "run",
+        "--kernel",
+        vmlinuz,
+        "--modules",
+        flat.to_str().unwrap(),
+        "--accel",
+        "tcg-icount",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "counterexamples/kernel/fr-sack.pkt",
+    ];
     let (mut c, mut out, mut err) = trc(&args, &[]);
     if c == 1 {
         eprintln!("first run failed, running again:\n{out}\n{err}");
@@ -117,6 +207,15 @@ fn a_flat_modules_dir_boots_and_runs() {
     }
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let loads = run.pointer("/modules").and_then(|m| m.as_array()).cloned().unwrap_or_default();
-    assert!(loads.iter().any(|m| m["name"] == "tun" && m["error"].is_null()), "tun loaded from the flat directory: {run}");
+    let loads = run
+        .pointer("/modules")
+        .and_then(|m| m.as_array())
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        loads
+            .iter()
+            .any(|m| m["name"] == "tun" && m["error"].is_null()),
+        "tun loaded from the flat directory: {run}"
+    );
 }

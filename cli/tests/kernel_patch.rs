@@ -14,12 +14,22 @@ use serde_json::Value;
 
 /// The base image's path, or why the kernel tests skip.
 fn base_image() -> Result<String, String> {
-    if std::process::Command::new("qemu-system-x86_64").arg("--version").output().is_err() {
+    if std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         return Err("no qemu-system-x86_64 (apt-get install qemu-system-x86)".into());
     }
-    let (rc, out, err) = trc(&["kernel", "build", "debian:sid", "--cached", "--print-path"], &[]);
+    let (rc, out, err) = trc(
+        &["kernel", "build", "debian:sid", "--cached", "--print-path"],
+        &[],
+    );
     if rc != 0 {
-        return Err(format!("no cached base kernel (run `trc kernel build` first, minutes): {}", err.trim()));
+        return Err(format!(
+            "no cached base kernel (run `trc kernel build` first, minutes): {}",
+            err.trim()
+        ));
     }
     Ok(out.trim().to_string())
 }
@@ -36,7 +46,11 @@ fn corpus(name: &str) -> std::path::PathBuf {
         std::fs::create_dir_all(d.join(sub)).unwrap();
     }
     std::fs::copy(c.join("common/defaults.sh"), d.join("common/defaults.sh")).unwrap();
-    for f in ["kernel/fr-nosack.pkt", "kernel/fr-sack.pkt", "regressions/I1-linux-6.15-nosack.pkt"] {
+    for f in [
+        "kernel/fr-nosack.pkt",
+        "kernel/fr-sack.pkt",
+        "regressions/I1-linux-6.15-nosack.pkt",
+    ] {
         std::fs::copy(c.join(f), d.join(f)).unwrap();
     }
     d
@@ -51,16 +65,43 @@ fn a_patch_that_does_not_apply_names_its_hunk_and_builds_nothing() {
     let bad = d.join("bad.patch");
     std::fs::write(&bad, "--- a/net/ipv4/tcp_input.c\n+++ b/net/ipv4/tcp_input.c\n@@ -2762,2 +2762,2 @@\n-\tif (this line is not in tcp_input.c)\n+\tif (nor this one)\n \t\treturn false;\n").unwrap();
     let b = bad.display().to_string();
-    let (rc, out, err) = trc(&["kernel", "build", "--patch", "vm/kconfig/seed-revert.patch", &b], &[]);
+    let (rc, out, err) = trc(
+        &[
+            "kernel",
+            "build",
+            "--patch",
+            "vm/kconfig/seed-revert.patch",
+            &b,
+        ],
+        &[],
+    );
     assert_eq!(rc, 2, "{out}{err}");
-    assert!(err.contains("bad.patch: Hunk #1 of net/ipv4/tcp_input.c does not apply (at line 2762)"), "{err}");
+    assert!(
+        err.contains("bad.patch: Hunk #1 of net/ipv4/tcp_input.c does not apply (at line 2762)"),
+        "{err}"
+    );
     assert!(!err.contains("compiled"), "something was built: {err}");
     // The same through the patch check, before either kernel is built or booted.
-    let (rc, _, err) = trc(&["kernel", "check", "--patch", &b, "--suite", "corpus"], &[]);
+    let (rc, _, err) = trc(
+        &["kernel", "check", "--patch", &b, "--suite", "corpus"],
+        &[],
+    );
     assert_eq!(rc, 2, "{err}");
-    assert!(err.contains("does not apply") && !err.contains("booting"), "{err}");
+    assert!(
+        err.contains("does not apply") && !err.contains("booting"),
+        "{err}"
+    );
     // The tree was left as it was: the seed revert still applies and is cached or builds.
-    let (rc, out, err) = trc(&["kernel", "build", "--patch", "vm/kconfig/seed-revert.patch", "--print-path"], &[]);
+    let (rc, out, err) = trc(
+        &[
+            "kernel",
+            "build",
+            "--patch",
+            "vm/kconfig/seed-revert.patch",
+            "--print-path",
+        ],
+        &[],
+    );
     assert_eq!(rc, 0, "{out}{err}");
     assert!(out.trim().ends_with("bzImage"), "{out}");
 }
@@ -76,7 +117,12 @@ fn changed(v: &Value) -> Vec<String> {
 }
 
 fn property<'a>(v: &'a Value, id: &str) -> &'a Value {
-    v["properties"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap()
+    v["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap()
 }
 
 #[test]
@@ -87,14 +133,31 @@ fn the_seed_bug_put_back_is_a_new_i1_violation() {
     let c = corpus("kpatch-seed");
     let out_dir = c.join("out");
     let (rc, out, err) = trc(
-        &["kernel", "check", "--patch", "vm/kconfig/seed-revert.patch", "--suite", "corpus", "--corpus", &c.display().to_string(), "--out", &out_dir.display().to_string(), "--json"],
+        &[
+            "kernel",
+            "check",
+            "--patch",
+            "vm/kconfig/seed-revert.patch",
+            "--suite",
+            "corpus",
+            "--corpus",
+            &c.display().to_string(),
+            "--out",
+            &out_dir.display().to_string(),
+            "--json",
+        ],
         &[],
     );
     assert_eq!(rc, 1, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let i1 = property(&v, "I1");
     assert_eq!(i1["change"], "new-violation", "{i1}");
-    let new: Vec<&str> = i1["new_violations"].as_array().unwrap().iter().map(|n| n["scenario"].as_str().unwrap()).collect();
+    let new: Vec<&str> = i1["new_violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["scenario"].as_str().unwrap())
+        .collect();
     assert_eq!(new, ["regressions/I1-linux-6.15-nosack.pkt"], "{i1}");
     assert_eq!(i1["new_violations"][0]["sack"], false);
     for id in ["I2", "I3", "I11", "I13", "I14"] {
@@ -102,8 +165,21 @@ fn the_seed_bug_put_back_is_a_new_i1_violation() {
     }
     // The two non-SACK scenarios changed (an undo the base does not do), the SACK one did not.
     let ch = changed(&v);
-    assert_eq!(ch, ["kernel/fr-nosack.pkt", "regressions/I1-linux-6.15-nosack.pkt"], "{}", serde_json::to_string_pretty(&v["scenarios"]).unwrap());
-    let s = v["scenarios"].as_array().unwrap().iter().find(|s| s["name"] == "regressions/I1-linux-6.15-nosack.pkt").unwrap();
+    assert_eq!(
+        ch,
+        [
+            "kernel/fr-nosack.pkt",
+            "regressions/I1-linux-6.15-nosack.pkt"
+        ],
+        "{}",
+        serde_json::to_string_pretty(&v["scenarios"]).unwrap()
+    );
+    let s = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "regressions/I1-linux-6.15-nosack.pkt")
+        .unwrap();
     assert_eq!(s["reproduced"], true, "a rerun confirms it");
     let d = &s["difference"];
     assert_eq!(d["line"], 66);
@@ -111,10 +187,17 @@ fn the_seed_bug_put_back_is_a_new_i1_violation() {
     assert_eq!(d["patched"]["counters"]["TcpExtTCPLossUndo"], 1);
     let page = s["page"].as_str().expect("a side-by-side page");
     let html = std::fs::read_to_string(page).unwrap();
-    assert!(html.contains("base") && html.contains("patched") && html.contains("iframe"), "{page}");
+    assert!(
+        html.contains("base") && html.contains("patched") && html.contains("iframe"),
+        "{page}"
+    );
     for side in ["base.html", "patched.html"] {
         let f = std::path::Path::new(page).with_extension(side);
-        assert!(f.is_file() && html.contains(&*f.file_name().unwrap().to_string_lossy()), "{}", f.display());
+        assert!(
+            f.is_file() && html.contains(&*f.file_name().unwrap().to_string_lossy()),
+            "{}",
+            f.display()
+        );
     }
     assert!(out_dir.join("report.json").is_file());
 }
@@ -125,25 +208,71 @@ fn a_comment_only_patch_changes_nothing() {
         return;
     }
     let c = corpus("kpatch-comment");
-    let (rc, out, err) = trc(&["kernel", "check", "--patch", "vm/kconfig/comment-only.patch", "--suite", "corpus", "--corpus", &c.display().to_string(), "--json"], &[]);
+    let (rc, out, err) = trc(
+        &[
+            "kernel",
+            "check",
+            "--patch",
+            "vm/kconfig/comment-only.patch",
+            "--suite",
+            "corpus",
+            "--corpus",
+            &c.display().to_string(),
+            "--json",
+        ],
+        &[],
+    );
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert!(changed(&v).is_empty(), "{}", serde_json::to_string_pretty(&v["scenarios"]).unwrap());
-    assert!(v["properties"].as_array().unwrap().iter().all(|p| p["change"] == "as-on-base"));
+    assert!(
+        changed(&v).is_empty(),
+        "{}",
+        serde_json::to_string_pretty(&v["scenarios"]).unwrap()
+    );
+    assert!(v["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["change"] == "as-on-base"));
     assert_eq!(v["not_run"], 0);
 }
 
 #[test]
 fn two_images_compare_with_against_kernel() {
     let Some(base) = base_or_skip() else { return };
-    let (rc, patched, err) = trc(&["kernel", "build", "--patch", "vm/kconfig/seed-revert.patch", "--print-path"], &[]);
+    let (rc, patched, err) = trc(
+        &[
+            "kernel",
+            "build",
+            "--patch",
+            "vm/kconfig/seed-revert.patch",
+            "--print-path",
+        ],
+        &[],
+    );
     assert_eq!(rc, 0, "{err}");
     let c = corpus("kpatch-against");
     let (rc, out, err) = trc(
-        &["kernel", "check", "--kernel", patched.trim(), "--against-kernel", &base, "--suite", "corpus", "--corpus", &c.display().to_string(), "--no-rerun"],
+        &[
+            "kernel",
+            "check",
+            "--kernel",
+            patched.trim(),
+            "--against-kernel",
+            &base,
+            "--suite",
+            "corpus",
+            "--corpus",
+            &c.display().to_string(),
+            "--no-rerun",
+        ],
         &[],
     );
     assert_eq!(rc, 1, "{out}{err}");
-    assert!(out.contains("NEW VIOLATION") && out.contains("new: regressions/I1-linux-6.15-nosack.pkt (non-SACK) line 66"), "{out}");
+    assert!(
+        out.contains("NEW VIOLATION")
+            && out.contains("new: regressions/I1-linux-6.15-nosack.pkt (non-SACK) line 66"),
+        "{out}"
+    );
     assert!(out.contains("2 of 3 scenarios behave differently"), "{out}");
 }

@@ -28,7 +28,11 @@ fn is_root() -> bool {
 }
 
 fn text(out: &std::process::Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// PIDs of the processes whose command line is exactly `argv`.
@@ -37,7 +41,9 @@ fn pids_running(argv: &[&str]) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .map(|d| {
             d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want)
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -49,21 +55,48 @@ fn no_shell_refuses_a_script_with_shell_lines_before_running_it() {
     let d = dir("noshell");
     let marker = d.join("ran");
     let p = d.join("x.pkt");
-    std::fs::write(&p, format!("// a comment\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 `touch {}`\n", marker.display())).unwrap();
-    let out = trc().args(["kernel", "run", "--no-shell", p.to_str().unwrap()]).output().unwrap();
+    std::fs::write(
+        &p,
+        format!(
+            "// a comment\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 `touch {}`\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let out = trc()
+        .args(["kernel", "run", "--no-shell", p.to_str().unwrap()])
+        .output()
+        .unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("x.pkt:3:") && t.contains("--no-shell"), "{t}");
     assert!(!marker.exists(), "the shell line ran");
     // The same with --kernel: refused before any VM is looked for.
-    let out = trc().args(["kernel", "run", "--kernel", "/nonexistent/vmlinuz", "--no-shell", p.to_str().unwrap()]).output().unwrap();
+    let out = trc()
+        .args([
+            "kernel",
+            "run",
+            "--kernel",
+            "/nonexistent/vmlinuz",
+            "--no-shell",
+            p.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("x.pkt:3:"), "{}", text(&out));
     // A script without shell lines is not refused (it runs, or is skipped without root/tun).
     let q = d.join("y.pkt");
     std::fs::write(&q, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n").unwrap();
-    let out = trc().args(["kernel", "run", "--no-shell", q.to_str().unwrap()]).output().unwrap();
-    let want = if trc_kernel::skip_reason().is_some() { 4 } else { 0 };
+    let out = trc()
+        .args(["kernel", "run", "--no-shell", q.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let want = if trc_kernel::skip_reason().is_some() {
+        4
+    } else {
+        0
+    };
     assert_eq!(out.status.code(), Some(want), "{}", text(&out));
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -73,7 +106,10 @@ fn empty_script_is_incomplete_not_passed() {
     let d = dir("empty");
     let p = d.join("empty.pkt");
     std::fs::write(&p, "").unwrap();
-    let out = trc().args(["kernel", "run", p.to_str().unwrap()]).output().unwrap();
+    let out = trc()
+        .args(["kernel", "run", p.to_str().unwrap()])
+        .output()
+        .unwrap();
     let t = text(&out);
     match trc_kernel::skip_reason() {
         Some(_) => assert_eq!(out.status.code(), Some(4), "{t}"),
@@ -88,7 +124,9 @@ fn empty_script_is_incomplete_not_passed() {
 #[test]
 fn root_without_cap_sys_admin_is_skipped() {
     if !is_root() || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: needs root and /dev/net/tun (the CAP_SYS_ADMIN check comes after them)");
+        eprintln!(
+            "skipped: needs root and /dev/net/tun (the CAP_SYS_ADMIN check comes after them)"
+        );
         return;
     }
     // setpriv drops CAP_SYS_ADMIN from the bounding set, so root's trc runs without it.
@@ -104,7 +142,10 @@ fn root_without_cap_sys_admin_is_skipped() {
     let d = dir("nocap");
     let p = d.join("x.pkt");
     std::fs::write(&p, "0 `true`\n").unwrap();
-    let out = drop(env!("CARGO_BIN_EXE_trc")).args(["kernel", "run", p.to_str().unwrap()]).output().unwrap();
+    let out = drop(env!("CARGO_BIN_EXE_trc"))
+        .args(["kernel", "run", p.to_str().unwrap()])
+        .output()
+        .unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(4), "{t}");
     assert!(t.contains("skipped") && t.contains("CAP_SYS_ADMIN"), "{t}");
@@ -118,7 +159,13 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
         return;
     }
     for tool in ["nsenter", "unshare", "sleep"] {
-        if !Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        if !Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             eprintln!("skipped: no {tool}");
             return;
         }
@@ -132,24 +179,65 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
     // CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_SYS_MODULE but keeps CAP_NET_ADMIN.
     let p = d.join("nsenter.pkt");
     std::fs::write(&p, "0 `nsenter -t 1 -n ip -o link show`\n+0 `nsenter -t $PPID -n ip -o link show`\n+0 `ip -o link show`\n+0 `unshare --net true`\n+0 `grep CapBnd /proc/self/status`\n").unwrap();
-    let out = trc().args(["kernel", "run", p.to_str().unwrap()]).output().unwrap();
+    let out = trc()
+        .args(["kernel", "run", p.to_str().unwrap()])
+        .output()
+        .unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    let failed: Vec<u32> = (1..=5).filter(|n| t.contains(&format!("FAIL {}:{n}:", p.display()))).collect();
+    let failed: Vec<u32> = (1..=5)
+        .filter(|n| t.contains(&format!("FAIL {}:{n}:", p.display())))
+        .collect();
     assert_eq!(failed, vec![1, 2, 4], "{t}");
-    assert!(t.contains("nsenter:") && (t.contains("not permitted") || t.contains("denied")), "nsenter must fail for lack of privilege:\n{t}");
-    assert!(t.contains("unshare:") && t.contains("not permitted"), "unshare must fail for lack of privilege:\n{t}");
-    let host: Vec<String> = std::fs::read_dir("/sys/class/net").unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n != "lo").collect();
-    assert!(!host.is_empty(), "this test needs a host interface besides lo");
+    assert!(
+        t.contains("nsenter:") && (t.contains("not permitted") || t.contains("denied")),
+        "nsenter must fail for lack of privilege:\n{t}"
+    );
+    assert!(
+        t.contains("unshare:") && t.contains("not permitted"),
+        "unshare must fail for lack of privilege:\n{t}"
+    );
+    let host: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "lo")
+        .collect();
+    assert!(
+        !host.is_empty(),
+        "this test needs a host interface besides lo"
+    );
     for name in &host {
-        assert!(!t.contains(&format!(": {name}:")) && !t.contains(&format!(": {name}@")), "host interface {name} visible:\n{t}");
+        assert!(
+            !t.contains(&format!(": {name}:")) && !t.contains(&format!(": {name}@")),
+            "host interface {name} visible:\n{t}"
+        );
     }
-    assert!(t.contains(": lo:") && t.contains(": tun0:"), "the run's own interfaces are visible:\n{t}");
-    let bnd = t.split("CapBnd:").nth(1).and_then(|r| u64::from_str_radix(r.split_whitespace().next()?, 16).ok()).unwrap_or_else(|| panic!("no CapBnd line:\n{t}"));
-    for (cap, name) in [(21, "CAP_SYS_ADMIN"), (19, "CAP_SYS_PTRACE"), (16, "CAP_SYS_MODULE")] {
-        assert_eq!(bnd & (1 << cap), 0, "{name} left in the shell line's bounding set {bnd:x}");
+    assert!(
+        t.contains(": lo:") && t.contains(": tun0:"),
+        "the run's own interfaces are visible:\n{t}"
+    );
+    let bnd = t
+        .split("CapBnd:")
+        .nth(1)
+        .and_then(|r| u64::from_str_radix(r.split_whitespace().next()?, 16).ok())
+        .unwrap_or_else(|| panic!("no CapBnd line:\n{t}"));
+    for (cap, name) in [
+        (21, "CAP_SYS_ADMIN"),
+        (19, "CAP_SYS_PTRACE"),
+        (16, "CAP_SYS_MODULE"),
+    ] {
+        assert_eq!(
+            bnd & (1 << cap),
+            0,
+            "{name} left in the shell line's bounding set {bnd:x}"
+        );
     }
-    assert_ne!(bnd & (1 << 12), 0, "CAP_NET_ADMIN dropped from the shell line's bounding set {bnd:x}");
+    assert_ne!(
+        bnd & (1 << 12),
+        0,
+        "CAP_NET_ADMIN dropped from the shell line's bounding set {bnd:x}"
+    );
 
     // 2. A SIGKILL of trc during a long shell line: the line's processes go too. The `sleep` is
     // not the shell's last command, so the shell forks it: a parent-death signal on the shell
@@ -157,7 +245,12 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
     let marker = format!("100.{}", std::process::id() % 1_000_000);
     let p = d.join("long.pkt");
     std::fs::write(&p, format!("0 `sleep {marker}; true`\n")).unwrap();
-    let mut child = trc().args(["kernel", "run", p.to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = trc()
+        .args(["kernel", "run", p.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let t0 = Instant::now();
     // Another kernel run may hold the machine-wide lock for a while.
     while pids_running(&["sleep", &marker]).is_empty() {
@@ -180,7 +273,10 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
         // SAFETY: a process this test's script started (its unique command line).
         unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
     }
-    assert!(left.is_empty(), "the shell line's sleep outlived trc: {left:?} (was {sleeping:?})");
+    assert!(
+        left.is_empty(),
+        "the shell line's sleep outlived trc: {left:?} (was {sleeping:?})"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -199,18 +295,43 @@ fn a_skipped_run_starts_nothing_of_the_script() {
     let p = d.join("x.pkt");
     std::fs::write(&p, format!("--code_command={}\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 %{{ assert 1 == 1 }}%\n", prog.display())).unwrap();
     let mut c = if is_root() {
-        if !Command::new("setpriv").args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "true"]).status().is_ok_and(|s| s.success()) {
+        if !Command::new("setpriv")
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "true",
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             eprintln!("skipped: setpriv cannot drop root here");
             return;
         }
         let mut c = Command::new("setpriv");
-        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_trc")]);
+        c.args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_trc"),
+        ]);
         c
     } else {
         Command::new(env!("CARGO_BIN_EXE_trc"))
     };
-    let out = c.args(["kernel", "run", p.to_str().unwrap()]).current_dir(&d).output().unwrap();
+    let out = c
+        .args(["kernel", "run", p.to_str().unwrap()])
+        .current_dir(&d)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
-    assert!(!marker.exists(), "the script's interpreter was started by a skipped run");
+    assert!(
+        !marker.exists(),
+        "the script's interpreter was started by a skipped run"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -10,23 +10,53 @@ use common::{scratch, trc};
 fn input_errors_before_any_vm() {
     let d = scratch("kernel-vm-inputs");
     let bad = d.join("bad.pkt");
-    std::fs::write(&bad, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 > S. bogus\n").unwrap();
+    std::fs::write(
+        &bad,
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 > S. bogus\n",
+    )
+    .unwrap();
     let notimage = d.join("not-a-kernel");
     std::fs::write(&notimage, vec![0u8; 4096]).unwrap();
     let ok = "counterexamples/kernel/fr-sack.pkt";
     // A bad script: 2, even with a kernel that does not exist.
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", "/nonexistent/vmlinuz", bad.to_str().unwrap()], &[]);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            "/nonexistent/vmlinuz",
+            bad.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("bad.pkt:2"), "{e}");
     // No kernel image: skipped (4).
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", "/nonexistent/vmlinuz", ok], &[]);
+    let (c, _, e) = trc(
+        &["kernel", "run", "--kernel", "/nonexistent/vmlinuz", ok],
+        &[],
+    );
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("no such kernel image"), "{e}");
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", "debian:nosuchsuite", "--cache", d.to_str().unwrap(), ok], &[]);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            "debian:nosuchsuite",
+            "--cache",
+            d.to_str().unwrap(),
+            ok,
+        ],
+        &[],
+    );
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("trc kernel fetch debian:nosuchsuite"), "{e}");
     // A file that is not a bzImage: 2.
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", notimage.to_str().unwrap(), ok], &[]);
+    let (c, _, e) = trc(
+        &["kernel", "run", "--kernel", notimage.to_str().unwrap(), ok],
+        &[],
+    );
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("not a bzImage"), "{e}");
     // No qemu: skipped (4), with a kernel that looks like one (a bzImage header).
@@ -37,7 +67,18 @@ fn input_errors_before_any_vm() {
     b[0x20e..0x210].copy_from_slice(&0x0500u16.to_le_bytes());
     b[0x700..0x70b].copy_from_slice(b"9.9.9-test\0");
     std::fs::write(&fake, b).unwrap();
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", fake.to_str().unwrap(), "--cache", d.to_str().unwrap(), ok], &[("TRC_QEMU", "/nonexistent/qemu-system-x86_64")]);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            fake.to_str().unwrap(),
+            "--cache",
+            d.to_str().unwrap(),
+            ok,
+        ],
+        &[("TRC_QEMU", "/nonexistent/qemu-system-x86_64")],
+    );
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("qemu not found"), "{e}");
     // Several scripts need a VM; VM-only flags need --kernel; bad limits.
@@ -45,7 +86,18 @@ fn input_errors_before_any_vm() {
     assert_eq!(c, 2, "{e}");
     let (c, _, _) = trc(&["kernel", "run", "--accel", "kvm", ok], &[]);
     assert_eq!(c, 2);
-    let (c, _, e) = trc(&["kernel", "run", "--kernel", notimage.to_str().unwrap(), "--script-timeout", "0", ok], &[]);
+    let (c, _, e) = trc(
+        &[
+            "kernel",
+            "run",
+            "--kernel",
+            notimage.to_str().unwrap(),
+            "--script-timeout",
+            "0",
+            ok,
+        ],
+        &[],
+    );
     assert_eq!(c, 2, "{e}");
     // Bad fetch specs.
     for s in ["sid", "debian:Sid", "debian:7.2_sid", "debian:"] {
@@ -66,7 +118,9 @@ fn kernel() -> Result<String, String> {
     let cache = trc_vm::default_cache_dir();
     for k in ["7.2-sid", "sid"] {
         let d = cache.join("kernels").join(k);
-        if d.join("vmlinuz").exists() && trc_vm::KernelImage::from_dir(&d).is_ok_and(|i| i.release.starts_with("7.2")) {
+        if d.join("vmlinuz").exists()
+            && trc_vm::KernelImage::from_dir(&d).is_ok_and(|i| i.release.starts_with("7.2"))
+        {
             return Ok(d.to_string_lossy().into_owned());
         }
     }
@@ -76,7 +130,10 @@ fn kernel() -> Result<String, String> {
 /// What a VM test needs (qemu, busybox-static, a Debian 7.2 kernel): the kernel, or `None` after
 /// saying on stderr why the test skips.
 fn vm_kernel_or_skip() -> Option<String> {
-    let k = trc_vm::host::find_qemu(None).and_then(|_| trc_vm::initramfs::find_busybox()).map_err(|e| e.to_string()).and_then(|_| kernel());
+    let k = trc_vm::host::find_qemu(None)
+        .and_then(|_| trc_vm::initramfs::find_busybox())
+        .map_err(|e| e.to_string())
+        .and_then(|_| kernel());
     k.map_err(|e| eprintln!("skipped: {e}")).ok()
 }
 
@@ -86,8 +143,23 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
     let d = scratch("kernel-vm-boot");
     let json = d.join("run.json");
     let cache = d.join("cache");
-    let scripts = ["counterexamples/kernel/fr-sack.pkt", "counterexamples/kernel/tlp.pkt", "counterexamples/kernel/rto-real-loss.pkt"];
-    let mut args = vec!["kernel", "run", "--kernel", &k, "--accel", "tcg-icount", "--cache", cache.to_str().unwrap(), "--json", json.to_str().unwrap()];
+    let scripts = [
+        "counterexamples/kernel/fr-sack.pkt",
+        "counterexamples/kernel/tlp.pkt",
+        "counterexamples/kernel/rto-real-loss.pkt",
+    ];
+    let mut args = vec![
+        "kernel",
+        "run",
+        "--kernel",
+        &k,
+        "--accel",
+        "tcg-icount",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
     args.extend(scripts);
     let (mut c, mut out, mut err) = trc(&args, &[]);
     if c == 1 {
@@ -100,23 +172,42 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
     assert!(out.contains("accelerator: tcg-icount"), "{out}");
     assert!(out.contains("scripts: 3 passed, 0 failed"), "{out}");
     // The same report as on the host, per script: its lines under the name given.
-    assert!(out.contains("PASS counterexamples/kernel/tlp.pkt:26: +0 %{ assert tcpi_ca_state == TCP_CA_Open"), "Python blocks run in the guest:\n{out}");
+    assert!(
+        out.contains(
+            "PASS counterexamples/kernel/tlp.pkt:26: +0 %{ assert tcpi_ca_state == TCP_CA_Open"
+        ),
+        "Python blocks run in the guest:\n{out}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["accelerator"], "tcg-icount");
-    assert!(v["release"].as_str().unwrap().starts_with("7.2"), "{}", v["release"]);
+    assert!(
+        v["release"].as_str().unwrap().starts_with("7.2"),
+        "{}",
+        v["release"]
+    );
     assert_eq!(v["complete"], true);
     let runs = v["scripts"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     for (r, s) in runs.iter().zip(scripts) {
         assert_eq!(r["name"], s);
         assert_eq!(r["rc"], 0, "{r}");
-        assert_eq!(r["outcome"]["report"]["script"]["verdict"]["verdict"], "passed", "{s}");
+        assert_eq!(
+            r["outcome"]["report"]["script"]["verdict"]["verdict"], "passed",
+            "{s}"
+        );
     }
     // Nothing left behind: the run's directory goes, the base archive stays cached.
     let runs_dir = cache.join("runs");
-    assert!(std::fs::read_dir(&runs_dir).map(|d| d.count()).unwrap_or(0) == 0, "temporary files left in {}", runs_dir.display());
+    assert!(
+        std::fs::read_dir(&runs_dir).map(|d| d.count()).unwrap_or(0) == 0,
+        "temporary files left in {}",
+        runs_dir.display()
+    );
     assert!(std::fs::read_dir(cache.join("initramfs")).unwrap().count() == 1);
-    eprintln!("boot {} s, total {} s", v["boot"]["wall_s"], v["total"]["wall_s"]);
+    eprintln!(
+        "boot {} s, total {} s",
+        v["boot"]["wall_s"], v["total"]["wall_s"]
+    );
 }
 
 /// `--plot DIR` with several scripts in a VM: a page per script, `DIR/NAME.html`, drawn from the
@@ -128,18 +219,53 @@ fn plots_of_several_scripts_in_a_vm() {
     let d = scratch("kernel-vm-plot");
     let plots = d.join("plots");
     let cache = d.join("cache");
-    let args = ["kernel", "run", "--kernel", &k, "--accel", "tcg-icount", "--cache", cache.to_str().unwrap(), "--plot", plots.to_str().unwrap(), "counterexamples/regressions/I1-linux-6.15-nosack.pkt", "counterexamples/findings/i1-eifel-undo-after-real-loss.pkt"];
+    let args = [
+        "kernel",
+        "run",
+        "--kernel",
+        &k,
+        "--accel",
+        "tcg-icount",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
+        "counterexamples/regressions/I1-linux-6.15-nosack.pkt",
+        "counterexamples/findings/i1-eifel-undo-after-real-loss.pkt",
+    ];
     let (c, out, err) = trc(&args, &[]);
     // The seed script's last asserts are linux-6.15's prediction, which a 7.2 kernel fails.
     assert!(c == 0 || c == 1, "exit {c}\n{out}\n{err}");
-    let seed = std::fs::read_to_string(plots.join("I1-linux-6.15-nosack.html")).unwrap_or_else(|e| panic!("{e}\n{err}"));
+    let seed = std::fs::read_to_string(plots.join("I1-linux-6.15-nosack.html"))
+        .unwrap_or_else(|e| panic!("{e}\n{err}"));
     let count = |h: &str, class: &str| h.matches(&format!("class=\"{class}\" ")).count();
-    assert_eq!((count(&seed, "tsd-tx"), count(&seed, "tsd-tx rtx"), count(&seed, "tsd-drop"), count(&seed, "tsd-timer")), (6, 1, 1, 1), "{err}");
-    assert!(seed.contains("class=\"tsd-drop\" data-pstep=\"0\" data-seg=\"1:1001\"") && seed.contains("class=\"tsd-tx rtx\" data-pstep=\"1\" data-seg=\"1:1001\""));
+    assert_eq!(
+        (
+            count(&seed, "tsd-tx"),
+            count(&seed, "tsd-tx rtx"),
+            count(&seed, "tsd-drop"),
+            count(&seed, "tsd-timer")
+        ),
+        (6, 1, 1, 1),
+        "{err}"
+    );
+    assert!(
+        seed.contains("class=\"tsd-drop\" data-pstep=\"0\" data-seg=\"1:1001\"")
+            && seed.contains("class=\"tsd-tx rtx\" data-pstep=\"1\" data-seg=\"1:1001\"")
+    );
     let f1 = std::fs::read_to_string(plots.join("i1-eifel-undo-after-real-loss.html")).unwrap();
     assert_eq!(count(&f1, "tsd-undo"), 1);
-    let undo = f1.split("class=\"tsd-undo\" data-pstep=\"").nth(1).unwrap().split('"').next().unwrap();
-    assert!(f1.contains(&format!("class=\"pic-viol\" data-pstep=\"{undo}\"")), "I1 marked at the undo");
+    let undo = f1
+        .split("class=\"tsd-undo\" data-pstep=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert!(
+        f1.contains(&format!("class=\"pic-viol\" data-pstep=\"{undo}\"")),
+        "I1 marked at the undo"
+    );
     assert!(err.contains("pictures in"), "{err}");
 }
 
@@ -149,11 +275,29 @@ fn impact_input_errors_before_any_vm() {
     let (c, _, e) = trc(&["kernel", "impact"], &[]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("--kernel is required"), "{e}");
-    for bad in [["--loss", "70"], ["--rtt", "0"], ["--jitter-dist", "zipf"], ["--runs", "0"]] {
-        let (c, _, e) = trc(&["kernel", "impact", "--kernel", "/nonexistent/vmlinuz", bad[0], bad[1]], &[]);
+    for bad in [
+        ["--loss", "70"],
+        ["--rtt", "0"],
+        ["--jitter-dist", "zipf"],
+        ["--runs", "0"],
+    ] {
+        let (c, _, e) = trc(
+            &[
+                "kernel",
+                "impact",
+                "--kernel",
+                "/nonexistent/vmlinuz",
+                bad[0],
+                bad[1],
+            ],
+            &[],
+        );
         assert_eq!(c, 2, "{bad:?}: {e}");
     }
-    let (c, _, e) = trc(&["kernel", "impact", "--kernel", "/nonexistent/vmlinuz"], &[]);
+    let (c, _, e) = trc(
+        &["kernel", "impact", "--kernel", "/nonexistent/vmlinuz"],
+        &[],
+    );
     assert_eq!(c, 4, "{e}");
 }
 
@@ -164,7 +308,24 @@ fn impact_experiment_in_a_debian_7_2_vm() {
     let json = d.join("impact.json");
     let cache = d.join("cache");
     // Two short runs with 5 % loss: drops are certain, so the taps and netem must agree.
-    let args = ["kernel", "impact", "--kernel", &k, "--accel", "tcg-icount", "--cache", cache.to_str().unwrap(), "--runs", "2", "--duration", "3", "--loss", "5", "--json", json.to_str().unwrap()];
+    let args = [
+        "kernel",
+        "impact",
+        "--kernel",
+        &k,
+        "--accel",
+        "tcg-icount",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--runs",
+        "2",
+        "--duration",
+        "3",
+        "--loss",
+        "5",
+        "--json",
+        json.to_str().unwrap(),
+    ];
     let (c, out, err) = trc(&args, &[]);
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("median of 2: goodput"), "{out}");
@@ -182,10 +343,14 @@ fn impact_experiment_in_a_debian_7_2_vm() {
         // netem counted, give or take the few packets of the router's own on r1 (ARP, IPv6
         // neighbour discovery) that netem may drop too and the taps do not count.
         assert!(s["tap_dropped"].as_u64().unwrap() > 0, "{s}");
-        let nodata = s["tap_nodata_sent"].as_u64().unwrap() - s["tap_nodata_delivered"].as_u64().unwrap();
+        let nodata =
+            s["tap_nodata_sent"].as_u64().unwrap() - s["tap_nodata_delivered"].as_u64().unwrap();
         let seen = s["tap_dropped"].as_u64().unwrap() + nodata;
         let netem = s["netem_dropped"].as_u64().unwrap();
-        assert!(seen <= netem && netem <= seen + 5, "taps {seen}, netem {netem}: {s}");
+        assert!(
+            seen <= netem && netem <= seen + 5,
+            "taps {seen}, netem {netem}: {s}"
+        );
         assert!(s["counters"]["TcpRetransSegs"].as_i64().unwrap() > 0, "{s}");
         assert!(r["samples"].as_array().unwrap().len() > 100, "{s}");
     }

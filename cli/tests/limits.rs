@@ -4,15 +4,26 @@
 use std::process::Command;
 
 fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut a = args.to_vec();
     a.push("--json");
     let (code, out, err) = trc(&a);
-    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")))
+    (
+        code,
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")),
+    )
 }
 
 /// The properties' verdicts and counterexamples (no timings). The per-signature counts are
@@ -30,7 +41,16 @@ fn props(v: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn fail_fast_stops_early_with_the_same_shortest_counterexample() {
-    let base = ["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--threads", "2"];
+    let base = [
+        "check",
+        "--profile",
+        "linux-6.15",
+        "--no-sack",
+        "--property",
+        "I1",
+        "--threads",
+        "2",
+    ];
     let (code, full) = json(&base);
     assert_eq!(code, 1);
     assert_eq!(full["stop_reason"], "Complete");
@@ -41,25 +61,56 @@ fn fail_fast_stops_early_with_the_same_shortest_counterexample() {
     assert_eq!(r["stop_reason"], "FailFast");
     assert_eq!(r["complete"], false);
     assert!(r["unique_states"].as_u64().unwrap() < full["unique_states"].as_u64().unwrap());
-    assert_eq!(props(&r), props(&full), "fail-fast reports the same shortest counterexample");
+    assert_eq!(
+        props(&r),
+        props(&full),
+        "fail-fast reports the same shortest counterexample"
+    );
     let (_, text, _) = trc(&ff);
     assert!(text.contains("stopped early (FailFast)"), "{text}");
 }
 
 #[test]
 fn max_memory_stops_cleanly_with_partial_statistics() {
-    let (code, r) = json(&["check", "--sack", "--property", "I5", "--max-memory", "30", "--threads", "2", "--no-spill"]);
-    assert_eq!(code, 3, "no violation among the explored states, but not a pass: incomplete");
+    let (code, r) = json(&[
+        "check",
+        "--sack",
+        "--property",
+        "I5",
+        "--max-memory",
+        "30",
+        "--threads",
+        "2",
+        "--no-spill",
+    ]);
+    assert_eq!(
+        code, 3,
+        "no violation among the explored states, but not a pass: incomplete"
+    );
     assert_eq!(r["stop_reason"], "MemoryBudget");
     assert_eq!(r["complete"], false);
     assert_eq!(r["result"], "incomplete");
     let states = r["unique_states"].as_u64().unwrap();
     assert!(states > 1000, "partial statistics: {states} states");
     assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 30 << 20);
-    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "30", "--no-spill"]);
+    let (code, text, _) = trc(&[
+        "check",
+        "--sack",
+        "--property",
+        "I5",
+        "--max-memory",
+        "30",
+        "--no-spill",
+    ]);
     assert_eq!(code, 3);
-    assert!(text.contains("stopped early (MemoryBudget): --max-memory"), "{text}");
-    assert!(text.contains("INCOMPLETE: stopped early (MemoryBudget)"), "{text}");
+    assert!(
+        text.contains("stopped early (MemoryBudget): --max-memory"),
+        "{text}"
+    );
+    assert!(
+        text.contains("INCOMPLETE: stopped early (MemoryBudget)"),
+        "{text}"
+    );
     assert!(text.contains(" states, "), "{text}");
 }
 
@@ -68,7 +119,11 @@ fn threads_are_bounded_by_the_machine() {
     let (code, _, err) = trc(&["check", "--threads", "100000"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("at most") && err.contains("threads"), "{err}");
-    for cmd in [&["matrix", "--threads", "100000"][..], &["sweep", "--threads", "100000"], &["bench", "--threads", "100000"]] {
+    for cmd in [
+        &["matrix", "--threads", "100000"][..],
+        &["sweep", "--threads", "100000"],
+        &["bench", "--threads", "100000"],
+    ] {
         let (code, _, err) = trc(cmd);
         assert_eq!(code, 2, "{cmd:?}: {err}");
     }
@@ -76,9 +131,22 @@ fn threads_are_bounded_by_the_machine() {
 
 #[test]
 fn max_depth_bounds_the_search_and_still_finds_shallow_counterexamples() {
-    let base = ["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1", "--threads", "2"];
+    let base = [
+        "check",
+        "--profile",
+        "linux-6.15",
+        "--no-sack",
+        "--property",
+        "I1",
+        "--threads",
+        "2",
+    ];
     let (_, full) = json(&base);
-    let len = full["properties"][0]["counterexample"].as_array().unwrap().len() - 1;
+    let len = full["properties"][0]["counterexample"]
+        .as_array()
+        .unwrap()
+        .len()
+        - 1;
     let d = len.to_string();
     let mut at = base.to_vec();
     at.extend(["--max-depth", &d]);
@@ -96,7 +164,10 @@ fn max_depth_bounds_the_search_and_still_finds_shallow_counterexamples() {
 
 #[test]
 fn one_and_two_threads_give_identical_results() {
-    for extra in [&["--no-sack", "--profile", "linux-6.15"][..], &["--sack", "--segments", "4", "--initcwnd", "4"][..]] {
+    for extra in [
+        &["--no-sack", "--profile", "linux-6.15"][..],
+        &["--sack", "--segments", "4", "--initcwnd", "4"][..],
+    ] {
         let mut a = vec!["check"];
         a.extend_from_slice(extra);
         let mut a1 = a.clone();
@@ -117,7 +188,10 @@ fn one_and_two_threads_give_identical_results() {
 fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
     let (code, out, err) = trc(&["bench", "--quick", "--repeat", "2", "--threads", "2"]);
     assert_eq!(code, 0, "{err}");
-    let rows: Vec<&str> = out.lines().filter(|l| l.contains(" | ") && !l.starts_with("case")).collect();
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" | ") && !l.starts_with("case"))
+        .collect();
     assert_eq!(rows.len(), 4, "{out}");
     for r in &rows {
         // Same unique states, transitions and verdicts in every run of both checkers, and a
@@ -138,7 +212,17 @@ fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
 /// and 2 threads, and reports what it wrote; with all properties (counterexamples) too.
 #[test]
 fn max_memory_spills_the_frontier_and_completes_with_the_same_result() {
-    for base in [&["check", "--sack", "--property", "I5"][..], &["check", "--profile", "linux-6.15", "--no-sack", "--property", "I1"][..]] {
+    for base in [
+        &["check", "--sack", "--property", "I5"][..],
+        &[
+            "check",
+            "--profile",
+            "linux-6.15",
+            "--no-sack",
+            "--property",
+            "I1",
+        ][..],
+    ] {
         let (code0, full) = json(&[base, &["--threads", "2"][..]].concat());
         for t in ["1", "2"] {
             let (code, r) = json(&[base, &["--threads", t, "--max-memory", "100"][..]].concat());
@@ -149,8 +233,16 @@ fn max_memory_spills_the_frontier_and_completes_with_the_same_result() {
             }
             assert_eq!(r["properties"], full["properties"], "{base:?} {t} threads");
             if base.contains(&"--sack") {
-                assert!(r["spill"]["bytes_written"].as_u64().unwrap() > 0, "{}", r["spill"]);
-                assert!(r["spill"]["dir"].as_str().unwrap().contains("trc-spill-"), "{}", r["spill"]);
+                assert!(
+                    r["spill"]["bytes_written"].as_u64().unwrap() > 0,
+                    "{}",
+                    r["spill"]
+                );
+                assert!(
+                    r["spill"]["dir"].as_str().unwrap().contains("trc-spill-"),
+                    "{}",
+                    r["spill"]
+                );
                 assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 100 << 20);
             }
             assert!(r["spill"]["error"].is_null(), "{}", r["spill"]);
@@ -158,7 +250,10 @@ fn max_memory_spills_the_frontier_and_completes_with_the_same_result() {
     }
     let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "100"]);
     assert_eq!(code, 0);
-    assert!(text.contains("frontier spilled to a temporary file in "), "{text}");
+    assert!(
+        text.contains("frontier spilled to a temporary file in "),
+        "{text}"
+    );
     let (code, _, err) = trc(&["check", "--no-spill"]);
     assert_eq!(code, 2, "--no-spill needs --max-memory: {err}");
 }

@@ -7,8 +7,16 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -49,7 +57,10 @@ fn shard_and_merge(dir: &std::path::Path, args: &[&str], n: usize) -> (i32, Valu
         let mut a = args.to_vec();
         a.extend(["--shard", &spec]);
         let (code, out, err) = trc(&a);
-        assert!(code == 0 || code == 1, "{args:?} --shard {spec}: exit {code}: {err}");
+        assert!(
+            code == 0 || code == 1,
+            "{args:?} --shard {spec}: exit {code}: {err}"
+        );
         let f = dir.join(format!("{}-of-{n}.json", i));
         std::fs::write(&f, out).unwrap();
         files.push(f.display().to_string());
@@ -60,7 +71,8 @@ fn shard_and_merge(dir: &std::path::Path, args: &[&str], n: usize) -> (i32, Valu
     let mut m = vec!["merge", "--json"];
     m.extend(files.iter().map(|s| s.as_str()));
     let (code, out, err) = trc(&m);
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("merge output not JSON ({e}): {out}{err}"));
+    let v: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("merge output not JSON ({e}): {out}{err}"));
     (code, v, codes)
 }
 
@@ -70,13 +82,25 @@ fn check_shards_merge_to_the_single_run() {
     // The seed bug's profile, both SACK modes: I1 violated on the SACK half with F1 accepted and
     // new signatures beside it, so the merge has to pick the shortest across units.
     let b = f1_only_baseline(&dir);
-    let args = ["check", "--profile", "linux-6.15", "--segments", "5", "--baseline", &b];
+    let args = [
+        "check",
+        "--profile",
+        "linux-6.15",
+        "--segments",
+        "5",
+        "--baseline",
+        &b,
+    ];
     let mut single_args = args.to_vec();
     single_args.push("--json");
     let (code, out, err) = trc(&single_args);
     assert_eq!(code, 1, "{err}");
     let mut single: Value = serde_json::from_str(&out).unwrap();
-    assert!(single["properties"].as_array().unwrap().iter().any(|p| p["verdict"] == "Violated"));
+    assert!(single["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["verdict"] == "Violated"));
     strip_timings(&mut single);
     for n in 1..=4 {
         let (mcode, mut merged, codes) = shard_and_merge(&dir, &args, n);
@@ -87,11 +111,18 @@ fn check_shards_merge_to_the_single_run() {
         assert!(codes.contains(&1), "N = {n}: {codes:?}");
     }
     // The human report of the merge is the single run's (timings aside).
-    let files: Vec<String> = (1..=2).map(|i| dir.join(format!("{i}-of-2.json")).display().to_string()).collect();
+    let files: Vec<String> = (1..=2)
+        .map(|i| dir.join(format!("{i}-of-2.json")).display().to_string())
+        .collect();
     let _ = shard_and_merge(&dir, &args, 2);
     let (_, human, _) = trc(&["merge", &files[0], &files[1]]);
     let (_, single_human, _) = trc(&args);
-    let no_timing = |s: &str| s.lines().filter(|l| !l.starts_with("explored ")).collect::<Vec<_>>().join("\n");
+    let no_timing = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("explored "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(no_timing(&human), no_timing(&single_human));
     assert!(human.contains("explored ") && human.contains("VIOLATED"));
 }
@@ -106,7 +137,17 @@ fn check_shards_over_bounds_files_and_property_groups() {
     let (c1, c2) = (c1.display().to_string(), c2.display().to_string());
     // Two bounds files: the one run prints {"result", "runs": [..]}; units are 2 + 1.
     let b = f1_only_baseline(&dir);
-    let args = ["check", "--profile", "linux-6.15", "--config", &c1, "--config", &c2, "--baseline", &b];
+    let args = [
+        "check",
+        "--profile",
+        "linux-6.15",
+        "--config",
+        &c1,
+        "--config",
+        &c2,
+        "--baseline",
+        &b,
+    ];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, err) = trc(&sa);
@@ -124,15 +165,58 @@ fn check_shards_over_bounds_files_and_property_groups() {
     // --reduce splits by property group (the ghost fields read): each group is explored with
     // its own, stronger reduction, so the statistics are the sum of the work done, but the
     // verdicts and counterexample lengths are the one run's (the reductions are exact).
-    let args = ["check", "--profile", "linux-6.15", "--segments", "4", "--reduce", "--property", "I1", "--property", "I2", "--property", "I3", "--property", "I1p"];
+    let args = [
+        "check",
+        "--profile",
+        "linux-6.15",
+        "--segments",
+        "4",
+        "--reduce",
+        "--property",
+        "I1",
+        "--property",
+        "I2",
+        "--property",
+        "I3",
+        "--property",
+        "I1p",
+    ];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, _) = trc(&sa);
     let single: Value = serde_json::from_str(&out).unwrap();
     let verdicts = |v: &Value| -> Vec<(String, String, usize)> {
-        v["properties"].as_array().unwrap().iter().map(|p| (p["id"].as_str().unwrap().to_string(), p["verdict"].as_str().unwrap().to_string(), p["counterexample"].as_array().map_or(0, |c| c.len()))).collect()
+        v["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap().to_string(),
+                    p["verdict"].as_str().unwrap().to_string(),
+                    p["counterexample"].as_array().map_or(0, |c| c.len()),
+                )
+            })
+            .collect()
     };
-    let (_, out, _) = trc(&["check", "--profile", "linux-6.15", "--segments", "4", "--reduce", "--property", "I1", "--property", "I2", "--property", "I3", "--property", "I1p", "--shard", "1/1"]);
+    let (_, out, _) = trc(&[
+        "check",
+        "--profile",
+        "linux-6.15",
+        "--segments",
+        "4",
+        "--reduce",
+        "--property",
+        "I1",
+        "--property",
+        "I2",
+        "--property",
+        "I3",
+        "--property",
+        "I1p",
+        "--shard",
+        "1/1",
+    ]);
     let shard: Value = serde_json::from_str(&out).unwrap();
     // 2 SACK modes × 4 groups (I1, I2, I3 alone: no ghost; I1p).
     assert_eq!(shard["trc_shard"]["units"], 8, "{}", shard["args"]["units"]);
@@ -146,14 +230,28 @@ fn check_shards_over_bounds_files_and_property_groups() {
 #[test]
 fn matrix_shards_merge_to_the_single_run() {
     let dir = tmpdir("matrix");
-    let args = ["matrix", "--segments", "4", "--profile", "linux-6.15", "--profile", "linux-6.6", "--profile", "linux-3.14"];
+    let args = [
+        "matrix",
+        "--segments",
+        "4",
+        "--profile",
+        "linux-6.15",
+        "--profile",
+        "linux-6.6",
+        "--profile",
+        "linux-3.14",
+    ];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, _) = trc(&sa);
     assert_eq!(code, 0);
     let mut single: Value = serde_json::from_str(&out).unwrap();
     strip_timings(&mut single);
-    assert!(single.as_array().unwrap().iter().any(|r| r["properties"]["I1"]["violated"] == true));
+    assert!(single
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["properties"]["I1"]["violated"] == true));
     for n in 1..=4 {
         let (mcode, mut merged, _) = shard_and_merge(&dir, &args, n);
         strip_timings(&mut merged);
@@ -171,9 +269,42 @@ fn merge_refuses_missing_duplicate_and_mixed_shards() {
         std::fs::write(&p, out).unwrap();
         p.display().to_string()
     };
-    let a1 = w("a1.json", &["matrix", "--segments", "3", "--profile", "linux-6.18", "--shard", "1/2"]);
-    let a2 = w("a2.json", &["matrix", "--segments", "3", "--profile", "linux-6.18", "--shard", "2/2"]);
-    let b2 = w("b2.json", &["matrix", "--segments", "4", "--profile", "linux-6.18", "--shard", "2/2"]);
+    let a1 = w(
+        "a1.json",
+        &[
+            "matrix",
+            "--segments",
+            "3",
+            "--profile",
+            "linux-6.18",
+            "--shard",
+            "1/2",
+        ],
+    );
+    let a2 = w(
+        "a2.json",
+        &[
+            "matrix",
+            "--segments",
+            "3",
+            "--profile",
+            "linux-6.18",
+            "--shard",
+            "2/2",
+        ],
+    );
+    let b2 = w(
+        "b2.json",
+        &[
+            "matrix",
+            "--segments",
+            "4",
+            "--profile",
+            "linux-6.18",
+            "--shard",
+            "2/2",
+        ],
+    );
     let c1 = w("c1.json", &["check", "--segments", "3", "--shard", "1/2"]);
     let (code, _, err) = trc(&["merge", &a1]);
     assert_eq!(code, 2);
@@ -213,7 +344,16 @@ fn diff_shards_merge_to_the_single_run() {
         return;
     }
     let dir = tmpdir("diff");
-    let args = ["diff", "--scenarios", "3", "--seed", "7", "--max-steps", "8", "--quiet"];
+    let args = [
+        "diff",
+        "--scenarios",
+        "3",
+        "--seed",
+        "7",
+        "--max-steps",
+        "8",
+        "--quiet",
+    ];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, err) = trc(&sa);
@@ -223,7 +363,12 @@ fn diff_shards_merge_to_the_single_run() {
     // scenarios exactly, the verdicts where neither run was flaky.
     let view = |v: &Value| -> (Vec<Value>, Vec<String>) {
         let r = v["results"].as_array().unwrap();
-        (r.iter().map(|x| x["scenario"].clone()).collect(), r.iter().map(|x| x["verdict"].as_str().unwrap().to_string()).collect())
+        (
+            r.iter().map(|x| x["scenario"].clone()).collect(),
+            r.iter()
+                .map(|x| x["verdict"].as_str().unwrap().to_string())
+                .collect(),
+        )
     };
     let (sc, sv) = view(&single);
     assert_eq!(sc.len(), 3);
@@ -254,7 +399,17 @@ fn check_shards_keep_signature_verdicts() {
     std::fs::write(&p, "base = \"linux-6.18\"\ninit_undo_tlp = \"ignore\"\n").unwrap();
     let p = p.display().to_string();
     let b = f1_only_baseline(&dir);
-    let args = ["check", "--profile", &p, "--property", "I1", "--segments", "4", "--baseline", &b];
+    let args = [
+        "check",
+        "--profile",
+        &p,
+        "--property",
+        "I1",
+        "--segments",
+        "4",
+        "--baseline",
+        &b,
+    ];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, err) = trc(&sa);
@@ -263,7 +418,10 @@ fn check_shards_keep_signature_verdicts() {
     strip_timings(&mut single);
     let sigs = single["properties"][0]["signatures"].as_array().unwrap();
     for status in ["new", "accepted", "also-on-base"] {
-        assert!(sigs.iter().any(|s| s["status"] == status), "no {status} signature: {out}");
+        assert!(
+            sigs.iter().any(|s| s["status"] == status),
+            "no {status} signature: {out}"
+        );
     }
     assert_eq!(single["against"]["profile"], "linux-6.18");
     for n in 1..=3 {
@@ -272,28 +430,70 @@ fn check_shards_keep_signature_verdicts() {
         assert_eq!(merged, single, "N = {n}");
         assert_eq!(mcode, code, "N = {n}");
     }
-    let files: Vec<String> = (1..=2).map(|i| dir.join(format!("{i}-of-2.json")).display().to_string()).collect();
+    let files: Vec<String> = (1..=2)
+        .map(|i| dir.join(format!("{i}-of-2.json")).display().to_string())
+        .collect();
     let _ = shard_and_merge(&dir, &args, 2);
     let (_, human, _) = trc(&["merge", &files[0], &files[1]]);
     let (_, single_human, _) = trc(&args);
-    let no_timing = |s: &str| s.lines().filter(|l| !l.starts_with("explored ")).collect::<Vec<_>>().join("\n");
+    let no_timing = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("explored "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(no_timing(&human), no_timing(&single_human));
-    assert!(human.contains("compared with linux-6.18") && human.contains(": NEW") && human.contains("accepted (F1, baseline); also on linux-6.18"), "{human}");
+    assert!(
+        human.contains("compared with linux-6.18")
+            && human.contains(": NEW")
+            && human.contains("accepted (F1, baseline); also on linux-6.18"),
+        "{human}"
+    );
     // Signatures on both halves: on 3.14, I1's ts-echo+dupack signature (da34ac7626b5's undo
     // on a dupack) occurs with and without SACK (its count is the sum, its shortest the non-SACK one) and the F-RTO one only without
     // SACK, listed between SACK signatures by its length; no unit alone has that list.
-    let args = ["check", "--profile", "linux-3.14", "--property", "I1", "--segments", "4"];
+    let args = [
+        "check",
+        "--profile",
+        "linux-3.14",
+        "--property",
+        "I1",
+        "--segments",
+        "4",
+    ];
     let mut sa = args.to_vec();
     sa.push("--json");
     let (code, out, _) = trc(&sa);
     let mut single: Value = serde_json::from_str(&out).unwrap();
     strip_timings(&mut single);
     let count = |mode: &str| -> u64 {
-        let (_, o, _) = trc(&["check", "--profile", "linux-3.14", "--property", "I1", "--segments", "4", mode, "--json"]);
+        let (_, o, _) = trc(&[
+            "check",
+            "--profile",
+            "linux-3.14",
+            "--property",
+            "I1",
+            "--segments",
+            "4",
+            mode,
+            "--json",
+        ]);
         let h: Value = serde_json::from_str(&o).unwrap();
-        h["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo+dupack").map_or(0, |s| s["states"].as_u64().unwrap())
+        h["properties"][0]["signatures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo+dupack")
+            .map_or(0, |s| s["states"].as_u64().unwrap())
     };
-    let ts = single["properties"][0]["signatures"].as_array().unwrap().iter().find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo+dupack").unwrap()["states"].as_u64().unwrap();
+    let ts = single["properties"][0]["signatures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["signature"] == "I1:tcp_try_undo_loss:Loss:ts-echo+dupack")
+        .unwrap()["states"]
+        .as_u64()
+        .unwrap();
     let (a, b) = (count("--sack"), count("--no-sack"));
     assert!(a > 0 && b > 0 && ts == a + b, "{ts} != {a} + {b}");
     for n in 1..=3 {

@@ -11,7 +11,18 @@ use trc_trace::export::Exported;
 use trc_trace::MSS;
 
 /// Compared fields, in report order.
-pub const FIELDS: &[&str] = &["segments", "ca_state", "cwnd", "ssthresh", "unacked", "sacked", "lost", "retrans", "total_retrans", "counters"];
+pub const FIELDS: &[&str] = &[
+    "segments",
+    "ca_state",
+    "cwnd",
+    "ssthresh",
+    "unacked",
+    "sacked",
+    "lost",
+    "retrans",
+    "total_retrans",
+    "counters",
+];
 
 /// An outbound segment this far (ms) outside its due time, with nothing else wrong, is timing
 /// noise (HZ=250 timers, the kernel's srtt); farther, a different timer sent it.
@@ -43,10 +54,23 @@ impl Obs {
     fn field(&self, f: &str) -> String {
         match f {
             "segments" => {
-                let v: Vec<String> = self.segments.iter().map(|(k, rtx)| format!("{}{}", trc_trace::seq_bytes(*k), if *rtx { "R" } else { "" })).collect();
+                let v: Vec<String> = self
+                    .segments
+                    .iter()
+                    .map(|(k, rtx)| {
+                        format!(
+                            "{}{}",
+                            trc_trace::seq_bytes(*k),
+                            if *rtx { "R" } else { "" }
+                        )
+                    })
+                    .collect();
                 format!("[{}]", v.join(" "))
             }
-            "ca_state" => ["Open", "Disorder", "CWR", "Recovery", "Loss"].get(self.ca_state as usize).map(|s| s.to_string()).unwrap_or_else(|| self.ca_state.to_string()),
+            "ca_state" => ["Open", "Disorder", "CWR", "Recovery", "Loss"]
+                .get(self.ca_state as usize)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| self.ca_state.to_string()),
             "cwnd" => self.cwnd.to_string(),
             "ssthresh" => self.ssthresh.to_string(),
             "unacked" => self.unacked.to_string(),
@@ -55,7 +79,16 @@ impl Obs {
             "retrans" => self.retrans.to_string(),
             "total_retrans" => self.total_retrans.to_string(),
             "counters" => {
-                let v: Vec<String> = counters().zip(&self.counters).filter(|(_, v)| **v != 0).map(|(n, v)| format!("{}={v}", n.trim_start_matches("TcpExt").trim_start_matches("TCP"))).collect();
+                let v: Vec<String> = counters()
+                    .zip(&self.counters)
+                    .filter(|(_, v)| **v != 0)
+                    .map(|(n, v)| {
+                        format!(
+                            "{}={v}",
+                            n.trim_start_matches("TcpExt").trim_start_matches("TCP")
+                        )
+                    })
+                    .collect();
                 format!("{{{}}}", v.join(","))
             }
             _ => String::new(),
@@ -82,7 +115,6 @@ fn classify(segs: &mut [(u32, bool)], hi: &mut u32) {
     }
 }
 
-
 /// The model's side of an exported walk: one view per asserted step.
 pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
     let script = trc_pkt::parse(&x.pkt, "scenario.pkt").map_err(|e| e.to_string())?;
@@ -102,7 +134,9 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
     let mut hi = 0u32;
     for st in &script.statements {
         match &st.kind {
-            StatementKind::Packet(p) if p.direction == Direction::Out && p.len > 0 && !p.flags.syn => {
+            StatementKind::Packet(p)
+                if p.direction == Direction::Out && p.len > 0 && !p.flags.syn =>
+            {
                 let first = (p.seq - 1) / MSS;
                 for k in 0..(p.len / MSS) {
                     pending.push((first + k, false));
@@ -110,7 +144,11 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
             }
             StatementKind::Python(code) if trc_pkt::python::mentions(code, "tcpi_ca_state") => {
                 let step = step_of_line.get(st.line as usize).copied().unwrap_or(0);
-                let ts = x.trace.steps.get(step).ok_or_else(|| format!("line {}: step {step} not in the trace", st.line))?;
+                let ts = x
+                    .trace
+                    .steps
+                    .get(step)
+                    .ok_or_else(|| format!("line {}: step {step} not in the trace", st.line))?;
                 let s = &ts.state.sender;
                 let mut segs = std::mem::take(&mut pending);
                 classify(&mut segs, &mut hi);
@@ -150,11 +188,24 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
             // different timer (a decision), and the comparison shows it.
             let modest = l.offset_ms.is_some_and(|o| o.abs() <= AMBIGUOUS_OFFSET_MS);
             if modest && m.split("; ").all(|e| e.starts_with("timing error:")) {
-                ambiguous.push((l.line, format!("line {}: outbound segment outside the timing tolerance ({m})", l.line)));
+                ambiguous.push((
+                    l.line,
+                    format!(
+                        "line {}: outbound segment outside the timing tolerance ({m})",
+                        l.line
+                    ),
+                ));
             }
         }
         if l.kind == trc_kernel::LineKind::PacketIn && l.offset_ms.is_some_and(|o| o > 10.0) {
-            ambiguous.push((l.line, format!("line {}: inbound segment injected {:.1} ms late", l.line, l.offset_ms.unwrap())));
+            ambiguous.push((
+                l.line,
+                format!(
+                    "line {}: inbound segment injected {:.1} ms late",
+                    l.line,
+                    l.offset_ms.unwrap()
+                ),
+            ));
         }
     }
     if k.script.interrupted {
@@ -162,11 +213,21 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
     }
     // Outbound data segments in time order.
     let mut outs: Vec<(f64, u32, u32)> = Vec::new();
-    let mut snaps: HashMap<u32, (f64, &trc_kernel::TcpInfoSnapshot, &BTreeMap<String, i64>)> = HashMap::new();
+    let mut snaps: HashMap<u32, (f64, &trc_kernel::TcpInfoSnapshot, &BTreeMap<String, i64>)> =
+        HashMap::new();
     for ev in &k.trace {
         match ev {
-            TraceEvent::Outbound { t_ms, segment, .. } if segment.len > 0 && !segment.flags.contains('S') => outs.push((*t_ms, segment.seq, segment.len as u32)),
-            TraceEvent::TcpInfo { t_ms, line, info, counters } => {
+            TraceEvent::Outbound { t_ms, segment, .. }
+                if segment.len > 0 && !segment.flags.contains('S') =>
+            {
+                outs.push((*t_ms, segment.seq, segment.len as u32))
+            }
+            TraceEvent::TcpInfo {
+                t_ms,
+                line,
+                info,
+                counters,
+            } => {
                 snaps.entry(*line).or_insert((*t_ms, info, counters));
             }
             _ => {}
@@ -201,7 +262,9 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
             lost: info.lost,
             retrans: info.retrans,
             total_retrans: info.total_retrans,
-            counters: counters().map(|c| k_counters.get(c).copied().unwrap_or(0)).collect(),
+            counters: counters()
+                .map(|c| k_counters.get(c).copied().unwrap_or(0))
+                .collect(),
         }));
     }
     (res, ambiguous)
@@ -222,8 +285,18 @@ impl Divergence {
         self.fields.iter().map(|f| f.0.clone()).collect()
     }
     pub fn describe(&self) -> String {
-        let f: Vec<String> = self.fields.iter().map(|(n, m, k)| format!("{n}: model {m}, kernel {k}")).collect();
-        format!("step {} (line {}, {}): {}", self.step, self.line, self.event, f.join("; "))
+        let f: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(n, m, k)| format!("{n}: model {m}, kernel {k}"))
+            .collect();
+        format!(
+            "step {} (line {}, {}): {}",
+            self.step,
+            self.line,
+            self.event,
+            f.join("; ")
+        )
     }
 }
 
@@ -245,7 +318,16 @@ pub fn compare(views: &[StepView], kernel: &[Option<Obs>]) -> Comparison {
     }
     for (i, (v, k)) in views.iter().zip(kernel).enumerate() {
         let Some(k) = k else {
-            c.divergence = Some(Divergence { step: v.step, line: v.line, event: v.event.clone(), fields: vec![("tcp_info".into(), "a connection".into(), "no snapshot".into())] });
+            c.divergence = Some(Divergence {
+                step: v.step,
+                line: v.line,
+                event: v.event.clone(),
+                fields: vec![(
+                    "tcp_info".into(),
+                    "a connection".into(),
+                    "no snapshot".into(),
+                )],
+            });
             c.steps_skipped = (views.len() - i - 1) as u64;
             break;
         };
@@ -262,11 +344,15 @@ pub fn compare(views: &[StepView], kernel: &[Option<Obs>]) -> Comparison {
             }
         }
         if !diff.is_empty() {
-            c.divergence = Some(Divergence { step: v.step, line: v.line, event: v.event.clone(), fields: diff });
+            c.divergence = Some(Divergence {
+                step: v.step,
+                line: v.line,
+                event: v.event.clone(),
+                fields: diff,
+            });
             c.steps_skipped = (views.len() - i - 1) as u64;
             break;
         }
     }
     c
 }
-

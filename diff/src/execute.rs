@@ -42,8 +42,21 @@ pub struct ScenarioResult {
 }
 
 /// Exports `actions` of `sc`'s configuration.
-pub fn export_actions(profile: &Profile, sc: &Scenario, actions: &[Action], g: &GenOptions) -> Result<Exported, String> {
-    export::export_walk(&sc.model(profile), 0, actions, &format!("{} seed {:#x}", sc.name(), sc.seed), g.gap_ms, g.margin_ms).map_err(|e| e.1)
+pub fn export_actions(
+    profile: &Profile,
+    sc: &Scenario,
+    actions: &[Action],
+    g: &GenOptions,
+) -> Result<Exported, String> {
+    export::export_walk(
+        &sc.model(profile),
+        0,
+        actions,
+        &format!("{} seed {:#x}", sc.name(), sc.seed),
+        g.gap_ms,
+        g.margin_ms,
+    )
+    .map_err(|e| e.1)
 }
 
 /// Runs an exported walk once on the kernel and compares it with the model.
@@ -52,9 +65,18 @@ pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
     let script = trc_pkt::parse(&x.pkt, name).map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir().join(format!("trc-diff-{}", std::process::id()));
     trc_trace::write_defaults(&dir).map_err(|e| e.to_string())?;
-    let opts = trc_kernel::RunOptions { script_dir: dir, ..Default::default() };
+    let opts = trc_kernel::RunOptions {
+        script_dir: dir,
+        ..Default::default()
+    };
     let k = trc_kernel::run_script(&script, name, &opts).map_err(|e| e.to_string())?;
-    if k.congestion_control.as_deref() != Some(if x.trace.config.cc == CcKind::Reno { "reno" } else { "cubic" }) {
+    if k.congestion_control.as_deref()
+        != Some(if x.trace.config.cc == CcKind::Reno {
+            "reno"
+        } else {
+            "cubic"
+        })
+    {
         return Err(format!("the connection used {:?}", k.congestion_control));
     }
     let (kobs, problems) = kernel_view(&k, &views);
@@ -65,8 +87,14 @@ pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
     // order shift the script's clock, so later injections are "late" because of the
     // divergence, not the other way round.
     let upto = comparison.divergence.as_ref().map_or(u32::MAX, |d| d.line);
-    let ambiguous = problems.into_iter().find(|(line, _)| *line <= upto).map(|p| p.1);
-    Ok(Trial { comparison, ambiguous })
+    let ambiguous = problems
+        .into_iter()
+        .find(|(line, _)| *line <= upto)
+        .map(|p| p.1);
+    Ok(Trial {
+        comparison,
+        ambiguous,
+    })
 }
 
 fn same(a: &Trial, b: &Trial) -> bool {
@@ -78,8 +106,21 @@ fn same(a: &Trial, b: &Trial) -> bool {
 
 /// Runs a scenario with the rerun policy: a clean agreement is final; a disagreement must repeat
 /// (same step, same fields) without a timing problem; otherwise rerun up to `reruns` times.
-pub fn run_scenario(profile: &Profile, sc: &Scenario, g: &GenOptions, reruns: usize) -> ScenarioResult {
-    let mut res = ScenarioResult { scenario: sc.clone(), verdict: Verdict::Error, runs: 0, trial: None, note: None, saved: None, shrunk_steps: None };
+pub fn run_scenario(
+    profile: &Profile,
+    sc: &Scenario,
+    g: &GenOptions,
+    reruns: usize,
+) -> ScenarioResult {
+    let mut res = ScenarioResult {
+        scenario: sc.clone(),
+        verdict: Verdict::Error,
+        runs: 0,
+        trial: None,
+        note: None,
+        saved: None,
+        shrunk_steps: None,
+    };
     let x = match export_actions(profile, sc, &sc.actions, g) {
         Ok(x) => x,
         Err(e) => {
@@ -118,8 +159,10 @@ pub fn run_scenario(profile: &Profile, sc: &Scenario, g: &GenOptions, reruns: us
         last = Some(t);
     }
     res.verdict = Verdict::Flaky;
-    res.note = last.as_ref().and_then(|t| t.ambiguous.clone()).or(Some("disagreements did not repeat".into()));
+    res.note = last
+        .as_ref()
+        .and_then(|t| t.ambiguous.clone())
+        .or(Some("disagreements did not repeat".into()));
     res.trial = last;
     res
 }
-

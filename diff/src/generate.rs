@@ -52,7 +52,14 @@ pub struct GenOptions {
 
 impl Default for GenOptions {
     fn default() -> Self {
-        GenOptions { sack: None, ts: None, max_steps: 24, gap_ms: 3, margin_ms: 15, srtt_slack_ms: 25 }
+        GenOptions {
+            sack: None,
+            ts: None,
+            max_steps: 24,
+            gap_ms: 3,
+            margin_ms: 15,
+            srtt_slack_ms: 25,
+        }
     }
 }
 
@@ -72,9 +79,18 @@ pub struct Scenario {
 impl Scenario {
     pub fn name(&self) -> String {
         if let Some(l) = &self.label {
-            return format!("{l}-{}-{}", if self.sack { "sack" } else { "nosack" }, if self.cfg.timestamps { "ts" } else { "nots" });
+            return format!(
+                "{l}-{}-{}",
+                if self.sack { "sack" } else { "nosack" },
+                if self.cfg.timestamps { "ts" } else { "nots" }
+            );
         }
-        format!("{:04}-{}-{}", self.index, if self.sack { "sack" } else { "nosack" }, if self.cfg.timestamps { "ts" } else { "nots" })
+        format!(
+            "{:04}-{}-{}",
+            self.index,
+            if self.sack { "sack" } else { "nosack" },
+            if self.cfg.timestamps { "ts" } else { "nots" }
+        )
     }
     pub fn model(&self, profile: &Profile) -> TcpModel {
         TcpModel::new(self.cfg.clone(), profile.clone())
@@ -89,7 +105,14 @@ pub fn scenario_seed(seed: u64, index: usize) -> u64 {
 
 /// Whether the exporter can turn `a` into something a real kernel reproduces.
 pub fn kernel_reproducible(a: &Action) -> bool {
-    !matches!(a, Action::TsqFill | Action::TsqDrain | Action::DeliverEce { .. } | Action::DeliverLate { .. } | Action::WriteAfter { .. })
+    !matches!(
+        a,
+        Action::TsqFill
+            | Action::TsqDrain
+            | Action::DeliverEce { .. }
+            | Action::DeliverLate { .. }
+            | Action::WriteAfter { .. }
+    )
 }
 
 /// The configuration of a scenario (bounds a real kernel reproduces within the timing margin).
@@ -110,13 +133,21 @@ pub fn draw_config(r: &mut Rng, g: &GenOptions) -> (Config, bool) {
         max_ece: 0,
         horizon_ms: 3000,
         rtt_ms: 50,
-        sack: if sack { SackMode::Sack } else { SackMode::NoSack },
+        sack: if sack {
+            SackMode::Sack
+        } else {
+            SackMode::NoSack
+        },
         timestamps,
         frto: r.chance(85),
         tlp: r.chance(85),
         dsack: true,
         ecn: false,
-        cc: if r.chance(20) { CcKind::Reno } else { CcKind::Cubic },
+        cc: if r.chance(20) {
+            CcKind::Reno
+        } else {
+            CcKind::Cubic
+        },
         ..Config::default()
     };
     (cfg, sack)
@@ -140,12 +171,18 @@ fn weight(a: &Action, flight: usize) -> u32 {
 /// would no longer happen at comparable times. Conservative: any newly ACKed or SACKed segment
 /// sent more than `rtt + slack` ago, or an advancing ACK whose TSecr is that old.
 pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> bool {
-    let Action::Deliver { pkt } = a else { return false };
+    let Action::Deliver { pkt } = a else {
+        return false;
+    };
     let (t, ack) = model.ack_for(s, *pkt as usize);
     let lim = model.cfg.rtt_ms + slack_ms;
     let snd = &s.sender;
     let isn = model.cfg.isn;
-    let old = |seq: u32| snd.segs.get(seq.wrapping_sub(isn) as usize).is_some_and(|g| t.saturating_sub(g.xmit) > lim);
+    let old = |seq: u32| {
+        snd.segs
+            .get(seq.wrapping_sub(isn) as usize)
+            .is_some_and(|g| t.saturating_sub(g.xmit) > lim)
+    };
     let advances = trc_model::seq::after(ack.ack, snd.snd_una);
     if advances {
         if let (true, Some(ecr)) = (snd.ts_ok, ack.tsecr) {
@@ -164,7 +201,10 @@ pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> 
     for &(a0, b0) in &ack.sacks {
         let mut q = a0;
         while trc_model::seq::before(q, b0) {
-            let sacked = snd.segs.get(q.wrapping_sub(isn) as usize).is_some_and(|g| g.tags & trc_model::state::tag::S != 0);
+            let sacked = snd
+                .segs
+                .get(q.wrapping_sub(isn) as usize)
+                .is_some_and(|g| g.tags & trc_model::state::tag::S != 0);
             if !sacked && !trc_model::seq::before(q, ack.ack) && old(q) {
                 return true;
             }
@@ -179,7 +219,13 @@ pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> 
 /// transmissions of the segments in `drops`, which the network drops (once each); a timer fires
 /// whenever it is due before the next arrival. Not drawn at random: the same arguments give the
 /// same walk. `trc diff --bulk` runs it on the kernel.
-pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profile) -> Result<Scenario, String> {
+pub fn bulk(
+    segments: u16,
+    drops: &[u32],
+    sack: bool,
+    ts: bool,
+    profile: &Profile,
+) -> Result<Scenario, String> {
     if drops.iter().any(|&d| d >= segments as u32) {
         return Err(format!("--drop: segments are numbered 0..{segments}"));
     }
@@ -196,7 +242,11 @@ pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profil
         max_ece: 0,
         horizon_ms: trc_model::config::MAX_HORIZON_MS,
         rtt_ms: 50,
-        sack: if sack { SackMode::Sack } else { SackMode::NoSack },
+        sack: if sack {
+            SackMode::Sack
+        } else {
+            SackMode::NoSack
+        },
         timestamps: ts,
         cc: CcKind::Cubic,
         ..Config::default()
@@ -207,7 +257,9 @@ pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profil
     let mut dropped: Vec<u32> = Vec::new();
     let mut actions = Vec::new();
     loop {
-        let drop = s.flight.iter().position(|p| !p.rtx && drops.contains(&(p.seg as u32)) && !dropped.contains(&(p.seg as u32)));
+        let drop = s.flight.iter().position(|p| {
+            !p.rtx && drops.contains(&(p.seg as u32)) && !dropped.contains(&(p.seg as u32))
+        });
         let a = if let Some(i) = drop {
             dropped.push(s.flight[i].seg as u32);
             Action::Drop { pkt: i as u16 }
@@ -223,14 +275,34 @@ pub fn bulk(segments: u16, drops: &[u32], sack: bool, ts: bool, profile: &Profil
                 _ => break,
             }
         };
-        s = model.next_state(&s, a).ok_or_else(|| format!("bulk walk: step {} ({a}) has no successor", actions.len()))?;
+        s = model
+            .next_state(&s, a)
+            .ok_or_else(|| format!("bulk walk: step {} ({a}) has no successor", actions.len()))?;
         actions.push(a);
         if actions.len() > 40 * segments as usize + 1000 {
             return Err("bulk walk does not end".into());
         }
     }
-    let label = Some(format!("bulk{segments}-drop-{}", if drops.is_empty() { "none".to_string() } else { drops.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("-") }));
-    Ok(Scenario { index: 0, seed: 0, cfg, sack, actions, label })
+    let label = Some(format!(
+        "bulk{segments}-drop-{}",
+        if drops.is_empty() {
+            "none".to_string()
+        } else {
+            drops
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("-")
+        }
+    ));
+    Ok(Scenario {
+        index: 0,
+        seed: 0,
+        cfg,
+        sack,
+        actions,
+        label,
+    })
 }
 
 /// Generates scenario `index` of the run with seed `seed`.
@@ -283,7 +355,14 @@ pub fn generate(profile: &Profile, seed: u64, index: usize, g: &GenOptions) -> S
             break;
         }
     }
-    Scenario { index, seed: sseed, cfg, sack, actions, label: None }
+    Scenario {
+        index,
+        seed: sseed,
+        cfg,
+        sack,
+        actions,
+        label: None,
+    }
 }
 
 /// Applies `actions` leniently (skipping any that is not enabled) and keeps the longest prefix
@@ -315,4 +394,3 @@ pub fn normalize(model: &TcpModel, actions: &[Action], g: &GenOptions) -> Vec<Ac
         }
     }
 }
-

@@ -63,7 +63,19 @@ pub struct DiffOptions {
 
 impl Default for DiffOptions {
     fn default() -> Self {
-        DiffOptions { profile: Profile::linux_6_18(), scenarios: 20, seed: 1, gen: GenOptions::default(), reruns: 2, out: None, shrink_budget: 40, shrink_per_signature: 1, keep: None, only: None, fixed: None }
+        DiffOptions {
+            profile: Profile::linux_6_18(),
+            scenarios: 20,
+            seed: 1,
+            gen: GenOptions::default(),
+            reruns: 2,
+            out: None,
+            shrink_budget: 40,
+            shrink_per_signature: 1,
+            keep: None,
+            only: None,
+            fixed: None,
+        }
     }
 }
 
@@ -98,7 +110,11 @@ impl DiffReport {
         use std::fmt::Write as _;
         let mut o = String::new();
         let _ = writeln!(o, "trc diff: profile {}, seed {}, {} scenarios: {} agree, {} disagree, {} flaky, {} errors ({} kernel runs)", self.profile, self.seed, self.scenarios, self.agree, self.disagree, self.flaky, self.errors, self.kernel_runs);
-        let _ = writeln!(o, "steps compared: {} (plus {} after a first divergence, not compared)", self.steps_compared, self.steps_skipped);
+        let _ = writeln!(
+            o,
+            "steps compared: {} (plus {} after a first divergence, not compared)",
+            self.steps_compared, self.steps_skipped
+        );
         for f in FIELDS {
             let (a, n) = self.fields.get(*f).copied().unwrap_or((0, 0));
             let _ = writeln!(o, "  {f:<14} {a:>6}/{n:<6} {:>8.3}%", 100.0 * self.rate(f));
@@ -106,17 +122,43 @@ impl DiffReport {
         for r in &self.results {
             match r.verdict {
                 Verdict::Disagree => {
-                    let d = r.trial.as_ref().and_then(|t| t.comparison.divergence.as_ref()).map(|d| d.describe()).unwrap_or_default();
-                    let _ = writeln!(o, "DISAGREE {} (seed {:#x}): {d}", r.scenario.name(), r.scenario.seed);
+                    let d = r
+                        .trial
+                        .as_ref()
+                        .and_then(|t| t.comparison.divergence.as_ref())
+                        .map(|d| d.describe())
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        o,
+                        "DISAGREE {} (seed {:#x}): {d}",
+                        r.scenario.name(),
+                        r.scenario.seed
+                    );
                     if let Some(p) = &r.saved {
-                        let _ = writeln!(o, "         shrunk ({} actions): {p}", r.shrunk_steps.unwrap_or(0));
+                        let _ = writeln!(
+                            o,
+                            "         shrunk ({} actions): {p}",
+                            r.shrunk_steps.unwrap_or(0)
+                        );
                     }
                 }
                 Verdict::Flaky => {
-                    let _ = writeln!(o, "FLAKY    {} (seed {:#x}): {}", r.scenario.name(), r.scenario.seed, r.note.clone().unwrap_or_default());
+                    let _ = writeln!(
+                        o,
+                        "FLAKY    {} (seed {:#x}): {}",
+                        r.scenario.name(),
+                        r.scenario.seed,
+                        r.note.clone().unwrap_or_default()
+                    );
                 }
                 Verdict::Error => {
-                    let _ = writeln!(o, "ERROR    {} (seed {:#x}): {}", r.scenario.name(), r.scenario.seed, r.note.clone().unwrap_or_default());
+                    let _ = writeln!(
+                        o,
+                        "ERROR    {} (seed {:#x}): {}",
+                        r.scenario.name(),
+                        r.scenario.seed,
+                        r.note.clone().unwrap_or_default()
+                    );
                 }
                 Verdict::Agree => {}
             }
@@ -127,13 +169,23 @@ impl DiffReport {
 
 /// Signature of a divergence for deduplication: the fields, the model's state and the event kind.
 fn signature(d: &Divergence) -> String {
-    let ev: String = d.event.split(|c: char| c.is_ascii_digit() || c == '(').next().unwrap_or("").to_string();
+    let ev: String = d
+        .event
+        .split(|c: char| c.is_ascii_digit() || c == '(')
+        .next()
+        .unwrap_or("")
+        .to_string();
     format!("{:?}|{ev}", d.field_names())
 }
 
 /// Runs `opts.scenarios` scenarios; `log` gets one line per scenario and shrink progress.
 pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
-    let mut rep = DiffReport { profile: opts.profile.name.clone(), seed: opts.seed, scenarios: opts.scenarios, ..Default::default() };
+    let mut rep = DiffReport {
+        profile: opts.profile.name.clone(),
+        seed: opts.seed,
+        scenarios: opts.scenarios,
+        ..Default::default()
+    };
     for f in FIELDS {
         rep.fields.insert(f.to_string(), (0, 0));
     }
@@ -145,11 +197,17 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
     };
     rep.scenarios = indices.len();
     for i in indices {
-        let sc = opts.fixed.clone().unwrap_or_else(|| generate(&opts.profile, opts.seed, i, &opts.gen));
+        let sc = opts
+            .fixed
+            .clone()
+            .unwrap_or_else(|| generate(&opts.profile, opts.seed, i, &opts.gen));
         if let Some(dir) = &opts.keep {
             if let Ok(x) = export_actions(&opts.profile, &sc, &sc.actions, &opts.gen) {
                 let _ = std::fs::create_dir_all(dir);
-                let _ = trc_trace::write_atomic(&dir.join(format!("{}.pkt", sc.name())), x.pkt.as_bytes());
+                let _ = trc_trace::write_atomic(
+                    &dir.join(format!("{}.pkt", sc.name())),
+                    x.pkt.as_bytes(),
+                );
             }
         }
         let mut r = run_scenario(&opts.profile, &sc, &opts.gen, opts.reruns);
@@ -168,10 +226,40 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
             _ => {}
         }
         let line = match r.verdict {
-            Verdict::Agree => format!("[{i:>4}] {} {} actions: agree{}", sc.name(), sc.actions.len(), r.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()),
-            Verdict::Disagree => format!("[{i:>4}] {} {} actions: DISAGREE {}", sc.name(), sc.actions.len(), r.trial.as_ref().unwrap().comparison.divergence.as_ref().unwrap().describe()),
-            Verdict::Flaky => format!("[{i:>4}] {} {} actions: flaky ({})", sc.name(), sc.actions.len(), r.note.clone().unwrap_or_default()),
-            Verdict::Error => format!("[{i:>4}] {} {} actions: error ({})", sc.name(), sc.actions.len(), r.note.clone().unwrap_or_default()),
+            Verdict::Agree => format!(
+                "[{i:>4}] {} {} actions: agree{}",
+                sc.name(),
+                sc.actions.len(),
+                r.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ),
+            Verdict::Disagree => format!(
+                "[{i:>4}] {} {} actions: DISAGREE {}",
+                sc.name(),
+                sc.actions.len(),
+                r.trial
+                    .as_ref()
+                    .unwrap()
+                    .comparison
+                    .divergence
+                    .as_ref()
+                    .unwrap()
+                    .describe()
+            ),
+            Verdict::Flaky => format!(
+                "[{i:>4}] {} {} actions: flaky ({})",
+                sc.name(),
+                sc.actions.len(),
+                r.note.clone().unwrap_or_default()
+            ),
+            Verdict::Error => format!(
+                "[{i:>4}] {} {} actions: error ({})",
+                sc.name(),
+                sc.actions.len(),
+                r.note.clone().unwrap_or_default()
+            ),
         };
         log(&line);
         match r.verdict {
@@ -193,26 +281,73 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
 /// Shrinks a disagreement (at most `opts.shrink_per_signature` per signature; otherwise its
 /// prefix up to the diverging step) and saves its script as `DIR/diff-<name>.pkt`, with the
 /// first divergence in the header.
-fn save_disagreement(opts: &DiffOptions, sc: &Scenario, r: &mut ScenarioResult, dir: &std::path::Path, shrunk: &mut HashMap<String, usize>, log: &mut dyn FnMut(&str)) {
-    let d = r.trial.as_ref().unwrap().comparison.divergence.clone().unwrap();
+fn save_disagreement(
+    opts: &DiffOptions,
+    sc: &Scenario,
+    r: &mut ScenarioResult,
+    dir: &std::path::Path,
+    shrunk: &mut HashMap<String, usize>,
+    log: &mut dyn FnMut(&str),
+) {
+    let d = r
+        .trial
+        .as_ref()
+        .unwrap()
+        .comparison
+        .divergence
+        .clone()
+        .unwrap();
     let n = shrunk.entry(signature(&d)).or_default();
     let (walk, t) = if *n < opts.shrink_per_signature {
         *n += 1;
-        shrink(&opts.profile, sc, &opts.gen, &d.field_names(), opts.shrink_budget, log)
+        shrink(
+            &opts.profile,
+            sc,
+            &opts.gen,
+            &d.field_names(),
+            opts.shrink_budget,
+            log,
+        )
     } else {
         (sc.actions[..d.step.min(sc.actions.len())].to_vec(), None)
     };
-    let d2 = t.as_ref().and_then(|t| t.comparison.divergence.clone()).unwrap_or(d);
-    let walk = if t.is_some() { walk } else { sc.actions[..d2.step.min(sc.actions.len())].to_vec() };
-    let Ok(x) = export_actions(&opts.profile, sc, &walk, &opts.gen) else { return };
+    let d2 = t
+        .as_ref()
+        .and_then(|t| t.comparison.divergence.clone())
+        .unwrap_or(d);
+    let walk = if t.is_some() {
+        walk
+    } else {
+        sc.actions[..d2.step.min(sc.actions.len())].to_vec()
+    };
+    let Ok(x) = export_actions(&opts.profile, sc, &walk, &opts.gen) else {
+        return;
+    };
     let mut text = String::new();
     let mut lines = x.pkt.lines();
     if let Some(first) = lines.next() {
         text.push_str(first);
         text.push('\n');
     }
-    text.push_str(&format!("// trc diff: first diverging step {}: {}\n", d2.step, d2.describe()));
-    text.push_str(&format!("// {}: scenario {} of seed {} (scenario seed {:#x}); {} of {} actions after shrinking{}\n", sc.name(), sc.index, opts.seed, sc.seed, walk.len(), sc.actions.len(), if t.is_some() { "" } else { " (prefix only, not shrunk)" }));
+    text.push_str(&format!(
+        "// trc diff: first diverging step {}: {}\n",
+        d2.step,
+        d2.describe()
+    ));
+    text.push_str(&format!(
+        "// {}: scenario {} of seed {} (scenario seed {:#x}); {} of {} actions after shrinking{}\n",
+        sc.name(),
+        sc.index,
+        opts.seed,
+        sc.seed,
+        walk.len(),
+        sc.actions.len(),
+        if t.is_some() {
+            ""
+        } else {
+            " (prefix only, not shrunk)"
+        }
+    ));
     for l in lines {
         text.push_str(l);
         text.push('\n');
@@ -247,7 +382,11 @@ mod tests {
     #[test]
     fn walks_are_exportable_and_kernel_reproducible() {
         let p = Profile::linux_6_18();
-        let g = GenOptions { sack: Some(false), ts: Some(true), ..Default::default() };
+        let g = GenOptions {
+            sack: Some(false),
+            ts: Some(true),
+            ..Default::default()
+        };
         for i in 0..20 {
             let sc = generate(&p, 3, i, &g);
             assert!(!sc.sack && sc.cfg.timestamps);

@@ -75,13 +75,22 @@ pub fn ddmin<A: Clone + Eq + Hash, T: Clone>(
                 exhausted = true;
                 break;
             }
-            let j = (i..cands.len()).take_while(|&j| !cache.contains_key(&cands[j])).take(left).last().unwrap_or(i) + 1;
+            let j = (i..cands.len())
+                .take_while(|&j| !cache.contains_key(&cands[j]))
+                .take(left)
+                .last()
+                .unwrap_or(i)
+                + 1;
             let batch = &cands[i..j];
             let rs = test(batch);
             // A test that answers nothing for a candidate failed it.
             let answered = rs.len().clamp(1, batch.len());
             tests += answered;
-            for (c, r) in batch.iter().zip(rs.iter().chain(std::iter::repeat(&None))).take(answered) {
+            for (c, r) in batch
+                .iter()
+                .zip(rs.iter().chain(std::iter::repeat(&None)))
+                .take(answered)
+            {
                 cache.insert(c.clone(), r.clone());
             }
             for (c, r) in batch.iter().zip(rs) {
@@ -94,7 +103,11 @@ pub fn ddmin<A: Clone + Eq + Hash, T: Clone>(
         }
         match found {
             Some((list, t)) => {
-                log(&format!("    shrink: {} → {} actions", best.len(), list.len()));
+                log(&format!(
+                    "    shrink: {} → {} actions",
+                    best.len(),
+                    list.len()
+                ));
                 best = list;
                 result = t;
                 n = (n - 1).max(2);
@@ -108,27 +121,53 @@ pub fn ddmin<A: Clone + Eq + Hash, T: Clone>(
             }
         }
     }
-    Shrunk { list: best, result, tests, budget_exhausted: exhausted }
+    Shrunk {
+        list: best,
+        result,
+        tests,
+        budget_exhausted: exhausted,
+    }
 }
 
 /// Delta debugging (ddmin) of a disagreeing walk: the smallest walk (within `budget` kernel
 /// runs) whose first divergence still involves one of `fields`. Returns the walk and its trial.
-pub fn shrink(profile: &Profile, sc: &Scenario, g: &GenOptions, fields: &[String], budget: usize, log: &mut dyn FnMut(&str)) -> (Vec<Action>, Option<Trial>) {
+pub fn shrink(
+    profile: &Profile,
+    sc: &Scenario,
+    g: &GenOptions,
+    fields: &[String],
+    budget: usize,
+    log: &mut dyn FnMut(&str),
+) -> (Vec<Action>, Option<Trial>) {
     let model = sc.model(profile);
     let norm = |cand: &[Action]| normalize(&model, cand, g);
     let run = |cand: &[Action]| -> Option<Trial> {
-        export_actions(profile, sc, cand, g).ok().and_then(|x| trial(&x, &format!("{}-shrink.pkt", sc.name())).ok()).filter(|t| {
-            t.ambiguous.is_none() && t.comparison.divergence.as_ref().is_some_and(|d| d.fields.iter().any(|f| fields.contains(&f.0)))
-        })
+        export_actions(profile, sc, cand, g)
+            .ok()
+            .and_then(|x| trial(&x, &format!("{}-shrink.pkt", sc.name())).ok())
+            .filter(|t| {
+                t.ambiguous.is_none()
+                    && t.comparison
+                        .divergence
+                        .as_ref()
+                        .is_some_and(|d| d.fields.iter().any(|f| fields.contains(&f.0)))
+            })
     };
     if budget == 0 {
         return (sc.actions.clone(), None);
     }
     // Start from the prefix that ends at the diverging step.
     let full = norm(&sc.actions);
-    let Some(t0) = run(&full) else { return (full, None) };
+    let Some(t0) = run(&full) else {
+        return (full, None);
+    };
     let mut runs = 1;
-    let step = t0.comparison.divergence.as_ref().map(|d| d.step).unwrap_or(full.len());
+    let step = t0
+        .comparison
+        .divergence
+        .as_ref()
+        .map(|d| d.step)
+        .unwrap_or(full.len());
     let (mut best, mut best_trial) = (full.clone(), t0);
     if runs < budget {
         let prefix = norm(&full[..step.min(full.len())]);
@@ -163,7 +202,11 @@ mod tests {
 
     /// A fake oracle: the list "fails" (passes the test) while it still contains every one of
     /// `needles`, in any order. Counts the tests and checks the budget.
-    fn oracle<'a>(needles: &'a [u32], calls: &'a mut usize, one_by_one: bool) -> impl FnMut(&[Vec<u32>]) -> Vec<Option<usize>> + 'a {
+    fn oracle<'a>(
+        needles: &'a [u32],
+        calls: &'a mut usize,
+        one_by_one: bool,
+    ) -> impl FnMut(&[Vec<u32>]) -> Vec<Option<usize>> + 'a {
         move |batch: &[Vec<u32>]| {
             let mut out = Vec::new();
             for c in batch {
@@ -183,7 +226,14 @@ mod tests {
         let start: Vec<u32> = (0..40).collect();
         for one_by_one in [true, false] {
             let mut calls = 0;
-            let s = ddmin(start.clone(), 40, 1000, &|c: &[u32]| c.to_vec(), &mut oracle(&[3, 17, 31], &mut calls, one_by_one), &mut |_| {});
+            let s = ddmin(
+                start.clone(),
+                40,
+                1000,
+                &|c: &[u32]| c.to_vec(),
+                &mut oracle(&[3, 17, 31], &mut calls, one_by_one),
+                &mut |_| {},
+            );
             assert_eq!(s.list, vec![3, 17, 31], "one_by_one {one_by_one}");
             assert_eq!(s.result, 3);
             assert!(!s.budget_exhausted);
@@ -210,7 +260,15 @@ mod tests {
                 }
                 out
             };
-            ddmin(start.clone(), (), 1000, &|c: &[u32]| c.to_vec(), &mut t, &mut |_| {}).list
+            ddmin(
+                start.clone(),
+                (),
+                1000,
+                &|c: &[u32]| c.to_vec(),
+                &mut t,
+                &mut |_| {},
+            )
+            .list
         };
         assert_eq!(run(true), run(false));
         assert!(run(true).contains(&5) && run(true).len() < 23);
@@ -220,7 +278,14 @@ mod tests {
     fn the_budget_bounds_the_tests() {
         let start: Vec<u32> = (0..64).collect();
         let mut calls = 0;
-        let s = ddmin(start.clone(), 64, 5, &|c: &[u32]| c.to_vec(), &mut oracle(&[1, 62], &mut calls, false), &mut |_| {});
+        let s = ddmin(
+            start.clone(),
+            64,
+            5,
+            &|c: &[u32]| c.to_vec(),
+            &mut oracle(&[1, 62], &mut calls, false),
+            &mut |_| {},
+        );
         assert!(calls <= 5, "{calls} tests for a budget of 5");
         assert!(s.budget_exhausted);
         assert!(s.list.contains(&1) && s.list.contains(&62) && s.list.len() < 64);
@@ -232,14 +297,24 @@ mod tests {
         let start: Vec<u32> = (0..16).map(|x| x * 2).collect();
         let mut seen: Vec<Vec<u32>> = Vec::new();
         let mut t = |batch: &[Vec<u32>]| {
-            batch.iter().map(|c| {
-                assert!(c.iter().all(|x| x % 2 == 0));
-                assert!(!seen.contains(c), "a candidate tested twice: {c:?}");
-                seen.push(c.clone());
-                c.contains(&10).then_some(())
-            }).collect()
+            batch
+                .iter()
+                .map(|c| {
+                    assert!(c.iter().all(|x| x % 2 == 0));
+                    assert!(!seen.contains(c), "a candidate tested twice: {c:?}");
+                    seen.push(c.clone());
+                    c.contains(&10).then_some(())
+                })
+                .collect()
         };
-        let s = ddmin(start, (), 1000, &|c: &[u32]| c.iter().copied().filter(|x| x % 2 == 0).collect(), &mut t, &mut |_| {});
+        let s = ddmin(
+            start,
+            (),
+            1000,
+            &|c: &[u32]| c.iter().copied().filter(|x| x % 2 == 0).collect(),
+            &mut t,
+            &mut |_| {},
+        );
         assert_eq!(s.list, vec![10]);
     }
 }

@@ -9,7 +9,11 @@ use trc_model::profile::Profile;
 fn bulk_1000_segments_two_losses_replays_every_line() {
     let profile = Profile::linux_6_18();
     let sc = trc_diff::bulk(1000, &[300, 700], true, true, &profile).unwrap();
-    let g = trc_diff::GenOptions { gap_ms: 0, margin_ms: 5, ..Default::default() };
+    let g = trc_diff::GenOptions {
+        gap_ms: 0,
+        margin_ms: 5,
+        ..Default::default()
+    };
     let x = trc_diff::execute::export_actions(&profile, &sc, &sc.actions, &g).unwrap();
     let dir = std::env::temp_dir().join(format!("trc-bulk-{}", std::process::id()));
     trc_trace::write_defaults(&dir).unwrap();
@@ -19,13 +23,29 @@ fn bulk_1000_segments_two_losses_replays_every_line() {
     assert!(lines > 5000, "{lines} lines");
     let rep = trc_trace::replay::replay_file(&path, &profile, &Default::default()).unwrap();
     let text = rep.render();
-    assert_eq!(rep.exit_code(), 0, "{}", text.lines().rev().take(20).collect::<Vec<_>>().join("\n"));
+    assert_eq!(
+        rep.exit_code(),
+        0,
+        "{}",
+        text.lines().rev().take(20).collect::<Vec<_>>().join("\n")
+    );
     assert_eq!(rep.failed(), 0);
     assert!(rep.unmatched.is_empty(), "{:?}", rep.unmatched);
     // Every packet line and every assert of the script was a check that passed.
-    let packet_lines = x.pkt.lines().filter(|l| l.contains(" > ") || l.contains(" < ")).count();
-    assert!(rep.passed() >= packet_lines, "{} checks for {packet_lines} packet lines", rep.passed());
+    let packet_lines = x
+        .pkt
+        .lines()
+        .filter(|l| l.contains(" > ") || l.contains(" < "))
+        .count();
+    assert!(
+        rep.passed() >= packet_lines,
+        "{} checks for {packet_lines} packet lines",
+        rep.passed()
+    );
     // Both losses were repaired by retransmissions the model made and the script expects.
-    assert!(x.pkt.contains("301001:302001") || x.pkt.contains("300001:301001"), "segment 300's retransmission");
+    assert!(
+        x.pkt.contains("301001:302001") || x.pkt.contains("300001:301001"),
+        "segment 300's retransmission"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

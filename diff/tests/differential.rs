@@ -17,18 +17,48 @@ fn model_agrees_with_the_kernel_on_the_committed_seed() {
     }
     let mut problems = Vec::new();
     for (sack, ts) in [(true, true), (true, false), (false, true), (false, false)] {
-        let opts = DiffOptions { scenarios: PER_MODE, seed: SEED, gen: GenOptions { sack: Some(sack), ts: Some(ts), ..GenOptions::default() }, ..DiffOptions::default() };
+        let opts = DiffOptions {
+            scenarios: PER_MODE,
+            seed: SEED,
+            gen: GenOptions {
+                sack: Some(sack),
+                ts: Some(ts),
+                ..GenOptions::default()
+            },
+            ..DiffOptions::default()
+        };
         let rep = run(&opts, &mut |l| eprintln!("{l}"));
         eprint!("{}", rep.render());
         for f in ["segments", "ca_state", "cwnd", "ssthresh"] {
             if rep.rate(f) < 1.0 {
-                problems.push(format!("sack={sack} ts={ts}: {f} agrees on {:.3}% of steps", 100.0 * rep.rate(f)));
+                problems.push(format!(
+                    "sack={sack} ts={ts}: {f} agrees on {:.3}% of steps",
+                    100.0 * rep.rate(f)
+                ));
             }
         }
-        for r in rep.results.iter().filter(|r| matches!(r.verdict, Verdict::Disagree | Verdict::Error)) {
-            problems.push(format!("sack={sack} ts={ts}: {} {:?}: {}", r.scenario.name(), r.verdict, r.trial.as_ref().and_then(|t| t.comparison.divergence.as_ref()).map(|d| d.describe()).or(r.note.clone()).unwrap_or_default()));
+        for r in rep
+            .results
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Disagree | Verdict::Error))
+        {
+            problems.push(format!(
+                "sack={sack} ts={ts}: {} {:?}: {}",
+                r.scenario.name(),
+                r.verdict,
+                r.trial
+                    .as_ref()
+                    .and_then(|t| t.comparison.divergence.as_ref())
+                    .map(|d| d.describe())
+                    .or(r.note.clone())
+                    .unwrap_or_default()
+            ));
         }
         assert!(rep.steps_compared > 0, "nothing compared");
     }
-    assert!(problems.is_empty(), "the model and the kernel disagree:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "the model and the kernel disagree:\n{}",
+        problems.join("\n")
+    );
 }

@@ -16,7 +16,14 @@ fn bfs(c: &mut Criterion) {
     for threads in [1, 2] {
         g.bench_function(format!("trc-engine/threads={threads}"), |b| {
             b.iter(|| {
-                let r = check(&model, &Options { threads, ..Options::default() }, None);
+                let r = check(
+                    &model,
+                    &Options {
+                        threads,
+                        ..Options::default()
+                    },
+                    None,
+                );
                 assert_eq!(r.unique_states, states);
             })
         });

@@ -31,7 +31,12 @@ pub struct FpHasher {
 impl Default for FpHasher {
     #[inline(always)]
     fn default() -> Self {
-        FpHasher { buf: [0; CAP + 16], len: 0, h: P0, total: 0 }
+        FpHasher {
+            buf: [0; CAP + 16],
+            len: 0,
+            h: P0,
+            total: 0,
+        }
     }
 }
 

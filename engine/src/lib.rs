@@ -112,10 +112,10 @@ pub use stateright::Expectation;
 use stateright::Model;
 
 pub mod fphash;
-mod store;
 mod parallel;
 mod reference;
 mod rss;
+mod store;
 mod table;
 pub mod toy;
 
@@ -312,7 +312,11 @@ where
     M::Action: Clone,
 {
     let mut inits = model.init_states();
-    assert!(path.init_index < inits.len(), "path init_index {} out of range", path.init_index);
+    assert!(
+        path.init_index < inits.len(),
+        "path init_index {} out of range",
+        path.init_index
+    );
     let mut out = Vec::with_capacity(path.actions.len() + 1);
     out.push((None, inits.swap_remove(path.init_index)));
     for (i, a) in path.actions.iter().enumerate() {
@@ -346,7 +350,10 @@ where
             .expect("path reconstruction: model is not deterministic");
         actions.push(a);
     }
-    Path { init_index, actions }
+    Path {
+        init_index,
+        actions,
+    }
 }
 
 /// Verdicts from the first hit (a node id) of each property.
@@ -369,7 +376,13 @@ where
                 (Expectation::Sometimes, Some(n)) => (Verdict::ExampleFound, Some(path_of(*n))),
                 (Expectation::Eventually, _) => (Verdict::Unchecked, None),
             };
-            PropertyReport { name: p.name, expectation: p.expectation.clone(), verdict, path, classes: Vec::new() }
+            PropertyReport {
+                name: p.name,
+                expectation: p.expectation.clone(),
+                verdict,
+                path,
+                classes: Vec::new(),
+            }
         })
         .collect()
 }
@@ -400,7 +413,13 @@ pub trait Hooks<M: Model>: Sync {
     /// Writes the successor of `s` under `a` into `out` and returns true, or returns false and
     /// leaves `out` uninitialised if `a` has none. Must agree with [`Model::next_state`].
     #[inline]
-    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+    fn next_state_into(
+        &self,
+        model: &M,
+        s: &M::State,
+        a: M::Action,
+        out: &mut std::mem::MaybeUninit<M::State>,
+    ) -> bool {
         match model.next_state(s, a) {
             Some(n) => {
                 out.write(n);
@@ -463,7 +482,13 @@ where
         self.hooks.fingerprint(s)
     }
     #[inline]
-    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+    fn next_state_into(
+        &self,
+        model: &M,
+        s: &M::State,
+        a: M::Action,
+        out: &mut std::mem::MaybeUninit<M::State>,
+    ) -> bool {
         self.hooks.next_state_into(model, s, a, out)
     }
     #[inline]
@@ -505,7 +530,13 @@ where
         self.hooks.fingerprint(s)
     }
     #[inline]
-    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+    fn next_state_into(
+        &self,
+        model: &M,
+        s: &M::State,
+        a: M::Action,
+        out: &mut std::mem::MaybeUninit<M::State>,
+    ) -> bool {
         self.hooks.next_state_into(model, s, a, out)
     }
     #[inline]
@@ -548,7 +579,13 @@ where
         (self.fingerprint)(s)
     }
     #[inline]
-    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut std::mem::MaybeUninit<M::State>) -> bool {
+    fn next_state_into(
+        &self,
+        model: &M,
+        s: &M::State,
+        a: M::Action,
+        out: &mut std::mem::MaybeUninit<M::State>,
+    ) -> bool {
         (self.next_state_into)(model, s, a, out)
     }
     #[inline]

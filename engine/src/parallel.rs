@@ -17,8 +17,8 @@ use stateright::{Expectation, Model, Property};
 use crate::store::{block_bytes, stream_fence, Blocks, ChunkStore, Spill};
 use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
-    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Path, Progress, Report, SpillReport, StopReason,
-    ACTION_BITS, ACTION_MASK,
+    build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Path, Progress,
+    Report, SpillReport, StopReason, ACTION_BITS, ACTION_MASK,
 };
 
 /// What a level does with its frontier (chosen by [`Bfs::mode`]).
@@ -100,7 +100,16 @@ const CAND_BYTES: u64 = 16;
 
 impl<S> Default for ChunkOut<S> {
     fn default() -> Self {
-        ChunkOut { fps: Vec::new(), links: Vec::new(), store: ChunkStore::default(), winners: Vec::new(), transitions: 0, hits: Vec::new(), classes: Vec::new(), tally: Vec::new() }
+        ChunkOut {
+            fps: Vec::new(),
+            links: Vec::new(),
+            store: ChunkStore::default(),
+            winners: Vec::new(),
+            transitions: 0,
+            hits: Vec::new(),
+            classes: Vec::new(),
+            tally: Vec::new(),
+        }
     }
 }
 
@@ -144,7 +153,8 @@ impl<S> ChunkOut<S> {
                 claim.prefetch(self.fps[k + PREFETCH_AHEAD]);
             }
             if claim.winner(self.fps[k]) == self.links[k] {
-                self.winners.push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
+                self.winners
+                    .push(u32::try_from(k).expect("more than 2^32 candidates in one chunk"));
             }
         }
     }
@@ -167,7 +177,12 @@ fn truncate_winners<S>(outs: &mut [ChunkOut<S>], take: usize) -> Vec<usize> {
 /// Writes the winners of `outs` (`take` in all), in order: their addresses to `ptrs` and their
 /// links to `links`. Both vectors are empty with room for `take`; each chunk writes its own part
 /// of them, on the thread pool.
-fn gather_winners<S: Sync>(outs: &[ChunkOut<S>], take: usize, ptrs: &mut Vec<StatePtr<S>>, links: &mut Vec<u64>) {
+fn gather_winners<S: Sync>(
+    outs: &[ChunkOut<S>],
+    take: usize,
+    ptrs: &mut Vec<StatePtr<S>>,
+    links: &mut Vec<u64>,
+) {
     debug_assert!(ptrs.is_empty() && links.is_empty());
     {
         let ps = &mut ptrs.spare_capacity_mut()[..take];
@@ -181,12 +196,16 @@ fn gather_winners<S: Sync>(outs: &[ChunkOut<S>], take: usize, ptrs: &mut Vec<Sta
             pr = p2;
             lr = l2;
         }
-        parts.into_par_iter().zip(outs.par_iter()).with_max_len(1).for_each(|((p, l), o)| {
-            for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
-                p.write(StatePtr(o.store.get(k as usize)));
-                l.write(o.links[k as usize]);
-            }
-        });
+        parts
+            .into_par_iter()
+            .zip(outs.par_iter())
+            .with_max_len(1)
+            .for_each(|((p, l), o)| {
+                for ((p, l), &k) in p.iter_mut().zip(l.iter_mut()).zip(&o.winners) {
+                    p.write(StatePtr(o.store.get(k as usize)));
+                    l.write(o.links[k as usize]);
+                }
+            });
     }
     // SAFETY: the `take` slots of both vectors were split among the chunks (their winner counts
     // sum to `take`) and every part was written in full.
@@ -233,7 +252,13 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
     /// Level setup: the workers' view of a level expanded in `mode`. With a budget, the
     /// candidates may take what the level's `base` memory (visited set, links, frontier) leaves;
     /// a base already over the budget expands nothing.
-    fn new(env: &'a Env<'_, M, F>, table: &'a FpTable, active: &'a [bool], mode: Mode, base: u64) -> Self {
+    fn new(
+        env: &'a Env<'_, M, F>,
+        table: &'a FpTable,
+        active: &'a [bool],
+        mode: Mode,
+        base: u64,
+    ) -> Self {
         let budget = env.opts.max_memory_bytes;
         Ctx {
             model: env.model,
@@ -243,10 +268,17 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             table,
             pool: &env.pool,
             mode,
-            cand_limit: budget.map(|b| b.saturating_sub(base) / (CAND_BYTES + env.stored_state_bytes())),
+            cand_limit: budget
+                .map(|b| b.saturating_sub(base) / (CAND_BYTES + env.stored_state_bytes())),
             cand_count: AtomicU64::new(0),
             rss_budget: env.opts.max_rss_bytes,
-            over_budget: AtomicBool::new(base > budget.unwrap_or(u64::MAX) || env.opts.max_rss_bytes.is_some_and(|b| crate::rss::over(b, 0))),
+            over_budget: AtomicBool::new(
+                base > budget.unwrap_or(u64::MAX)
+                    || env
+                        .opts
+                        .max_rss_bytes
+                        .is_some_and(|b| crate::rss::over(b, 0)),
+            ),
             probe_found: AtomicBool::new(false),
         }
     }
@@ -259,7 +291,10 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         }
         let total = self.cand_count.fetch_add(*pending, Relaxed) + *pending;
         *pending = 0;
-        if self.cand_limit.is_some_and(|l| total > l) || self.rss_budget.is_some_and(|b| crate::rss::over(b, 0)) || self.pool.spill().is_some_and(Spill::failed) {
+        if self.cand_limit.is_some_and(|l| total > l)
+            || self.rss_budget.is_some_and(|b| crate::rss::over(b, 0))
+            || self.pool.spill().is_some_and(Spill::failed)
+        {
             self.over_budget.store(true, Relaxed);
         }
     }
@@ -268,7 +303,12 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
     /// each state, then, by the level's [`Mode`], probes it or stores its chunk-new successors
     /// (while the level is within its candidate budget, which is counted here in batches of
     /// [`FLUSH`]).
-    fn expand_chunk(&self, base: usize, chunk: &[StatePtr<M::State>], out: &mut ChunkOut<M::State>) {
+    fn expand_chunk(
+        &self,
+        base: usize,
+        chunk: &[StatePtr<M::State>],
+        out: &mut ChunkOut<M::State>,
+    ) {
         out.reset(self.props.len());
         out.reset_tally(self.hooks.tallies());
         debug_assert!(out.store.is_empty());
@@ -277,7 +317,10 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         // they are new to the chunk.
         let mut scratch_box = Aligned(MaybeUninit::<M::State>::uninit());
         let scratch = &mut scratch_box.0;
-        let mut seen = Seen { slots: [0; SEEN_SLOTS], len: 0 };
+        let mut seen = Seen {
+            slots: [0; SEEN_SLOTS],
+            len: 0,
+        };
         let mut pending = 0u64;
         for (j, p) in chunk.iter().enumerate() {
             let rank = base + j;
@@ -336,7 +379,8 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
     fn check_classified(&self, rank: usize, state: &M::State, out: &mut ChunkOut<M::State>) {
         for (i, p) in self.props.iter().enumerate() {
             let always = p.expectation == Expectation::Always;
-            if !(always || self.active[i] && out.hits[i].is_none()) || !is_hit(self.model, p, state) {
+            if !(always || self.active[i] && out.hits[i].is_none()) || !is_hit(self.model, p, state)
+            {
                 continue;
             }
             if out.hits[i].is_none() {
@@ -356,7 +400,12 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
     /// in the visited set, i.e. whether the depth limit cut off a state. Each successor is built
     /// in `scratch` and dropped at once; nothing is stored.
     #[inline(always)]
-    fn probe(&self, state: &M::State, scratch: &mut MaybeUninit<M::State>, actions: &mut Vec<M::Action>) -> bool {
+    fn probe(
+        &self,
+        state: &M::State,
+        scratch: &mut MaybeUninit<M::State>,
+        actions: &mut Vec<M::Action>,
+    ) -> bool {
         let (model, hooks) = (self.model, self.hooks);
         actions.clear();
         model.actions(state, actions);
@@ -367,7 +416,8 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is dropped
             // right after this use.
             let next = unsafe { scratch.assume_init_ref() };
-            let found = model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
+            let found =
+                model.within_boundary(next) && !self.table.contains(hooks.fingerprint(next));
             unsafe { scratch.assume_init_drop() };
             if found {
                 return true;
@@ -391,7 +441,10 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         actions: &mut Vec<M::Action>,
     ) {
         let (model, hooks) = (self.model, self.hooks);
-        assert!((rank as u64) >> (64 - ACTION_BITS) == 0, "BFS level too wide");
+        assert!(
+            (rank as u64) >> (64 - ACTION_BITS) == 0,
+            "BFS level too wide"
+        );
         let link = (rank as u64) << ACTION_BITS;
         actions.clear();
         model.actions(state, actions);
@@ -407,7 +460,10 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             let next = unsafe { scratch.assume_init_ref() };
             let keep = if model.within_boundary(next) {
                 out.transitions += 1;
-                assert!(ai as u64 <= ACTION_MASK, "more than 2^24 actions in one state");
+                assert!(
+                    ai as u64 <= ACTION_MASK,
+                    "more than 2^24 actions in one state"
+                );
                 let fp = hooks.fingerprint(next);
                 seen.first(fp).then_some(fp)
             } else {
@@ -436,7 +492,11 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
 /// Checks `model` exhaustively with the parallel engine. See the crate docs for the semantics;
 /// the result (apart from `elapsed`) does not depend on `opts.threads`. States are
 /// fingerprinted through their `Hash` ([`crate::fingerprint`]).
-pub fn check<M>(model: &M, opts: &Options, progress: Option<&(dyn Fn(&Progress) + Sync)>) -> Report<M::Action>
+pub fn check<M>(
+    model: &M,
+    opts: &Options,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+) -> Report<M::Action>
 where
     M: Model + Sync,
     M::State: Hash + Send + Sync,
@@ -490,7 +550,13 @@ impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
         }
     }
     #[inline(always)]
-    fn next_state_into(&self, model: &M, s: &M::State, a: M::Action, out: &mut MaybeUninit<M::State>) -> bool {
+    fn next_state_into(
+        &self,
+        model: &M,
+        s: &M::State,
+        a: M::Action,
+        out: &mut MaybeUninit<M::State>,
+    ) -> bool {
         self.0.next_state_into(model, s, a, out)
     }
     #[inline(always)]
@@ -667,7 +733,12 @@ impl<S: Send + Sync> Frontier<S> {
             // Every state the wave reads is in memory (a cheap scan; a null here would be a
             // store whose spilled blocks were not counted).
             let from = self.start.get(first).copied().unwrap_or(end).min(end);
-            assert!(self.ptrs[from..end.min(self.ptrs.len())].iter().all(|p| !p.0.is_null()), "frontier state not read back from the spill file");
+            assert!(
+                self.ptrs[from..end.min(self.ptrs.len())]
+                    .iter()
+                    .all(|p| !p.0.is_null()),
+                "frontier state not read back from the spill file"
+            );
         }
         true
     }
@@ -705,7 +776,11 @@ impl<S: Send + Sync> Frontier<S> {
 /// Releases the stores of `outs` (in parallel); hands memory back to the system if blocks were
 /// freed (spilling under a cap).
 fn release<S: Send>(outs: &mut [ChunkOut<S>], pool: &Blocks<S>) {
-    let freed = outs.par_iter_mut().with_max_len(1).map(|o| o.store.release(pool)).reduce(|| false, |a, b| a | b);
+    let freed = outs
+        .par_iter_mut()
+        .with_max_len(1)
+        .map(|o| o.store.release(pool))
+        .reduce(|| false, |a, b| a | b);
     if freed {
         pool.trim();
     }
@@ -778,7 +853,9 @@ struct Bfs<'a, M: Model, F> {
 /// and duplicates, and cut at `max_states`; they go to one store, as a chunk's candidates do.
 /// Returns the visited set holding them, their store, their indices in `init_states()` and
 /// whether the cut left any out.
-fn level_zero<M: Model, F: Hooks<M>>(env: &Env<'_, M, F>) -> (FpTable, ChunkOut<M::State>, Vec<usize>, bool) {
+fn level_zero<M: Model, F: Hooks<M>>(
+    env: &Env<'_, M, F>,
+) -> (FpTable, ChunkOut<M::State>, Vec<usize>, bool) {
     let (model, hooks) = (env.model, env.hooks);
     let inits = model.init_states();
     let table = FpTable::with_capacity_for(inits.len() as u64);
@@ -793,7 +870,11 @@ fn level_zero<M: Model, F: Hooks<M>>(env: &Env<'_, M, F>) -> (FpTable, ChunkOut<
         if table.contains(fp) {
             continue;
         }
-        if env.opts.max_states.is_some_and(|m| init_out.store.len() as u64 >= m) {
+        if env
+            .opts
+            .max_states
+            .is_some_and(|m| init_out.store.len() as u64 >= m)
+        {
             cut = true;
             continue;
         }
@@ -819,9 +900,18 @@ where
     /// Level 0 ([`level_zero`]) as the frontier; reports progress for it.
     fn new(env: Env<'a, M, F>) -> Self {
         let (table, init_out, init_index, cut) = level_zero(&env);
-        let ptrs: Vec<StatePtr<M::State>> = (0..init_out.store.len()).map(|k| StatePtr(init_out.store.get(k))).collect();
+        let ptrs: Vec<StatePtr<M::State>> = (0..init_out.store.len())
+            .map(|k| StatePtr(init_out.store.get(k)))
+            .collect();
         let unique = ptrs.len() as u64;
-        let frontier = Frontier { ptrs, spare: Vec::new(), stores: vec![init_out], start: vec![0], released: 0, loaded: 1 };
+        let frontier = Frontier {
+            ptrs,
+            spare: Vec::new(),
+            stores: vec![init_out],
+            start: vec![0],
+            released: 0,
+            loaded: 1,
+        };
         let hits = vec![None; env.props.len()];
         let mut bfs = Bfs {
             env,
@@ -885,7 +975,9 @@ where
     /// state's slot and address. It is computed from counts that do not depend on the thread
     /// count.
     fn base_memory(&self) -> u64 {
-        self.visited_bytes() + self.frontier.len() as u64 * (8 + self.env.stored_state_bytes()) + self.env.block_bytes_now()
+        self.visited_bytes()
+            + self.frontier.len() as u64 * (8 + self.env.stored_state_bytes())
+            + self.env.block_bytes_now()
     }
 
     /// Spilling: how many state blocks may stay in memory while this level is expanded. The
@@ -903,7 +995,12 @@ where
         let n = self.frontier.len() as u64;
         let cands = (n as f64 * self.cand_ratio * 1.25) as u64;
         let grow_len = self.unique + cands;
-        let table = self.table.bytes() + if self.table.fits(grow_len) { 0 } else { FpTable::capacity_for(grow_len) as u64 * 8 };
+        let table = self.table.bytes()
+            + if self.table.fits(grow_len) {
+                0
+            } else {
+                FpTable::capacity_for(grow_len) as u64 * 8
+            };
         let fixed = table
             + (self.link_count + self.init_index.len() as u64) * 8
             + n * 16
@@ -926,7 +1023,13 @@ where
     /// allocates would exceed `max_rss_bytes` (the check stops before that step allocates);
     /// otherwise `mem` counts towards the peak.
     fn admit(&mut self, mem: u64, alloc: u64) -> ControlFlow<StopReason> {
-        if self.env.opts.max_memory_bytes.is_some_and(|b| mem > b) || self.env.opts.max_rss_bytes.is_some_and(|b| crate::rss::over(b, alloc)) {
+        if self.env.opts.max_memory_bytes.is_some_and(|b| mem > b)
+            || self
+                .env
+                .opts
+                .max_rss_bytes
+                .is_some_and(|b| crate::rss::over(b, alloc))
+        {
             return ControlFlow::Break(StopReason::MemoryBudget);
         }
         self.peak = self.peak.max(mem);
@@ -971,14 +1074,24 @@ where
                 break;
             }
             let fr = &self.frontier.ptrs[..];
-            self.outs[w0..w1].par_iter_mut().enumerate().with_max_len(1).for_each(|(k, o)| {
-                let lo = (w0 + k) * chunk;
-                ctx.expand_chunk(lo, &fr[lo..n.min(lo + chunk)], o)
-            });
-            self.frontier.release_before(n.min(w1 * chunk), &self.env.pool);
+            self.outs[w0..w1]
+                .par_iter_mut()
+                .enumerate()
+                .with_max_len(1)
+                .for_each(|(k, o)| {
+                    let lo = (w0 + k) * chunk;
+                    ctx.expand_chunk(lo, &fr[lo..n.min(lo + chunk)], o)
+                });
+            self.frontier
+                .release_before(n.min(w1 * chunk), &self.env.pool);
         }
         spill_failed |= self.env.pool.spill().is_some_and(Spill::failed);
-        Expanded { nchunks, probe_found: ctx.probe_found.load(Relaxed), over_budget: ctx.over_budget.load(Relaxed), spill_failed }
+        Expanded {
+            nchunks,
+            probe_found: ctx.probe_found.load(Relaxed),
+            over_budget: ctx.over_budget.load(Relaxed),
+            spill_failed,
+        }
     }
 
     /// Property hits: the first hit of each property not hit before is the level's smallest
@@ -1015,7 +1128,10 @@ where
             }
         }
         let props = &self.env.props;
-        let violated = props.iter().zip(&self.hits).any(|(p, h)| p.expectation == Expectation::Always && h.is_some());
+        let violated = props
+            .iter()
+            .zip(&self.hits)
+            .any(|(p, h)| p.expectation == Expectation::Always && h.is_some());
         if self.env.opts.fail_fast && violated {
             return ControlFlow::Break(StopReason::FailFast);
         }
@@ -1030,9 +1146,15 @@ where
         let outs = &self.outs[..nchunks];
         let level_transitions: u64 = outs.iter().map(|o| o.transitions).sum();
         let total: usize = outs.iter().map(|o| o.fps.len()).sum();
-        let base = if self.env.pool.spill().is_some() { self.base_memory() } else { base };
+        let base = if self.env.pool.spill().is_some() {
+            self.base_memory()
+        } else {
+            base
+        };
         let mem = base + total as u64 * (CAND_BYTES + self.env.stored_state_bytes());
-        self.cand_ratio = self.cand_ratio.max(total as f64 / self.frontier.len().max(1) as f64);
+        self.cand_ratio = self
+            .cand_ratio
+            .max(total as f64 / self.frontier.len().max(1) as f64);
         self.peak = self.peak.max(mem);
         self.transitions += level_transitions;
         if total == 0 {
@@ -1045,13 +1167,22 @@ where
     /// in the claim table (sized for them first, within the budget: `mem` is the estimate so
     /// far); the minimal link, i.e. the first discoverer in canonical order, wins. Returns the
     /// number of distinct fingerprints and the estimate with the claim table.
-    fn claim(&mut self, nchunks: usize, total: usize, mem: u64) -> ControlFlow<StopReason, (u64, u64)> {
+    fn claim(
+        &mut self,
+        nchunks: usize,
+        total: usize,
+        mem: u64,
+    ) -> ControlFlow<StopReason, (u64, u64)> {
         let claim_after = self.claim.bytes_after_reset(total);
         let mem = mem + claim_after;
         self.admit(mem, claim_after.saturating_sub(self.claim.bytes()))?;
         self.claim.reset(total);
         let claim = &self.claim;
-        let distinct: u64 = self.outs[..nchunks].par_iter().with_max_len(1).map(|o| o.claim_all(claim)).sum();
+        let distinct: u64 = self.outs[..nchunks]
+            .par_iter()
+            .with_max_len(1)
+            .map(|o| o.claim_all(claim))
+            .sum();
         ControlFlow::Continue((distinct, mem))
     }
 
@@ -1061,20 +1192,27 @@ where
     fn insert(&mut self, distinct: u64, mem: u64) -> ControlFlow<StopReason> {
         let grow_len = self.unique + distinct;
         let grow = !self.table.fits(grow_len);
-        let table_after = if grow { FpTable::capacity_for(grow_len) as u64 * 8 } else { 0 };
+        let table_after = if grow {
+            FpTable::capacity_for(grow_len) as u64 * 8
+        } else {
+            0
+        };
         self.admit(mem + table_after, table_after)?;
         if grow {
             self.table.grow_to(FpTable::capacity_for(grow_len));
         }
         let (t, c) = (&self.table, &self.claim);
-        c.scan_chunks().into_par_iter().with_max_len(1).for_each(|range| {
-            c.retain_in(range, |fp, next_fp| {
-                if let Some(f) = next_fp {
-                    t.prefetch(f);
-                }
-                t.insert(fp)
+        c.scan_chunks()
+            .into_par_iter()
+            .with_max_len(1)
+            .for_each(|range| {
+                c.retain_in(range, |fp, next_fp| {
+                    if let Some(f) = next_fp {
+                        t.prefetch(f);
+                    }
+                    t.insert(fp)
+                });
             });
-        });
         ControlFlow::Continue(())
     }
 
@@ -1085,12 +1223,22 @@ where
     /// winners, with `MaxStates` if there is no room for any.
     fn select(&mut self, nchunks: usize) -> ControlFlow<StopReason, u64> {
         let claim = &self.claim;
-        self.outs[..nchunks].par_iter_mut().with_max_len(1).for_each(|o| o.select_winners(claim));
-        let winners: u64 = self.outs[..nchunks].iter().map(|o| o.winners.len() as u64).sum();
+        self.outs[..nchunks]
+            .par_iter_mut()
+            .with_max_len(1)
+            .for_each(|o| o.select_winners(claim));
+        let winners: u64 = self.outs[..nchunks]
+            .iter()
+            .map(|o| o.winners.len() as u64)
+            .sum();
         if winners == 0 {
             return ControlFlow::Break(StopReason::Complete);
         }
-        let room = self.env.opts.max_states.map_or(u64::MAX, |m| m.saturating_sub(self.unique));
+        let room = self
+            .env
+            .opts
+            .max_states
+            .map_or(u64::MAX, |m| m.saturating_sub(self.unique));
         let take = winners.min(room);
         self.cut = winners > room;
         if take == 0 {
@@ -1110,7 +1258,8 @@ where
         ptrs.reserve(take);
         let mut level_links: Vec<u64> = Vec::with_capacity(take);
         gather_winners(outs, take, &mut ptrs, &mut level_links);
-        self.frontier.advance(ptrs, &mut self.outs, nchunks, starts, &self.env.pool);
+        self.frontier
+            .advance(ptrs, &mut self.outs, nchunks, starts, &self.env.pool);
         self.links.push(level_links);
         self.link_count += take as u64;
         self.unique += take as u64;
@@ -1139,7 +1288,11 @@ where
     fn finish(mut self, stop: StopReason) -> Report<M::Action> {
         let mut properties = build_properties(&self.env.props, &self.hits, |hit| self.path_to(hit));
         for &(i, class, first, count) in &self.classes {
-            properties[i].classes.push(crate::ClassReport { class, count, path: self.path_to(first) });
+            properties[i].classes.push(crate::ClassReport {
+                class,
+                count,
+                path: self.path_to(first),
+            });
         }
         let elapsed = self.env.start.elapsed();
         self.report_progress(self.peak);
@@ -1148,9 +1301,18 @@ where
             (Some(s), _) => {
                 let (bytes_written, bytes_read) = s.traffic();
                 let peak_block_bytes = self.env.pool.resident_bytes().1;
-                Some(SpillReport { dir: s.dir().display().to_string(), bytes_written, bytes_read, peak_block_bytes, error: s.error() })
+                Some(SpillReport {
+                    dir: s.dir().display().to_string(),
+                    bytes_written,
+                    bytes_read,
+                    peak_block_bytes,
+                    error: s.error(),
+                })
             }
-            (None, Some(e)) => Some(SpillReport { error: Some(e.clone()), ..SpillReport::default() }),
+            (None, Some(e)) => Some(SpillReport {
+                error: Some(e.clone()),
+                ..SpillReport::default()
+            }),
             (None, None) => None,
         };
         Report {

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use stateright::{Expectation, Model};
 
-use crate::{build_properties, fingerprint, is_hit, path_from_indices, Options, Path, Report, StopReason};
+use crate::{
+    build_properties, fingerprint, is_hit, path_from_indices, Options, Path, Report, StopReason,
+};
 
 const NO_PARENT: usize = usize::MAX;
 
@@ -102,10 +104,18 @@ where
                 break StopReason::MaxStates;
             }
             if opts.max_depth == Some(cur) {
-                break if probe_new { StopReason::MaxDepth } else { StopReason::Complete };
+                break if probe_new {
+                    StopReason::MaxDepth
+                } else {
+                    StopReason::Complete
+                };
             }
             if visited.queue.is_empty() {
-                break if visited.cut_at.is_some() { StopReason::MaxStates } else { StopReason::Complete };
+                break if visited.cut_at.is_some() {
+                    StopReason::MaxStates
+                } else {
+                    StopReason::Complete
+                };
             }
             cur += 1;
             level_transitions = 0;
@@ -127,7 +137,9 @@ where
         actions.clear();
         model.actions(&state, &mut actions);
         for (ai, a) in actions.drain(..).enumerate() {
-            let Some(next) = model.next_state(&state, a) else { continue };
+            let Some(next) = model.next_state(&state, a) else {
+                continue;
+            };
             if !model.within_boundary(&next) {
                 continue;
             }

@@ -37,7 +37,12 @@ const MAX_PER_BLOCK: usize = 1024;
 
 /// States per block.
 pub(crate) const fn per_block<S>() -> usize {
-    let n = BLOCK_BYTES / if std::mem::size_of::<S>() == 0 { 1 } else { std::mem::size_of::<S>() };
+    let n = BLOCK_BYTES
+        / if std::mem::size_of::<S>() == 0 {
+            1
+        } else {
+            std::mem::size_of::<S>()
+        };
     if n == 0 {
         1
     } else if n > MAX_PER_BLOCK {
@@ -86,7 +91,15 @@ fn new_block<S>() -> Slots<S> {
 
 impl<S> Blocks<S> {
     pub(crate) fn new(spill: Option<Spill>) -> Blocks<S> {
-        Blocks { pool: Mutex::new(Pool { free: Vec::new(), allocated: 0, cap: usize::MAX, peak: 0 }), spill }
+        Blocks {
+            pool: Mutex::new(Pool {
+                free: Vec::new(),
+                allocated: 0,
+                cap: usize::MAX,
+                peak: 0,
+            }),
+            spill,
+        }
     }
 
     pub(crate) fn spill(&self) -> Option<&Spill> {
@@ -101,7 +114,10 @@ impl<S> Blocks<S> {
     /// Bytes of the blocks that exist now, and at most so far.
     pub(crate) fn resident_bytes(&self) -> (u64, u64) {
         let p = self.pool.lock().unwrap();
-        ((p.allocated * block_bytes::<S>()) as u64, (p.peak * block_bytes::<S>()) as u64)
+        (
+            (p.allocated * block_bytes::<S>()) as u64,
+            (p.peak * block_bytes::<S>()) as u64,
+        )
     }
 
     /// A free block, or a new one (allocated and populated outside the lock).
@@ -140,7 +156,9 @@ impl<S> Blocks<S> {
                 }
             }
         };
-        let Some(Block::Mem(b)) = blocks.pop() else { unreachable!() };
+        let Some(Block::Mem(b)) = blocks.pop() else {
+            unreachable!()
+        };
         let len = block_bytes::<S>();
         match spill.write(b.as_ptr() as *const u8, len) {
             Some(off) => {
@@ -187,7 +205,10 @@ impl<S> Blocks<S> {
         if store.disk == 0 {
             return false;
         }
-        let spill = self.spill.as_ref().expect("written blocks without a spill file");
+        let spill = self
+            .spill
+            .as_ref()
+            .expect("written blocks without a spill file");
         for blk in store.blocks.iter_mut() {
             if let Block::Disk { off, len } = *blk {
                 let b = self.take();
@@ -225,7 +246,12 @@ pub(crate) struct ChunkStore<S> {
 
 impl<S> Default for ChunkStore<S> {
     fn default() -> Self {
-        ChunkStore { blocks: Vec::new(), len: 0, disk: 0, noop: true }
+        ChunkStore {
+            blocks: Vec::new(),
+            len: 0,
+            disk: 0,
+            noop: true,
+        }
     }
 }
 
@@ -244,7 +270,12 @@ impl<S> ChunkStore<S> {
     /// # Safety
     /// `src` is initialised.
     #[inline]
-    pub(crate) unsafe fn push_from(&mut self, blocks: &Blocks<S>, src: &MaybeUninit<S>, noop: bool) {
+    pub(crate) unsafe fn push_from(
+        &mut self,
+        blocks: &Blocks<S>,
+        src: &MaybeUninit<S>,
+        noop: bool,
+    ) {
         let per = per_block::<S>();
         if self.len % per == 0 && self.len / per == self.blocks.len() {
             if blocks.next_block(&mut self.blocks) {
@@ -252,7 +283,9 @@ impl<S> ChunkStore<S> {
                 self.disk += 1;
             }
         }
-        let Block::Mem(b) = &mut self.blocks[self.len / per] else { unreachable!("writing to a spilled block") };
+        let Block::Mem(b) = &mut self.blocks[self.len / per] else {
+            unreachable!("writing to a spilled block")
+        };
         let dst = b[self.len % per].as_mut_ptr();
         // SAFETY: `src` is initialised (the caller's contract); `dst` is a free slot of a block
         // this store owns.
@@ -274,10 +307,18 @@ impl<S> ChunkStore<S> {
         let nblocks = self.blocks.len();
         for (i, blk) in self.blocks.iter_mut().enumerate() {
             if let Block::Mem(b) = blk {
-                let states = if i + 1 == nblocks { self.len - i * per } else { per };
+                let states = if i + 1 == nblocks {
+                    self.len - i * per
+                } else {
+                    per
+                };
                 let len = states * std::mem::size_of::<S>();
-                let Some(off) = spill.write(b.as_ptr() as *const u8, len) else { return };
-                let Block::Mem(b) = std::mem::replace(blk, Block::Disk { off, len }) else { unreachable!() };
+                let Some(off) = spill.write(b.as_ptr() as *const u8, len) else {
+                    return;
+                };
+                let Block::Mem(b) = std::mem::replace(blk, Block::Disk { off, len }) else {
+                    unreachable!()
+                };
                 self.disk += 1;
                 blocks.give_back(b);
             }
@@ -363,15 +404,36 @@ impl Spill {
     pub(crate) fn create(parent: &Path) -> Result<Spill, String> {
         use std::os::unix::fs::DirBuilderExt;
         static SEQ: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let dir = parent.join(format!("trc-spill-{}-{}-{nanos}", std::process::id(), SEQ.fetch_add(1, Relaxed)));
-        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| format!("spill directory {}: {e}", dir.display()))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = parent.join(format!(
+            "trc-spill-{}-{}-{nanos}",
+            std::process::id(),
+            SEQ.fetch_add(1, Relaxed)
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("spill directory {}: {e}", dir.display()))?;
         let path = dir.join("frontier");
-        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path);
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_dir(&dir);
         let file = file.map_err(|e| format!("spill file {}: {e}", path.display()))?;
-        Ok(Spill { file, dir, next: AtomicU64::new(0), written: AtomicU64::new(0), read: AtomicU64::new(0), failed: AtomicBool::new(false), error: Mutex::new(None) })
+        Ok(Spill {
+            file,
+            dir,
+            next: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            read: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+        })
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -402,14 +464,27 @@ impl Spill {
     /// Writes `len` bytes at `src` to a new range of the file; its offset, or `None` after
     /// recording the error.
     fn write(&self, src: *const u8, len: usize) -> Option<u64> {
-        let off = self.next.fetch_add((len as u64).next_multiple_of(SPILL_ALIGN), Relaxed);
+        let off = self
+            .next
+            .fetch_add((len as u64).next_multiple_of(SPILL_ALIGN), Relaxed);
         let mut done = 0usize;
         while done < len {
             // SAFETY: `src` is valid for `len` bytes (a block's slots); the kernel only reads
             // them.
-            let n = unsafe { libc::pwrite(std::os::unix::io::AsRawFd::as_raw_fd(&self.file), src.add(done) as *const libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+            let n = unsafe {
+                libc::pwrite(
+                    std::os::unix::io::AsRawFd::as_raw_fd(&self.file),
+                    src.add(done) as *const libc::c_void,
+                    len - done,
+                    (off + done as u64) as libc::off_t,
+                )
+            };
             if n <= 0 {
-                let e = if n < 0 { std::io::Error::last_os_error() } else { std::io::Error::from(std::io::ErrorKind::WriteZero) };
+                let e = if n < 0 {
+                    std::io::Error::last_os_error()
+                } else {
+                    std::io::Error::from(std::io::ErrorKind::WriteZero)
+                };
                 if e.kind() == std::io::ErrorKind::Interrupted {
                     continue;
                 }
@@ -427,9 +502,20 @@ impl Spill {
         let mut done = 0usize;
         while done < len {
             // SAFETY: `dst` is valid for `len` bytes (a block's slots, owned by the caller).
-            let n = unsafe { libc::pread(std::os::unix::io::AsRawFd::as_raw_fd(&self.file), dst.add(done) as *mut libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+            let n = unsafe {
+                libc::pread(
+                    std::os::unix::io::AsRawFd::as_raw_fd(&self.file),
+                    dst.add(done) as *mut libc::c_void,
+                    len - done,
+                    (off + done as u64) as libc::off_t,
+                )
+            };
             if n <= 0 {
-                let e = if n < 0 { std::io::Error::last_os_error() } else { std::io::Error::from(std::io::ErrorKind::UnexpectedEof) };
+                let e = if n < 0 {
+                    std::io::Error::last_os_error()
+                } else {
+                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof)
+                };
                 if e.kind() == std::io::ErrorKind::Interrupted {
                     continue;
                 }
@@ -448,7 +534,12 @@ impl Spill {
         let len = (len as u64).next_multiple_of(SPILL_ALIGN);
         // SAFETY: plain system call on our own file.
         unsafe {
-            libc::fallocate(std::os::unix::io::AsRawFd::as_raw_fd(&self.file), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off as libc::off_t, len as libc::off_t);
+            libc::fallocate(
+                std::os::unix::io::AsRawFd::as_raw_fd(&self.file),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                len as libc::off_t,
+            );
         }
     }
 }

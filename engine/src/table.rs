@@ -27,7 +27,11 @@ pub(crate) fn populate(ptr: *const u8, bytes: usize) {
             // SAFETY: advice on memory this process owns; populating never changes contents
             // (the zeroed pages stay zero).
             unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE);
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    end - start,
+                    libc::MADV_POPULATE_WRITE,
+                );
             }
         }
     }
@@ -55,7 +59,8 @@ pub(crate) fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
     let mut v = std::mem::ManuallyDrop::new(v);
     // SAFETY: same size and alignment (asserted above), and every bit pattern of a u64
     // is a valid AtomicU64. Ownership of the allocation moves to the new Vec.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut AtomicU64, v.len(), v.capacity()) }.into_boxed_slice()
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut AtomicU64, v.len(), v.capacity()) }
+        .into_boxed_slice()
 }
 
 #[inline(always)]
@@ -73,7 +78,9 @@ fn prefetch(slot: &AtomicU64) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults and has no architectural effect.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot as *const AtomicU64 as *const i8);
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            slot as *const AtomicU64 as *const i8,
+        );
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = slot;
@@ -91,7 +98,11 @@ pub(crate) fn prefetch_value<T>(v: &T) {
         let mut off = 0;
         while off < std::mem::size_of::<T>() {
             // SAFETY: a prefetch never faults and has no architectural effect.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(off)) };
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    p.wrapping_add(off),
+                )
+            };
             off += 64;
         }
     }
@@ -111,7 +122,9 @@ pub(crate) const GROW_LOAD: f64 = 0.50;
 
 impl FpTable {
     pub(crate) fn with_capacity_for(n: u64) -> Self {
-        FpTable { slots: zeroed_atomics(Self::capacity_for(n)) }
+        FpTable {
+            slots: zeroed_atomics(Self::capacity_for(n)),
+        }
     }
 
     pub(crate) fn capacity_for(n: u64) -> usize {
@@ -179,7 +192,9 @@ impl FpTable {
     /// Rehashes into a table of capacity `new_cap` (in parallel on the current rayon pool).
     pub(crate) fn grow_to(&mut self, new_cap: usize) {
         use rayon::prelude::*;
-        let new = FpTable { slots: zeroed_atomics(new_cap) };
+        let new = FpTable {
+            slots: zeroed_atomics(new_cap),
+        };
         self.slots.par_chunks(1 << 14).for_each(|chunk| {
             for s in chunk {
                 let v = s.load(Relaxed);
@@ -210,7 +225,11 @@ impl ClaimTable {
     /// Bytes allocated once [`reset`](Self::reset) has sized the table for `n` claims.
     pub(crate) fn bytes_after_reset(&self, n: usize) -> u64 {
         let need = Self::cap_for(n) * 2;
-        let slots = if self.slots.len() < need { need.max(self.slots.len() * 2) } else { self.slots.len() };
+        let slots = if self.slots.len() < need {
+            need.max(self.slots.len() * 2)
+        } else {
+            self.slots.len()
+        };
         (slots * 8) as u64
     }
 
@@ -220,7 +239,10 @@ impl ClaimTable {
 
     pub(crate) fn new(n: usize) -> Self {
         let cap = Self::cap_for(n);
-        ClaimTable { slots: zeroed_atomics(cap * 2), cap }
+        ClaimTable {
+            slots: zeroed_atomics(cap * 2),
+            cap,
+        }
     }
 
     /// Empties the table and sizes it for `n` claims, reusing the allocation when it is big
@@ -298,20 +320,31 @@ impl ClaimTable {
     /// Slot ranges that together cover the table, for a parallel [`retain_in`](Self::retain_in).
     pub(crate) fn scan_chunks(&self) -> Vec<(usize, usize)> {
         const CHUNK: usize = 1 << 13;
-        (0..self.cap).step_by(CHUNK).map(|a| (a, (a + CHUNK).min(self.cap))).collect()
+        (0..self.cap)
+            .step_by(CHUNK)
+            .map(|a| (a, (a + CHUNK).min(self.cap)))
+            .collect()
     }
 
     /// Calls `f(fp, fp of the entry PREFETCH_AHEAD entries later)` for every claimed slot in
     /// `range` (the second argument is for prefetching); where `f` returns false, the slot's
     /// claim is dropped (no candidate wins it).
     #[inline]
-    pub(crate) fn retain_in(&self, range: (usize, usize), mut f: impl FnMut(u64, Option<u64>) -> bool) {
+    pub(crate) fn retain_in(
+        &self,
+        range: (usize, usize),
+        mut f: impl FnMut(u64, Option<u64>) -> bool,
+    ) {
         let words = &self.slots[2 * range.0..2 * range.1];
         let n = range.1 - range.0;
         for k in 0..n {
             let fp = words[2 * k].load(Relaxed);
             if fp != 0 {
-                let ahead = if k + PREFETCH_AHEAD < n { Some(words[2 * (k + PREFETCH_AHEAD)].load(Relaxed)).filter(|&x| x != 0) } else { None };
+                let ahead = if k + PREFETCH_AHEAD < n {
+                    Some(words[2 * (k + PREFETCH_AHEAD)].load(Relaxed)).filter(|&x| x != 0)
+                } else {
+                    None
+                };
                 if !f(fp, ahead) {
                     words[2 * k + 1].store(0, Relaxed);
                 }

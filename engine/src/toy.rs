@@ -27,7 +27,9 @@ impl Model for Jugs {
 
     fn actions(&self, _s: &Self::State, actions: &mut Vec<Self::Action>) {
         use JugAction::*;
-        actions.extend([FillSmall, FillBig, EmptySmall, EmptyBig, SmallToBig, BigToSmall]);
+        actions.extend([
+            FillSmall, FillBig, EmptySmall, EmptyBig, SmallToBig, BigToSmall,
+        ]);
     }
 
     fn next_state(&self, &(small, big): &Self::State, a: Self::Action) -> Option<Self::State> {
@@ -95,7 +97,9 @@ impl Model for TokenRing {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always("not all bits set", |m: &Self, s: &(u8, u32)| s.1 != (1u32 << m.n) - 1),
+            Property::always("not all bits set", |m: &Self, s: &(u8, u32)| {
+                s.1 != (1u32 << m.n) - 1
+            }),
             Property::always("token in range", |m: &Self, s: &(u8, u32)| s.0 < m.n),
             Property::sometimes("bit 1 set alone", |_, s: &(u8, u32)| s.1 == 0b10),
         ]
@@ -112,7 +116,10 @@ pub struct Grid {
 
 impl Default for Grid {
     fn default() -> Self {
-        Grid { bound: 10, inits: vec![(0, 0), (2, 3), (2, 3), (20, 20), (4, 4)] }
+        Grid {
+            bound: 10,
+            inits: vec![(0, 0), (2, 3), (2, 3), (20, 20), (4, 4)],
+        }
     }
 }
 
@@ -150,9 +157,13 @@ impl Model for Grid {
         vec![
             Property::always("sum below 9", |_, s: &(u8, u8)| s.0 + s.1 < 9),
             Property::sometimes("x is 7 on the axis", |_, s: &(u8, u8)| s.0 == 7 && s.1 == 0),
-            Property::always("inside boundary", |m: &Self, s: &(u8, u8)| s.0 <= m.bound && s.1 <= m.bound),
+            Property::always("inside boundary", |m: &Self, s: &(u8, u8)| {
+                s.0 <= m.bound && s.1 <= m.bound
+            }),
             Property::sometimes("never", |_, _: &(u8, u8)| false),
-            Property::eventually("eventually corner", |m: &Self, s: &(u8, u8)| s.0 == m.bound && s.1 == m.bound),
+            Property::eventually("eventually corner", |m: &Self, s: &(u8, u8)| {
+                s.0 == m.bound && s.1 == m.bound
+            }),
         ]
     }
 }
@@ -211,8 +222,12 @@ impl Model for Counters {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always("in range", |m: &Self, s: &[u8; 8]| s[..m.k].iter().all(|&c| c <= m.max)),
-            Property::always("not all max", |m: &Self, s: &[u8; 8]| s[..m.k].iter().any(|&c| c < m.max)),
+            Property::always("in range", |m: &Self, s: &[u8; 8]| {
+                s[..m.k].iter().all(|&c| c <= m.max)
+            }),
+            Property::always("not all max", |m: &Self, s: &[u8; 8]| {
+                s[..m.k].iter().any(|&c| c < m.max)
+            }),
             Property::sometimes("first is max", |m: &Self, s: &[u8; 8]| s[0] == m.max),
         ]
     }

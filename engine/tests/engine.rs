@@ -8,17 +8,28 @@ use trc_engine::toy::*;
 use trc_engine::*;
 
 fn opts(threads: usize) -> Options {
-    Options { threads, ..Options::default() }
+    Options {
+        threads,
+        ..Options::default()
+    }
 }
 
 /// The report without its timing, for equality across runs.
 fn norm<A: Clone>(r: &Report<A>) -> Report<A> {
-    Report { elapsed: Duration::ZERO, ..r.clone() }
+    Report {
+        elapsed: Duration::ZERO,
+        ..r.clone()
+    }
 }
 
 /// Same, also without the memory estimate (which the reference does not compute).
 fn norm_ref<A: Clone>(r: &Report<A>) -> Report<A> {
-    Report { elapsed: Duration::ZERO, peak_memory_bytes: 0, visited_set_bytes: 0, ..r.clone() }
+    Report {
+        elapsed: Duration::ZERO,
+        peak_memory_bytes: 0,
+        visited_set_bytes: 0,
+        ..r.clone()
+    }
 }
 
 /// Runs the parallel engine with 1, 2 and 4 threads and the reference engine; asserts that all
@@ -29,9 +40,23 @@ where
     M::State: Hash + Send + Sync + std::fmt::Debug,
     M::Action: Send + Sync + Clone + PartialEq + std::fmt::Debug,
 {
-    let r1 = check(model, &Options { threads: 1, ..base.clone() }, None);
+    let r1 = check(
+        model,
+        &Options {
+            threads: 1,
+            ..base.clone()
+        },
+        None,
+    );
     for t in [2, 4] {
-        let rt = check(model, &Options { threads: t, ..base.clone() }, None);
+        let rt = check(
+            model,
+            &Options {
+                threads: t,
+                ..base.clone()
+            },
+            None,
+        );
         assert_eq!(norm(&r1), norm(&rt), "threads=1 vs threads={t}");
     }
     let rr = check_reference(model, base);
@@ -46,14 +71,20 @@ where
             let cond = (p.condition)(model, last);
             match pr.verdict {
                 Verdict::Violated => assert!(!cond, "{}: path does not end in a violation", p.name),
-                Verdict::ExampleFound => assert!(cond, "{}: path does not end in an example", p.name),
+                Verdict::ExampleFound => {
+                    assert!(cond, "{}: path does not end in an example", p.name)
+                }
                 v => panic!("{}: path with verdict {v:?}", p.name),
             }
             // No earlier state on the path is a hit either (the path is a shortest one, so
             // a hit on it would be an even shorter path).
             for (_, s) in &steps[..steps.len() - 1] {
                 let c = (p.condition)(model, s);
-                assert!(if pr.verdict == Verdict::Violated { c } else { !c });
+                assert!(if pr.verdict == Verdict::Violated {
+                    c
+                } else {
+                    !c
+                });
             }
         }
     }
@@ -61,7 +92,8 @@ where
 }
 
 fn prop<'a, A>(r: &'a Report<A>, name: &str) -> &'a PropertyReport<A> {
-    r.property(name).unwrap_or_else(|| panic!("no property {name}"))
+    r.property(name)
+        .unwrap_or_else(|| panic!("no property {name}"))
 }
 
 /// Compares unique states, transitions and discovered property names with stateright's BFS.
@@ -71,12 +103,24 @@ where
     M::State: Clone + Hash + PartialEq + Send + Sync + std::fmt::Debug + 'static,
     M::Action: Clone + PartialEq + Send + Sync + std::fmt::Debug + 'static,
 {
-    let inits = model.init_states().into_iter().filter(|s| model.within_boundary(s)).count();
+    let inits = model
+        .init_states()
+        .into_iter()
+        .filter(|s| model.within_boundary(s))
+        .count();
     let sr = model.clone().checker().spawn_bfs().join();
     assert!(sr.is_done());
-    assert_eq!(ours.unique_states, sr.unique_state_count() as u64, "unique states vs stateright");
+    assert_eq!(
+        ours.unique_states,
+        sr.unique_state_count() as u64,
+        "unique states vs stateright"
+    );
     if compare_transitions {
-        assert_eq!(ours.transitions + inits as u64, sr.state_count() as u64, "transitions vs stateright");
+        assert_eq!(
+            ours.transitions + inits as u64,
+            sr.state_count() as u64,
+            "transitions vs stateright"
+        );
     }
     // stateright numbers initial states after dropping those outside the boundary but rebuilds
     // paths from the unfiltered list: its discoveries are wrong (or panic) for such models.
@@ -89,7 +133,12 @@ where
             continue;
         }
         let found = matches!(p.verdict, Verdict::Violated | Verdict::ExampleFound);
-        assert_eq!(found, discoveries.contains_key(p.name), "verdict of {} vs stateright", p.name);
+        assert_eq!(
+            found,
+            discoveries.contains_key(p.name),
+            "verdict of {} vs stateright",
+            p.name
+        );
         if let Some(d) = discoveries.get(p.name) {
             // stateright's path may be longer than ours, never shorter.
             assert!(d.clone().into_actions().len() >= p.path.as_ref().unwrap().len());
@@ -129,7 +178,10 @@ fn token_ring_counts_and_paths() {
         assert_eq!(prop(&r, "token in range").verdict, Verdict::Holds);
         // Canonical choice: Pass is pushed first, so "Pass, FlipAndPass" wins.
         let e = prop(&r, "bit 1 set alone");
-        assert_eq!(e.path.as_ref().unwrap().actions, vec![RingAction::Pass, RingAction::FlipAndPass]);
+        assert_eq!(
+            e.path.as_ref().unwrap().actions,
+            vec![RingAction::Pass, RingAction::FlipAndPass]
+        );
         compare_with_stateright(m, &r, true);
     }
 }
@@ -145,9 +197,21 @@ fn grid_multiple_inits_and_boundary() {
     assert_eq!(r.max_depth, 12);
     let v = prop(&r, "sum below 9");
     assert_eq!(v.verdict, Verdict::Violated);
-    assert_eq!(v.path, Some(Path { init_index: 4, actions: vec![GridAction::IncX] }));
+    assert_eq!(
+        v.path,
+        Some(Path {
+            init_index: 4,
+            actions: vec![GridAction::IncX]
+        })
+    );
     let e = prop(&r, "x is 7 on the axis");
-    assert_eq!(e.path, Some(Path { init_index: 0, actions: vec![GridAction::IncX; 7] }));
+    assert_eq!(
+        e.path,
+        Some(Path {
+            init_index: 0,
+            actions: vec![GridAction::IncX; 7]
+        })
+    );
     assert_eq!(prop(&r, "inside boundary").verdict, Verdict::Holds);
     assert_eq!(prop(&r, "never").verdict, Verdict::NotFound);
     let ev = prop(&r, "eventually corner");
@@ -163,7 +227,10 @@ fn counters_match_stateright() {
     assert_eq!(r.unique_states, 216);
     assert_eq!(r.max_depth, 15);
     assert_eq!(prop(&r, "not all max").path.as_ref().unwrap().len(), 15);
-    assert_eq!(prop(&r, "first is max").path.as_ref().unwrap().actions, vec![CounterAction::Inc(0); 5]);
+    assert_eq!(
+        prop(&r, "first is max").path.as_ref().unwrap().actions,
+        vec![CounterAction::Inc(0); 5]
+    );
     compare_with_stateright(m, &r, true);
 }
 
@@ -183,7 +250,12 @@ fn random_graphs_parallel_equals_reference() {
     for g in graphs() {
         let r = check_all(&g, &opts(1));
         assert!(r.complete);
-        assert!(r.unique_states > 1000, "seed {}: only {} states", g.seed, r.unique_states);
+        assert!(
+            r.unique_states > 1000,
+            "seed {}: only {} states",
+            g.seed,
+            r.unique_states
+        );
     }
 }
 
@@ -200,15 +272,24 @@ fn random_graphs_match_stateright() {
 fn fail_fast_stops_at_the_end_of_the_first_violating_level() {
     let m = TokenRing { n: 8 };
     let full = check(&m, &opts(2), None);
-    let ff = Options { fail_fast: true, ..opts(1) };
+    let ff = Options {
+        fail_fast: true,
+        ..opts(1)
+    };
     let r = check_all(&m, &ff);
     assert_eq!(r.stop_reason, StopReason::FailFast);
     assert!(!r.complete);
     assert_eq!(r.max_depth, 8);
     assert!(r.unique_states < full.unique_states);
-    assert_eq!(prop(&r, "not all bits set").path, prop(&full, "not all bits set").path);
+    assert_eq!(
+        prop(&r, "not all bits set").path,
+        prop(&full, "not all bits set").path
+    );
     // A sometimes example is not a failure.
-    let g = Grid { bound: 30, inits: vec![(0, 0)] };
+    let g = Grid {
+        bound: 30,
+        inits: vec![(0, 0)],
+    };
     let r = check_all(&g, &ff);
     assert_eq!(r.stop_reason, StopReason::FailFast);
     assert_eq!(r.max_depth, 9);
@@ -222,9 +303,27 @@ fn fail_fast_stops_at_the_end_of_the_first_violating_level() {
 fn max_states_stops_cleanly_and_deterministically() {
     let g = &graphs()[1];
     let full = check(g, &opts(2), None);
-    for limit in [1, 3, 1000, 4321, full.unique_states - 1, full.unique_states, full.unique_states + 5] {
-        let r = check_all(g, &Options { max_states: Some(limit), ..opts(1) });
-        assert_eq!(r.unique_states, limit.min(full.unique_states), "limit {limit}");
+    for limit in [
+        1,
+        3,
+        1000,
+        4321,
+        full.unique_states - 1,
+        full.unique_states,
+        full.unique_states + 5,
+    ] {
+        let r = check_all(
+            g,
+            &Options {
+                max_states: Some(limit),
+                ..opts(1)
+            },
+        );
+        assert_eq!(
+            r.unique_states,
+            limit.min(full.unique_states),
+            "limit {limit}"
+        );
         if limit >= full.unique_states {
             assert_eq!(r.stop_reason, StopReason::Complete, "limit {limit}");
         } else {
@@ -232,16 +331,33 @@ fn max_states_stops_cleanly_and_deterministically() {
             assert!(!r.complete);
         }
     }
-    let r = check_all(&Jugs, &Options { max_states: Some(0), ..opts(1) });
+    let r = check_all(
+        &Jugs,
+        &Options {
+            max_states: Some(0),
+            ..opts(1)
+        },
+    );
     assert_eq!((r.unique_states, r.stop_reason), (0, StopReason::MaxStates));
 }
 
 #[test]
 fn max_depth_is_respected_and_states_at_the_limit_are_checked() {
-    let m = Grid { bound: 10, inits: vec![(0, 0)] };
+    let m = Grid {
+        bound: 10,
+        inits: vec![(0, 0)],
+    };
     for d in 0..=21 {
-        let r = check_all(&m, &Options { max_depth: Some(d), ..opts(1) });
-        let expected: u64 = (0..=d.min(20)).map(|k| if k <= 10 { k + 1 } else { 21 - k } as u64).sum();
+        let r = check_all(
+            &m,
+            &Options {
+                max_depth: Some(d),
+                ..opts(1)
+            },
+        );
+        let expected: u64 = (0..=d.min(20))
+            .map(|k| if k <= 10 { k + 1 } else { 21 - k } as u64)
+            .sum();
         assert_eq!(r.unique_states, expected, "depth {d}");
         assert_eq!(r.max_depth, d.min(20));
         if d < 20 {
@@ -255,7 +371,13 @@ fn max_depth_is_respected_and_states_at_the_limit_are_checked() {
     }
     for g in graphs().iter().take(2) {
         for d in [0, 1, 5, 17] {
-            check_all(g, &Options { max_depth: Some(d), ..opts(1) });
+            check_all(
+                g,
+                &Options {
+                    max_depth: Some(d),
+                    ..opts(1)
+                },
+            );
         }
     }
 }
@@ -265,19 +387,47 @@ fn memory_budget_stops_cleanly_with_partial_stats() {
     let g = &graphs()[2];
     let full = check(g, &opts(2), None);
     let mut last = None;
-    eprintln!("full run: {} states, peak {} bytes", full.unique_states, full.peak_memory_bytes);
-    for budget in [1u64 << 10, full.peak_memory_bytes / 8, full.peak_memory_bytes / 3, full.peak_memory_bytes - 1] {
-        let o = Options { max_memory_bytes: Some(budget), ..opts(1) };
+    eprintln!(
+        "full run: {} states, peak {} bytes",
+        full.unique_states, full.peak_memory_bytes
+    );
+    for budget in [
+        1u64 << 10,
+        full.peak_memory_bytes / 8,
+        full.peak_memory_bytes / 3,
+        full.peak_memory_bytes - 1,
+    ] {
+        let o = Options {
+            max_memory_bytes: Some(budget),
+            ..opts(1)
+        };
         let r1 = check(g, &o, None);
-        let r2 = check(g, &Options { threads: 3, ..o.clone() }, None);
+        let r2 = check(
+            g,
+            &Options {
+                threads: 3,
+                ..o.clone()
+            },
+            None,
+        );
         assert_eq!(norm(&r1), norm(&r2), "budget {budget}");
         assert_eq!(r1.stop_reason, StopReason::MemoryBudget, "budget {budget}");
         assert!(!r1.complete);
         assert!(r1.unique_states < full.unique_states);
-        assert!(r1.peak_memory_bytes <= budget, "{} > {budget}", r1.peak_memory_bytes);
+        assert!(
+            r1.peak_memory_bytes <= budget,
+            "{} > {budget}",
+            r1.peak_memory_bytes
+        );
         // The part that was explored agrees with a depth-limited run.
         if r1.max_depth > 0 {
-            let d = check_reference(g, &Options { max_depth: Some(r1.max_depth), ..opts(1) });
+            let d = check_reference(
+                g,
+                &Options {
+                    max_depth: Some(r1.max_depth),
+                    ..opts(1)
+                },
+            );
             assert_eq!(d.unique_states, r1.unique_states);
         }
         if let Some(prev) = last {
@@ -285,7 +435,14 @@ fn memory_budget_stops_cleanly_with_partial_stats() {
         }
         last = Some(r1.unique_states);
     }
-    let r = check(g, &Options { max_memory_bytes: Some(1 << 30), ..opts(2) }, None);
+    let r = check(
+        g,
+        &Options {
+            max_memory_bytes: Some(1 << 30),
+            ..opts(2)
+        },
+        None,
+    );
     assert_eq!(norm(&r), norm(&full));
 }
 
@@ -297,9 +454,14 @@ fn progress_is_reported_every_level() {
     let calls = calls.into_inner().unwrap();
     assert!(calls.len() > r.max_depth);
     for d in 0..=r.max_depth {
-        assert!(calls.iter().any(|p| p.depth == d), "no progress for depth {d}");
+        assert!(
+            calls.iter().any(|p| p.depth == d),
+            "no progress for depth {d}"
+        );
     }
-    assert!(calls.windows(2).all(|w| w[0].unique_states <= w[1].unique_states));
+    assert!(calls
+        .windows(2)
+        .all(|w| w[0].unique_states <= w[1].unique_states));
     let last = calls.last().unwrap();
     assert_eq!(last.unique_states, r.unique_states);
     assert_eq!(last.transitions, r.transitions);
@@ -358,8 +520,15 @@ fn fingerprint_matches_stateright_hashing() {
 fn random_graph_sizes() {
     for g in graphs() {
         let r = check(&g, &opts(2), None);
-        let found: Vec<_> = r.properties.iter().map(|p| (p.verdict, p.path.as_ref().map(|p| p.len()))).collect();
-        eprintln!("seed {}: {} states, {} transitions, depth {}, {:?}", g.seed, r.unique_states, r.transitions, r.max_depth, found);
+        let found: Vec<_> = r
+            .properties
+            .iter()
+            .map(|p| (p.verdict, p.path.as_ref().map(|p| p.len())))
+            .collect();
+        eprintln!(
+            "seed {}: {} states, {} transitions, depth {}, {:?}",
+            g.seed, r.unique_states, r.transitions, r.max_depth, found
+        );
     }
 }
 
@@ -414,13 +583,21 @@ impl Model for TrackedGraph {
         self.0.next_state(&s.node, a).map(Tracked::new)
     }
     fn properties(&self) -> Vec<stateright::Property<Self>> {
-        vec![stateright::Property::always("node is not 7", |_, s: &Tracked| s.node != 7)]
+        vec![stateright::Property::always(
+            "node is not 7",
+            |_, s: &Tracked| s.node != 7,
+        )]
     }
 }
 
 #[test]
 fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
-    let g = TrackedGraph(RandomGraph { nodes: 5_000, fanout: 4, seed: 11, inits: vec![0, 3, 9] });
+    let g = TrackedGraph(RandomGraph {
+        nodes: 5_000,
+        fanout: 4,
+        seed: 11,
+        inits: vec![0, 3, 9],
+    });
     let plain = check(&g, &opts(2), None);
     assert!(plain.unique_states > 1_000, "{}", plain.unique_states);
     let fp = |s: &Tracked| trc_engine::fingerprint(&s.node);
@@ -428,13 +605,16 @@ fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
         let hooks = StateHooks {
             fingerprint: fp,
             // Built in place: the parent is not moved; only its node is read.
-            next_state_into: |m: &TrackedGraph, s: &Tracked, a: u32, out: &mut std::mem::MaybeUninit<Tracked>| match m.next_state(s, a) {
-                Some(n) => {
-                    out.write(n);
-                    true
-                }
-                None => false,
-            },
+            next_state_into:
+                |m: &TrackedGraph, s: &Tracked, a: u32, out: &mut std::mem::MaybeUninit<Tracked>| {
+                    match m.next_state(s, a) {
+                        Some(n) => {
+                            out.write(n);
+                            true
+                        }
+                        None => false,
+                    }
+                },
             drop_is_noop: |s: &Tracked| s.heap.is_none(),
         };
         let r = check_with(&g, &opts(threads), None, hooks);
@@ -452,10 +632,16 @@ fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
 /// of a plain BFS over the reachable states.
 #[test]
 fn classified_violations_counted_per_class() {
-    let grid = Grid { bound: 12, inits: vec![(0, 0), (2, 3), (20, 20)] };
+    let grid = Grid {
+        bound: 12,
+        inits: vec![(0, 0), (2, 3), (20, 20)],
+    };
     let classify = |_: &Grid, _prop: usize, s: &(u8, u8)| s.0 as u64;
     let run = |threads: usize| {
-        let hooks = Classified { hooks: |s: &(u8, u8)| fingerprint(s), classify };
+        let hooks = Classified {
+            hooks: |s: &(u8, u8)| fingerprint(s),
+            classify,
+        };
         check_with(&grid, &opts(threads), None, hooks)
     };
     let r1 = run(1);
@@ -493,10 +679,17 @@ fn classified_violations_counted_per_class() {
             e.1 = e.1.min(*d);
         }
     }
-    let got: std::collections::BTreeMap<u64, (u64, usize)> = p.classes.iter().map(|c| (c.class, (c.count, c.path.len()))).collect();
+    let got: std::collections::BTreeMap<u64, (u64, usize)> = p
+        .classes
+        .iter()
+        .map(|c| (c.class, (c.count, c.path.len())))
+        .collect();
     assert_eq!(got, expect);
     // Canonical order: by the depth of the first state (then rank), so shortest first.
-    assert!(p.classes.windows(2).all(|w| w[0].path.len() <= w[1].path.len()));
+    assert!(p
+        .classes
+        .windows(2)
+        .all(|w| w[0].path.len() <= w[1].path.len()));
     // Each path replays to a violating state of its class.
     for c in &p.classes {
         let last = replay(&grid, &c.path).pop().unwrap().1;
@@ -514,7 +707,10 @@ fn classified_violations_counted_per_class() {
 /// here the actions of every expanded state, which add up to the transitions.
 #[test]
 fn tally_sums_over_expanded_transitions() {
-    let grid = Grid { bound: 12, inits: vec![(0, 0)] };
+    let grid = Grid {
+        bound: 12,
+        inits: vec![(0, 0)],
+    };
     let run = |threads: usize| {
         let hooks = Tallied {
             hooks: |s: &(u8, u8)| fingerprint(s),
@@ -569,9 +765,14 @@ impl Model for Wide {
 
     fn properties(&self) -> Vec<stateright::Property<Self>> {
         vec![
-            stateright::Property::always("below 90%", |m: &Wide, s: &WideState| s.0 < m.0.nodes / 10 * 9),
+            stateright::Property::always("below 90%", |m: &Wide, s: &WideState| {
+                s.0 < m.0.nodes / 10 * 9
+            }),
             stateright::Property::always("not 12345", |_: &Wide, s: &WideState| s.0 != 12345),
-            stateright::Property::sometimes("multiple of 1000 above 0", |_: &Wide, s: &WideState| s.0 > 0 && s.0 % 1000 == 0),
+            stateright::Property::sometimes(
+                "multiple of 1000 above 0",
+                |_: &Wide, s: &WideState| s.0 > 0 && s.0 % 1000 == 0,
+            ),
         ]
     }
 }
@@ -585,40 +786,123 @@ fn spilling_the_frontier_gives_the_same_report() {
     let dir = std::env::temp_dir();
     let leftovers = || -> usize {
         let me = format!("trc-spill-{}-", std::process::id());
-        std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(&me)).count()
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&me)
+            })
+            .count()
     };
-    let spill = |o: &Options, blocks: usize| Options { max_memory_bytes: Some(1 << 40), spill_dir: Some(dir.clone()), spill_max_blocks: Some(blocks), ..o.clone() };
+    let spill = |o: &Options, blocks: usize| Options {
+        max_memory_bytes: Some(1 << 40),
+        spill_dir: Some(dir.clone()),
+        spill_max_blocks: Some(blocks),
+        ..o.clone()
+    };
     let same = |a: &Report<u32>, b: &Report<u32>, what: &str| {
-        let n = |r: &Report<u32>| Report { elapsed: Duration::ZERO, peak_memory_bytes: 0, spill: None, ..r.clone() };
+        let n = |r: &Report<u32>| Report {
+            elapsed: Duration::ZERO,
+            peak_memory_bytes: 0,
+            spill: None,
+            ..r.clone()
+        };
         assert_eq!(n(a), n(b), "{what}");
     };
     for (gi, g) in graphs().iter().enumerate().take(4) {
         let w = Wide(g.clone());
-        for base in [opts(1), Options { max_depth: Some(9), ..opts(1) }, Options { fail_fast: true, ..opts(1) }] {
+        for base in [
+            opts(1),
+            Options {
+                max_depth: Some(9),
+                ..opts(1)
+            },
+            Options {
+                fail_fast: true,
+                ..opts(1)
+            },
+        ] {
             let mem = check(&w, &base, None);
             assert_eq!(mem.spill, None);
             for (t, blocks) in [(1, 1), (2, 2), (3, 5)] {
-                let r = check(&w, &Options { threads: t, ..spill(&base, blocks) }, None);
-                same(&mem, &r, &format!("graph {gi}, {base:?}, {t} threads, {blocks} blocks"));
+                let r = check(
+                    &w,
+                    &Options {
+                        threads: t,
+                        ..spill(&base, blocks)
+                    },
+                    None,
+                );
+                same(
+                    &mem,
+                    &r,
+                    &format!("graph {gi}, {base:?}, {t} threads, {blocks} blocks"),
+                );
                 let s = r.spill.as_ref().unwrap();
                 assert_eq!(s.error, None);
                 if mem.max_depth > 2 {
-                    assert!(s.bytes_written > 0 && s.bytes_read > 0, "graph {gi}: nothing spilled: {s:?}");
+                    assert!(
+                        s.bytes_written > 0 && s.bytes_read > 0,
+                        "graph {gi}: nothing spilled: {s:?}"
+                    );
                 }
                 assert!(s.bytes_read <= s.bytes_written);
             }
             // The narrow states too (1024 per block), against the reference BFS.
-            let r = check(g, &Options { threads: 2, ..spill(&base, 1) }, None);
-            assert_eq!(norm_ref(&Report { spill: None, ..r }), norm_ref(&check_reference(g, &base)));
+            let r = check(
+                g,
+                &Options {
+                    threads: 2,
+                    ..spill(&base, 1)
+                },
+                None,
+            );
+            assert_eq!(
+                norm_ref(&Report { spill: None, ..r }),
+                norm_ref(&check_reference(g, &base))
+            );
         }
     }
-    assert_eq!(leftovers(), 0, "spill directories left in {}", dir.display());
+    assert_eq!(
+        leftovers(),
+        0,
+        "spill directories left in {}",
+        dir.display()
+    );
     // Without a budget there is no spill file, even with a directory.
     let g = &graphs()[0];
-    let r = check(g, &Options { spill_dir: Some(dir.clone()), ..opts(2) }, None);
+    let r = check(
+        g,
+        &Options {
+            spill_dir: Some(dir.clone()),
+            ..opts(2)
+        },
+        None,
+    );
     assert_eq!(r.spill, None);
     // A directory that cannot be created: reported, and the check runs in memory.
-    let r = check(g, &Options { max_memory_bytes: Some(1 << 40), spill_dir: Some("/nonexistent/trc".into()), ..opts(2) }, None);
-    assert!(r.spill.as_ref().unwrap().error.as_ref().unwrap().contains("/nonexistent/trc"), "{:?}", r.spill);
+    let r = check(
+        g,
+        &Options {
+            max_memory_bytes: Some(1 << 40),
+            spill_dir: Some("/nonexistent/trc".into()),
+            ..opts(2)
+        },
+        None,
+    );
+    assert!(
+        r.spill
+            .as_ref()
+            .unwrap()
+            .error
+            .as_ref()
+            .unwrap()
+            .contains("/nonexistent/trc"),
+        "{:?}",
+        r.spill
+    );
     assert_eq!(r.unique_states, check(g, &opts(2), None).unique_states);
 }

@@ -12,7 +12,10 @@ use trc_engine::toy::Counters;
 use trc_engine::{check, Options};
 
 fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn peak_rss_kb() -> u64 {
@@ -27,9 +30,19 @@ fn peak_rss_kb() -> u64 {
 #[test]
 #[ignore]
 fn speed_vs_stateright() {
-    let m = Counters { k: env("TRC_BENCH_K", 4), max: env("TRC_BENCH_MAX", 30) as u8 };
+    let m = Counters {
+        k: env("TRC_BENCH_K", 4),
+        max: env("TRC_BENCH_MAX", 30) as u8,
+    };
     for threads in [1, 2] {
-        let r = check(&m, &Options { threads, ..Options::default() }, None);
+        let r = check(
+            &m,
+            &Options {
+                threads,
+                ..Options::default()
+            },
+            None,
+        );
         let s = r.elapsed.as_secs_f64();
         println!(
             "trc-engine  threads={threads}: {} states, {} transitions in {:.2} s = {:.0} k states/s; \

@@ -26,9 +26,9 @@
 
 use super::{Case, CaseResult};
 use serde::{Deserialize, Serialize};
+use stateright::{Model, Property};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use stateright::{Model, Property};
 use trc_engine::{check_with, Options, StateHooks, Verdict};
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, State, TcpModel};
@@ -46,7 +46,9 @@ pub fn first_event_through(m: &TcpModel, s: &State, b: Branch) -> Option<Action>
 
 /// Property condition "an event enabled here goes through branch number `I`".
 fn through<const I: usize>(m: &TcpModel, s: &State) -> bool {
-    Branch::ALL.get(I).is_some_and(|b| first_event_through(m, s, *b).is_some())
+    Branch::ALL
+        .get(I)
+        .is_some_and(|b| first_event_through(m, s, *b).is_some())
 }
 
 macro_rules! conditions {
@@ -55,7 +57,10 @@ macro_rules! conditions {
 
 /// One condition per branch index (more than there are branches; the assert below keeps it so).
 const CONDITIONS: [fn(&TcpModel, &State) -> bool; 48] = conditions!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47);
-const _: () = assert!(Branch::ALL.len() <= CONDITIONS.len(), "add conditions for the new branches");
+const _: () = assert!(
+    Branch::ALL.len() <= CONDITIONS.len(),
+    "add conditions for the new branches"
+);
 
 /// A path through the state graph: an initial state and events.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -75,10 +80,26 @@ pub struct Reach {
 
 /// Explores `cfg` on `profile` and finds a shortest path through every reachable branch.
 pub fn reach(cfg: &Config, profile: &Profile, threads: usize) -> Reach {
-    let props: Vec<Property<TcpModel>> = Branch::ALL.iter().enumerate().map(|(i, b)| Property::sometimes(b.label(), CONDITIONS[i])).collect();
+    let props: Vec<Property<TcpModel>> = Branch::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Property::sometimes(b.label(), CONDITIONS[i]))
+        .collect();
     let model = TcpModel::new(cfg.clone(), profile.clone()).with_properties(props);
-    let opts = Options { threads, ..Options::default() };
-    let report = check_with(&model, &opts, None, StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
+    let opts = Options {
+        threads,
+        ..Options::default()
+    };
+    let report = check_with(
+        &model,
+        &opts,
+        None,
+        StateHooks {
+            fingerprint: State::fingerprint,
+            next_state_into: TcpModel::next_state_into,
+            drop_is_noop: State::is_plain,
+        },
+    );
     let shortest = Branch::ALL
         .iter()
         .zip(&report.properties)
@@ -86,15 +107,23 @@ pub fn reach(cfg: &Config, profile: &Profile, threads: usize) -> Reach {
             (Verdict::ExampleFound, Some(path)) => {
                 let states = trc_engine::replay(&model, path);
                 let last = &states.last().expect("a path has its initial state").1;
-                let a = first_event_through(&model, last, *b).expect("the property's state has an event through the branch");
+                let a = first_event_through(&model, last, *b)
+                    .expect("the property's state has an event through the branch");
                 let mut actions = path.actions.clone();
                 actions.push(a);
-                Some(GraphPath { init_index: path.init_index, actions })
+                Some(GraphPath {
+                    init_index: path.init_index,
+                    actions,
+                })
             }
             _ => None,
         })
         .collect();
-    Reach { shortest, unique_states: report.unique_states, transitions: report.transitions }
+    Reach {
+        shortest,
+        unique_states: report.unique_states,
+        transitions: report.transitions,
+    }
 }
 
 /// The branches the steps of `path` go through, each with the first step (1-based) that does.
@@ -109,14 +138,20 @@ pub fn branches_along(model: &TcpModel, path: &GraphPath) -> BTreeMap<Branch, us
                 out.entry(*b).or_insert(i + 1);
             }
         }
-        s = model.next_state(&s, *a).expect("a path of the exploration replays");
+        s = model
+            .next_state(&s, *a)
+            .expect("a path of the exploration replays");
     }
     out
 }
 
 /// The bounds whose paths are the kernel-runnable paths of `cfg`: no TSQ hold, no ECE mark.
 pub fn kernel_runnable_bounds(cfg: &Config) -> Config {
-    Config { max_tsq: 0, max_ece: 0, ..cfg.clone() }
+    Config {
+        max_tsq: 0,
+        max_ece: 0,
+        ..cfg.clone()
+    }
 }
 
 /// `function: label` of a branch.
@@ -200,11 +235,21 @@ pub struct CoveragePlan {
 }
 
 /// The coverage suite of `cfg` on `profile`: the plan and its cases, exported under `dir`.
-pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &mut dyn FnMut(&str)) -> Result<(CoveragePlan, Vec<Case>), String> {
+pub fn plan(
+    cfg: &Config,
+    profile: &Profile,
+    dir: &Path,
+    threads: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<(CoveragePlan, Vec<Case>), String> {
     let t0 = std::time::Instant::now();
     let all = reach(cfg, profile, threads);
     let kcfg = kernel_runnable_bounds(cfg);
-    let kr = if kcfg == *cfg { all.clone() } else { reach(&kcfg, profile, threads) };
+    let kr = if kcfg == *cfg {
+        all.clone()
+    } else {
+        reach(&kcfg, profile, threads)
+    };
     log(&format!(
         "coverage: {} states ({} transitions) explored, {} of them on kernel-runnable paths, in {:.1} s",
         all.unique_states,
@@ -225,9 +270,15 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
         // Refused by the exporter (or, impossibly, model-only): not a candidate.
         let probe = export(&kmodel, p, "probe");
         match probe {
-            Ok(x) if x.trace.kernel_runnable => cand.push((i, p.clone(), branches_along(&kmodel, p))),
+            Ok(x) if x.trace.kernel_runnable => {
+                cand.push((i, p.clone(), branches_along(&kmodel, p)))
+            }
             Ok(x) => {
-                export_errors.push(format!("{}: model-only path ({})", branch_name(Branch::ALL[i]), x.trace.model_only.join("; ")));
+                export_errors.push(format!(
+                    "{}: model-only path ({})",
+                    branch_name(Branch::ALL[i]),
+                    x.trace.model_only.join("; ")
+                ));
                 failed.insert(Branch::ALL[i]);
             }
             Err(e) => {
@@ -236,7 +287,8 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
             }
         }
     }
-    let covers: Vec<BTreeSet<Branch>> = cand.iter().map(|c| c.2.keys().copied().collect()).collect();
+    let covers: Vec<BTreeSet<Branch>> =
+        cand.iter().map(|c| c.2.keys().copied().collect()).collect();
     let lens: Vec<usize> = cand.iter().map(|c| c.1.actions.len()).collect();
     let chosen = greedy_cover(&covers, &lens);
     let cdir = dir.join("coverage");
@@ -249,30 +301,62 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
         let b = Branch::ALL[*bi];
         let stem = format!("cov-{:02}-{}", k + 1, b.function());
         let name = format!("coverage/{stem}");
-        let title = format!("coverage scenario {} of {}: a shortest path through {}", k + 1, chosen.len(), branch_name(b));
+        let title = format!(
+            "coverage scenario {} of {}: a shortest path through {}",
+            k + 1,
+            chosen.len(),
+            branch_name(b)
+        );
         let x = export(&kmodel, path, &title).map_err(|e| format!("{name}: {e}"))?;
         let mut notes = String::new();
         for (br, step) in along {
             notes.push_str(&format!("// covers (step {step}): {}\n", branch_name(*br)));
         }
-        let text = x.pkt.replacen("// trc diff scenario: ", "// trc kernel check --suite coverage: ", 1);
+        let text = x.pkt.replacen(
+            "// trc diff scenario: ",
+            "// trc kernel check --suite coverage: ",
+            1,
+        );
         let text = match text.split_once('\n') {
             Some((first, rest)) => format!("{first}\n{notes}{rest}"),
             None => format!("{text}\n{notes}"),
         };
         let f = cdir.join(format!("{stem}.pkt"));
-        trc_trace::write_atomic(&f, text.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
-        let origin = format!("shortest kernel-runnable path through {} ({} events; covers {} branch(es))", branch_name(b), path.actions.len(), along.len());
+        trc_trace::write_atomic(&f, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", f.display()))?;
+        let origin = format!(
+            "shortest kernel-runnable path through {} ({} events; covers {} branch(es))",
+            branch_name(b),
+            path.actions.len(),
+            along.len()
+        );
         let mut case = Case::from_file(&f, name.clone(), origin)?;
         // Its path, so that a violation found on it can shrink (as an engine counterexample: the
         // path may start from either initial state).
-        let how = super::shrink::How::Counterexample { init: path.init_index, id: String::new(), name: title.clone(), statement: String::new() };
-        case = case.with_actions(super::shrink::ActionList { cfg: kcfg.clone(), profile: profile.clone(), actions: path.actions.clone(), how });
+        let how = super::shrink::How::Counterexample {
+            init: path.init_index,
+            id: String::new(),
+            name: title.clone(),
+            statement: String::new(),
+        };
+        case = case.with_actions(super::shrink::ActionList {
+            cfg: kcfg.clone(),
+            profile: profile.clone(),
+            actions: path.actions.clone(),
+            how,
+        });
         cases.push(case);
         for br in along.keys() {
             by_branch.entry(*br).or_default().push(name.clone());
         }
-        scenarios.push(ScenarioCover { name, events: path.actions.len(), branches: along.iter().map(|(br, s)| format!("{} (step {s})", branch_name(*br))).collect() });
+        scenarios.push(ScenarioCover {
+            name,
+            events: path.actions.len(),
+            branches: along
+                .iter()
+                .map(|(br, s)| format!("{} (step {s})", branch_name(*br)))
+                .collect(),
+        });
     }
     let mut rows = Vec::new();
     let (mut model_only, mut uncovered, mut unreached) = (Vec::new(), Vec::new(), Vec::new());
@@ -293,8 +377,17 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
             _ if covered.is_empty() => uncovered.push(branch_name(*b)),
             _ => {}
         }
-        let shortest = kr.shortest[i].as_ref().or(all.shortest[i].as_ref()).map(|p| p.actions.len());
-        rows.push(BranchRow { function: b.function().into(), branch: b.label().into(), reach: reach.into(), shortest, scenarios: covered });
+        let shortest = kr.shortest[i]
+            .as_ref()
+            .or(all.shortest[i].as_ref())
+            .map(|p| p.actions.len());
+        rows.push(BranchRow {
+            function: b.function().into(),
+            branch: b.label().into(),
+            reach: reach.into(),
+            shortest,
+            scenarios: covered,
+        });
     }
     let plan = CoveragePlan {
         bounds: cfg.clone(),
@@ -313,7 +406,13 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
         rows,
         scenarios,
     };
-    log(&format!("coverage: {} branches reachable, {} through kernel-runnable paths; {} scenarios cover {}", plan.reachable, plan.kernel_runnable, cases.len(), plan.covered));
+    log(&format!(
+        "coverage: {} branches reachable, {} through kernel-runnable paths; {} scenarios cover {}",
+        plan.reachable,
+        plan.kernel_runnable,
+        cases.len(),
+        plan.covered
+    ));
     Ok((plan, cases))
 }
 
@@ -322,11 +421,32 @@ pub fn plan(cfg: &Config, profile: &Profile, dir: &Path, threads: usize, log: &m
 /// `margin_ms` after its deadline, no race with a timer), else, when that refuses the path, as
 /// `trc check --out` exports a counterexample (exact model times where spacing would change the
 /// sender's decisions).
-fn export(model: &TcpModel, p: &GraphPath, name: &str) -> Result<trc_trace::export::Exported, String> {
+fn export(
+    model: &TcpModel,
+    p: &GraphPath,
+    name: &str,
+) -> Result<trc_trace::export::Exported, String> {
     let g = trc_diff::GenOptions::default();
-    match trc_trace::export::export_walk(model, p.init_index, &p.actions, name, g.gap_ms, g.margin_ms) {
+    match trc_trace::export::export_walk(
+        model,
+        p.init_index,
+        &p.actions,
+        name,
+        g.gap_ms,
+        g.margin_ms,
+    ) {
         Ok(x) => Ok(x),
-        Err(_) => trc_trace::export::export(model, p.init_index, &p.actions, trc_trace::export::Subject { id: "", name, statement: "" }, trc_trace::export::COUNTEREXAMPLE_GAP_MS),
+        Err(_) => trc_trace::export::export(
+            model,
+            p.init_index,
+            &p.actions,
+            trc_trace::export::Subject {
+                id: "",
+                name,
+                statement: "",
+            },
+            trc_trace::export::COUNTEREXAMPLE_GAP_MS,
+        ),
     }
 }
 
@@ -347,10 +467,18 @@ pub struct KernelCoverage {
 
 /// The kernel's share of the plan's coverage from the suite's results.
 pub fn kernel_coverage(plan: &CoveragePlan, results: &[CaseResult]) -> KernelCoverage {
-    let mut k = KernelCoverage { ran: 0, followed: 0, not_run: Vec::new(), diverged: Vec::new() };
+    let mut k = KernelCoverage {
+        ran: 0,
+        followed: 0,
+        not_run: Vec::new(),
+        diverged: Vec::new(),
+    };
     for row in plan.rows.iter().filter(|r| !r.scenarios.is_empty()) {
         let name = format!("{}: {}", row.function, row.branch);
-        let rs: Vec<&CaseResult> = results.iter().filter(|r| row.scenarios.contains(&r.name) && r.kernel_ran).collect();
+        let rs: Vec<&CaseResult> = results
+            .iter()
+            .filter(|r| row.scenarios.contains(&r.name) && r.kernel_ran)
+            .collect();
         if rs.is_empty() {
             k.not_run.push(name);
             continue;
@@ -376,9 +504,17 @@ impl CoveragePlan {
             "\ncoverage at segments {} writes {} losses {} ack-losses {} reorder {} rtos {} tlps {} tsq {} ece {} old-acks {} ({} states, {} on kernel-runnable paths), profile {}:",
             b.segments, b.extra_writes, b.max_losses, b.max_ack_losses, b.max_reorder, b.max_rtos, b.max_tlps, b.max_tsq, b.max_ece, b.max_old_acks, self.states, self.kernel_runnable_states, self.profile
         );
-        let _ = writeln!(o, "  {} of {} branches reachable at these bounds; {} through kernel-runnable paths", self.reachable, self.branches, self.kernel_runnable);
+        let _ = writeln!(
+            o,
+            "  {} of {} branches reachable at these bounds; {} through kernel-runnable paths",
+            self.reachable, self.branches, self.kernel_runnable
+        );
         let _ = writeln!(o, "  {} covered by the suite's {} scenarios; {} of them by a scenario that ran on the kernel, {} by one that passed every check of its script", self.covered, self.scenarios.len(), k.ran, k.followed);
-        let _ = writeln!(o, "  {} reachable only through model-only paths (TSQ hold, ECE)", self.model_only.len());
+        let _ = writeln!(
+            o,
+            "  {} reachable only through model-only paths (TSQ hold, ECE)",
+            self.model_only.len()
+        );
         let mut last = "";
         for r in &self.rows {
             if r.function != last {
@@ -386,13 +522,25 @@ impl CoveragePlan {
                 last = &r.function;
             }
             let what = match (r.reach.as_str(), r.scenarios.first()) {
-                (_, Some(s)) => format!("covered by {s}{}", if r.scenarios.len() > 1 { format!(" (+{})", r.scenarios.len() - 1) } else { String::new() }),
-                ("model-only", _) => "model-only: reachable only through a TSQ hold or an ECE mark".into(),
+                (_, Some(s)) => format!(
+                    "covered by {s}{}",
+                    if r.scenarios.len() > 1 {
+                        format!(" (+{})", r.scenarios.len() - 1)
+                    } else {
+                        String::new()
+                    }
+                ),
+                ("model-only", _) => {
+                    "model-only: reachable only through a TSQ hold or an ECE mark".into()
+                }
                 ("unreached", _) => "not reachable at these bounds".into(),
                 ("not-exported", _) => "UNCOVERED: its path could not be exported".into(),
                 _ => "UNCOVERED".into(),
             };
-            let len = r.shortest.map(|n| format!(" [{n} event{}]", if n == 1 { "" } else { "s" })).unwrap_or_default();
+            let len = r
+                .shortest
+                .map(|n| format!(" [{n} event{}]", if n == 1 { "" } else { "s" }))
+                .unwrap_or_default();
             let _ = writeln!(o, "    {}{len}: {what}", r.branch);
         }
         if self.uncovered.is_empty() {
@@ -410,7 +558,10 @@ impl CoveragePlan {
             let _ = writeln!(o, "  not run on the kernel (not covered there): {n}");
         }
         for n in &k.diverged {
-            let _ = writeln!(o, "  every scenario through it failed a check of its script on the kernel: {n}");
+            let _ = writeln!(
+                o,
+                "  every scenario through it failed a check of its script on the kernel: {n}"
+            );
         }
         o
     }

@@ -49,32 +49,54 @@ pub struct Ghost {
 impl Ghost {
     /// The ghost of a script's text: declared if the exporter wrote it, else inferred.
     pub fn of_script(text: &str) -> Ghost {
-        if !text.lines().any(|l| l.trim_start().starts_with(EXPORT_SIGNATURE)) {
-            return Ghost { source: GhostSource::Inferred, dropped: Vec::new() };
+        if !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(EXPORT_SIGNATURE))
+        {
+            return Ghost {
+                source: GhostSource::Inferred,
+                dropped: Vec::new(),
+            };
         }
         let mut dropped = Vec::new();
         for l in text.lines() {
-            let Some(rest) = l.split("the network drops seg ").nth(1) else { continue };
+            let Some(rest) = l.split("the network drops seg ").nth(1) else {
+                continue;
+            };
             // "K (A:B, original sent at ..."
-            let Some(inner) = rest.split('(').nth(1) else { continue };
+            let Some(inner) = rest.split('(').nth(1) else {
+                continue;
+            };
             let mut it = inner.splitn(2, ", ");
-            let (Some(range), Some(kind)) = (it.next(), it.next()) else { continue };
+            let (Some(range), Some(kind)) = (it.next(), it.next()) else {
+                continue;
+            };
             if !kind.starts_with("original") {
                 continue;
             }
             let mut ab = range.split(':');
-            if let (Some(Ok(a)), Some(Ok(b))) = (ab.next().map(str::parse::<u32>), ab.next().map(str::parse::<u32>)) {
+            if let (Some(Ok(a)), Some(Ok(b))) = (
+                ab.next().map(str::parse::<u32>),
+                ab.next().map(str::parse::<u32>),
+            ) {
                 dropped.push((a, b));
             }
         }
-        Ghost { source: GhostSource::Declared, dropped }
+        Ghost {
+            source: GhostSource::Declared,
+            dropped,
+        }
     }
 
     /// The fate of the original transmission of `[a, b)`.
     pub fn original(&self, k: &KTrace, a: u32, b: u32) -> Fate {
         match self.source {
             GhostSource::Declared => {
-                if self.dropped.iter().any(|&(c, d)| before(c, b) && before(a, d)) {
+                if self
+                    .dropped
+                    .iter()
+                    .any(|&(c, d)| before(c, b) && before(a, d))
+                {
                     Fate::Dropped("the script's header declares it dropped".into())
                 } else {
                     Fate::Delivered("not among the drops the script declares".into())
@@ -87,11 +109,18 @@ impl Ghost {
 
 fn infer(k: &KTrace, a: u32, b: u32) -> Fate {
     // The original: the first send holding byte a; its retransmissions: later sends overlapping [a, b).
-    let Some(oi) = k.sends.iter().position(|s| !after(s.seq, a) && after(s.end, a)) else {
+    let Some(oi) = k
+        .sends
+        .iter()
+        .position(|s| !after(s.seq, a) && after(s.end, a))
+    else {
         return Fate::Unknown(format!("{a}:{b} was never sent"));
     };
     let orig = &k.sends[oi];
-    let Some(r1) = k.sends[oi + 1..].iter().find(|s| before(s.seq, b) && before(a, s.end)) else {
+    let Some(r1) = k.sends[oi + 1..]
+        .iter()
+        .find(|s| before(s.seq, b) && before(a, s.end))
+    else {
         return Fate::Delivered(format!("{a}:{b} was sent once"));
     };
     if k.acks.iter().any(|x| dsacks(x, a, b)) {
@@ -104,15 +133,25 @@ fn infer(k: &KTrace, a: u32, b: u32) -> Fate {
     if c.t_ms < r1.t_ms {
         return Fate::Delivered(format!("ACKed (line {}) before its retransmission", c.line));
     }
-    let prev_una = k.acks[..ci].iter().fold(1u32, |u, x| if after(x.ack, u) { x.ack } else { u });
+    let prev_una = k.acks[..ci]
+        .iter()
+        .fold(1u32, |u, x| if after(x.ack, u) { x.ack } else { u });
     let fills_hole = !before(c.ack, b) && prev_una == a;
-    if let (true, true, Some(ecr), Some(v0), Some(v1)) = (k.ts, fills_hole, c.tsecr, orig.tsval, r1.tsval) {
+    if let (true, true, Some(ecr), Some(v0), Some(v1)) =
+        (k.ts, fills_hole, c.tsecr, orig.tsval, r1.tsval)
+    {
         if v0 != v1 {
             if ts_at_or_after(ecr, v1) {
-                return Fate::Dropped(format!("the ACK that filled the hole at {a} (line {}) echoes a retransmission's TSval", c.line));
+                return Fate::Dropped(format!(
+                    "the ACK that filled the hole at {a} (line {}) echoes a retransmission's TSval",
+                    c.line
+                ));
             }
             if ts_at_or_after(ecr, v0) {
-                return Fate::Delivered(format!("the ACK that filled the hole at {a} (line {}) echoes the original's TSval", c.line));
+                return Fate::Delivered(format!(
+                    "the ACK that filled the hole at {a} (line {}) echoes the original's TSval",
+                    c.line
+                ));
             }
         }
     }
@@ -129,8 +168,17 @@ mod tests {
         let g = Ghost::of_script(text);
         assert_eq!(g.source, GhostSource::Declared);
         assert_eq!(g.dropped, vec![(2001, 3001)]);
-        assert!(matches!(g.original(&KTrace::default(), 2001, 3001), Fate::Dropped(_)));
-        assert!(matches!(g.original(&KTrace::default(), 1, 1001), Fate::Delivered(_)));
-        assert_eq!(Ghost::of_script("// a hand-written script\n").source, GhostSource::Inferred);
+        assert!(matches!(
+            g.original(&KTrace::default(), 2001, 3001),
+            Fate::Dropped(_)
+        ));
+        assert!(matches!(
+            g.original(&KTrace::default(), 1, 1001),
+            Fate::Delivered(_)
+        ));
+        assert_eq!(
+            Ghost::of_script("// a hand-written script\n").source,
+            GhostSource::Inferred
+        );
     }
 }

@@ -29,15 +29,15 @@ pub use ghost::{Fate, Ghost, GhostSource};
 pub use monitor::{monitors, Monitor, Outcome};
 pub use observe::KTrace;
 
-use trc_diff::generate::{generate, GenOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use trc_diff::generate::{generate, GenOptions};
 use trc_kernel::RunReport;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
-pub use trc_properties::baseline::Accepted;
 use trc_pkt::report::{LineResult, Status};
+pub use trc_properties::baseline::Accepted;
 
 /// Which scenarios.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +45,10 @@ pub enum Suite {
     Regressions,
     /// Only the scripts of the corpus directory (no engine counterexamples).
     Corpus,
-    Random { n: usize, seed: u64 },
+    Random {
+        n: usize,
+        seed: u64,
+    },
     /// Shortest paths through every decision-point branch reachable at these bounds
     /// ([`coverage::plan`]).
     Coverage(Box<Config>),
@@ -66,9 +69,14 @@ impl Suite {
         }
         if let Some(rest) = s.strip_prefix("random:") {
             let mut it = rest.splitn(2, ',');
-            let n = it.next().unwrap_or("").parse::<usize>().map_err(|_| format!("--suite {s}: expected random:N[,SEED] with N a number"))?;
+            let n =
+                it.next().unwrap_or("").parse::<usize>().map_err(|_| {
+                    format!("--suite {s}: expected random:N[,SEED] with N a number")
+                })?;
             let seed = match it.next() {
-                Some(x) => x.parse::<u64>().map_err(|_| format!("--suite {s}: SEED must be a number"))?,
+                Some(x) => x
+                    .parse::<u64>()
+                    .map_err(|_| format!("--suite {s}: SEED must be a number"))?,
                 None => 1,
             };
             if n == 0 || n > 10_000 {
@@ -76,7 +84,9 @@ impl Suite {
             }
             return Ok(Suite::Random { n, seed });
         }
-        Err(format!("--suite {s}: expected regressions, corpus or random:N[,SEED], or coverage"))
+        Err(format!(
+            "--suite {s}: expected regressions, corpus or random:N[,SEED], or coverage"
+        ))
     }
 
     pub fn name(&self) -> String {
@@ -112,7 +122,11 @@ pub struct Case {
 /// The `// trc-signature: SIG` lines of a script: the violation mechanisms (as `trc check` names
 /// them) it reproduces.
 pub fn declared_signatures(text: &str) -> Vec<String> {
-    text.lines().filter_map(|l| l.trim().strip_prefix("// trc-signature:")).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("// trc-signature:"))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 impl Case {
@@ -121,7 +135,15 @@ impl Case {
         trc_pkt::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
         let ghost = Ghost::of_script(&text);
         let signatures = declared_signatures(&text);
-        Ok(Case { name, origin, path: path.to_path_buf(), text, ghost, actions: None, signatures })
+        Ok(Case {
+            name,
+            origin,
+            path: path.to_path_buf(),
+            text,
+            ghost,
+            actions: None,
+            signatures,
+        })
     }
 
     /// The case with the action list it was exported from, and the signatures the model
@@ -154,48 +176,122 @@ fn pkt_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// The shortest counterexample of every property on every built-in profile (default bounds,
 /// both SACK modes), exported into `dir` like `trc check --out`; only kernel-runnable ones, and
 /// one script for profiles whose counterexample is the same (its origin lists them all).
-pub fn engine_counterexamples(dir: &Path, threads: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Case>, String> {
+pub fn engine_counterexamples(
+    dir: &Path,
+    threads: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Case>, String> {
     let specs = trc_properties::catalogue();
     let mut cases: Vec<Case> = Vec::new();
     let mut bodies: Vec<(String, String)> = Vec::new();
     for p in Profile::builtin() {
-        let model = TcpModel::new(Config::default(), p.clone()).with_properties(trc_properties::properties(&specs));
-        let opts = trc_engine::Options { threads, ..trc_engine::Options::default() };
-        let report = trc_engine::check_with(&model, &opts, None, trc_engine::StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain });
+        let model = TcpModel::new(Config::default(), p.clone())
+            .with_properties(trc_properties::properties(&specs));
+        let opts = trc_engine::Options {
+            threads,
+            ..trc_engine::Options::default()
+        };
+        let report = trc_engine::check_with(
+            &model,
+            &opts,
+            None,
+            trc_engine::StateHooks {
+                fingerprint: State::fingerprint,
+                next_state_into: TcpModel::next_state_into,
+                drop_is_noop: State::is_plain,
+            },
+        );
         let mut n = 0;
         for pr in &report.properties {
-            let (trc_engine::Verdict::Violated, Some(path)) = (pr.verdict, &pr.path) else { continue };
+            let (trc_engine::Verdict::Violated, Some(path)) = (pr.verdict, &pr.path) else {
+                continue;
+            };
             let id = pr.name.split(':').next().unwrap_or(pr.name);
-            let statement = specs.iter().find(|s| s.id == id).map(|s| s.statement).unwrap_or("");
-            let subject = trc_trace::export::Subject { id, name: pr.name, statement };
-            let x = trc_trace::export::export(&model, path.init_index, &path.actions, subject, trc_trace::export::COUNTEREXAMPLE_GAP_MS).map_err(|e| format!("export of {id} on {}: {e}", p.name))?;
+            let statement = specs
+                .iter()
+                .find(|s| s.id == id)
+                .map(|s| s.statement)
+                .unwrap_or("");
+            let subject = trc_trace::export::Subject {
+                id,
+                name: pr.name,
+                statement,
+            };
+            let x = trc_trace::export::export(
+                &model,
+                path.init_index,
+                &path.actions,
+                subject,
+                trc_trace::export::COUNTEREXAMPLE_GAP_MS,
+            )
+            .map_err(|e| format!("export of {id} on {}: {e}", p.name))?;
             if !x.trace.kernel_runnable {
                 continue;
             }
             // Several profiles often share one shortest counterexample: run its script once.
-            let body: String = x.pkt.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-            if let Some(i) = bodies.iter().position(|b| *b == (id.to_string(), body.clone())) {
+            let body: String = x
+                .pkt
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            if let Some(i) = bodies
+                .iter()
+                .position(|b| *b == (id.to_string(), body.clone()))
+            {
                 let c: &mut Case = &mut cases[i];
                 c.origin = c.origin.replacen(" (", &format!(", {} (", p.name), 1);
                 continue;
             }
-            let f = trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
-            let name = format!("check/{}", f.file_name().unwrap_or_default().to_string_lossy());
-            let mut c = Case::from_file(&f, name, format!("shortest counterexample of {id} on {} ({} events, trc check default bounds)", p.name, path.actions.len()))?;
-            let how = shrink::How::Counterexample { init: path.init_index, id: id.to_string(), name: pr.name.to_string(), statement: statement.to_string() };
-            c = c.with_actions(shrink::ActionList { cfg: Config::default(), profile: p.clone(), actions: path.actions.clone(), how });
+            let f =
+                trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let name = format!(
+                "check/{}",
+                f.file_name().unwrap_or_default().to_string_lossy()
+            );
+            let mut c = Case::from_file(
+                &f,
+                name,
+                format!(
+                    "shortest counterexample of {id} on {} ({} events, trc check default bounds)",
+                    p.name,
+                    path.actions.len()
+                ),
+            )?;
+            let how = shrink::How::Counterexample {
+                init: path.init_index,
+                id: id.to_string(),
+                name: pr.name.to_string(),
+                statement: statement.to_string(),
+            };
+            c = c.with_actions(shrink::ActionList {
+                cfg: Config::default(),
+                profile: p.clone(),
+                actions: path.actions.clone(),
+                how,
+            });
             cases.push(c);
             bodies.push((id.to_string(), body));
             n += 1;
         }
-        log(&format!("{}: {} states, {n} kernel-runnable counterexample(s)", p.name, report.unique_states));
+        log(&format!(
+            "{}: {} states, {n} kernel-runnable counterexample(s)",
+            p.name, report.unique_states
+        ));
     }
     Ok(cases)
 }
 
 /// The scenarios of `suite`. `corpus` is the `counterexamples/` directory; generated scripts go
 /// under `work`.
-pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, threads: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Case>, String> {
+pub fn plan(
+    suite: &Suite,
+    corpus: &Path,
+    work: &Path,
+    profile: &Profile,
+    threads: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Case>, String> {
     match suite {
         Suite::Regressions | Suite::Corpus => {
             let mut files = Vec::new();
@@ -206,14 +302,20 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
             let mut cases = Vec::new();
             for f in &files {
                 let rel = f.strip_prefix(corpus).unwrap_or(f).display().to_string();
-                cases.push(Case::from_file(f, rel.clone(), format!("counterexamples/{rel}"))?);
+                cases.push(Case::from_file(
+                    f,
+                    rel.clone(),
+                    format!("counterexamples/{rel}"),
+                )?);
             }
             if *suite == Suite::Regressions {
                 cases.extend(engine_counterexamples(&work.join("check"), threads, log)?);
             }
             Ok(cases)
         }
-        Suite::Coverage(cfg) => coverage::plan(cfg, profile, work, threads, log).map(|(_, cases)| cases),
+        Suite::Coverage(cfg) => {
+            coverage::plan(cfg, profile, work, threads, log).map(|(_, cases)| cases)
+        }
         Suite::Random { n, seed } => {
             let g = GenOptions::default();
             let dir = work.join("random");
@@ -221,12 +323,30 @@ pub fn plan(suite: &Suite, corpus: &Path, work: &Path, profile: &Profile, thread
             let mut cases = Vec::new();
             for i in 0..*n {
                 let sc = generate(profile, *seed, i, &g);
-                let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g).map_err(|e| format!("scenario {i}: {e}"))?;
+                let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g)
+                    .map_err(|e| format!("scenario {i}: {e}"))?;
                 let f = dir.join(format!("{}.pkt", sc.name()));
-                trc_trace::write_atomic(&f, x.pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
-                let mut c = Case::from_file(&f, format!("random/{}", sc.name()), format!("trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})", sc.actions.len(), sc.seed))?;
-                let how = shrink::How::Walk { gen: g.clone(), name: format!("{} seed {:#x}", sc.name(), sc.seed) };
-                c = c.with_actions(shrink::ActionList { cfg: sc.cfg.clone(), profile: profile.clone(), actions: sc.actions.clone(), how });
+                trc_trace::write_atomic(&f, x.pkt.as_bytes())
+                    .map_err(|e| format!("{}: {e}", f.display()))?;
+                let mut c = Case::from_file(
+                    &f,
+                    format!("random/{}", sc.name()),
+                    format!(
+                        "trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})",
+                        sc.actions.len(),
+                        sc.seed
+                    ),
+                )?;
+                let how = shrink::How::Walk {
+                    gen: g.clone(),
+                    name: format!("{} seed {:#x}", sc.name(), sc.seed),
+                };
+                c = c.with_actions(shrink::ActionList {
+                    cfg: sc.cfg.clone(),
+                    profile: profile.clone(),
+                    actions: sc.actions.clone(),
+                    how,
+                });
                 cases.push(c);
             }
             Ok(cases)
@@ -287,9 +407,23 @@ pub fn first_divergence(kernel: &[LineResult], profile: &[LineResult]) -> Option
             _ => false,
         };
         if differ {
-            let text = k.or(p).map(|l| l.text.trim().to_string()).unwrap_or_default();
-            let timing = k.is_some_and(|l| l.status == Status::Fail && l.message.as_deref().is_some_and(|m| m.starts_with("timing error")));
-            return Some(Divergence { line: ln, text, kernel: line_view(k), profile: line_view(p), timing });
+            let text = k
+                .or(p)
+                .map(|l| l.text.trim().to_string())
+                .unwrap_or_default();
+            let timing = k.is_some_and(|l| {
+                l.status == Status::Fail
+                    && l.message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("timing error"))
+            });
+            return Some(Divergence {
+                line: ln,
+                text,
+                kernel: line_view(k),
+                profile: line_view(p),
+                timing,
+            });
         }
     }
     None
@@ -373,19 +507,41 @@ fn verdict_text(r: &RunReport) -> String {
         return "passed".into();
     }
     match r.script.lines.iter().find(|l| l.status == Status::Fail) {
-        Some(l) => format!("failed at line {}: {}", l.line, l.message.clone().unwrap_or_else(|| l.text.trim().to_string())),
+        Some(l) => format!(
+            "failed at line {}: {}",
+            l.line,
+            l.message
+                .clone()
+                .unwrap_or_else(|| l.text.trim().to_string())
+        ),
         None => r.script.verdict.render(),
     }
 }
 
 /// Judges one case's run and replays it on `profile`.
-pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], profile: &Profile) -> CaseResult {
-    let replay = trc_pkt::parse(&c.text, &c.path.display().to_string()).map(|s| trc_trace::replay::replay(&s, &c.path.display().to_string(), profile, &trc_trace::replay::ReplayOptions::default()));
+pub fn evaluate(
+    c: &Case,
+    run: &Result<RunReport, String>,
+    mons: &[Monitor],
+    profile: &Profile,
+) -> CaseResult {
+    let replay = trc_pkt::parse(&c.text, &c.path.display().to_string()).map(|s| {
+        trc_trace::replay::replay(
+            &s,
+            &c.path.display().to_string(),
+            profile,
+            &trc_trace::replay::ReplayOptions::default(),
+        )
+    });
     let (profile_verdict, replay_lines) = match &replay {
         Ok(r) => (
             match r.first_failure() {
                 None => r.script.verdict.render(),
-                Some(l) => format!("failed at line {}: {}", l.line, l.message.clone().unwrap_or_default()),
+                Some(l) => format!(
+                    "failed at line {}: {}",
+                    l.line,
+                    l.message.clone().unwrap_or_default()
+                ),
             },
             r.script.lines.clone(),
         ),
@@ -415,7 +571,13 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
             let setup = failed_setup_line(&r.script.lines);
             for m in mons {
                 let o = match setup {
-                    Some(l) => Outcome::Undecided { reason: format!("the script's setup failed at line {}: {}", l.line, l.message.clone().unwrap_or_default()) },
+                    Some(l) => Outcome::Undecided {
+                        reason: format!(
+                            "the script's setup failed at line {}: {}",
+                            l.line,
+                            l.message.clone().unwrap_or_default()
+                        ),
+                    },
                     None => (m.check)(&k, &c.ghost),
                 };
                 res.properties.insert(m.id.to_string(), o);
@@ -431,23 +593,57 @@ pub fn evaluate(c: &Case, run: &Result<RunReport, String>, mons: &[Monitor], pro
 /// nothing is decided from it. A shell line that fails once packets flow (a counter check such
 /// as `nstat -a | grep NAME | grep -q " 1 "`) is a failed check like an assert: the run stops
 /// there, and what the kernel did up to it is judged.
-fn failed_setup_line(lines: &[trc_pkt::report::LineResult]) -> Option<&trc_pkt::report::LineResult> {
+fn failed_setup_line(
+    lines: &[trc_pkt::report::LineResult],
+) -> Option<&trc_pkt::report::LineResult> {
     use trc_pkt::report::{LineKind, Status};
-    let first_packet = lines.iter().filter(|l| matches!(l.kind, LineKind::PacketIn | LineKind::PacketOut)).map(|l| l.line).min();
-    lines.iter().find(|l| l.kind == LineKind::Shell && l.status == Status::Fail && first_packet.is_none_or(|p| l.line < p))
+    let first_packet = lines
+        .iter()
+        .filter(|l| matches!(l.kind, LineKind::PacketIn | LineKind::PacketOut))
+        .map(|l| l.line)
+        .min();
+    lines.iter().find(|l| {
+        l.kind == LineKind::Shell
+            && l.status == Status::Fail
+            && first_packet.is_none_or(|p| l.line < p)
+    })
 }
 
 /// The whole report from the cases and their runs (`runs[i]` for `cases[i]`; missing ones count
 /// as not run).
-pub fn report(suite: &Suite, kernel: String, profile: &Profile, cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor], baseline: &[Accepted]) -> CheckReport {
-    summarise(suite.name(), kernel, profile.name.clone(), evaluate_all(cases, runs, mons, profile), mons, baseline)
+pub fn report(
+    suite: &Suite,
+    kernel: String,
+    profile: &Profile,
+    cases: &[Case],
+    runs: &[Result<RunReport, String>],
+    mons: &[Monitor],
+    baseline: &[Accepted],
+) -> CheckReport {
+    summarise(
+        suite.name(),
+        kernel,
+        profile.name.clone(),
+        evaluate_all(cases, runs, mons, profile),
+        mons,
+        baseline,
+    )
 }
 
 /// Every case judged ([`evaluate`]); a case without a run (`runs` cut short by an interrupt)
 /// counts as not run.
-pub fn evaluate_all(cases: &[Case], runs: &[Result<RunReport, String>], mons: &[Monitor], profile: &Profile) -> Vec<CaseResult> {
+pub fn evaluate_all(
+    cases: &[Case],
+    runs: &[Result<RunReport, String>],
+    mons: &[Monitor],
+    profile: &Profile,
+) -> Vec<CaseResult> {
     let missing: Result<RunReport, String> = Err("no result (interrupted)".into());
-    cases.iter().enumerate().map(|(i, c)| evaluate(c, runs.get(i).unwrap_or(&missing), mons, profile)).collect()
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| evaluate(c, runs.get(i).unwrap_or(&missing), mons, profile))
+        .collect()
 }
 
 /// The report from the judged cases, in suite order: per property, the scenarios that decided
@@ -455,10 +651,28 @@ pub fn evaluate_all(cases: &[Case], runs: &[Result<RunReport, String>], mons: &[
 /// `baseline` accepts) and the shortest violating one (the fewest inbound segments, the earliest
 /// at equal size; one outside the baseline first). A function of the case results alone, so
 /// `trc merge` builds the one run's report from the shards' case results.
-pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<CaseResult>, mons: &[Monitor], baseline: &[Accepted]) -> CheckReport {
+pub fn summarise(
+    suite: String,
+    kernel: String,
+    profile: String,
+    results: Vec<CaseResult>,
+    mons: &[Monitor],
+    baseline: &[Accepted],
+) -> CheckReport {
     let mut props = Vec::new();
     for m in mons {
-        let mut s = PropertySummary { id: m.id.to_string(), verdict: String::new(), decided: 0, undecided: 0, violated: Vec::new(), accepted: Vec::new(), shortest: None, shortest_path: None, shrunk: None, shrink_note: None };
+        let mut s = PropertySummary {
+            id: m.id.to_string(),
+            verdict: String::new(),
+            decided: 0,
+            undecided: 0,
+            violated: Vec::new(),
+            accepted: Vec::new(),
+            shortest: None,
+            shortest_path: None,
+            shrunk: None,
+            shrink_note: None,
+        };
         // The shortest violation outside the baseline, else the shortest accepted one.
         let mut best: [Option<(usize, String, u32, String, String)>; 2] = [None, None];
         for r in &results {
@@ -466,10 +680,18 @@ pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<Ca
                 Some(Outcome::Holds) => s.decided += 1,
                 Some(Outcome::Violated { line, detail }) => {
                     s.decided += 1;
-                    let acc = r.signatures.iter().filter(|g| g.split(':').next() == Some(m.id)).find_map(|g| trc_properties::baseline::find(baseline, g));
+                    let acc = r
+                        .signatures
+                        .iter()
+                        .filter(|g| g.split(':').next() == Some(m.id))
+                        .find_map(|g| trc_properties::baseline::find(baseline, g));
                     let slot = match acc {
                         Some(a) => {
-                            s.accepted.push(AcceptedViolation { scenario: r.name.clone(), signature: a.signature.clone(), finding: a.finding.clone() });
+                            s.accepted.push(AcceptedViolation {
+                                scenario: r.name.clone(),
+                                signature: a.signature.clone(),
+                                finding: a.finding.clone(),
+                            });
                             1
                         }
                         None => {
@@ -478,7 +700,13 @@ pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<Ca
                         }
                     };
                     if best[slot].as_ref().is_none_or(|b| r.inbound < b.0) {
-                        best[slot] = Some((r.inbound, r.name.clone(), *line, detail.clone(), r.path.clone()));
+                        best[slot] = Some((
+                            r.inbound,
+                            r.name.clone(),
+                            *line,
+                            detail.clone(),
+                            r.path.clone(),
+                        ));
                     }
                 }
                 Some(Outcome::Undecided { .. }) => s.undecided += 1,
@@ -502,7 +730,14 @@ pub fn summarise(suite: String, kernel: String, profile: String, results: Vec<Ca
         props.push(s);
     }
     let not_run = results.iter().filter(|r| !r.kernel_ran).count();
-    CheckReport { suite, kernel, profile, cases: results, properties: props, not_run }
+    CheckReport {
+        suite,
+        kernel,
+        profile,
+        cases: results,
+        properties: props,
+        not_run,
+    }
 }
 
 impl CheckReport {
@@ -531,35 +766,84 @@ impl CheckReport {
             .collect();
         let div = match &r.divergence {
             // An incomplete replay compared only what it made: say so, not "same".
-            None if r.kernel_ran && r.profile.starts_with("INCOMPLETE") => format!("no difference from the profile where its replay ran (profile {})", r.profile),
+            None if r.kernel_ran && r.profile.starts_with("INCOMPLETE") => format!(
+                "no difference from the profile where its replay ran (profile {})",
+                r.profile
+            ),
             None if r.kernel_ran => "same as the profile".to_string(),
             None => String::new(),
-            Some(d) => format!("differs from the profile at line {}{} ({}): kernel {}, profile {}", d.line, if d.timing { " [timing]" } else { "" }, d.text, d.kernel, d.profile),
+            Some(d) => format!(
+                "differs from the profile at line {}{} ({}): kernel {}, profile {}",
+                d.line,
+                if d.timing { " [timing]" } else { "" },
+                d.text,
+                d.kernel,
+                d.profile
+            ),
         };
-        format!("{}: kernel {}; {}; {}", r.name, r.kernel, if props.is_empty() { "all hold".to_string() } else { props.join(", ") }, div)
+        format!(
+            "{}: kernel {}; {}; {}",
+            r.name,
+            r.kernel,
+            if props.is_empty() {
+                "all hold".to_string()
+            } else {
+                props.join(", ")
+            },
+            div
+        )
     }
 
     pub fn render(&self) -> String {
         use std::fmt::Write as _;
         let mut o = String::new();
-        let _ = writeln!(o, "trc kernel check: suite {}, {} scenarios, kernel {}, profile {}", self.suite, self.cases.len(), self.kernel, self.profile);
+        let _ = writeln!(
+            o,
+            "trc kernel check: suite {}, {} scenarios, kernel {}, profile {}",
+            self.suite,
+            self.cases.len(),
+            self.kernel,
+            self.profile
+        );
         for r in &self.cases {
             let _ = writeln!(o, "  {}", Self::case_line(r));
         }
         let _ = writeln!(o);
         for p in &self.properties {
-            let name = trc_properties::catalogue().into_iter().find(|s| s.id == p.id).map(|s| s.name).unwrap_or("");
+            let name = trc_properties::catalogue()
+                .into_iter()
+                .find(|s| s.id == p.id)
+                .map(|s| s.name)
+                .unwrap_or("");
             let word = match p.verdict.as_str() {
                 "violated" => "VIOLATED",
                 v => v,
             };
-            let _ = writeln!(o, "  {name:<72} {word} ({} decided, {} undecided)", p.decided, p.undecided);
+            let _ = writeln!(
+                o,
+                "  {name:<72} {word} ({} decided, {} undecided)",
+                p.decided, p.undecided
+            );
             if !p.violated.is_empty() {
-                let _ = writeln!(o, "      in {} scenario(s): {}", p.violated.len(), p.violated.join(", "));
+                let _ = writeln!(
+                    o,
+                    "      in {} scenario(s): {}",
+                    p.violated.len(),
+                    p.violated.join(", ")
+                );
             }
             if !p.accepted.is_empty() {
-                let acc: Vec<String> = p.accepted.iter().map(|a| format!("{} ({} {})", a.scenario, a.finding, a.signature)).collect();
-                let _ = writeln!(o, "      accepted in {} scenario(s) that stand for accepted findings: {}", p.accepted.len(), acc.join(", "));
+                let acc: Vec<String> = p
+                    .accepted
+                    .iter()
+                    .map(|a| format!("{} ({} {})", a.scenario, a.finding, a.signature))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "      accepted in {} scenario(s) that stand for accepted findings: {}",
+                    p.accepted.len(),
+                    acc.join(", ")
+                );
             }
             if let Some((name, line, detail)) = &p.shortest {
                 let _ = writeln!(o, "      shortest: {name} line {line}: {detail}");
@@ -573,7 +857,11 @@ impl CheckReport {
                     s.events_after,
                     s.kernel_runs,
                     s.budget,
-                    if s.budget_exhausted { ", budget exhausted" } else { "" },
+                    if s.budget_exhausted {
+                        ", budget exhausted"
+                    } else {
+                        ""
+                    },
                     s.line,
                     s.detail
                 );
@@ -583,8 +871,16 @@ impl CheckReport {
                 let _ = writeln!(o, "      {n}");
             }
         }
-        let differ = self.cases.iter().filter(|r| r.divergence.as_ref().is_some_and(|d| !d.timing)).count();
-        let timing = self.cases.iter().filter(|r| r.divergence.as_ref().is_some_and(|d| d.timing)).count();
+        let differ = self
+            .cases
+            .iter()
+            .filter(|r| r.divergence.as_ref().is_some_and(|d| !d.timing))
+            .count();
+        let timing = self
+            .cases
+            .iter()
+            .filter(|r| r.divergence.as_ref().is_some_and(|d| d.timing))
+            .count();
         let _ = writeln!(o, "\n{differ} of {} scenarios behave differently from profile {} (first differing line above), {timing} differ first by a timing error; {} not run", self.cases.len(), self.profile, self.not_run);
         o
     }

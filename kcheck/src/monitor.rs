@@ -4,13 +4,20 @@
 //! compared with the model.
 
 use super::ghost::{Fate, Ghost};
-use super::observe::{KTrace, CA_CWR, CA_DISORDER, CA_LOSS, CA_OPEN, CA_RECOVERY, INFINITE_SSTHRESH};
+use super::observe::{
+    KTrace, CA_CWR, CA_DISORDER, CA_LOSS, CA_OPEN, CA_RECOVERY, INFINITE_SSTHRESH,
+};
 use serde::{Deserialize, Serialize};
 use trc_model::seq::{after, before};
 
 /// The MIB counters an undo increments (`tcp_try_undo_recovery`, `_dsack`, `_loss`, `_partial`;
 /// an F-RTO undo counts `TCPLossUndo` and `TCPSpuriousRTOs`).
-pub const UNDO_COUNTERS: &[&str] = &["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPLossUndo"];
+pub const UNDO_COUNTERS: &[&str] = &[
+    "TcpExtTCPFullUndo",
+    "TcpExtTCPPartialUndo",
+    "TcpExtTCPDSACKUndo",
+    "TcpExtTCPLossUndo",
+];
 
 /// A monitor's verdict on one run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -18,9 +25,14 @@ pub const UNDO_COUNTERS: &[&str] = &["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo"
 pub enum Outcome {
     Holds,
     /// At script line `line` (the statement after which the kernel's state broke it).
-    Violated { line: u32, detail: String },
+    Violated {
+        line: u32,
+        detail: String,
+    },
     /// The run does not show whether it holds (never a pass).
-    Undecided { reason: String },
+    Undecided {
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -74,7 +86,8 @@ pub struct Derived {
 /// that stays in Recovery/Loss after its undo starts a new one (RACK re-entering at once).
 pub fn derive(k: &KTrace) -> Vec<Derived> {
     let mut out = Vec::with_capacity(k.steps.len());
-    let (mut prev_state, mut prev_retx, mut prev_ssth, mut una) = (CA_OPEN, 0u8, INFINITE_SSTHRESH, 1u32);
+    let (mut prev_state, mut prev_retx, mut prev_ssth, mut una) =
+        (CA_OPEN, 0u8, INFINITE_SSTHRESH, 1u32);
     let mut episode: Option<(f64, u32)> = None;
     let mut prior: Option<(u32, Option<u32>)> = None;
     let mut prev_cwnd = 0u32;
@@ -96,19 +109,50 @@ pub fn derive(k: &KTrace) -> Vec<Derived> {
         let entered_recovery = st == CA_RECOVERY && prev_state != CA_RECOVERY;
         let rto = timeouts > 0 || (st == CA_LOSS && prev_state != CA_LOSS);
         let reinit_loss = rto
-            && (prev_state <= CA_CWR || episode.is_none() || high_seq.is_none_or(|h| !after(h, una_before)) || (prev_state == CA_LOSS && prev_retx == 0));
+            && (prev_state <= CA_CWR
+                || episode.is_none()
+                || high_seq.is_none_or(|h| !after(h, una_before))
+                || (prev_state == CA_LOSS && prev_retx == 0));
         if entered_recovery || reinit_loss {
             episode = Some((t_prev, una));
             // tcp_current_ssthresh(): ssthresh itself in CWR/Recovery, else max(ssthresh, 3/4 cwnd).
-            let current = if prev_state == CA_CWR || prev_state == CA_RECOVERY { prev_ssth } else { prev_ssth.max((prev_cwnd >> 1) + (prev_cwnd >> 2)) };
-            prior = Some((prev_cwnd, if entered_recovery && prev_state == CA_CWR { None } else { Some(current) }));
+            let current = if prev_state == CA_CWR || prev_state == CA_RECOVERY {
+                prev_ssth
+            } else {
+                prev_ssth.max((prev_cwnd >> 1) + (prev_cwnd >> 2))
+            };
+            prior = Some((
+                prev_cwnd,
+                if entered_recovery && prev_state == CA_CWR {
+                    None
+                } else {
+                    Some(current)
+                },
+            ));
         }
         if entered_recovery || rto {
             high_seq = Some(snd_nxt);
         }
-        out.push(Derived { una, t_ev, undos, frto_undo, timeouts, episode, high_seq, prev_state, prev_retransmits: prev_retx, prev_ssthresh: prev_ssth, prev_cwnd, prior });
+        out.push(Derived {
+            una,
+            t_ev,
+            undos,
+            frto_undo,
+            timeouts,
+            episode,
+            high_seq,
+            prev_state,
+            prev_retransmits: prev_retx,
+            prev_ssthresh: prev_ssth,
+            prev_cwnd,
+            prior,
+        });
         if undos > 0 {
-            episode = if st == CA_RECOVERY || st == CA_LOSS { Some((t_ev, una)) } else { None };
+            episode = if st == CA_RECOVERY || st == CA_LOSS {
+                Some((t_ev, una))
+            } else {
+                None
+            };
             prior = None;
         }
         prev_cwnd = s.info.snd_cwnd;
@@ -120,7 +164,9 @@ pub fn derive(k: &KTrace) -> Vec<Derived> {
 }
 
 fn no_steps(k: &KTrace) -> Option<Outcome> {
-    k.steps.is_empty().then(|| Outcome::Undecided { reason: "the run read no tcp_info (no connection)".into() })
+    k.steps.is_empty().then(|| Outcome::Undecided {
+        reason: "the run read no tcp_info (no connection)".into(),
+    })
 }
 
 /// I1: no undo while a retransmission of this episode repaired a real loss.
@@ -135,11 +181,18 @@ fn i1(k: &KTrace, g: &Ghost) -> Outcome {
             continue;
         }
         let Some((from, marker)) = d[i].episode else {
-            undecided.get_or_insert(format!("line {}: an undo with no Recovery/Loss entry seen before it", s.line));
+            undecided.get_or_insert(format!(
+                "line {}: an undo with no Recovery/Loss entry seen before it",
+                s.line
+            ));
             continue;
         };
         let mut seen: Vec<(u32, u32)> = Vec::new();
-        for r in k.sends.iter().filter(|r| r.retrans && r.t_ms > from && r.t_ms < d[i].t_ev) {
+        for r in k
+            .sends
+            .iter()
+            .filter(|r| r.retrans && r.t_ms > from && r.t_ms < d[i].t_ev)
+        {
             if before(r.seq, marker) || seen.contains(&(r.seq, r.end)) {
                 continue;
             }
@@ -150,7 +203,11 @@ fn i1(k: &KTrace, g: &Ghost) -> Outcome {
             }
             match g.original(k, r.seq, r.end) {
                 Fate::Dropped(why) => {
-                    let kinds: Vec<String> = super::monitor::UNDO_COUNTERS.iter().filter(|c| k.delta(i, c) > 0).map(|c| c.trim_start_matches("TcpExt").to_string()).collect();
+                    let kinds: Vec<String> = super::monitor::UNDO_COUNTERS
+                        .iter()
+                        .filter(|c| k.delta(i, c) > 0)
+                        .map(|c| c.trim_start_matches("TcpExt").to_string())
+                        .collect();
                     return Outcome::Violated {
                         line: s.line,
                         detail: format!(
@@ -186,15 +243,24 @@ fn i11(k: &KTrace, _g: &Ghost) -> Outcome {
         }
         let st = s.info.ca_state;
         let Some((prior_cwnd, prior_ssth)) = d[i].prior else {
-            undecided.get_or_insert(format!("line {}: an undo with no episode start seen before it", s.line));
+            undecided.get_or_insert(format!(
+                "line {}: an undo with no episode start seen before it",
+                s.line
+            ));
             continue;
         };
         if st == CA_RECOVERY || st == CA_CWR || (st == CA_LOSS && d[i].timeouts > 0) {
-            undecided.get_or_insert(format!("line {}: the same statement reduced again after the undo", s.line));
+            undecided.get_or_insert(format!(
+                "line {}: the same statement reduced again after the undo",
+                s.line
+            ));
             continue;
         }
         let Some(prior_ssth) = prior_ssth else {
-            undecided.get_or_insert(format!("line {}: Recovery was entered in CWR (no prior_ssthresh saved)", s.line));
+            undecided.get_or_insert(format!(
+                "line {}: Recovery was entered in CWR (no prior_ssthresh saved)",
+                s.line
+            ));
             continue;
         };
         let (cwnd, ssth) = (s.info.snd_cwnd, s.info.snd_ssthresh);
@@ -227,10 +293,21 @@ enum RedKind {
 /// retransmitted such a segment (in Recovery the kernel retransmits only segments marked lost),
 /// or `tcpi_lost` counts more segments than were ever sent in `[snd_una, hs)`.
 pub(crate) fn new_window_loss_seen(k: &KTrace, i: usize, una: u32, hs: u32) -> bool {
-    let t_prev = if i == 0 { f64::NEG_INFINITY } else { k.steps[i - 1].t_ms };
+    let t_prev = if i == 0 {
+        f64::NEG_INFINITY
+    } else {
+        k.steps[i - 1].t_ms
+    };
     let t_now = k.steps[i].t_ms;
-    let retransmitted = k.sends.iter().any(|s| s.retrans && s.t_ms > t_prev && s.t_ms <= t_now && !before(s.seq, hs));
-    let below = k.sends.iter().filter(|s| !s.retrans && before(s.seq, hs) && after(s.end, una)).count();
+    let retransmitted = k
+        .sends
+        .iter()
+        .any(|s| s.retrans && s.t_ms > t_prev && s.t_ms <= t_now && !before(s.seq, hs));
+    let below = k
+        .sends
+        .iter()
+        .filter(|s| !s.retrans && before(s.seq, hs) && after(s.end, una))
+        .count();
     retransmitted || k.steps[i].info.lost as usize > below
 }
 
@@ -257,7 +334,11 @@ fn i2(k: &KTrace, _g: &Ghost) -> Outcome {
         let kind = if st == CA_RECOVERY && ps != CA_RECOVERY && ps != CA_CWR {
             Some(RedKind::Recovery)
         } else if st == CA_CWR && (ps == CA_OPEN || ps == CA_DISORDER) {
-            Some(if k.delta(i, "TcpExtTCPLossProbeRecovery") > 0 { RedKind::Tlp } else { RedKind::Cwr })
+            Some(if k.delta(i, "TcpExtTCPLossProbeRecovery") > 0 {
+                RedKind::Tlp
+            } else {
+                RedKind::Cwr
+            })
         } else if st == CA_LOSS && d[i].timeouts > 0 && s.info.snd_ssthresh != d[i].prev_ssthresh {
             Some(RedKind::Loss)
         } else {
@@ -304,7 +385,13 @@ fn i3(k: &KTrace, _g: &Ghost) -> Outcome {
         return o;
     }
     match k.steps.iter().find(|s| s.info.snd_cwnd < 1) {
-        Some(s) => Outcome::Violated { line: s.line, detail: format!("tcpi_snd_cwnd {} in {}", s.info.snd_cwnd, s.info.ca_state_name) },
+        Some(s) => Outcome::Violated {
+            line: s.line,
+            detail: format!(
+                "tcpi_snd_cwnd {} in {}",
+                s.info.snd_cwnd, s.info.ca_state_name
+            ),
+        },
         None => Outcome::Holds,
     }
 }
@@ -317,7 +404,8 @@ fn i13(k: &KTrace, _g: &Ghost) -> Outcome {
     let d = derive(k);
     for (i, s) in k.steps.iter().enumerate() {
         let st = s.info.ca_state;
-        if d[i].prev_state != CA_RECOVERY || !(st == CA_OPEN || st == CA_DISORDER) || d[i].undos > 0 {
+        if d[i].prev_state != CA_RECOVERY || !(st == CA_OPEN || st == CA_DISORDER) || d[i].undos > 0
+        {
             continue;
         }
         let (cwnd, ssth) = (s.info.snd_cwnd, s.info.snd_ssthresh);
@@ -352,7 +440,14 @@ fn i14(k: &KTrace, _g: &Ghost) -> Outcome {
         let hs = if i == 0 { None } else { d[i - 1].high_seq };
         if let Some(hs) = hs {
             if d[i].una == hs {
-                return Outcome::Violated { line: s.line, detail: format!("left {} for {} on an ACK that made snd_una == high_seq ({hs})", if ps == CA_LOSS { "Loss" } else { "Recovery" }, s.info.ca_state_name) };
+                return Outcome::Violated {
+                    line: s.line,
+                    detail: format!(
+                        "left {} for {} on an ACK that made snd_una == high_seq ({hs})",
+                        if ps == CA_LOSS { "Loss" } else { "Recovery" },
+                        s.info.ca_state_name
+                    ),
+                };
             }
         }
     }
@@ -411,7 +506,10 @@ pub fn select(ids: &[String]) -> Result<Vec<Monitor>, String> {
     let known: Vec<&str> = all.iter().map(|m| m.id).collect();
     let mut out = Vec::new();
     for id in ids {
-        if !trc_properties::catalogue().iter().any(|s| s.id.eq_ignore_ascii_case(id)) {
+        if !trc_properties::catalogue()
+            .iter()
+            .any(|s| s.id.eq_ignore_ascii_case(id))
+        {
             return Err(format!("unknown property `{id}`"));
         }
         match monitors().into_iter().find(|m| m.id.eq_ignore_ascii_case(id)) {
@@ -421,4 +519,3 @@ pub fn select(ids: &[String]) -> Result<Vec<Monitor>, String> {
     }
     Ok(out)
 }
-

@@ -89,7 +89,11 @@ impl KTrace {
         let mut pending: Vec<usize> = Vec::new();
         for ev in &r.trace {
             match ev {
-                TraceEvent::Inbound { t_ms, line, segment: s } => {
+                TraceEvent::Inbound {
+                    t_ms,
+                    line,
+                    segment: s,
+                } => {
                     if s.flags.contains('S') {
                         peer_sack = s.options.iter().any(|o| matches!(o, WireOption::SackOk));
                         peer_ts = ts_of(&s.options).is_some();
@@ -113,16 +117,27 @@ impl KTrace {
                     let mut dsack = None;
                     if let Some(&(a, b)) = blocks.first() {
                         let below = !after(b, s.ack);
-                        let inside = blocks.get(1).is_some_and(|&(c, d)| !before(a, c) && !after(b, d));
+                        let inside = blocks
+                            .get(1)
+                            .is_some_and(|&(c, d)| !before(a, c) && !after(b, d));
                         if below || inside {
                             dsack = Some((a, b));
                             blocks.remove(0);
                         }
                     }
-                    k.acks.push(Ack { t_ms: *t_ms, line: *line, ack: s.ack, sacks: blocks, dsack, tsecr: ts_of(&s.options).map(|t| t.1) });
+                    k.acks.push(Ack {
+                        t_ms: *t_ms,
+                        line: *line,
+                        ack: s.ack,
+                        sacks: blocks,
+                        dsack,
+                        tsecr: ts_of(&s.options).map(|t| t.1),
+                    });
                     pending.push(k.acks.len() - 1);
                 }
-                TraceEvent::Outbound { t_ms, segment: s, .. } => {
+                TraceEvent::Outbound {
+                    t_ms, segment: s, ..
+                } => {
                     if s.flags.contains('S') {
                         our_sack = s.options.iter().any(|o| matches!(o, WireOption::SackOk));
                         our_ts = ts_of(&s.options).is_some();
@@ -135,10 +150,27 @@ impl KTrace {
                     if max_end.is_none_or(|m| after(s.end_seq, m)) {
                         max_end = Some(s.end_seq);
                     }
-                    k.sends.push(Send { t_ms: *t_ms, seq: s.seq, end: s.end_seq, tsval: ts_of(&s.options).map(|t| t.0), retrans });
+                    k.sends.push(Send {
+                        t_ms: *t_ms,
+                        seq: s.seq,
+                        end: s.end_seq,
+                        tsval: ts_of(&s.options).map(|t| t.0),
+                        retrans,
+                    });
                 }
-                TraceEvent::TcpInfo { t_ms, line, info, counters } => {
-                    k.steps.push(Step { line: *line, t_ms: *t_ms, info: info.clone(), counters: counters.clone(), acks: std::mem::take(&mut pending) });
+                TraceEvent::TcpInfo {
+                    t_ms,
+                    line,
+                    info,
+                    counters,
+                } => {
+                    k.steps.push(Step {
+                        line: *line,
+                        t_ms: *t_ms,
+                        info: info.clone(),
+                        counters: counters.clone(),
+                        acks: std::mem::take(&mut pending),
+                    });
                 }
             }
         }
@@ -151,7 +183,11 @@ impl KTrace {
     /// The counter's change at step `i` (from the step before, or from the start).
     pub fn delta(&self, i: usize, name: &str) -> i64 {
         let now = self.steps[i].counter(name);
-        let before = if i == 0 { 0 } else { self.steps[i - 1].counter(name) };
+        let before = if i == 0 {
+            0
+        } else {
+            self.steps[i - 1].counter(name)
+        };
         now - before
     }
 
@@ -184,17 +220,27 @@ impl KTrace {
         if let Some(&a) = self.steps[i].acks.first() {
             return self.acks[a].t_ms;
         }
-        self.sends.iter().find(|s| s.t_ms > prev && s.t_ms <= self.steps[i].t_ms).map_or(prev, |s| s.t_ms)
+        self.sends
+            .iter()
+            .find(|s| s.t_ms > prev && s.t_ms <= self.steps[i].t_ms)
+            .map_or(prev, |s| s.t_ms)
     }
 
     /// Whether `[a, b)` was covered (cumulatively or by a SACK block) by an ACK injected before `t`.
     pub fn covered_before(&self, a: u32, b: u32, t: f64) -> bool {
-        self.acks.iter().filter(|x| x.t_ms < t).any(|x| covers(x, a, b))
+        self.acks
+            .iter()
+            .filter(|x| x.t_ms < t)
+            .any(|x| covers(x, a, b))
     }
 
     /// Segments newly delivered at step `i` (from `tcpi_delivered`).
     pub fn delivered_delta(&self, i: usize) -> u32 {
-        let before = if i == 0 { 0 } else { self.steps[i - 1].info.delivered };
+        let before = if i == 0 {
+            0
+        } else {
+            self.steps[i - 1].info.delivered
+        };
         self.steps[i].info.delivered.saturating_sub(before)
     }
 }

@@ -142,7 +142,11 @@ pub struct PatchReport {
 
 fn view(s: &Step) -> String {
     let i = &s.info;
-    let ss = if i.snd_ssthresh >= crate::observe::INFINITE_SSTHRESH { "inf".to_string() } else { i.snd_ssthresh.to_string() };
+    let ss = if i.snd_ssthresh >= crate::observe::INFINITE_SSTHRESH {
+        "inf".to_string()
+    } else {
+        i.snd_ssthresh.to_string()
+    };
     format!(
         "{} cwnd {} ssthresh {ss} unacked {} sacked {} lost {} retrans {} total_retrans {} reordering {}",
         i.ca_state_name.trim_start_matches("TCP_CA_"),
@@ -163,28 +167,50 @@ fn info_fields(a: &Step, b: &Step) -> Vec<String> {
     let pairs: [(&str, u64, u64); 10] = [
         ("tcpi_ca_state", x.ca_state as u64, y.ca_state as u64),
         ("tcpi_snd_cwnd", x.snd_cwnd as u64, y.snd_cwnd as u64),
-        ("tcpi_snd_ssthresh", x.snd_ssthresh as u64, y.snd_ssthresh as u64),
+        (
+            "tcpi_snd_ssthresh",
+            x.snd_ssthresh as u64,
+            y.snd_ssthresh as u64,
+        ),
         ("tcpi_unacked", x.unacked as u64, y.unacked as u64),
         ("tcpi_sacked", x.sacked as u64, y.sacked as u64),
         ("tcpi_lost", x.lost as u64, y.lost as u64),
         ("tcpi_retrans", x.retrans as u64, y.retrans as u64),
-        ("tcpi_total_retrans", x.total_retrans as u64, y.total_retrans as u64),
+        (
+            "tcpi_total_retrans",
+            x.total_retrans as u64,
+            y.total_retrans as u64,
+        ),
         ("tcpi_reordering", x.reordering as u64, y.reordering as u64),
         ("tcpi_dsack_dups", x.dsack_dups as u64, y.dsack_dups as u64),
     ];
-    pairs.iter().filter(|(_, p, q)| p != q).map(|(n, _, _)| n.to_string()).collect()
+    pairs
+        .iter()
+        .filter(|(_, p, q)| p != q)
+        .map(|(n, _, _)| n.to_string())
+        .collect()
 }
 
 /// Counters (MIB names) whose values differ between two steps.
 fn counter_fields(a: &Step, b: &Step) -> Vec<String> {
     let names: BTreeSet<&String> = a.counters.keys().chain(b.counters.keys()).collect();
-    names.into_iter().filter(|n| a.counter(n) != b.counter(n)).cloned().collect()
+    names
+        .into_iter()
+        .filter(|n| a.counter(n) != b.counter(n))
+        .cloned()
+        .collect()
 }
 
 fn side(s: Option<&Step>, counters: &[String]) -> SideView {
     match s {
-        None => SideView { state: "not reached".into(), counters: BTreeMap::new() },
-        Some(s) => SideView { state: view(s), counters: counters.iter().map(|c| (c.clone(), s.counter(c))).collect() },
+        None => SideView {
+            state: "not reached".into(),
+            counters: BTreeMap::new(),
+        },
+        Some(s) => SideView {
+            state: view(s),
+            counters: counters.iter().map(|c| (c.clone(), s.counter(c))).collect(),
+        },
     }
 }
 
@@ -193,11 +219,21 @@ fn side(s: Option<&Step>, counters: &[String]) -> SideView {
 /// that only one run reached), the first line one passes and the other fails, and the first
 /// data segment that differs (sequence range or retransmission), by script line.
 pub fn behaviour_diff(base: &RunReport, patched: &RunReport) -> Option<BehaviourDiff> {
-    trace_diff(&KTrace::from_report(base), &KTrace::from_report(patched), &base.script.lines, &patched.script.lines)
+    trace_diff(
+        &KTrace::from_report(base),
+        &KTrace::from_report(patched),
+        &base.script.lines,
+        &patched.script.lines,
+    )
 }
 
 /// [`behaviour_diff`] on the traces and line results of the two runs.
-pub fn trace_diff(kb: &KTrace, kp: &KTrace, base_lines: &[trc_pkt::report::LineResult], patched_lines: &[trc_pkt::report::LineResult]) -> Option<BehaviourDiff> {
+pub fn trace_diff(
+    kb: &KTrace,
+    kp: &KTrace,
+    base_lines: &[trc_pkt::report::LineResult],
+    patched_lines: &[trc_pkt::report::LineResult],
+) -> Option<BehaviourDiff> {
     let mut found: Option<BehaviourDiff> = None;
     let mut consider = |d: BehaviourDiff| {
         if found.as_ref().is_none_or(|f| d.line < f.line) {
@@ -207,7 +243,13 @@ pub fn trace_diff(kb: &KTrace, kp: &KTrace, base_lines: &[trc_pkt::report::LineR
     for i in 0..kb.steps.len().max(kp.steps.len()) {
         let (a, b) = (kb.steps.get(i), kp.steps.get(i));
         let (what, counters) = match (a, b) {
-            (Some(a), Some(b)) if a.line != b.line => (vec![format!("the step after line {} on the base, line {} on the patched kernel", a.line, b.line)], Vec::new()),
+            (Some(a), Some(b)) if a.line != b.line => (
+                vec![format!(
+                    "the step after line {} on the base, line {} on the patched kernel",
+                    a.line, b.line
+                )],
+                Vec::new(),
+            ),
             (Some(a), Some(b)) => {
                 let c = counter_fields(a, b);
                 let mut w = info_fields(a, b);
@@ -215,28 +257,70 @@ pub fn trace_diff(kb: &KTrace, kp: &KTrace, base_lines: &[trc_pkt::report::LineR
                 (w, c)
             }
             (Some(_), None) => (vec!["a step only the base reached".into()], Vec::new()),
-            (None, Some(_)) => (vec!["a step only the patched kernel reached".into()], Vec::new()),
+            (None, Some(_)) => (
+                vec!["a step only the patched kernel reached".into()],
+                Vec::new(),
+            ),
             (None, None) => unreachable!(),
         };
         if !what.is_empty() {
             let line = a.or(b).map(|s| s.line).unwrap_or(0);
-            consider(BehaviourDiff { line, what, base: side(a, &counters), patched: side(b, &counters) });
+            consider(BehaviourDiff {
+                line,
+                what,
+                base: side(a, &counters),
+                patched: side(b, &counters),
+            });
             break;
         }
     }
     if let Some(d) = first_divergence(&without_tsval(base_lines), &without_tsval(patched_lines)) {
-        let sv = |v: &str| SideView { state: format!("line {}: {v}", d.text), counters: BTreeMap::new() };
-        consider(BehaviourDiff { line: d.line, what: vec![format!("the script's check at line {}", d.line)], base: sv(&d.kernel), patched: sv(&d.profile) });
-    }
-    let key = |s: &crate::observe::Send| (s.seq, s.end, s.retrans);
-    if let Some(k) = (0..kb.sends.len().max(kp.sends.len())).find(|k| kb.sends.get(*k).map(key) != kp.sends.get(*k).map(key)) {
-        let at = kb.sends.get(k).or(kp.sends.get(k)).map(|s| s.t_ms).unwrap_or(0.0);
-        let line = kb.steps.iter().find(|s| s.t_ms >= at).or(kb.steps.last()).map(|s| s.line).unwrap_or(0);
-        let show = |s: Option<&crate::observe::Send>| SideView {
-            state: s.map_or("no such segment".into(), |s| format!("segment {}:{}{} at {:.0} ms", s.seq, s.end, if s.retrans { " (retransmission)" } else { "" }, s.t_ms)),
+        let sv = |v: &str| SideView {
+            state: format!("line {}: {v}", d.text),
             counters: BTreeMap::new(),
         };
-        consider(BehaviourDiff { line, what: vec![format!("data segment {} sent", k + 1)], base: show(kb.sends.get(k)), patched: show(kp.sends.get(k)) });
+        consider(BehaviourDiff {
+            line: d.line,
+            what: vec![format!("the script's check at line {}", d.line)],
+            base: sv(&d.kernel),
+            patched: sv(&d.profile),
+        });
+    }
+    let key = |s: &crate::observe::Send| (s.seq, s.end, s.retrans);
+    if let Some(k) = (0..kb.sends.len().max(kp.sends.len()))
+        .find(|k| kb.sends.get(*k).map(key) != kp.sends.get(*k).map(key))
+    {
+        let at = kb
+            .sends
+            .get(k)
+            .or(kp.sends.get(k))
+            .map(|s| s.t_ms)
+            .unwrap_or(0.0);
+        let line = kb
+            .steps
+            .iter()
+            .find(|s| s.t_ms >= at)
+            .or(kb.steps.last())
+            .map(|s| s.line)
+            .unwrap_or(0);
+        let show = |s: Option<&crate::observe::Send>| SideView {
+            state: s.map_or("no such segment".into(), |s| {
+                format!(
+                    "segment {}:{}{} at {:.0} ms",
+                    s.seq,
+                    s.end,
+                    if s.retrans { " (retransmission)" } else { "" },
+                    s.t_ms
+                )
+            }),
+            counters: BTreeMap::new(),
+        };
+        consider(BehaviourDiff {
+            line,
+            what: vec![format!("data segment {} sent", k + 1)],
+            base: show(kb.sends.get(k)),
+            patched: show(kp.sends.get(k)),
+        });
     }
     found
 }
@@ -276,16 +360,33 @@ fn verdict_of(r: &crate::CaseResult, id: &str) -> String {
 }
 
 /// Per property: new violations and fixes, scenario by scenario.
-pub fn property_changes(base: &CheckReport, patched: &CheckReport, sack: &dyn Fn(usize) -> Option<bool>) -> Vec<PropertyChange> {
+pub fn property_changes(
+    base: &CheckReport,
+    patched: &CheckReport,
+    sack: &dyn Fn(usize) -> Option<bool>,
+) -> Vec<PropertyChange> {
     let mut out = Vec::new();
     for (pb, pp) in base.properties.iter().zip(&patched.properties) {
         let id = pb.id.as_str();
-        let mut ch = PropertyChange { id: id.into(), base: pb.verdict.clone(), patched: pp.verdict.clone(), change: Change::AsOnBase, new_violations: Vec::new(), fixed: Vec::new() };
+        let mut ch = PropertyChange {
+            id: id.into(),
+            base: pb.verdict.clone(),
+            patched: pp.verdict.clone(),
+            change: Change::AsOnBase,
+            new_violations: Vec::new(),
+            fixed: Vec::new(),
+        };
         for (i, (rb, rp)) in base.cases.iter().zip(&patched.cases).enumerate() {
             let vb = matches!(rb.properties.get(id), Some(Outcome::Violated { .. }));
             match rp.properties.get(id) {
                 Some(Outcome::Violated { line, detail }) if !vb && rb.kernel_ran => {
-                    ch.new_violations.push(NewViolation { scenario: rp.name.clone(), sack: sack(i), line: *line, detail: detail.clone(), base: verdict_of(rb, id) })
+                    ch.new_violations.push(NewViolation {
+                        scenario: rp.name.clone(),
+                        sack: sack(i),
+                        line: *line,
+                        detail: detail.clone(),
+                        base: verdict_of(rb, id),
+                    })
                 }
                 Some(Outcome::Holds) if vb => ch.fixed.push(rp.name.clone()),
                 _ => {}
@@ -318,9 +419,19 @@ impl Default for CompareOptions {
 
 /// The differing scenarios' reruns: for each index in `differ`, whether the rerun pair gives the
 /// same first difference (`None`: a rerun did not run on one side).
-fn reruns(cases: &[Case], differ: &[usize], first: &[Option<BehaviourDiff>], base: &mut dyn Target, patched: &mut dyn Target, log: &mut dyn FnMut(&str)) -> Result<Vec<Option<bool>>, TargetError> {
+fn reruns(
+    cases: &[Case],
+    differ: &[usize],
+    first: &[Option<BehaviourDiff>],
+    base: &mut dyn Target,
+    patched: &mut dyn Target,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Option<bool>>, TargetError> {
     let rc: Vec<Case> = differ.iter().map(|k| cases[*k].clone()).collect();
-    log(&format!("rerunning the {} differing scenario(s) on both kernels", rc.len()));
+    log(&format!(
+        "rerunning the {} differing scenario(s) on both kernels",
+        rc.len()
+    ));
     let b = base.run(&paths(&rc), log)?;
     let p = patched.run(&paths(&rc), log)?;
     Ok(differ
@@ -329,7 +440,11 @@ fn reruns(cases: &[Case], differ: &[usize], first: &[Option<BehaviourDiff>], bas
         .map(|(j, k)| match (b.runs.get(j), p.runs.get(j)) {
             (Some(Ok(x)), Some(Ok(y))) => {
                 let again = behaviour_diff(x, y);
-                Some(again.is_some_and(|d| first[*k].as_ref().is_some_and(|f| f.line == d.line && f.what == d.what)))
+                Some(again.is_some_and(|d| {
+                    first[*k]
+                        .as_ref()
+                        .is_some_and(|f| f.line == d.line && f.what == d.what)
+                }))
             }
             _ => None,
         })
@@ -338,7 +453,14 @@ fn reruns(cases: &[Case], differ: &[usize], first: &[Option<BehaviourDiff>], bas
 
 /// Runs `plan.cases[todo]` on both kernels, reruns the differing scenarios, and reports the
 /// change (the reports are not shrunk).
-pub fn compare(plan: &Plan, todo: &[usize], base: &mut dyn Target, patched: &mut dyn Target, o: &CompareOptions, log: &mut dyn FnMut(&str)) -> Result<PatchReport, TargetError> {
+pub fn compare(
+    plan: &Plan,
+    todo: &[usize],
+    base: &mut dyn Target,
+    patched: &mut dyn Target,
+    o: &CompareOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<PatchReport, TargetError> {
     let cases: Vec<Case> = todo.iter().map(|k| plan.cases[*k].clone()).collect();
     log(&format!("base kernel: {} scenarios", cases.len()));
     let bb = base.run(&paths(&cases), log)?;
@@ -346,33 +468,97 @@ pub fn compare(plan: &Plan, todo: &[usize], base: &mut dyn Target, patched: &mut
     let pb = patched.run(&paths(&cases), log)?;
     let missing: Result<RunReport, String> = Err("no result (interrupted)".into());
     let first: Vec<Option<BehaviourDiff>> = (0..cases.len())
-        .map(|i| match (bb.runs.get(i).unwrap_or(&missing), pb.runs.get(i).unwrap_or(&missing)) {
-            (Ok(x), Ok(y)) => behaviour_diff(x, y),
-            _ => None,
+        .map(|i| {
+            match (
+                bb.runs.get(i).unwrap_or(&missing),
+                pb.runs.get(i).unwrap_or(&missing),
+            ) {
+                (Ok(x), Ok(y)) => behaviour_diff(x, y),
+                _ => None,
+            }
         })
         .collect();
     let differ: Vec<usize> = (0..cases.len()).filter(|i| first[*i].is_some()).collect();
-    let rr = if o.rerun && !differ.is_empty() && !trc_kernel::sys::interrupted() { reruns(&cases, &differ, &first, base, patched, log)? } else { Vec::new() };
-    let sack_of = |i: usize| bb.runs.get(i).and_then(|r| r.as_ref().ok()).map(|r| KTrace::from_report(r).sack);
-    let rb = summarise(plan.suite_name(), bb.kernel.clone(), plan.profile.name.clone(), evaluate_all(&cases, &bb.runs, &plan.monitors, &plan.profile), &plan.monitors, &plan.baseline);
-    let rp = summarise(plan.suite_name(), pb.kernel.clone(), plan.profile.name.clone(), evaluate_all(&cases, &pb.runs, &plan.monitors, &plan.profile), &plan.monitors, &plan.baseline);
+    let rr = if o.rerun && !differ.is_empty() && !trc_kernel::sys::interrupted() {
+        reruns(&cases, &differ, &first, base, patched, log)?
+    } else {
+        Vec::new()
+    };
+    let sack_of = |i: usize| {
+        bb.runs
+            .get(i)
+            .and_then(|r| r.as_ref().ok())
+            .map(|r| KTrace::from_report(r).sack)
+    };
+    let rb = summarise(
+        plan.suite_name(),
+        bb.kernel.clone(),
+        plan.profile.name.clone(),
+        evaluate_all(&cases, &bb.runs, &plan.monitors, &plan.profile),
+        &plan.monitors,
+        &plan.baseline,
+    );
+    let rp = summarise(
+        plan.suite_name(),
+        pb.kernel.clone(),
+        plan.profile.name.clone(),
+        evaluate_all(&cases, &pb.runs, &plan.monitors, &plan.profile),
+        &plan.monitors,
+        &plan.baseline,
+    );
     let mut scenarios = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let ran = rb.cases[i].kernel_ran && rp.cases[i].kernel_ran;
-        let reproduced = differ.iter().position(|k| *k == i).and_then(|j| rr.get(j).copied().flatten());
+        let reproduced = differ
+            .iter()
+            .position(|k| *k == i)
+            .and_then(|j| rr.get(j).copied().flatten());
         let branches = match (&first[i], &c.actions) {
-            (Some(_), Some(list)) => list.branches().into_iter().map(crate::coverage::branch_name).collect(),
+            (Some(_), Some(list)) => list
+                .branches()
+                .into_iter()
+                .map(crate::coverage::branch_name)
+                .collect(),
             _ => Vec::new(),
         };
-        scenarios.push(ScenarioChange { name: c.name.clone(), origin: c.origin.clone(), ran, difference: first[i].clone(), reproduced, branches, page: None });
+        scenarios.push(ScenarioChange {
+            name: c.name.clone(),
+            origin: c.origin.clone(),
+            ran,
+            difference: first[i].clone(),
+            reproduced,
+            branches,
+            page: None,
+        });
     }
-    let mut rep = finish(plan.suite_name(), plan.profile.name.clone(), rb, rp, scenarios, &sack_of);
-    rep.runs = (0..cases.len()).map(|i| (bb.runs.get(i).and_then(|r| r.as_ref().ok()).cloned(), pb.runs.get(i).and_then(|r| r.as_ref().ok()).cloned())).collect();
+    let mut rep = finish(
+        plan.suite_name(),
+        plan.profile.name.clone(),
+        rb,
+        rp,
+        scenarios,
+        &sack_of,
+    );
+    rep.runs = (0..cases.len())
+        .map(|i| {
+            (
+                bb.runs.get(i).and_then(|r| r.as_ref().ok()).cloned(),
+                pb.runs.get(i).and_then(|r| r.as_ref().ok()).cloned(),
+            )
+        })
+        .collect();
     Ok(rep)
 }
 
 /// The report from both kernels' (possibly merged) reports and the scenario comparisons.
-pub fn finish(suite: String, profile: String, rb: CheckReport, rp: CheckReport, scenarios: Vec<ScenarioChange>, sack: &dyn Fn(usize) -> Option<bool>) -> PatchReport {
+pub fn finish(
+    suite: String,
+    profile: String,
+    rb: CheckReport,
+    rp: CheckReport,
+    scenarios: Vec<ScenarioChange>,
+    sack: &dyn Fn(usize) -> Option<bool>,
+) -> PatchReport {
     let mut changed_branches = BTreeMap::new();
     for s in scenarios.iter().filter(|s| s.changed()) {
         for b in &s.branches {
@@ -380,13 +566,29 @@ pub fn finish(suite: String, profile: String, rb: CheckReport, rp: CheckReport, 
         }
     }
     let not_run = scenarios.iter().filter(|s| !s.ran).count();
-    PatchReport { suite, profile, base_kernel: rb.kernel.clone(), patched_kernel: rp.kernel.clone(), properties: property_changes(&rb, &rp, sack), scenarios, not_run, changed_branches, base: rb, patched: rp, runs: Vec::new() }
+    PatchReport {
+        suite,
+        profile,
+        base_kernel: rb.kernel.clone(),
+        patched_kernel: rp.kernel.clone(),
+        properties: property_changes(&rb, &rp, sack),
+        scenarios,
+        not_run,
+        changed_branches,
+        base: rb,
+        patched: rp,
+        runs: Vec::new(),
+    }
 }
 
 impl PatchReport {
     /// 1: a new violation; 3: a scenario did not run on a kernel; else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.properties.iter().any(|p| p.change == Change::NewViolation) {
+        if self
+            .properties
+            .iter()
+            .any(|p| p.change == Change::NewViolation)
+        {
             1
         } else if self.not_run > 0 {
             3
@@ -398,20 +600,43 @@ impl PatchReport {
     pub fn render(&self) -> String {
         use std::fmt::Write as _;
         let mut o = String::new();
-        let _ = writeln!(o, "trc kernel check --patch: suite {}, {} scenarios, profile {}", self.suite, self.scenarios.len(), self.profile);
+        let _ = writeln!(
+            o,
+            "trc kernel check --patch: suite {}, {} scenarios, profile {}",
+            self.suite,
+            self.scenarios.len(),
+            self.profile
+        );
         let _ = writeln!(o, "  base:    {}", self.base_kernel);
         let _ = writeln!(o, "  patched: {}", self.patched_kernel);
-        let _ = writeln!(o, "\nProperties (the patched kernel against the base, scenario by scenario):");
+        let _ = writeln!(
+            o,
+            "\nProperties (the patched kernel against the base, scenario by scenario):"
+        );
         for p in &self.properties {
-            let name = trc_properties::catalogue().into_iter().find(|s| s.id == p.id).map(|s| s.name).unwrap_or("");
-            let _ = writeln!(o, "  {name:<72} {} (base {}, patched {})", p.change.text(), p.base, p.patched);
+            let name = trc_properties::catalogue()
+                .into_iter()
+                .find(|s| s.id == p.id)
+                .map(|s| s.name)
+                .unwrap_or("");
+            let _ = writeln!(
+                o,
+                "  {name:<72} {} (base {}, patched {})",
+                p.change.text(),
+                p.base,
+                p.patched
+            );
             for v in &p.new_violations {
                 let sack = match v.sack {
                     Some(true) => " (SACK)",
                     Some(false) => " (non-SACK)",
                     None => "",
                 };
-                let _ = writeln!(o, "       new: {}{sack} line {}: {} [base: {}]", v.scenario, v.line, v.detail, v.base);
+                let _ = writeln!(
+                    o,
+                    "       new: {}{sack} line {}: {} [base: {}]",
+                    v.scenario, v.line, v.detail, v.base
+                );
             }
             if !p.fixed.is_empty() {
                 let _ = writeln!(o, "       fixed in: {}", p.fixed.join(", "));
@@ -422,9 +647,25 @@ impl PatchReport {
         let _ = writeln!(o, "\nBehaviour: {} of {} scenarios behave differently on the patched kernel; {noise} differed once and not on the rerun (timing noise); {} not run on both", changed.len(), self.scenarios.len(), self.not_run);
         for s in &changed {
             let d = s.difference.as_ref().expect("changed has a difference");
-            let _ = writeln!(o, "  {}: first difference at line {}: {}", s.name, d.line, d.what.join(", "));
-            let _ = writeln!(o, "      base:    {}{}", d.base.state, counters_text(&d.base.counters));
-            let _ = writeln!(o, "      patched: {}{}", d.patched.state, counters_text(&d.patched.counters));
+            let _ = writeln!(
+                o,
+                "  {}: first difference at line {}: {}",
+                s.name,
+                d.line,
+                d.what.join(", ")
+            );
+            let _ = writeln!(
+                o,
+                "      base:    {}{}",
+                d.base.state,
+                counters_text(&d.base.counters)
+            );
+            let _ = writeln!(
+                o,
+                "      patched: {}{}",
+                d.patched.state,
+                counters_text(&d.patched.counters)
+            );
             if !s.branches.is_empty() {
                 let _ = writeln!(o, "      model path through: {}", s.branches.join("; "));
             }
@@ -433,12 +674,33 @@ impl PatchReport {
             }
         }
         if !self.changed_branches.is_empty() {
-            let top: Vec<String> = self.changed_branches.iter().map(|(b, n)| format!("{b} ({n})")).collect();
-            let _ = writeln!(o, "\nBehaviour changed in scenarios through: {}", top.join("; "));
+            let top: Vec<String> = self
+                .changed_branches
+                .iter()
+                .map(|(b, n)| format!("{b} ({n})"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "\nBehaviour changed in scenarios through: {}",
+                top.join("; ")
+            );
         }
-        let new = self.properties.iter().filter(|p| p.change == Change::NewViolation).count();
-        let fixed = self.properties.iter().filter(|p| p.change == Change::Fixed).count();
-        let _ = writeln!(o, "\n{new} propert{} newly violated, {fixed} fixed, {} as on base", if new == 1 { "y" } else { "ies" }, self.properties.len() - new - fixed);
+        let new = self
+            .properties
+            .iter()
+            .filter(|p| p.change == Change::NewViolation)
+            .count();
+        let fixed = self
+            .properties
+            .iter()
+            .filter(|p| p.change == Change::Fixed)
+            .count();
+        let _ = writeln!(
+            o,
+            "\n{new} propert{} newly violated, {fixed} fixed, {} as on base",
+            if new == 1 { "y" } else { "ies" },
+            self.properties.len() - new - fixed
+        );
         o
     }
 }

@@ -3,7 +3,9 @@
 //! is this plus argument parsing and printing.
 
 use crate::coverage::{self, CoveragePlan};
-use crate::{evaluate_all, plan as plan_suite, summarise, Accepted, Case, CheckReport, Monitor, Suite};
+use crate::{
+    evaluate_all, plan as plan_suite, summarise, Accepted, Case, CheckReport, Monitor, Suite,
+};
 use std::path::{Path, PathBuf};
 use trc_kernel::target::{Batch, Target, TargetError};
 use trc_kernel::RunReport;
@@ -25,7 +27,11 @@ pub struct Plan {
 
 /// `+`-separated suites (`regressions+coverage+random:20`), each as [`Suite::parse`] takes it.
 pub fn parse_suites(s: &str) -> Result<Vec<Suite>, String> {
-    let out: Vec<Suite> = s.split('+').map(str::trim).map(Suite::parse).collect::<Result<_, _>>()?;
+    let out: Vec<Suite> = s
+        .split('+')
+        .map(str::trim)
+        .map(Suite::parse)
+        .collect::<Result<_, _>>()?;
     let mut names: Vec<String> = out.iter().map(Suite::name).collect();
     names.sort();
     if names.windows(2).any(|w| w[0] == w[1]) {
@@ -40,7 +46,15 @@ pub fn parse_suites(s: &str) -> Result<Vec<Suite>, String> {
 impl Plan {
     /// Prepares every suite's scenarios (generated scripts go under `work`; `corpus` is the
     /// `counterexamples/` directory), with no finding accepted (set [`Plan::baseline`]).
-    pub fn make(suites: Vec<Suite>, monitors: Vec<Monitor>, profile: Profile, corpus: &Path, work: &Path, threads: usize, log: &mut dyn FnMut(&str)) -> Result<Plan, String> {
+    pub fn make(
+        suites: Vec<Suite>,
+        monitors: Vec<Monitor>,
+        profile: Profile,
+        corpus: &Path,
+        work: &Path,
+        threads: usize,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Plan, String> {
         let mut cases = Vec::new();
         let mut cov = None;
         for s in &suites {
@@ -53,12 +67,23 @@ impl Plan {
                 _ => cases.extend(plan_suite(s, corpus, work, &profile, threads, log)?),
             }
         }
-        Ok(Plan { suites, cases, coverage: cov, monitors, profile, baseline: Vec::new() })
+        Ok(Plan {
+            suites,
+            cases,
+            coverage: cov,
+            monitors,
+            profile,
+            baseline: Vec::new(),
+        })
     }
 
     /// The suites' names, `+`-joined.
     pub fn suite_name(&self) -> String {
-        self.suites.iter().map(Suite::name).collect::<Vec<_>>().join("+")
+        self.suites
+            .iter()
+            .map(Suite::name)
+            .collect::<Vec<_>>()
+            .join("+")
     }
 }
 
@@ -69,17 +94,48 @@ pub fn paths(cases: &[Case]) -> Vec<PathBuf> {
 
 /// Runs `plan.cases[todo]` on `target` and judges them: the report (not yet shrunk) and the
 /// batch's raw runs (in `todo` order).
-pub fn run(plan: &Plan, todo: &[usize], target: &mut dyn Target, log: &mut dyn FnMut(&str)) -> Result<(CheckReport, Vec<Result<RunReport, String>>), TargetError> {
+pub fn run(
+    plan: &Plan,
+    todo: &[usize],
+    target: &mut dyn Target,
+    log: &mut dyn FnMut(&str),
+) -> Result<(CheckReport, Vec<Result<RunReport, String>>), TargetError> {
     let cases: Vec<Case> = todo.iter().map(|k| plan.cases[*k].clone()).collect();
-    let batch = if cases.is_empty() { Batch { kernel: String::new(), runs: Vec::new() } } else { target.run(&paths(&cases), log)? };
+    let batch = if cases.is_empty() {
+        Batch {
+            kernel: String::new(),
+            runs: Vec::new(),
+        }
+    } else {
+        target.run(&paths(&cases), log)?
+    };
     let results = evaluate_all(&cases, &batch.runs, &plan.monitors, &plan.profile);
-    Ok((summarise(plan.suite_name(), batch.kernel, plan.profile.name.clone(), results, &plan.monitors, &plan.baseline), batch.runs))
+    Ok((
+        summarise(
+            plan.suite_name(),
+            batch.kernel,
+            plan.profile.name.clone(),
+            results,
+            &plan.monitors,
+            &plan.baseline,
+        ),
+        batch.runs,
+    ))
 }
 
 /// Shrinks `rep`'s violations on `target` ([`crate::shrink::shrink_report`], `budget` kernel
 /// runs per property), the candidates under `work`, the shrunk scripts in `out_dir`.
 #[allow(clippy::too_many_arguments)]
-pub fn shrink_on(rep: &mut CheckReport, cases: &[Case], monitors: &[Monitor], target: &mut dyn Target, budget: usize, work: &Path, out_dir: &Path, log: &mut dyn FnMut(&str)) {
+pub fn shrink_on(
+    rep: &mut CheckReport,
+    cases: &[Case],
+    monitors: &[Monitor],
+    target: &mut dyn Target,
+    budget: usize,
+    work: &Path,
+    out_dir: &Path,
+    log: &mut dyn FnMut(&str),
+) {
     let batched = target.batched();
     let mut quiet = |_: &str| {};
     let mut run = |cs: &[Case]| -> Vec<Result<RunReport, String>> {
@@ -92,6 +148,18 @@ pub fn shrink_on(rep: &mut CheckReport, cases: &[Case], monitors: &[Monitor], ta
             Err(e) => cs.iter().map(|_| Err(e.to_string())).collect(),
         }
     };
-    let mut runner = crate::shrink::Runner { run: &mut run, batched };
-    crate::shrink::shrink_report(rep, cases, monitors, budget, work, out_dir, &mut runner, log);
+    let mut runner = crate::shrink::Runner {
+        run: &mut run,
+        batched,
+    };
+    crate::shrink::shrink_report(
+        rep,
+        cases,
+        monitors,
+        budget,
+        work,
+        out_dir,
+        &mut runner,
+        log,
+    );
 }

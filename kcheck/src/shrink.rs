@@ -7,10 +7,10 @@
 
 use super::monitor::{Monitor, Outcome};
 use super::{Case, KTrace};
-use trc_diff::generate::{normalize, GenOptions};
 use serde::{Deserialize, Serialize};
 use stateright::Model as _;
 use std::path::{Path, PathBuf};
+use trc_diff::generate::{normalize, GenOptions};
 use trc_kernel::RunReport;
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, TcpModel};
@@ -24,7 +24,12 @@ pub enum How {
     /// the model allows and what exports).
     Walk { gen: GenOptions, name: String },
     /// An engine counterexample (`export`, as `trc check --out`), from initial state `init`.
-    Counterexample { init: usize, id: String, name: String, statement: String },
+    Counterexample {
+        init: usize,
+        id: String,
+        name: String,
+        statement: String,
+    },
 }
 
 /// The model action list a scenario was exported from.
@@ -49,7 +54,9 @@ impl ActionList {
         let m = TcpModel::new(self.cfg.clone(), self.profile.clone());
         match self.how {
             How::Walk { .. } => m,
-            How::Counterexample { .. } => m.with_properties(trc_properties::properties(&trc_properties::catalogue())),
+            How::Counterexample { .. } => {
+                m.with_properties(trc_properties::properties(&trc_properties::catalogue()))
+            }
         }
     }
 
@@ -57,9 +64,28 @@ impl ActionList {
     pub fn export(&self, actions: &[Action]) -> Result<String, String> {
         let m = self.model();
         match &self.how {
-            How::Walk { gen, name } => trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms).map(|x| x.pkt).map_err(|e| e.1),
-            How::Counterexample { init, id, name, statement } => {
-                let x = trc_trace::export::export(&m, *init, actions, trc_trace::export::Subject { id, name, statement }, trc_trace::export::COUNTEREXAMPLE_GAP_MS)?;
+            How::Walk { gen, name } => {
+                trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms)
+                    .map(|x| x.pkt)
+                    .map_err(|e| e.1)
+            }
+            How::Counterexample {
+                init,
+                id,
+                name,
+                statement,
+            } => {
+                let x = trc_trace::export::export(
+                    &m,
+                    *init,
+                    actions,
+                    trc_trace::export::Subject {
+                        id,
+                        name,
+                        statement,
+                    },
+                    trc_trace::export::COUNTEREXAMPLE_GAP_MS,
+                )?;
                 if !x.trace.kernel_runnable {
                     return Err("not kernel-runnable".into());
                 }
@@ -74,7 +100,9 @@ impl ActionList {
     /// an accepted finding.
     pub fn signatures(&self) -> Vec<String> {
         let m = TcpModel::new(self.cfg.clone(), self.profile.clone());
-        let Some(mut s) = m.init_states().into_iter().nth(self.init()) else { return Vec::new() };
+        let Some(mut s) = m.init_states().into_iter().nth(self.init()) else {
+            return Vec::new();
+        };
         let specs = trc_properties::catalogue();
         let mut found: Vec<Option<String>> = vec![None; specs.len()];
         for a in &self.actions {
@@ -84,7 +112,10 @@ impl ActionList {
             }
             for (i, sp) in specs.iter().enumerate() {
                 if found[i].is_none() && !(sp.holds)(&m, &s) {
-                    found[i] = Some(trc_properties::signature::describe(sp.id, trc_properties::signature::class(sp.id, &m, &s)));
+                    found[i] = Some(trc_properties::signature::describe(
+                        sp.id,
+                        trc_properties::signature::class(sp.id, &m, &s),
+                    ));
                 }
             }
         }
@@ -95,7 +126,9 @@ impl ActionList {
     /// [`Branch::ALL`] order), up to the first step the model does not allow.
     pub fn branches(&self) -> Vec<Branch> {
         let m = self.model();
-        let Some(mut s) = m.init_states().into_iter().nth(self.init()) else { return Vec::new() };
+        let Some(mut s) = m.init_states().into_iter().nth(self.init()) else {
+            return Vec::new();
+        };
         let mut seen = std::collections::BTreeSet::new();
         for a in &self.actions {
             let sink = DecisionCounts::default();
@@ -106,7 +139,11 @@ impl ActionList {
                 None => break,
             }
         }
-        Branch::ALL.iter().copied().filter(|b| seen.contains(b)).collect()
+        Branch::ALL
+            .iter()
+            .copied()
+            .filter(|b| seen.contains(b))
+            .collect()
     }
 
     /// `actions` reduced to what the model allows in order, cut before the first step that does
@@ -116,7 +153,9 @@ impl ActionList {
         match &self.how {
             How::Walk { gen, .. } => normalize(&m, actions, gen),
             How::Counterexample { init, .. } => {
-                let Some(mut s) = m.init_states().into_iter().nth(*init) else { return Vec::new() };
+                let Some(mut s) = m.init_states().into_iter().nth(*init) else {
+                    return Vec::new();
+                };
                 let mut out = Vec::new();
                 for a in actions {
                     let mut en = Vec::new();
@@ -159,12 +198,25 @@ pub struct ShrinkResult {
 
 /// Whether `run` of `case` violates `mon` unambiguously: the violating line and why.
 pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u32, String)> {
-    if run.script.lines.iter().any(|l| l.kind == LineKind::Shell && l.status == Status::Fail) {
+    if run
+        .script
+        .lines
+        .iter()
+        .any(|l| l.kind == LineKind::Shell && l.status == Status::Fail)
+    {
         return None;
     }
     let k = KTrace::from_report(run);
-    let Outcome::Violated { line, detail } = (mon.check)(&k, &case.ghost) else { return None };
-    let timing = run.script.lines.iter().any(|l| l.line <= line && l.status == Status::Fail && l.message.as_deref().is_some_and(|m| m.starts_with("timing error")));
+    let Outcome::Violated { line, detail } = (mon.check)(&k, &case.ghost) else {
+        return None;
+    };
+    let timing = run.script.lines.iter().any(|l| {
+        l.line <= line
+            && l.status == Status::Fail
+            && l.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("timing error"))
+    });
     (!timing).then_some((line, detail))
 }
 
@@ -180,10 +232,24 @@ pub struct Runner<'a> {
 /// written under `work`; the shrunk script goes to `out_dir/ID-NAME.pkt` (atomically, with the
 /// `defaults.sh` it names). `first` is the violation of the run as the suite ran it.
 #[allow(clippy::too_many_arguments)]
-pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u32, String), budget: usize, work: &Path, out_dir: &Path, runner: &mut Runner, log: &mut dyn FnMut(&str)) -> Result<ShrinkResult, String> {
+pub fn shrink_violation(
+    case: &Case,
+    list: &ActionList,
+    mon: &Monitor,
+    first: (u32, String),
+    budget: usize,
+    work: &Path,
+    out_dir: &Path,
+    runner: &mut Runner,
+    log: &mut dyn FnMut(&str),
+) -> Result<ShrinkResult, String> {
     std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
     trc_trace::write_defaults(work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let stem = trc_trace::file_safe(&format!("{}-{}", mon.id, case.name.trim_end_matches(".pkt").replace('/', "-")));
+    let stem = trc_trace::file_safe(&format!(
+        "{}-{}",
+        mon.id,
+        case.name.trim_end_matches(".pkt").replace('/', "-")
+    ));
     let mut n = 0usize;
     let mut runs = 0usize;
     let mut make = |actions: &[Action]| -> Result<Case, String> {
@@ -191,14 +257,26 @@ pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u
         let pkt = list.export(actions)?;
         let f = work.join(format!("{stem}-{n}.pkt"));
         trc_trace::write_atomic(&f, pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
-        Case::from_file(&f, format!("{}~shrink{n}", case.name), format!("shrinking {} for {}", case.name, mon.id))
+        Case::from_file(
+            &f,
+            format!("{}~shrink{n}", case.name),
+            format!("shrinking {} for {}", case.name, mon.id),
+        )
     };
     let batched = runner.batched;
     let mut test = |batch: &[Vec<Action>]| -> Vec<Option<(u32, String, PathBuf)>> {
-        let batch = if batched { batch } else { &batch[..1.min(batch.len())] };
+        let batch = if batched {
+            batch
+        } else {
+            &batch[..1.min(batch.len())]
+        };
         let cases: Vec<Option<Case>> = batch.iter().map(|a| make(a).ok()).collect();
         let runnable: Vec<Case> = cases.iter().flatten().cloned().collect();
-        let reports = if runnable.is_empty() { Vec::new() } else { (runner.run)(&runnable) };
+        let reports = if runnable.is_empty() {
+            Vec::new()
+        } else {
+            (runner.run)(&runnable)
+        };
         runs += reports.len();
         let mut it = reports.iter();
         let mut out = Vec::new();
@@ -206,7 +284,9 @@ pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u
             match c {
                 None => out.push(None),
                 Some(c) => match it.next() {
-                    Some(Ok(r)) => out.push(still_violates(c, r, mon).map(|(l, d)| (l, d, c.path.clone()))),
+                    Some(Ok(r)) => {
+                        out.push(still_violates(c, r, mon).map(|(l, d)| (l, d, c.path.clone())))
+                    }
                     Some(Err(_)) => out.push(None),
                     None => break,
                 },
@@ -221,7 +301,8 @@ pub fn shrink_violation(case: &Case, list: &ActionList, mon: &Monitor, first: (u
     let text = std::fs::read_to_string(&from).map_err(|e| format!("{}: {e}", from.display()))?;
     trc_trace::write_defaults(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let dest = out_dir.join(format!("{stem}.pkt"));
-    trc_trace::write_atomic(&dest, text.as_bytes()).map_err(|e| format!("{}: {e}", dest.display()))?;
+    trc_trace::write_atomic(&dest, text.as_bytes())
+        .map_err(|e| format!("{}: {e}", dest.display()))?;
     Ok(ShrinkResult {
         scenario: case.name.clone(),
         events_before: list.actions.len(),
@@ -243,16 +324,31 @@ pub const NO_ACTION_LIST: &str = "not shrunk: no violating scenario comes from a
 /// (`CaseResult::events`), the note [`NO_ACTION_LIST`]; `otherwise` for the other violated
 /// ones, if given (a merged report of shards: nothing was shrunk). From the case results alone.
 pub fn note_unshrunk(rep: &mut super::CheckReport, otherwise: Option<&str>) {
-    for p in rep.properties.iter_mut().filter(|p| p.verdict == "violated" && p.shrunk.is_none()) {
-        let shrinkable = rep.cases.iter().any(|r| r.events.is_some() && p.violated.contains(&r.name) && matches!(r.properties.get(&p.id), Some(Outcome::Violated { .. })));
-        p.shrink_note = if !shrinkable { Some(NO_ACTION_LIST.into()) } else { otherwise.map(str::to_string) };
+    for p in rep
+        .properties
+        .iter_mut()
+        .filter(|p| p.verdict == "violated" && p.shrunk.is_none())
+    {
+        let shrinkable = rep.cases.iter().any(|r| {
+            r.events.is_some()
+                && p.violated.contains(&r.name)
+                && matches!(r.properties.get(&p.id), Some(Outcome::Violated { .. }))
+        });
+        p.shrink_note = if !shrinkable {
+            Some(NO_ACTION_LIST.into())
+        } else {
+            otherwise.map(str::to_string)
+        };
     }
 }
 
 /// What to shrink for each violated property of `rep` (whose cases are `cases`, in order): the
 /// shortest case violating it outside the baseline that has an action list (fewest inbound segments, the earliest at
 /// equal size), with its violation; or why none can shrink.
-pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(usize, (u32, String)), String>)> {
+pub fn targets(
+    rep: &super::CheckReport,
+    cases: &[Case],
+) -> Vec<(usize, Result<(usize, (u32, String)), String>)> {
     let mut out = Vec::new();
     for (pi, p) in rep.properties.iter().enumerate() {
         if p.verdict != "violated" {
@@ -260,16 +356,26 @@ pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(
         }
         let mut best: Option<(usize, usize, (u32, String))> = None;
         for (ci, r) in rep.cases.iter().enumerate() {
-            let Some(Outcome::Violated { line, detail }) = r.properties.get(&p.id) else { continue };
+            let Some(Outcome::Violated { line, detail }) = r.properties.get(&p.id) else {
+                continue;
+            };
             // Only violations outside the baseline: an accepted finding needs no shrinking.
-            if !p.violated.contains(&r.name) || cases.get(ci).is_none_or(|c| c.actions.is_none() || c.name != r.name) {
+            if !p.violated.contains(&r.name)
+                || cases
+                    .get(ci)
+                    .is_none_or(|c| c.actions.is_none() || c.name != r.name)
+            {
                 continue;
             }
             if best.as_ref().is_none_or(|b| r.inbound < b.0) {
                 best = Some((r.inbound, ci, (*line, detail.clone())));
             }
         }
-        out.push((pi, best.map(|b| (b.1, b.2)).ok_or_else(|| NO_ACTION_LIST.to_string())));
+        out.push((
+            pi,
+            best.map(|b| (b.1, b.2))
+                .ok_or_else(|| NO_ACTION_LIST.to_string()),
+        ));
     }
     out
 }
@@ -277,19 +383,50 @@ pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<(
 /// Shrinks every violated property of `rep` ([`targets`], [`shrink_violation`] with `budget`
 /// kernel runs per property) and records the result or why not in its summary.
 #[allow(clippy::too_many_arguments)]
-pub fn shrink_report(rep: &mut super::CheckReport, cases: &[Case], mons: &[Monitor], budget: usize, work: &Path, out_dir: &Path, runner: &mut Runner, log: &mut dyn FnMut(&str)) {
+pub fn shrink_report(
+    rep: &mut super::CheckReport,
+    cases: &[Case],
+    mons: &[Monitor],
+    budget: usize,
+    work: &Path,
+    out_dir: &Path,
+    runner: &mut Runner,
+    log: &mut dyn FnMut(&str),
+) {
     for (pi, t) in targets(rep, cases) {
         let id = rep.properties[pi].id.clone();
-        let Some(mon) = mons.iter().find(|m| m.id == id) else { continue };
+        let Some(mon) = mons.iter().find(|m| m.id == id) else {
+            continue;
+        };
         match t {
             Err(note) => rep.properties[pi].shrink_note = Some(note),
             Ok((ci, first)) => {
                 let c = &cases[ci];
-                let list = c.actions.as_ref().expect("targets keeps cases with an action list");
-                log(&format!("shrinking {} for {id}: {} events, up to {budget} kernel runs", c.name, list.actions.len()));
-                match shrink_violation(c, list, mon, first, budget, &work.join(&id), out_dir, runner, log) {
+                let list = c
+                    .actions
+                    .as_ref()
+                    .expect("targets keeps cases with an action list");
+                log(&format!(
+                    "shrinking {} for {id}: {} events, up to {budget} kernel runs",
+                    c.name,
+                    list.actions.len()
+                ));
+                match shrink_violation(
+                    c,
+                    list,
+                    mon,
+                    first,
+                    budget,
+                    &work.join(&id),
+                    out_dir,
+                    runner,
+                    log,
+                ) {
                     Ok(s) => {
-                        log(&format!("{id}: {} -> {} events in {} kernel runs: {}", s.events_before, s.events_after, s.kernel_runs, s.path));
+                        log(&format!(
+                            "{id}: {} -> {} events in {} kernel runs: {}",
+                            s.events_before, s.events_after, s.kernel_runs, s.path
+                        ));
                         rep.properties[pi].shrunk = Some(s);
                     }
                     Err(e) => rep.properties[pi].shrink_note = Some(format!("not shrunk: {e}")),

@@ -34,17 +34,43 @@ struct B {
 
 impl B {
     fn new(sack: bool, ts: bool) -> B {
-        B { k: KTrace { sack, ts, ..Default::default() }, ..Default::default() }
+        B {
+            k: KTrace {
+                sack,
+                ts,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
     }
     fn send(&mut self, seq: u32, end: u32, tsval: u32) -> &mut Self {
         self.t += 1.0;
         let max = self.k.sends.iter().map(|s| s.end).max().unwrap_or(1);
-        self.k.sends.push(Send { t_ms: self.t, seq, end, tsval: self.k.ts.then_some(tsval), retrans: seq < max });
+        self.k.sends.push(Send {
+            t_ms: self.t,
+            seq,
+            end,
+            tsval: self.k.ts.then_some(tsval),
+            retrans: seq < max,
+        });
         self
     }
-    fn ack(&mut self, ack: u32, sacks: &[(u32, u32)], dsack: Option<(u32, u32)>, ecr: u32) -> &mut Self {
+    fn ack(
+        &mut self,
+        ack: u32,
+        sacks: &[(u32, u32)],
+        dsack: Option<(u32, u32)>,
+        ecr: u32,
+    ) -> &mut Self {
         self.t += 1.0;
-        self.k.acks.push(Ack { t_ms: self.t, line: self.line + 1, ack, sacks: sacks.to_vec(), dsack, tsecr: self.k.ts.then_some(ecr) });
+        self.k.acks.push(Ack {
+            t_ms: self.t,
+            line: self.line + 1,
+            ack,
+            sacks: sacks.to_vec(),
+            dsack,
+            tsecr: self.k.ts.then_some(ecr),
+        });
         self.pending.push(self.k.acks.len() - 1);
         self
     }
@@ -55,7 +81,13 @@ impl B {
     fn step(&mut self, i: TcpInfoSnapshot) -> &mut Self {
         self.t += 0.5;
         self.line += 1;
-        self.k.steps.push(Step { line: self.line, t_ms: self.t, info: i, counters: self.counters.clone(), acks: std::mem::take(&mut self.pending) });
+        self.k.steps.push(Step {
+            line: self.line,
+            t_ms: self.t,
+            info: i,
+            counters: self.counters.clone(),
+            acks: std::mem::take(&mut self.pending),
+        });
         self
     }
 }
@@ -73,23 +105,38 @@ fn inferred() -> Ghost {
 /// what the final ACK (filling the hole at 3001) echoes.
 fn f1(ts: bool, last_ecr: u32) -> KTrace {
     let mut b = B::new(true, ts);
-    b.send(1, 5001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
-    b.ack(1001, &[], None, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 1));
-    b.ack(1001, &[(2001, 3001)], None, 200).step(info(1, 10, INFINITE_SSTHRESH, 0, 2));
+    b.send(1, 5001, 200)
+        .step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+    b.ack(1001, &[], None, 200)
+        .step(info(0, 10, INFINITE_SSTHRESH, 0, 1));
+    b.ack(1001, &[(2001, 3001)], None, 200)
+        .step(info(1, 10, INFINITE_SSTHRESH, 0, 2));
     b.send(1001, 2001, 300).step(info(3, 3, 7, 0, 2));
-    b.ack(1001, &[(2001, 3001), (4001, 5001)], None, 200).send(3001, 4001, 310).step(info(3, 2, 7, 0, 3));
-    b.count("TcpExtTCPTimeouts").send(1001, 2001, 400).step(info(4, 1, 7, 1, 3));
-    b.count("TcpExtTCPLossUndo").ack(3001, &[(4001, 5001)], None, 200).step(info(1, 10, INFINITE_SSTHRESH, 0, 5));
-    b.ack(5001, &[], None, last_ecr).step(info(0, 10, INFINITE_SSTHRESH, 0, 6));
+    b.ack(1001, &[(2001, 3001), (4001, 5001)], None, 200)
+        .send(3001, 4001, 310)
+        .step(info(3, 2, 7, 0, 3));
+    b.count("TcpExtTCPTimeouts")
+        .send(1001, 2001, 400)
+        .step(info(4, 1, 7, 1, 3));
+    b.count("TcpExtTCPLossUndo")
+        .ack(3001, &[(4001, 5001)], None, 200)
+        .step(info(1, 10, INFINITE_SSTHRESH, 0, 5));
+    b.ack(5001, &[], None, last_ecr)
+        .step(info(0, 10, INFINITE_SSTHRESH, 0, 6));
     b.k.clone()
 }
 
 #[test]
 fn i1_fails_on_f1_from_the_scripts_timestamps() {
     let o = check("I1", &f1(true, 310), &inferred());
-    let Outcome::Violated { line, detail } = o else { panic!("{o:?}") };
+    let Outcome::Violated { line, detail } = o else {
+        panic!("{o:?}")
+    };
     assert_eq!(line, 7, "the statement of the undo");
-    assert!(detail.contains("3001:4001") && detail.contains("LossUndo"), "{detail}");
+    assert!(
+        detail.contains("3001:4001") && detail.contains("LossUndo"),
+        "{detail}"
+    );
 }
 
 #[test]
@@ -100,9 +147,15 @@ fn i1_holds_when_the_hole_filler_echoes_the_original() {
 
 #[test]
 fn i1_without_timestamps_is_undecided_unless_declared() {
-    assert!(matches!(check("I1", &f1(false, 0), &inferred()), Outcome::Undecided { .. }));
+    assert!(matches!(
+        check("I1", &f1(false, 0), &inferred()),
+        Outcome::Undecided { .. }
+    ));
     let declared = Ghost::of_script("// model segment k = bytes 1+1000k\n// step 1: the network drops seg 4 (3001:4001, original sent at 0 ms): it is never ACKed\n");
-    assert!(matches!(check("I1", &f1(false, 0), &declared), Outcome::Violated { .. }));
+    assert!(matches!(
+        check("I1", &f1(false, 0), &declared),
+        Outcome::Violated { .. }
+    ));
     let none_dropped = Ghost::of_script("// model segment k = bytes 1+1000k\n");
     assert_eq!(check("I1", &f1(false, 0), &none_dropped), Outcome::Holds);
 }
@@ -118,70 +171,144 @@ fn i1_a_dsack_proves_the_original_arrived() {
 /// reaches high_seq (5001) instead of holding.
 fn nonsack_rto(exit_at_high_seq: bool) -> KTrace {
     let mut b = B::new(false, true);
-    b.send(1, 5001, 200).step(info(0, 5, INFINITE_SSTHRESH, 0, 0));
-    b.count("TcpExtTCPTimeouts").send(1, 1001, 452).step(info(4, 1, 3, 1, 0));
+    b.send(1, 5001, 200)
+        .step(info(0, 5, INFINITE_SSTHRESH, 0, 0));
+    b.count("TcpExtTCPTimeouts")
+        .send(1, 1001, 452)
+        .step(info(4, 1, 3, 1, 0));
     b.ack(1, &[], None, 200).step(info(4, 1, 3, 1, 0));
-    b.ack(5001, &[], None, 452).step(info(if exit_at_high_seq { 0 } else { 4 }, 3, 3, 0, 5));
-    b.send(5001, 6001, 514).ack(6001, &[], None, 514).step(info(0, 4, 3, 0, 6));
+    b.ack(5001, &[], None, 452)
+        .step(info(if exit_at_high_seq { 0 } else { 4 }, 3, 3, 0, 5));
+    b.send(5001, 6001, 514)
+        .ack(6001, &[], None, 514)
+        .step(info(0, 4, 3, 0, 6));
     b.k.clone()
 }
 
 #[test]
 fn i14_fails_when_leaving_loss_at_high_seq() {
-    assert!(matches!(check("I14", &nonsack_rto(true), &inferred()), Outcome::Violated { line: 4, .. }));
-    assert_eq!(check("I14", &nonsack_rto(false), &inferred()), Outcome::Holds);
+    assert!(matches!(
+        check("I14", &nonsack_rto(true), &inferred()),
+        Outcome::Violated { line: 4, .. }
+    ));
+    assert_eq!(
+        check("I14", &nonsack_rto(false), &inferred()),
+        Outcome::Holds
+    );
     let mut sack = nonsack_rto(true);
     sack.sack = true;
-    assert_eq!(check("I14", &sack, &inferred()), Outcome::Holds, "a SACK sender is not held");
+    assert_eq!(
+        check("I14", &sack, &inferred()),
+        Outcome::Holds,
+        "a SACK sender is not held"
+    );
 }
 
 fn recovery_exit(cwnd_at_exit: u32) -> KTrace {
     let mut b = B::new(true, true);
-    b.send(1, 9001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
-    b.ack(1, &[(1001, 4001)], None, 200).send(1, 1001, 300).step(info(3, 7, 7, 0, 3));
-    b.ack(9001, &[], None, 300).step(info(0, cwnd_at_exit, 7, 0, 9));
+    b.send(1, 9001, 200)
+        .step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+    b.ack(1, &[(1001, 4001)], None, 200)
+        .send(1, 1001, 300)
+        .step(info(3, 7, 7, 0, 3));
+    b.ack(9001, &[], None, 300)
+        .step(info(0, cwnd_at_exit, 7, 0, 9));
     b.k.clone()
 }
 
 #[test]
 fn i13_fails_when_recovery_ends_off_ssthresh() {
     assert_eq!(check("I13", &recovery_exit(7), &inferred()), Outcome::Holds);
-    assert_eq!(check("I13", &recovery_exit(9), &inferred()), Outcome::Holds, "within congestion avoidance's slack for 6 delivered");
-    assert!(matches!(check("I13", &recovery_exit(3), &inferred()), Outcome::Violated { line: 3, .. }));
-    assert!(matches!(check("I13", &recovery_exit(20), &inferred()), Outcome::Violated { .. }));
+    assert_eq!(
+        check("I13", &recovery_exit(9), &inferred()),
+        Outcome::Holds,
+        "within congestion avoidance's slack for 6 delivered"
+    );
+    assert!(matches!(
+        check("I13", &recovery_exit(3), &inferred()),
+        Outcome::Violated { line: 3, .. }
+    ));
+    assert!(matches!(
+        check("I13", &recovery_exit(20), &inferred()),
+        Outcome::Violated { .. }
+    ));
 }
 
 fn rto_in_recovery(ssthresh_after: u32) -> KTrace {
     let mut b = B::new(true, true);
-    b.send(1, 9001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
-    b.ack(1, &[(1001, 4001)], None, 200).send(1, 1001, 300).step(info(3, 7, 7, 0, 3));
-    b.count("TcpExtTCPTimeouts").send(1, 1001, 500).step(info(4, 1, ssthresh_after, 1, 3));
+    b.send(1, 9001, 200)
+        .step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+    b.ack(1, &[(1001, 4001)], None, 200)
+        .send(1, 1001, 300)
+        .step(info(3, 7, 7, 0, 3));
+    b.count("TcpExtTCPTimeouts")
+        .send(1, 1001, 500)
+        .step(info(4, 1, ssthresh_after, 1, 3));
     b.k.clone()
 }
 
 #[test]
 fn i2_fails_on_a_second_reduction_in_one_window() {
-    assert_eq!(check("I2", &rto_in_recovery(7), &inferred()), Outcome::Holds, "6.18 keeps ssthresh for an RTO in Recovery");
-    assert!(matches!(check("I2", &rto_in_recovery(2), &inferred()), Outcome::Violated { line: 3, .. }));
+    assert_eq!(
+        check("I2", &rto_in_recovery(7), &inferred()),
+        Outcome::Holds,
+        "6.18 keeps ssthresh for an RTO in Recovery"
+    );
+    assert!(matches!(
+        check("I2", &rto_in_recovery(2), &inferred()),
+        Outcome::Violated { line: 3, .. }
+    ));
 }
 
 #[test]
 fn i3_fails_on_a_zero_cwnd() {
-    assert_eq!(check("I3", &rto_in_recovery(7), &inferred()), Outcome::Holds);
+    assert_eq!(
+        check("I3", &rto_in_recovery(7), &inferred()),
+        Outcome::Holds
+    );
     let mut k = rto_in_recovery(7);
     k.steps[2].info.snd_cwnd = 0;
-    assert!(matches!(check("I3", &k, &inferred()), Outcome::Violated { line: 3, .. }));
+    assert!(matches!(
+        check("I3", &k, &inferred()),
+        Outcome::Violated { line: 3, .. }
+    ));
 }
 
 #[test]
 fn an_empty_run_decides_nothing() {
     for m in monitors() {
-        assert!(matches!((m.check)(&KTrace::default(), &inferred()), Outcome::Undecided { .. }), "{}", m.id);
+        assert!(
+            matches!(
+                (m.check)(&KTrace::default(), &inferred()),
+                Outcome::Undecided { .. }
+            ),
+            "{}",
+            m.id
+        );
     }
 }
 
-fn seg(flags: &str, seq: u32, len: usize, ack: u32, off_seq: u32, off_ack: u32, options: Vec<WireOption>) -> TraceSegment {
-    TraceSegment { flags: flags.into(), seq, end_seq: seq + len as u32, len, ack, win: 320, options, live_seq: seq.wrapping_add(off_seq), live_ack: ack.wrapping_add(off_ack), text: String::new() }
+fn seg(
+    flags: &str,
+    seq: u32,
+    len: usize,
+    ack: u32,
+    off_seq: u32,
+    off_ack: u32,
+    options: Vec<WireOption>,
+) -> TraceSegment {
+    TraceSegment {
+        flags: flags.into(),
+        seq,
+        end_seq: seq + len as u32,
+        len,
+        ack,
+        win: 320,
+        options,
+        live_seq: seq.wrapping_add(off_seq),
+        live_ack: ack.wrapping_add(off_ack),
+        text: String::new(),
+    }
 }
 
 #[test]
@@ -189,20 +316,78 @@ fn the_trace_reader_maps_sack_blocks_and_finds_dsacks() {
     let off = 0x1000_0000u32; // our ISN: live = script + off
     let mut r = RunReport::new("x.pkt".into());
     let ts = |v, e| WireOption::Timestamp { val: v, ecr: e };
-    r.trace.push(TraceEvent::Inbound { t_ms: 0.0, line: 1, segment: seg("S", 0, 0, 0, 0, 0, vec![WireOption::SackOk, ts(1, 0)]) });
-    r.trace.push(TraceEvent::Outbound { t_ms: 0.1, line: Some(2), segment: seg("S.", 0, 0, 1, off, 0, vec![WireOption::SackOk, ts(7, 1)]) });
-    r.trace.push(TraceEvent::Outbound { t_ms: 1.0, line: Some(4), segment: seg("P.", 1, 3000, 1, off, 0, vec![ts(9, 1)]) });
-    r.trace.push(TraceEvent::Outbound { t_ms: 2.0, line: Some(5), segment: seg(".", 1, 1000, 1, off, 0, vec![ts(11, 1)]) });
-    let sack = |blocks: Vec<(u32, u32)>| WireOption::Sack { blocks: blocks.into_iter().map(|(a, b)| (a + off, b + off)).collect() };
-    r.trace.push(TraceEvent::Inbound { t_ms: 3.0, line: 6, segment: seg(".", 1, 0, 3001, 0, off, vec![sack(vec![(1, 1001)]), ts(2, 11)]) });
-    r.trace.push(TraceEvent::Inbound { t_ms: 4.0, line: 7, segment: seg(".", 1, 0, 1, 0, off, vec![sack(vec![(1001, 2001), (1001, 3001)])]) });
-    r.trace.push(TraceEvent::TcpInfo { t_ms: 4.5, line: 7, info: info(0, 10, INFINITE_SSTHRESH, 0, 3), counters: BTreeMap::new() });
+    r.trace.push(TraceEvent::Inbound {
+        t_ms: 0.0,
+        line: 1,
+        segment: seg("S", 0, 0, 0, 0, 0, vec![WireOption::SackOk, ts(1, 0)]),
+    });
+    r.trace.push(TraceEvent::Outbound {
+        t_ms: 0.1,
+        line: Some(2),
+        segment: seg("S.", 0, 0, 1, off, 0, vec![WireOption::SackOk, ts(7, 1)]),
+    });
+    r.trace.push(TraceEvent::Outbound {
+        t_ms: 1.0,
+        line: Some(4),
+        segment: seg("P.", 1, 3000, 1, off, 0, vec![ts(9, 1)]),
+    });
+    r.trace.push(TraceEvent::Outbound {
+        t_ms: 2.0,
+        line: Some(5),
+        segment: seg(".", 1, 1000, 1, off, 0, vec![ts(11, 1)]),
+    });
+    let sack = |blocks: Vec<(u32, u32)>| WireOption::Sack {
+        blocks: blocks
+            .into_iter()
+            .map(|(a, b)| (a + off, b + off))
+            .collect(),
+    };
+    r.trace.push(TraceEvent::Inbound {
+        t_ms: 3.0,
+        line: 6,
+        segment: seg(
+            ".",
+            1,
+            0,
+            3001,
+            0,
+            off,
+            vec![sack(vec![(1, 1001)]), ts(2, 11)],
+        ),
+    });
+    r.trace.push(TraceEvent::Inbound {
+        t_ms: 4.0,
+        line: 7,
+        segment: seg(
+            ".",
+            1,
+            0,
+            1,
+            0,
+            off,
+            vec![sack(vec![(1001, 2001), (1001, 3001)])],
+        ),
+    });
+    r.trace.push(TraceEvent::TcpInfo {
+        t_ms: 4.5,
+        line: 7,
+        info: info(0, 10, INFINITE_SSTHRESH, 0, 3),
+        counters: BTreeMap::new(),
+    });
     let k = KTrace::from_report(&r);
     assert!(k.sack && k.ts);
     assert_eq!(k.sends.len(), 2);
     assert!(!k.sends[0].retrans && k.sends[1].retrans);
-    assert_eq!((k.acks[0].ack, k.acks[0].dsack, k.acks[0].tsecr), (3001, Some((1, 1001)), Some(11)), "a block below the ACK is a DSACK");
-    assert_eq!(k.acks[1].dsack, Some((1001, 2001)), "a first block inside the second is a DSACK");
+    assert_eq!(
+        (k.acks[0].ack, k.acks[0].dsack, k.acks[0].tsecr),
+        (3001, Some((1, 1001)), Some(11)),
+        "a block below the ACK is a DSACK"
+    );
+    assert_eq!(
+        k.acks[1].dsack,
+        Some((1001, 2001)),
+        "a first block inside the second is a DSACK"
+    );
     assert_eq!(k.acks[1].sacks, vec![(1001, 3001)]);
     assert_eq!(k.steps.len(), 1);
     assert_eq!(k.steps[0].acks, vec![0, 1]);
@@ -214,15 +399,24 @@ fn i11_checks_the_restored_values() {
     assert_eq!(check("I11", &f1(true, 310), &inferred()), Outcome::Holds);
     let mut k = f1(true, 310);
     k.steps[6].info.snd_ssthresh = 7; // the undo kept the reduced ssthresh
-    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { line: 7, .. }));
+    assert!(matches!(
+        check("I11", &k, &inferred()),
+        Outcome::Violated { line: 7, .. }
+    ));
     let mut k = f1(true, 310);
     k.steps[6].info.snd_cwnd = 4; // cwnd not restored to prior_cwnd 10
-    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
+    assert!(matches!(
+        check("I11", &k, &inferred()),
+        Outcome::Violated { .. }
+    ));
     let mut k = f1(true, 310);
     k.steps[6].info.snd_cwnd = 12; // slow start after the undo: 10 + 2 delivered
     assert_eq!(check("I11", &k, &inferred()), Outcome::Holds);
     k.steps[6].info.snd_cwnd = 14; // more than the ACK could add
-    assert!(matches!(check("I11", &k, &inferred()), Outcome::Violated { .. }));
+    assert!(matches!(
+        check("I11", &k, &inferred()),
+        Outcome::Violated { .. }
+    ));
 }
 
 /// A run whose setup shell line failed (e.g. defaults.sh writing a sysctl the kernel lacks) ran
@@ -230,20 +424,53 @@ fn i11_checks_the_restored_values() {
 /// holds — even when the trace itself shows nothing wrong.
 #[test]
 fn a_failed_setup_line_decides_nothing() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/kernel/fr-sack.pkt");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../counterexamples/kernel/fr-sack.pkt");
     let case = super::Case::from_file(&path, "fr-sack".into(), "test".into()).unwrap();
     let mut r = RunReport::new("fr-sack.pkt".into());
-    r.trace.push(TraceEvent::TcpInfo { t_ms: 1.0, line: 20, info: info(0, 10, INFINITE_SSTHRESH, 0, 0), counters: BTreeMap::new() });
-    let line = |kind, status| trc_pkt::report::LineResult { line: 6, col: 1, kind, status, text: "`../common/defaults.sh`".into(), expected: None, actual: None, message: Some("exit status 1".into()), time_ms: None, offset_ms: None, output: None, values: BTreeMap::new(), notes: vec![] };
+    r.trace.push(TraceEvent::TcpInfo {
+        t_ms: 1.0,
+        line: 20,
+        info: info(0, 10, INFINITE_SSTHRESH, 0, 0),
+        counters: BTreeMap::new(),
+    });
+    let line = |kind, status| trc_pkt::report::LineResult {
+        line: 6,
+        col: 1,
+        kind,
+        status,
+        text: "`../common/defaults.sh`".into(),
+        expected: None,
+        actual: None,
+        message: Some("exit status 1".into()),
+        time_ms: None,
+        offset_ms: None,
+        output: None,
+        values: BTreeMap::new(),
+        notes: vec![],
+    };
     let profile = trc_model::profile::Profile::linux_6_18();
-    r.script.lines.push(line(trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Pass));
+    r.script.lines.push(line(
+        trc_pkt::report::LineKind::Shell,
+        trc_pkt::report::Status::Pass,
+    ));
     let ok = super::evaluate(&case, &Ok(r.clone()), &monitors(), &profile);
-    assert!(ok.properties.values().any(|o| *o == Outcome::Holds), "{:?}", ok.properties);
-    r.script.lines[0] = line(trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Fail);
+    assert!(
+        ok.properties.values().any(|o| *o == Outcome::Holds),
+        "{:?}",
+        ok.properties
+    );
+    r.script.lines[0] = line(
+        trc_pkt::report::LineKind::Shell,
+        trc_pkt::report::Status::Fail,
+    );
     let bad = super::evaluate(&case, &Ok(r), &monitors(), &profile);
     assert!(!bad.properties.is_empty());
     for (id, o) in &bad.properties {
-        assert!(matches!(o, Outcome::Undecided { reason } if reason.contains("setup failed at line 6")), "{id}: {o:?}");
+        assert!(
+            matches!(o, Outcome::Undecided { reason } if reason.contains("setup failed at line 6")),
+            "{id}: {o:?}"
+        );
     }
 }
 
@@ -251,18 +478,63 @@ fn a_failed_setup_line_decides_nothing() {
 /// NAME | grep -q " 1 "`) is a failed check, not a setup failure: the monitors judge the run.
 #[test]
 fn a_failed_counter_check_after_traffic_is_judged() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/kernel/fr-sack.pkt");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../counterexamples/kernel/fr-sack.pkt");
     let case = super::Case::from_file(&path, "fr-sack".into(), "test".into()).unwrap();
     let mut r = RunReport::new("fr-sack.pkt".into());
-    r.trace.push(TraceEvent::TcpInfo { t_ms: 1.0, line: 20, info: info(0, 10, INFINITE_SSTHRESH, 0, 0), counters: BTreeMap::new() });
-    let line = |n, kind, status, text: &str| trc_pkt::report::LineResult { line: n, col: 1, kind, status, text: text.into(), expected: None, actual: None, message: Some("exit status 1".into()), time_ms: None, offset_ms: None, output: None, values: BTreeMap::new(), notes: vec![] };
-    r.script.lines.push(line(6, trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Pass, "`../common/defaults.sh`"));
-    r.script.lines.push(line(20, trc_pkt::report::LineKind::PacketOut, trc_pkt::report::Status::Pass, "+0 > . 1:1001(1000) ack 1"));
-    r.script.lines.push(line(30, trc_pkt::report::LineKind::Shell, trc_pkt::report::Status::Fail, "`nstat -a | grep TcpExtTCPDSACKUndo | grep -q \" 1 \"`"));
+    r.trace.push(TraceEvent::TcpInfo {
+        t_ms: 1.0,
+        line: 20,
+        info: info(0, 10, INFINITE_SSTHRESH, 0, 0),
+        counters: BTreeMap::new(),
+    });
+    let line = |n, kind, status, text: &str| trc_pkt::report::LineResult {
+        line: n,
+        col: 1,
+        kind,
+        status,
+        text: text.into(),
+        expected: None,
+        actual: None,
+        message: Some("exit status 1".into()),
+        time_ms: None,
+        offset_ms: None,
+        output: None,
+        values: BTreeMap::new(),
+        notes: vec![],
+    };
+    r.script.lines.push(line(
+        6,
+        trc_pkt::report::LineKind::Shell,
+        trc_pkt::report::Status::Pass,
+        "`../common/defaults.sh`",
+    ));
+    r.script.lines.push(line(
+        20,
+        trc_pkt::report::LineKind::PacketOut,
+        trc_pkt::report::Status::Pass,
+        "+0 > . 1:1001(1000) ack 1",
+    ));
+    r.script.lines.push(line(
+        30,
+        trc_pkt::report::LineKind::Shell,
+        trc_pkt::report::Status::Fail,
+        "`nstat -a | grep TcpExtTCPDSACKUndo | grep -q \" 1 \"`",
+    ));
     let profile = trc_model::profile::Profile::linux_6_18();
     let res = super::evaluate(&case, &Ok(r), &monitors(), &profile);
-    assert!(res.properties.values().any(|o| *o == Outcome::Holds), "{:?}", res.properties);
-    assert!(res.properties.values().all(|o| !matches!(o, Outcome::Undecided { reason } if reason.contains("setup"))), "{:?}", res.properties);
+    assert!(
+        res.properties.values().any(|o| *o == Outcome::Holds),
+        "{:?}",
+        res.properties
+    );
+    assert!(
+        res.properties
+            .values()
+            .all(|o| !matches!(o, Outcome::Undecided { reason } if reason.contains("setup"))),
+        "{:?}",
+        res.properties
+    );
 }
 
 /// A scenario whose profile replay was incomplete is not reported "same as the profile": only
@@ -290,14 +562,17 @@ fn incomplete_profile_replay_is_not_called_the_same() {
     assert!(super::CheckReport::case_line(&r).ends_with("same as the profile"));
 }
 
-
 // I2's monitor against the model property's exceptions for a Recovery entered before the
 // previous reduction's `high_seq`: a lost retransmission in Loss, and a lost segment of a new
 // window (properties/src/lib.rs `i2_reduction_ok`), on hand-made traces.
 
 /// [`info`] with `tcpi_lost` instead of `tcpi_delivered`.
 fn info_lost(ca: u8, cwnd: u32, ssth: u32, retransmits: u8, lost: u32) -> TcpInfoSnapshot {
-    TcpInfoSnapshot { lost, delivered: 0, ..info(ca, cwnd, ssth, retransmits, 0) }
+    TcpInfoSnapshot {
+        lost,
+        delivered: 0,
+        ..info(ca, cwnd, ssth, retransmits, 0)
+    }
 }
 
 /// Four segments (1:4001) sent; an RTO (ssthresh 7, high_seq 4001); an ACK of 1:1001 after which
@@ -307,8 +582,14 @@ fn info_lost(ca: u8, cwnd: u32, ssth: u32, retransmits: u8, lost: u32) -> TcpInf
 /// lost retransmission (TCPLostRetransmit).
 fn loss_then_recovery(new_data: bool, rtx: (u32, u32), lost: u32, lost_retrans: bool) -> KTrace {
     let mut b = B::new(true, false);
-    b.send(1, 1001, 0).send(1001, 2001, 0).send(2001, 3001, 0).send(3001, 4001, 0).step(info_lost(CA_OPEN, 10, INFINITE_SSTHRESH, 0, 0));
-    b.count("TcpExtTCPTimeouts").send(1, 1001, 0).step(info_lost(CA_LOSS, 1, 7, 1, 4));
+    b.send(1, 1001, 0)
+        .send(1001, 2001, 0)
+        .send(2001, 3001, 0)
+        .send(3001, 4001, 0)
+        .step(info_lost(CA_OPEN, 10, INFINITE_SSTHRESH, 0, 0));
+    b.count("TcpExtTCPTimeouts")
+        .send(1, 1001, 0)
+        .step(info_lost(CA_LOSS, 1, 7, 1, 4));
     b.ack(1001, &[], None, 0);
     if new_data {
         b.send(4001, 5001, 0).send(5001, 6001, 0);
@@ -319,7 +600,8 @@ fn loss_then_recovery(new_data: bool, rtx: (u32, u32), lost: u32, lost_retrans: 
     if lost_retrans {
         b.count("TcpExtTCPLostRetransmit");
     }
-    b.send(rtx.0, rtx.1, 0).step(info_lost(CA_RECOVERY, 2, 5, 0, lost));
+    b.send(rtx.0, rtx.1, 0)
+        .step(info_lost(CA_RECOVERY, 2, 5, 0, lost));
     b.k.clone()
 }
 
@@ -330,10 +612,16 @@ fn i2(k: &KTrace) -> Outcome {
 #[test]
 fn a_lost_segment_of_the_new_window_is_the_exception() {
     // RACK marks 4001:5001 (sent after the RTO, at high_seq) lost and retransmits it.
-    assert_eq!(i2(&loss_then_recovery(true, (4001, 5001), 1, false)), Outcome::Holds);
+    assert_eq!(
+        i2(&loss_then_recovery(true, (4001, 5001), 1, false)),
+        Outcome::Holds
+    );
     // Only 1001:2001 retransmitted, but tcpi_lost counts 4 while only 3 segments were
     // ever sent in [1001, 4001): one lost segment lies at or above high_seq.
-    assert_eq!(i2(&loss_then_recovery(true, (1001, 2001), 4, false)), Outcome::Holds);
+    assert_eq!(
+        i2(&loss_then_recovery(true, (1001, 2001), 4, false)),
+        Outcome::Holds
+    );
 }
 
 #[test]
@@ -341,19 +629,32 @@ fn new_data_without_a_visible_lost_mark_is_undecided() {
     // Only 1001:2001 (below high_seq) retransmitted and 1 lost: the new data's marks are not
     // visible, so the model's exception can be neither shown nor excluded.
     let o = i2(&loss_then_recovery(true, (1001, 2001), 1, false));
-    let Outcome::Undecided { reason } = o else { panic!("{o:?}") };
-    assert!(reason.contains("line 4") && reason.contains("high_seq 4001"), "{reason}");
+    let Outcome::Undecided { reason } = o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        reason.contains("line 4") && reason.contains("high_seq 4001"),
+        "{reason}"
+    );
 }
 
 #[test]
 fn loss_to_recovery_needs_a_lost_retransmission_or_a_new_window() {
     // Nothing sent after the RTO and no lost retransmission: the model's I2 fails here.
     let o = i2(&loss_then_recovery(false, (1001, 2001), 1, false));
-    let Outcome::Violated { line, detail } = o else { panic!("{o:?}") };
+    let Outcome::Violated { line, detail } = o else {
+        panic!("{o:?}")
+    };
     assert_eq!(line, 4);
-    assert!(detail.contains("Recovery") && detail.contains("high_seq 4001"), "{detail}");
+    assert!(
+        detail.contains("Recovery") && detail.contains("high_seq 4001"),
+        "{detail}"
+    );
     // The same with TCPLostRetransmit moving: row 18's exception.
-    assert_eq!(i2(&loss_then_recovery(false, (1001, 2001), 1, true)), Outcome::Holds);
+    assert_eq!(
+        i2(&loss_then_recovery(false, (1001, 2001), 1, true)),
+        Outcome::Holds
+    );
 }
 
 /// The base-against-patched comparison: the same run is no difference; an undo only the patched
@@ -365,11 +666,13 @@ fn patch_comparison_finds_the_first_differing_step() {
     use trc_pkt::report::{LineKind, LineResult, Status};
     let run = |undo: bool| {
         let mut b = B::new(false, true);
-        b.send(1, 5001, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
+        b.send(1, 5001, 200)
+            .step(info(0, 10, INFINITE_SSTHRESH, 0, 0));
         b.ack(1, &[], None, 200).step(info(4, 1, 7, 1, 0));
         if undo {
             b.count("TcpExtTCPLossUndo");
-            b.ack(5001, &[], None, 200).step(info(0, 10, INFINITE_SSTHRESH, 0, 5));
+            b.ack(5001, &[], None, 200)
+                .step(info(0, 10, INFINITE_SSTHRESH, 0, 5));
         } else {
             b.ack(5001, &[], None, 200).step(info(0, 7, 7, 0, 5));
         }
@@ -379,18 +682,51 @@ fn patch_comparison_finds_the_first_differing_step() {
     assert_eq!(trace_diff(&base, &base.clone(), &[], &[]), None);
     let d = trace_diff(&base, &patched, &[], &[]).expect("the undo differs");
     assert_eq!(d.line, 3);
-    assert!(d.what.iter().any(|w| w == "tcpi_snd_cwnd") && d.what.iter().any(|w| w == "TcpExtTCPLossUndo"), "{:?}", d.what);
+    assert!(
+        d.what.iter().any(|w| w == "tcpi_snd_cwnd")
+            && d.what.iter().any(|w| w == "TcpExtTCPLossUndo"),
+        "{:?}",
+        d.what
+    );
     assert_eq!(d.base.counters.get("TcpExtTCPLossUndo"), Some(&0));
     assert_eq!(d.patched.counters.get("TcpExtTCPLossUndo"), Some(&1));
-    assert!(d.base.state.starts_with("Open cwnd 7 ssthresh 7") && d.patched.state.starts_with("Open cwnd 10 ssthresh inf"), "{} / {}", d.base.state, d.patched.state);
+    assert!(
+        d.base.state.starts_with("Open cwnd 7 ssthresh 7")
+            && d.patched.state.starts_with("Open cwnd 10 ssthresh inf"),
+        "{} / {}",
+        d.base.state,
+        d.patched.state
+    );
     // Both kernels fail line 9 on the same segment; only the TSval (a per-run offset) differs.
     let failed = |ts: &str, cwnd: &str| {
-        let mut l = LineResult::new(9, 1, LineKind::PacketOut, Status::Fail, "+0 > . 1:1001(1000)".into());
-        l.actual = Some(format!(". 1:1001(1000) ack 1 win {cwnd} <nop,nop,TS val {ts} ecr 100>"));
+        let mut l = LineResult::new(
+            9,
+            1,
+            LineKind::PacketOut,
+            Status::Fail,
+            "+0 > . 1:1001(1000)".into(),
+        );
+        l.actual = Some(format!(
+            ". 1:1001(1000) ack 1 win {cwnd} <nop,nop,TS val {ts} ecr 100>"
+        ));
         vec![l]
     };
-    assert_eq!(trace_diff(&base, &base, &failed("4254643109", "1053"), &failed("2424647888", "1053")), None);
-    let d = trace_diff(&base, &base, &failed("4254643109", "1053"), &failed("2424647888", "2000")).expect("another window is a difference");
+    assert_eq!(
+        trace_diff(
+            &base,
+            &base,
+            &failed("4254643109", "1053"),
+            &failed("2424647888", "1053")
+        ),
+        None
+    );
+    let d = trace_diff(
+        &base,
+        &base,
+        &failed("4254643109", "1053"),
+        &failed("2424647888", "2000"),
+    )
+    .expect("another window is a difference");
     assert_eq!(d.line, 9);
 }
 
@@ -400,11 +736,24 @@ fn patch_comparison_finds_the_first_differing_step() {
 fn patch_property_changes_are_per_scenario() {
     use super::patch::{property_changes, Change};
     let case = |name: &str, o: Outcome| case_result(name, o, &[]);
-    let v = || Outcome::Violated { line: 7, detail: "undo".into() };
+    let v = || Outcome::Violated {
+        line: 7,
+        detail: "undo".into(),
+    };
     let mons: Vec<_> = monitors().into_iter().filter(|m| m.id == "I1").collect();
-    let rep = |cs: Vec<super::CaseResult>| super::summarise("s".into(), "k".into(), "p".into(), cs, &mons, &[]);
-    let base = rep(vec![case("f1", v()), case("seed", Outcome::Holds), case("fixed", v())]);
-    let patched = rep(vec![case("f1", v()), case("seed", v()), case("fixed", Outcome::Holds)]);
+    let rep = |cs: Vec<super::CaseResult>| {
+        super::summarise("s".into(), "k".into(), "p".into(), cs, &mons, &[])
+    };
+    let base = rep(vec![
+        case("f1", v()),
+        case("seed", Outcome::Holds),
+        case("fixed", v()),
+    ]);
+    let patched = rep(vec![
+        case("f1", v()),
+        case("seed", v()),
+        case("fixed", Outcome::Holds),
+    ]);
     let ch = property_changes(&base, &patched, &|i| Some(i != 1));
     assert_eq!(ch[0].change, Change::NewViolation);
     assert_eq!(ch[0].new_violations.len(), 1);
@@ -413,7 +762,15 @@ fn patch_property_changes_are_per_scenario() {
     assert_eq!(ch[0].fixed, vec!["fixed".to_string()]);
     let same = property_changes(&base, &base, &|_| None);
     assert_eq!(same[0].change, Change::AsOnBase);
-    let only_fix = property_changes(&base, &rep(vec![case("f1", v()), case("seed", Outcome::Holds), case("fixed", Outcome::Holds)]), &|_| None);
+    let only_fix = property_changes(
+        &base,
+        &rep(vec![
+            case("f1", v()),
+            case("seed", Outcome::Holds),
+            case("fixed", Outcome::Holds),
+        ]),
+        &|_| None,
+    );
     assert_eq!(only_fix[0].change, Change::Fixed);
 }
 
@@ -439,36 +796,95 @@ fn case_result(name: &str, o: Outcome, signatures: &[&str]) -> super::CaseResult
 /// violation, and the shortest reported is one outside the baseline.
 #[test]
 fn violations_in_accepted_findings_scenarios_are_accepted() {
-    let acc = vec![super::Accepted { signature: "I1:tcp_try_undo_loss:Loss:ts-echo".into(), finding: "F1".into(), reason: "r".into() }];
+    let acc = vec![super::Accepted {
+        signature: "I1:tcp_try_undo_loss:Loss:ts-echo".into(),
+        finding: "F1".into(),
+        reason: "r".into(),
+    }];
     let mons: Vec<_> = monitors().into_iter().filter(|m| m.id == "I1").collect();
-    let v = || Outcome::Violated { line: 7, detail: "undo".into() };
-    let f1 = case_result("findings/f1.pkt", v(), &["I1:tcp_try_undo_loss:Loss:ts-echo"]);
-    let other = case_result("random/0001", v(), &["I1:tcp_try_undo_recovery:Recovery:no-stamp"]);
+    let v = || Outcome::Violated {
+        line: 7,
+        detail: "undo".into(),
+    };
+    let f1 = case_result(
+        "findings/f1.pkt",
+        v(),
+        &["I1:tcp_try_undo_loss:Loss:ts-echo"],
+    );
+    let other = case_result(
+        "random/0001",
+        v(),
+        &["I1:tcp_try_undo_recovery:Recovery:no-stamp"],
+    );
     let undeclared = case_result("kernel/x.pkt", v(), &[]);
-    let rep = super::summarise("s".into(), "k".into(), "p".into(), vec![f1.clone(), case_result("h", Outcome::Holds, &[])], &mons, &acc);
+    let rep = super::summarise(
+        "s".into(),
+        "k".into(),
+        "p".into(),
+        vec![f1.clone(), case_result("h", Outcome::Holds, &[])],
+        &mons,
+        &acc,
+    );
     assert_eq!(rep.properties[0].verdict, "accepted");
     assert_eq!(rep.properties[0].accepted[0].finding, "F1");
     assert!(rep.properties[0].violated.is_empty());
     assert_eq!(rep.exit_code(), 0);
     // Without the baseline the same run fails.
-    assert_eq!(super::summarise("s".into(), "k".into(), "p".into(), vec![f1.clone()], &mons, &[]).exit_code(), 1);
+    assert_eq!(
+        super::summarise(
+            "s".into(),
+            "k".into(),
+            "p".into(),
+            vec![f1.clone()],
+            &mons,
+            &[]
+        )
+        .exit_code(),
+        1
+    );
     for bad in [other, undeclared] {
         let mut b = bad.clone();
         b.inbound = 9;
-        let rep = super::summarise("s".into(), "k".into(), "p".into(), vec![f1.clone(), b], &mons, &acc);
+        let rep = super::summarise(
+            "s".into(),
+            "k".into(),
+            "p".into(),
+            vec![f1.clone(), b],
+            &mons,
+            &acc,
+        );
         assert_eq!(rep.properties[0].verdict, "violated");
         assert_eq!(rep.properties[0].violated, vec![bad.name.clone()]);
-        assert_eq!(rep.properties[0].shortest.as_ref().unwrap().0, bad.name, "the shortest is the one outside the baseline");
+        assert_eq!(
+            rep.properties[0].shortest.as_ref().unwrap().0,
+            bad.name,
+            "the shortest is the one outside the baseline"
+        );
         assert_eq!(rep.exit_code(), 1);
     }
     // A signature of another property does not accept this one's violation.
-    let i2 = case_result("findings/f9.pkt", v(), &["I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0"]);
-    let acc2 = vec![super::Accepted { signature: "I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0".into(), finding: "F9".into(), reason: "r".into() }];
-    assert_eq!(super::summarise("s".into(), "k".into(), "p".into(), vec![i2], &mons, &acc2).properties[0].verdict, "violated");
+    let i2 = case_result(
+        "findings/f9.pkt",
+        v(),
+        &["I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0"],
+    );
+    let acc2 = vec![super::Accepted {
+        signature: "I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0".into(),
+        finding: "F9".into(),
+        reason: "r".into(),
+    }];
+    assert_eq!(
+        super::summarise("s".into(), "k".into(), "p".into(), vec![i2], &mons, &acc2).properties[0]
+            .verdict,
+        "violated"
+    );
 }
 
 #[test]
 fn scripts_declare_their_signatures() {
     let t = "// x\n// trc-signature: I1:tcp_try_undo_loss:Loss:ts-echo\n+0 < . 1:1(0) ack 1 win 257\n//trc-signature:\n";
-    assert_eq!(super::declared_signatures(t), vec!["I1:tcp_try_undo_loss:Loss:ts-echo".to_string()]);
+    assert_eq!(
+        super::declared_signatures(t),
+        vec!["I1:tcp_try_undo_loss:Loss:ts-echo".to_string()]
+    );
 }

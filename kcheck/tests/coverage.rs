@@ -6,9 +6,9 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use trc_engine::{check_with, Options, StateHooks, Tallied};
 use trc_kcheck::coverage::{self, CoveragePlan};
 use trc_kcheck::Case;
-use trc_engine::{check_with, Options, StateHooks, Tallied};
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::{Config, Profile};
@@ -17,7 +17,11 @@ use trc_model::{Config, Profile};
 fn tally(cfg: &Config, profile: &Profile, max_depth: Option<usize>) -> Vec<u64> {
     let model = TcpModel::new(cfg.clone(), profile.clone());
     let hooks = Tallied {
-        hooks: StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        hooks: StateHooks {
+            fingerprint: State::fingerprint,
+            next_state_into: TcpModel::next_state_into,
+            drop_is_noop: State::is_plain,
+        },
         n: Branch::ALL.len(),
         tally: |m: &TcpModel, s: &State, a: &Action, counts: &mut [u64]| {
             let sink = DecisionCounts::default();
@@ -26,7 +30,16 @@ fn tally(cfg: &Config, profile: &Profile, max_depth: Option<usize>) -> Vec<u64> 
             }
         },
     };
-    let r = check_with(&model, &Options { threads: 2, max_depth, ..Options::default() }, None, hooks);
+    let r = check_with(
+        &model,
+        &Options {
+            threads: 2,
+            max_depth,
+            ..Options::default()
+        },
+        None,
+        hooks,
+    );
     let mut t = r.tally;
     t.resize(Branch::ALL.len(), 0);
     t
@@ -40,7 +53,14 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn plan(cfg: &Config, threads: usize, name: &str) -> (CoveragePlan, Vec<Case>) {
-    coverage::plan(cfg, &Profile::linux_6_18(), &scratch(name), threads, &mut |_| {}).unwrap()
+    coverage::plan(
+        cfg,
+        &Profile::linux_6_18(),
+        &scratch(name),
+        threads,
+        &mut |_| {},
+    )
+    .unwrap()
 }
 
 fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
@@ -48,15 +68,29 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
     let all = tally(cfg, &profile, None);
     let kr = tally(&coverage::kernel_runnable_bounds(cfg), &profile, None);
     for (i, (b, row)) in Branch::ALL.iter().zip(&p.rows).enumerate() {
-        assert_eq!((row.function.as_str(), row.branch.as_str()), (b.function(), b.label()));
+        assert_eq!(
+            (row.function.as_str(), row.branch.as_str()),
+            (b.function(), b.label())
+        );
         let expect = match (all[i] > 0, kr[i] > 0) {
             (false, _) => "unreached",
             (true, false) => "model-only",
             (true, true) => "kernel-runnable",
         };
-        assert_eq!(row.reach, expect, "{}: tally {} / {} on kernel-runnable paths", coverage::branch_name(*b), all[i], kr[i]);
+        assert_eq!(
+            row.reach,
+            expect,
+            "{}: tally {} / {} on kernel-runnable paths",
+            coverage::branch_name(*b),
+            all[i],
+            kr[i]
+        );
         // Every kernel-runnable branch is covered (no export was refused at these bounds).
-        assert_eq!(!row.scenarios.is_empty(), expect == "kernel-runnable", "{row:?}");
+        assert_eq!(
+            !row.scenarios.is_empty(),
+            expect == "kernel-runnable",
+            "{row:?}"
+        );
     }
     assert!(p.export_errors.is_empty(), "{:?}", p.export_errors);
     assert_eq!(p.reachable, all.iter().filter(|n| **n > 0).count());
@@ -73,7 +107,11 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
     for (c, s) in cases.iter().zip(&p.scenarios) {
         assert_eq!(c.name, s.name);
         let before = union.len();
-        union.extend(s.branches.iter().map(|b| b.rsplit_once(" (step").unwrap().0.to_string()));
+        union.extend(
+            s.branches
+                .iter()
+                .map(|b| b.rsplit_once(" (step").unwrap().0.to_string()),
+        );
         assert!(union.len() > before, "{} covers nothing new", c.name);
         let text = std::fs::read_to_string(&c.path).unwrap();
         assert!(trc_pkt::parse(&text, &c.path.display().to_string()).is_ok());
@@ -83,17 +121,30 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
         assert!(c.path.with_file_name("defaults.sh").exists());
         // Its path is kept, so that a violation on it can shrink: the same events, and they
         // export again as a kernel-runnable script.
-        let list = c.actions.as_ref().expect("a coverage scenario keeps its path");
+        let list = c
+            .actions
+            .as_ref()
+            .expect("a coverage scenario keeps its path");
         assert_eq!(list.actions.len(), s.events, "{}", c.name);
         assert!(list.export(&list.actions).is_ok(), "{}", c.name);
     }
-    let kernel_runnable: BTreeSet<String> = Branch::ALL.iter().zip(&kr).filter(|(_, n)| **n > 0).map(|(b, _)| coverage::branch_name(*b)).collect();
+    let kernel_runnable: BTreeSet<String> = Branch::ALL
+        .iter()
+        .zip(&kr)
+        .filter(|(_, n)| **n > 0)
+        .map(|(b, _)| coverage::branch_name(*b))
+        .collect();
     assert_eq!(union, kernel_runnable);
 
     // Shortest: a branch whose shortest kernel-runnable path has L events has no transition in
     // the paths of L - 1 events and one in those of L.
     let kcfg = coverage::kernel_runnable_bounds(cfg);
-    let lens: BTreeSet<usize> = p.rows.iter().filter(|r| r.reach == "kernel-runnable").map(|r| r.shortest.unwrap()).collect();
+    let lens: BTreeSet<usize> = p
+        .rows
+        .iter()
+        .filter(|r| r.reach == "kernel-runnable")
+        .map(|r| r.shortest.unwrap())
+        .collect();
     for l in lens {
         let below = tally(&kcfg, &profile, Some(l - 1));
         let at = tally(&kcfg, &profile, Some(l));
@@ -113,8 +164,16 @@ fn default_suite_covers_every_kernel_runnable_branch() {
     let (p, cases) = plan(&cfg, 2, "cov-default-2");
     check_plan(&cfg, &p, &cases);
     assert!(p.reachable > 20, "{p:?}");
-    assert!(!p.model_only.is_empty(), "a TSQ hold is needed for some branch at these bounds: {p:?}");
-    assert!(cases.len() < p.covered, "the greedy cover reuses paths: {} scenarios for {} branches", cases.len(), p.covered);
+    assert!(
+        !p.model_only.is_empty(),
+        "a TSQ hold is needed for some branch at these bounds: {p:?}"
+    );
+    assert!(
+        cases.len() < p.covered,
+        "the greedy cover reuses paths: {} scenarios for {} branches",
+        cases.len(),
+        p.covered
+    );
     // The same plan and the same scripts with one thread.
     let (p1, cases1) = plan(&cfg, 1, "cov-default-1");
     assert_eq!(p, p1);
@@ -128,7 +187,14 @@ fn default_suite_covers_every_kernel_runnable_branch() {
 /// reported as such, and never given a scenario.
 #[test]
 fn model_only_branches_are_reported_not_covered() {
-    let cfg = Config { segments: 4, initcwnd: 4, max_tsq: 2, max_ece: 1, ecn: true, ..Config::default() };
+    let cfg = Config {
+        segments: 4,
+        initcwnd: 4,
+        max_tsq: 2,
+        max_ece: 1,
+        ecn: true,
+        ..Config::default()
+    };
     let (p, cases) = plan(&cfg, 2, "cov-tsq");
     check_plan(&cfg, &p, &cases);
     assert!(!p.model_only.is_empty(), "{p:?}");

@@ -16,8 +16,14 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
     let dir = std::env::temp_dir().join(format!("trc-kcheck-shrink-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cases = engine_counterexamples(&dir.join("check"), 0, &mut |_| {}).unwrap();
-    let f1 = cases.iter().find(|c| c.name == "check/I1-linux-6.18.pkt").expect("the engine's I1 counterexample on linux-6.18");
-    let list = f1.actions.clone().expect("an engine counterexample has its action list");
+    let f1 = cases
+        .iter()
+        .find(|c| c.name == "check/I1-linux-6.18.pkt")
+        .expect("the engine's I1 counterexample on linux-6.18");
+    let list = f1
+        .actions
+        .clone()
+        .expect("an engine counterexample has its action list");
     let original = list.actions.len();
 
     // Padding: after the undo, the sender's next events (writes and in-order deliveries), as
@@ -28,11 +34,24 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
         trc_kcheck::shrink::How::Counterexample { init, .. } => init,
         _ => 0,
     };
-    let mut s = trc_trace::export::states(&m, init, &padded).unwrap().last().unwrap().1.clone();
+    let mut s = trc_trace::export::states(&m, init, &padded)
+        .unwrap()
+        .last()
+        .unwrap()
+        .1
+        .clone();
     for _ in 0..6 {
         let mut en = Vec::new();
         m.actions(&s, &mut en);
-        let pick = en.iter().copied().find(|a| matches!(a, trc_model::model::Action::Write)).or_else(|| en.iter().copied().find(|a| matches!(a, trc_model::model::Action::Deliver { pkt: 0 })));
+        let pick = en
+            .iter()
+            .copied()
+            .find(|a| matches!(a, trc_model::model::Action::Write))
+            .or_else(|| {
+                en.iter()
+                    .copied()
+                    .find(|a| matches!(a, trc_model::model::Action::Deliver { pkt: 0 }))
+            });
         let Some(a) = pick else { break };
         let mut cand = padded.clone();
         cand.push(a);
@@ -42,8 +61,16 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
         s = m.next_state(&s, a).unwrap();
         padded = cand;
     }
-    assert!(padded.len() >= original + 2, "padding added {} events", padded.len() - original);
-    assert_eq!(list.normalize(&padded), padded, "the padded walk is one the model allows");
+    assert!(
+        padded.len() >= original + 2,
+        "padding added {} events",
+        padded.len() - original
+    );
+    assert_eq!(
+        list.normalize(&padded),
+        padded,
+        "the padded walk is one the model allows"
+    );
 
     // The padded script violates I1 on the kernel (the premise).
     let pkt = list.export(&padded).unwrap();
@@ -65,18 +92,50 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
         c.name = "check/I1-padded".into();
         c
     };
-    let first = still_violates(&padded_case, &run, &mon).expect("the padded F1 still violates I1 on this kernel");
+    let first = still_violates(&padded_case, &run, &mon)
+        .expect("the padded F1 still violates I1 on this kernel");
 
-    let mut run_one = |cs: &[trc_kcheck::Case]| cs.iter().take(1).map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string())).collect();
-    let mut runner = Runner { run: &mut run_one, batched: false };
+    let mut run_one = |cs: &[trc_kcheck::Case]| {
+        cs.iter()
+            .take(1)
+            .map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string()))
+            .collect()
+    };
+    let mut runner = Runner {
+        run: &mut run_one,
+        batched: false,
+    };
     let plist = padded_case.actions.clone().unwrap();
-    let r = shrink_violation(&padded_case, &plist, &mon, first, 24, &dir.join("work"), &dir.join("shrunk"), &mut runner, &mut |l| eprintln!("{l}")).unwrap();
-    eprintln!("padded {} events (original {original}) -> {} in {} kernel runs: {}", r.events_before, r.events_after, r.kernel_runs, r.path);
+    let r = shrink_violation(
+        &padded_case,
+        &plist,
+        &mon,
+        first,
+        24,
+        &dir.join("work"),
+        &dir.join("shrunk"),
+        &mut runner,
+        &mut |l| eprintln!("{l}"),
+    )
+    .unwrap();
+    eprintln!(
+        "padded {} events (original {original}) -> {} in {} kernel runs: {}",
+        r.events_before, r.events_after, r.kernel_runs, r.path
+    );
     assert_eq!(r.events_before, padded.len());
-    assert!(r.events_after <= original, "shrunk to {} events, the original has {original}", r.events_after);
+    assert!(
+        r.events_after <= original,
+        "shrunk to {} events, the original has {original}",
+        r.events_after
+    );
     assert!(r.kernel_runs >= 1 && r.kernel_runs <= 24);
     let text = std::fs::read_to_string(&r.path).unwrap();
-    assert!(text.contains("I1"), "the shrunk script is the exported counterexample");
-    assert!(std::path::Path::new(&r.path).with_file_name("defaults.sh").exists());
+    assert!(
+        text.contains("I1"),
+        "the shrunk script is the exported counterexample"
+    );
+    assert!(std::path::Path::new(&r.path)
+        .with_file_name("defaults.sh")
+        .exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

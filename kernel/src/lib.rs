@@ -38,7 +38,9 @@ pub mod sys;
 pub mod target;
 pub mod tcpinfo;
 
-pub use report::{LineKind, LineResult, Report, RunReport, Status, TraceEvent, TraceSegment, Verdict};
+pub use report::{
+    LineKind, LineResult, Report, RunReport, Status, TraceEvent, TraceSegment, Verdict,
+};
 pub use tcpinfo::{TcpInfoRaw, TcpInfoSnapshot};
 
 /// Exit code for "skipped" (not root, no tun).
@@ -67,14 +69,30 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { sack: None, timestamps: None, cc: Some("cubic".into()), packetdrill: Vec::new(), script_dir: PathBuf::from("."), no_shell: false, handle_signals: false }
+        RunOptions {
+            sack: None,
+            timestamps: None,
+            cc: Some("cubic".into()),
+            packetdrill: Vec::new(),
+            script_dir: PathBuf::from("."),
+            no_shell: false,
+            handle_signals: false,
+        }
     }
 }
 
 /// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant (the gtests use
 /// them); a script or the command line may override them.
 pub fn run_all_defines() -> Vec<(String, Option<String>)> {
-    ["TFO_COOKIE=3021b9d889017eeb", "CODE=host_unreachable", "CMSG_LEVEL_IP=SOL_IP", "CMSG_TYPE_RECVERR=IP_RECVERR"].iter().map(|d| ("define".to_string(), Some(d.to_string()))).collect()
+    [
+        "TFO_COOKIE=3021b9d889017eeb",
+        "CODE=host_unreachable",
+        "CMSG_LEVEL_IP=SOL_IP",
+        "CMSG_TYPE_RECVERR=IP_RECVERR",
+    ]
+    .iter()
+    .map(|d| ("define".to_string(), Some(d.to_string())))
+    .collect()
 }
 
 /// Why a run did not produce a report.
@@ -102,10 +120,15 @@ pub fn skip_reason() -> Option<String> {
 }
 
 /// Run a parsed script against the kernel. `file` names the script in messages.
-pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Result<RunReport, RunError> {
+pub fn run_script(
+    script: &trc_pkt::Script,
+    file: &str,
+    opts: &RunOptions,
+) -> Result<RunReport, RunError> {
     let mut cli = run_all_defines();
     cli.extend(opts.packetdrill.iter().cloned());
-    let settings = trc_pkt::engine::Settings::resolve(script, file, &cli).map_err(RunError::Usage)?;
+    let settings =
+        trc_pkt::engine::Settings::resolve(script, file, &cli).map_err(RunError::Usage)?;
     if let Some(r) = skip_reason() {
         return Err(RunError::Skipped(r));
     }
@@ -125,12 +148,15 @@ pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Re
             // This thread (only) moves into a fresh namespace; it dies with the thread.
             sys::unshare_netns().map_err(|e| RunError::Setup(e.to_string()))?;
             if sys::current_netns_id() == host_ns {
-                return Err(RunError::Setup("unshare did not change the network namespace".into()));
+                return Err(RunError::Setup(
+                    "unshare did not change the network namespace".into(),
+                ));
             }
             let mut notes = Vec::new();
             runner::apply_overrides(&opts, &mut notes);
             let dir = opts.script_dir.clone();
-            let mut b = runner::KernelBackend::new(&opts, &dir, file.clone()).map_err(|e| RunError::Setup(e.to_string()))?;
+            let mut b = runner::KernelBackend::new(&opts, &dir, file.clone())
+                .map_err(|e| RunError::Setup(e.to_string()))?;
             b.report.notes.extend(notes);
             let report = trc_pkt::engine::run(&script, &file, settings, &mut b);
             b.finish();
@@ -143,7 +169,11 @@ pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Re
     match handle.join() {
         Ok(r) => r,
         Err(p) => {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
             Err(RunError::Internal(format!("runner panicked: {msg}")))
         }
     }
@@ -151,7 +181,9 @@ pub fn run_script(script: &trc_pkt::Script, file: &str, opts: &RunOptions) -> Re
 
 /// Where the machine-wide run lock lives (`TRC_KERNEL_LOCK` overrides).
 fn lock_path() -> PathBuf {
-    std::env::var_os("TRC_KERNEL_LOCK").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp/trc-kernel-run.lock"))
+    std::env::var_os("TRC_KERNEL_LOCK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/trc-kernel-run.lock"))
 }
 
 /// Take the exclusive advisory lock (`flock`) that serialises kernel runs machine-wide; it is
@@ -164,25 +196,37 @@ fn machine_lock() -> Result<std::fs::File, RunError> {
         .write(true)
         .open(&path)
         .map_err(|e| RunError::Io(format!("{}: {e}", path.display())))?;
-    f.lock().map_err(|e| RunError::Io(format!("{}: cannot lock: {e}", path.display())))?;
+    f.lock()
+        .map_err(|e| RunError::Io(format!("{}: cannot lock: {e}", path.display())))?;
     Ok(f)
 }
 
 /// Parse and run a script file.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunReport, RunError> {
-    let src = std::fs::read_to_string(path).map_err(|e| RunError::Io(format!("{}: {e}", path.display())))?;
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| RunError::Io(format!("{}: {e}", path.display())))?;
     let name = path.display().to_string();
     let script = trc_pkt::parse(&src, &name)?;
     let mut o = opts.clone();
-    o.script_dir = path.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    o.script_dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     run_script(&script, &name, &o)
 }
 
 /// Write `value` as JSON to `path` atomically (temp file in the same directory + rename).
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let base = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "trace.json".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let base = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace.json".into());
     let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;

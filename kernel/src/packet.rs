@@ -138,7 +138,10 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, ParseOutcome> {
     }
     let total = u16::from_be_bytes([p[2], p[3]]) as usize;
     if total < ihl + 20 || total > p.len() {
-        return Err(ParseOutcome::Malformed(format!("bad IPv4 total length {total} (frame {})", p.len())));
+        return Err(ParseOutcome::Malformed(format!(
+            "bad IPv4 total length {total} (frame {})",
+            p.len()
+        )));
     }
     let t = &p[ihl..total];
     let doff = (t[12] >> 4) as usize * 4;
@@ -184,7 +187,9 @@ mod tests {
                 WireOption::Timestamp { val: 100, ecr: 200 },
                 WireOption::Nop,
                 WireOption::Nop,
-                WireOption::Sack { blocks: vec![(1001, 2001), (3001, 4001)] },
+                WireOption::Sack {
+                    blocks: vec![(1001, 2001), (3001, 4001)],
+                },
             ],
             payload_len: 7,
         }
@@ -239,8 +244,13 @@ mod tests {
 
     #[test]
     fn option_padding_and_limits() {
-        assert_eq!(encode_options(&[WireOption::WScale { shift: 7 }]).unwrap(), vec![3, 3, 7, 0]);
-        let too_many = vec![WireOption::Sack { blocks: vec![(1, 2); 5] }];
+        assert_eq!(
+            encode_options(&[WireOption::WScale { shift: 7 }]).unwrap(),
+            vec![3, 3, 7, 0]
+        );
+        let too_many = vec![WireOption::Sack {
+            blocks: vec![(1, 2); 5],
+        }];
         assert!(encode_options(&too_many).is_err());
     }
 
@@ -250,7 +260,10 @@ mod tests {
         assert_eq!(parse_ipv4_tcp(&[0x60; 40]), Err(ParseOutcome::NotIpv4));
         let mut p = build_ipv4_tcp(&sample(), 1).unwrap();
         p[9] = 17;
-        assert!(matches!(parse_ipv4_tcp(&p), Err(ParseOutcome::NotTcp(17)) | Err(ParseOutcome::Malformed(_))));
+        assert!(matches!(
+            parse_ipv4_tcp(&p),
+            Err(ParseOutcome::NotTcp(17)) | Err(ParseOutcome::Malformed(_))
+        ));
         let mut p = build_ipv4_tcp(&sample(), 1).unwrap();
         p[40 + 3] = 0xff; // TS option length runs past the option area
         assert!(parse_ipv4_tcp(&p).is_err());
@@ -263,9 +276,23 @@ mod tests {
 
     #[test]
     fn describe_formats_like_packetdrill() {
-        assert_eq!(describe(PSH | ACK, 1, 1000, Some(1), None, &[]), "P. 1:1001(1000) ack 1");
         assert_eq!(
-            describe(SYN | ACK, 0, 0, Some(1), None, &[WireOption::Mss { mss: 1460 }, WireOption::Nop, WireOption::WScale { shift: 8 }]),
+            describe(PSH | ACK, 1, 1000, Some(1), None, &[]),
+            "P. 1:1001(1000) ack 1"
+        );
+        assert_eq!(
+            describe(
+                SYN | ACK,
+                0,
+                0,
+                Some(1),
+                None,
+                &[
+                    WireOption::Mss { mss: 1460 },
+                    WireOption::Nop,
+                    WireOption::WScale { shift: 8 }
+                ]
+            ),
             "S. 0:0(0) ack 1 <mss 1460,nop,wscale 8>"
         );
     }

@@ -36,7 +36,14 @@ impl TraceSegment {
             options: seg.options.clone(),
             live_seq: seg.seq,
             live_ack: seg.ack,
-            text: packet::describe(seg.flags, script_seq, seg.payload_len, seg.has(packet::ACK).then_some(script_ack), Some(seg.win), &seg.options),
+            text: packet::describe(
+                seg.flags,
+                script_seq,
+                seg.payload_len,
+                seg.has(packet::ACK).then_some(script_ack),
+                Some(seg.win),
+                &seg.options,
+            ),
         }
     }
 }
@@ -46,12 +53,25 @@ impl TraceSegment {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TraceEvent {
     /// A segment injected into the kernel.
-    Inbound { t_ms: f64, line: u32, segment: TraceSegment },
+    Inbound {
+        t_ms: f64,
+        line: u32,
+        segment: TraceSegment,
+    },
     /// A segment the kernel sent (`line` = the script line that consumed it; `None`: no line did).
-    Outbound { t_ms: f64, line: Option<u32>, segment: TraceSegment },
+    Outbound {
+        t_ms: f64,
+        line: Option<u32>,
+        segment: TraceSegment,
+    },
     /// tcp_info of the connection after a statement, with the undo counters' deltas since the
     /// run started (`TcpExtTCPFullUndo`, ...).
-    TcpInfo { t_ms: f64, line: u32, info: TcpInfoSnapshot, counters: BTreeMap<String, i64> },
+    TcpInfo {
+        t_ms: f64,
+        line: u32,
+        info: TcpInfoSnapshot,
+        counters: BTreeMap<String, i64>,
+    },
 }
 
 /// Everything a run produced.
@@ -71,7 +91,14 @@ pub struct RunReport {
 
 impl RunReport {
     pub fn new(file: String) -> RunReport {
-        RunReport { script: Report::new(&file), trace: Vec::new(), counters: BTreeMap::new(), congestion_control: None, duration_ms: 0.0, notes: Vec::new() }
+        RunReport {
+            script: Report::new(&file),
+            trace: Vec::new(),
+            counters: BTreeMap::new(),
+            congestion_control: None,
+            duration_ms: 0.0,
+            notes: Vec::new(),
+        }
     }
 
     /// Whether the run passed (every statement run, every check passed).
@@ -89,14 +116,34 @@ impl RunReport {
         for n in &self.notes {
             s.push_str(&format!("note: {n}\n"));
         }
-        s.push_str(&format!("congestion control: {}\n", self.congestion_control.as_deref().unwrap_or("(no connection)")));
-        let counters: Vec<String> = self.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        s.push_str(&format!("MIB counters that moved: {}\n", if counters.is_empty() { "none".to_string() } else { counters.join(" ") }));
+        s.push_str(&format!(
+            "congestion control: {}\n",
+            self.congestion_control
+                .as_deref()
+                .unwrap_or("(no connection)")
+        ));
+        let counters: Vec<String> = self
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        s.push_str(&format!(
+            "MIB counters that moved: {}\n",
+            if counters.is_empty() {
+                "none".to_string()
+            } else {
+                counters.join(" ")
+            }
+        ));
         if let Some((line, why)) = &self.script.stopped {
             s.push_str(&format!("stopped at line {line}: {why}\n"));
         }
         let (p, f, o) = self.script.counts();
-        s.push_str(&format!("{} ({p} passed, {f} failed, {o} not evaluated, {:.0} ms)\n", self.script.verdict.render(), self.duration_ms));
+        s.push_str(&format!(
+            "{} ({p} passed, {f} failed, {o} not evaluated, {:.0} ms)\n",
+            self.script.verdict.render(),
+            self.duration_ms
+        ));
         s
     }
 }

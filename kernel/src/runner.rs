@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use trc_pkt::ast::{self, Expr, Syscall};
-use trc_pkt::engine::{Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, SysCtx, SysResult, Unknown};
+use trc_pkt::engine::{
+    Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, SysCtx, SysResult, Unknown,
+};
 
 use crate::packet::{self, Segment};
 use crate::report::*;
@@ -41,25 +43,38 @@ impl Sniffer {
             .spawn(move || {
                 let mut buf = vec![0u8; 65536 + 256];
                 while !stop2.load(Ordering::Relaxed) {
-                    let mut pfd = libc::pollfd { fd: tun, events: libc::POLLIN, revents: 0 };
+                    let mut pfd = libc::pollfd {
+                        fd: tun,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
                     // SAFETY: one valid pollfd.
                     if unsafe { libc::poll(&mut pfd, 1, 5) } <= 0 {
                         continue;
                     }
                     loop {
                         // SAFETY: buf is valid for its length; the fd outlives this thread (joined on drop).
-                        let r = unsafe { libc::read(tun, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+                        let r = unsafe {
+                            libc::read(tun, buf.as_mut_ptr() as *mut libc::c_void, buf.len())
+                        };
                         if r <= sys::VNET_HDR_LEN as isize {
                             break;
                         }
-                        if tx.send((Instant::now(), buf[sys::VNET_HDR_LEN..r as usize].to_vec())).is_err() {
+                        if tx
+                            .send((Instant::now(), buf[sys::VNET_HDR_LEN..r as usize].to_vec()))
+                            .is_err()
+                        {
                             return;
                         }
                     }
                 }
             })
             .expect("spawn tun reader thread");
-        Sniffer { rx, stop, handle: Some(handle) }
+        Sniffer {
+            rx,
+            stop,
+            handle: Some(handle),
+        }
     }
 }
 
@@ -117,7 +132,11 @@ fn ms(v_us: i64) -> f64 {
 }
 
 impl<'a> KernelBackend<'a> {
-    pub(crate) fn new(opts: &'a RunOptions, script_dir: &'a Path, file: String) -> std::io::Result<KernelBackend<'a>> {
+    pub(crate) fn new(
+        opts: &'a RunOptions,
+        script_dir: &'a Path,
+        file: String,
+    ) -> std::io::Result<KernelBackend<'a>> {
         let tun = sys::setup_tun(opts.cc.as_deref())?;
         let sniffer = Sniffer::start(tun.as_raw_fd());
         Ok(KernelBackend {
@@ -139,7 +158,14 @@ impl<'a> KernelBackend<'a> {
             remote_isn: None,
             line: 0,
             mib_before: sys::read_mib(),
-            nstat_history: std::env::temp_dir().join(format!("trc-nstat-{}-{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0))),
+            nstat_history: std::env::temp_dir().join(format!(
+                "trc-nstat-{}-{:x}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0)
+            )),
             report: RunReport::new(file),
         })
     }
@@ -165,7 +191,14 @@ impl<'a> KernelBackend<'a> {
             Ok(seg) if self.ours(&seg) => self.pending.push_back((at, seg)),
             Ok(seg) => {
                 let t = self.at_us(at);
-                self.report.notes.push(format!("{:.3} ms: ignored a segment of another connection ({}:{} -> {}:{})", ms(t), seg.src, seg.sport, seg.dst, seg.dport));
+                self.report.notes.push(format!(
+                    "{:.3} ms: ignored a segment of another connection ({}:{} -> {}:{})",
+                    ms(t),
+                    seg.src,
+                    seg.sport,
+                    seg.dst,
+                    seg.dport
+                ));
             }
             Err(_) => {}
         }
@@ -182,7 +215,10 @@ impl<'a> KernelBackend<'a> {
         if s.has(packet::SYN) {
             return (0, s.ack);
         }
-        (s.seq.wrapping_sub(self.local_isn.unwrap_or(0)), s.ack.wrapping_sub(self.remote_isn.unwrap_or(0)))
+        (
+            s.seq.wrapping_sub(self.local_isn.unwrap_or(0)),
+            s.ack.wrapping_sub(self.remote_isn.unwrap_or(0)),
+        )
     }
 
     fn record_outbound(&mut self, at: Instant, s: &Segment, line: Option<u32>) {
@@ -191,15 +227,26 @@ impl<'a> KernelBackend<'a> {
         }
         let (q, a) = self.script_space(s);
         let t_ms = ms(self.at_us(at));
-        self.report.trace.push(TraceEvent::Outbound { t_ms, line, segment: TraceSegment::from_seg(s, q, a) });
+        self.report.trace.push(TraceEvent::Outbound {
+            t_ms,
+            line,
+            segment: TraceSegment::from_seg(s, q, a),
+        });
     }
 
     fn snapshot(&mut self) {
         let Some(fd) = self.conn_fd else { return };
-        let Ok((info, _)) = sys::tcp_info(fd) else { return };
+        let Ok((info, _)) = sys::tcp_info(fd) else {
+            return;
+        };
         let counters = sys::mib_delta(&self.mib_before, &sys::read_mib());
         let t_ms = ms(self.at_us(Instant::now()));
-        self.report.trace.push(TraceEvent::TcpInfo { t_ms, line: self.line, info: info.summary(), counters });
+        self.report.trace.push(TraceEvent::TcpInfo {
+            t_ms,
+            line: self.line,
+            info: info.summary(),
+            counters,
+        });
     }
 
     /// At the end: segments no line consumed (in the trace, and as notes), the counters, and
@@ -209,8 +256,18 @@ impl<'a> KernelBackend<'a> {
         self.drain();
         while let Some((at, s)) = self.pending.pop_front() {
             let (q, a) = self.script_space(&s);
-            let d = packet::describe(s.flags, q, s.payload_len, s.has(packet::ACK).then_some(a), Some(s.win), &s.options);
-            self.report.notes.push(format!("{:.3} ms: outbound segment not matched by any script line: {d}", ms(self.at_us(at))));
+            let d = packet::describe(
+                s.flags,
+                q,
+                s.payload_len,
+                s.has(packet::ACK).then_some(a),
+                Some(s.win),
+                &s.options,
+            );
+            self.report.notes.push(format!(
+                "{:.3} ms: outbound segment not matched by any script line: {d}",
+                ms(self.at_us(at))
+            ));
             self.record_outbound(at, &s, None);
         }
         self.report.counters = sys::mib_delta(&self.mib_before, &sys::read_mib());
@@ -229,8 +286,15 @@ impl<'a> KernelBackend<'a> {
 
     fn live_fd(&self, e: Option<&Expr>) -> Result<RawFd, String> {
         match e {
-            Some(Expr::Int(n)) => self.fds.get(n).copied().ok_or_else(|| format!("unable to find fd with script fd {n}")),
-            other => Err(format!("expected an fd number, got {}", other.map(trc_pkt::writer::write_expr).unwrap_or_default())),
+            Some(Expr::Int(n)) => self
+                .fds
+                .get(n)
+                .copied()
+                .ok_or_else(|| format!("unable to find fd with script fd {n}")),
+            other => Err(format!(
+                "expected an fd number, got {}",
+                other.map(trc_pkt::writer::write_expr).unwrap_or_default()
+            )),
         }
     }
 
@@ -253,7 +317,12 @@ fn errno() -> i32 {
 }
 
 fn ret(rc: i64) -> SysResult {
-    SysResult::Returned { ret: rc, errno: if rc < 0 { errno() } else { 0 }, notes: Vec::new(), problems: Vec::new() }
+    SysResult::Returned {
+        ret: rc,
+        errno: if rc < 0 { errno() } else { 0 },
+        notes: Vec::new(),
+        problems: Vec::new(),
+    }
 }
 
 /// Integer value of a syscall argument (packetdrill's symbols, `-D` definitions, `A|B`, `[x]`,
@@ -263,14 +332,25 @@ pub(crate) fn eval_int(e: &Expr, defines: &BTreeMap<String, String>) -> Result<i
         Expr::Int(i) => Ok(*i),
         Expr::Word(w) => {
             if let Some(d) = defines.get(w) {
-                return d.parse::<i64>().ok().or_else(|| trc_pkt::symbols::syscall_constant(d)).ok_or_else(|| format!("definition {w}={d} is not an integer"));
+                return d
+                    .parse::<i64>()
+                    .ok()
+                    .or_else(|| trc_pkt::symbols::syscall_constant(d))
+                    .ok_or_else(|| format!("definition {w}={d} is not an integer"));
             }
             trc_pkt::symbols::syscall_constant(w).ok_or_else(|| format!("unknown symbol: '{w}'"))
         }
-        Expr::BitOr(v) => v.iter().try_fold(0i64, |acc, x| Ok(acc | eval_int(x, defines)?)),
+        Expr::BitOr(v) => v
+            .iter()
+            .try_fold(0i64, |acc, x| Ok(acc | eval_int(x, defines)?)),
         Expr::Array(v) if v.len() == 1 => eval_int(&v[0], defines),
-        Expr::Call { name, args } if (name == "htons" || name == "htonl") && args.len() == 1 => eval_int(&args[0], defines),
-        other => Err(format!("cannot evaluate {} as an integer", trc_pkt::writer::write_expr(other))),
+        Expr::Call { name, args } if (name == "htons" || name == "htonl") && args.len() == 1 => {
+            eval_int(&args[0], defines)
+        }
+        other => Err(format!(
+            "cannot evaluate {} as an integer",
+            trc_pkt::writer::write_expr(other)
+        )),
     }
 }
 
@@ -278,7 +358,9 @@ pub(crate) fn eval_int(e: &Expr, defines: &BTreeMap<String, String>) -> Result<i
 /// outside that range instead of a silent truncation.
 fn c_int(e: &Expr, defines: &BTreeMap<String, String>, what: &str) -> Result<i32, String> {
     let v = eval_int(e, defines)?;
-    i32::try_from(v).or_else(|_| u32::try_from(v).map(|u| u as i32)).map_err(|_| format!("{what} {v} does not fit a C int"))
+    i32::try_from(v)
+        .or_else(|_| u32::try_from(v).map(|u| u as i32))
+        .map_err(|_| format!("{what} {v} does not fit a C int"))
 }
 
 /// Bytes of a `setsockopt` value: a string, a struct of ints (e.g. `{onoff=1, linger=0}`), or
@@ -293,22 +375,36 @@ fn opt_bytes(e: &Expr, defines: &BTreeMap<String, String>) -> Result<Vec<u8>, St
             }
             Ok(b)
         }
-        other => Ok(c_int(other, defines, "option value")?.to_ne_bytes().to_vec()),
+        other => Ok(c_int(other, defines, "option value")?
+            .to_ne_bytes()
+            .to_vec()),
     }
 }
 
 fn sockaddr(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
-    libc::sockaddr_in { sin_family: libc::AF_INET as libc::sa_family_t, sin_port: port.to_be(), sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(ip.octets()) }, sin_zero: [0; 8] }
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip.octets()),
+        },
+        sin_zero: [0; 8],
+    }
 }
 
 /// Total length of an iovec list `[{..., 100}, {..., 200}]`.
 fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> Result<usize, String> {
-    let Some(Expr::Array(items)) = e else { return Err("expected an iovec array [{..., len}]".into()) };
+    let Some(Expr::Array(items)) = e else {
+        return Err("expected an iovec array [{..., len}]".into());
+    };
     let mut n = 0usize;
     for it in items {
-        let Expr::Struct(f) = it else { return Err("expected {..., len} in the iovec array".into()) };
+        let Expr::Struct(f) = it else {
+            return Err("expected {..., len} in the iovec array".into());
+        };
         let len = f.last().ok_or("empty iovec")?;
-        n += usize::try_from(eval_int(&len.value, d)?).map_err(|_| "negative iovec length".to_string())?;
+        n += usize::try_from(eval_int(&len.value, d)?)
+            .map_err(|_| "negative iovec length".to_string())?;
     }
     Ok(n)
 }
@@ -318,8 +414,17 @@ fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> Result<usize, Stri
 const MAX_IO: i64 = 256 << 20;
 
 impl KernelBackend<'_> {
-    fn sys_socket(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
-        let ty = s.args.get(1).map(|e| eval_int(e, d)).transpose()?.unwrap_or(libc::SOCK_STREAM as i64);
+    fn sys_socket(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
+        let ty = s
+            .args
+            .get(1)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(libc::SOCK_STREAM as i64);
         let proto = match s.args.get(2) {
             Some(Expr::Ellipsis) | None => 0,
             Some(e) => eval_int(e, d)?,
@@ -339,10 +444,18 @@ impl KernelBackend<'_> {
         Ok(ret(fd as i64))
     }
 
-    fn sys_setsockopt(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
+    fn sys_setsockopt(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
-        let name = c_int(s.args.get(2).ok_or("missing option name")?, d, "option name")?;
+        let name = c_int(
+            s.args.get(2).ok_or("missing option name")?,
+            d,
+            "option name",
+        )?;
         let bytes = opt_bytes(s.args.get(3).ok_or("missing option value")?, d)?;
         // packetdrill passes the length as written.
         let len = match s.args.get(4) {
@@ -351,19 +464,43 @@ impl KernelBackend<'_> {
         };
         let len = len.min(bytes.len());
         // SAFETY: pointer/length describe `bytes`.
-        let rc = unsafe { libc::setsockopt(fd, level, name, bytes.as_ptr() as *const libc::c_void, len as libc::socklen_t) };
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                bytes.as_ptr() as *const libc::c_void,
+                len as libc::socklen_t,
+            )
+        };
         Ok(ret(rc as i64))
     }
 
-    fn sys_getsockopt(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
+    fn sys_getsockopt(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
-        let name = c_int(s.args.get(2).ok_or("missing option name")?, d, "option name")?;
+        let name = c_int(
+            s.args.get(2).ok_or("missing option name")?,
+            d,
+            "option name",
+        )?;
         let want = s.args.get(3).ok_or("missing option value")?;
         let mut buf = [0u8; 256];
         let mut len = buf.len() as libc::socklen_t;
         // SAFETY: buffer/length are valid.
-        let rc = unsafe { libc::getsockopt(fd, level, name, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                level,
+                name,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
         if rc < 0 {
             return Ok(ret(-1));
         }
@@ -372,7 +509,9 @@ impl KernelBackend<'_> {
         match want {
             Expr::Ellipsis => {}
             Expr::Str(w) => {
-                let g = String::from_utf8_lossy(got).trim_end_matches('\0').to_string();
+                let g = String::from_utf8_lossy(got)
+                    .trim_end_matches('\0')
+                    .to_string();
                 if &g != w {
                     problems.push(format!("value \"{g}\", expected \"{w}\""));
                 }
@@ -384,20 +523,40 @@ impl KernelBackend<'_> {
                 }
             }
         }
-        Ok(SysResult::Returned { ret: 0, errno: 0, notes: Vec::new(), problems })
+        Ok(SysResult::Returned {
+            ret: 0,
+            errno: 0,
+            notes: Vec::new(),
+            problems,
+        })
     }
 
     fn sys_bind(&mut self, s: &Syscall) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let sa = sockaddr(sys::LOCAL_IP, SCRIPT_PORT);
         // SAFETY: valid sockaddr_in.
-        let rc = unsafe { libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+        let rc = unsafe {
+            libc::bind(
+                fd,
+                &sa as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            )
+        };
         Ok(ret(rc as i64))
     }
 
-    fn sys_listen(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
+    fn sys_listen(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
-        let backlog = s.args.get(1).map(|e| eval_int(e, d)).transpose()?.unwrap_or(1);
+        let backlog = s
+            .args
+            .get(1)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(1);
         // The child of a passive open: peer port ours, local port the script port.
         self.tuple = Some((SCRIPT_PORT, self.remote_port));
         // SAFETY: plain syscall.
@@ -414,23 +573,45 @@ impl KernelBackend<'_> {
             }));
             return Ok(SysResult::Blocked);
         }
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd. A handshake completed by the script is there already.
         unsafe { libc::poll(&mut pfd, 1, 1000) };
         // SAFETY: plain syscall; non-blocking so a script that never completes a handshake
         // cannot hang the run.
-        let c = unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK) };
+        let c = unsafe {
+            libc::accept4(
+                fd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK,
+            )
+        };
         if c < 0 {
             return Ok(ret(-1));
         }
         // SAFETY: back to blocking, as accept() would have returned it.
-        unsafe { libc::fcntl(c, libc::F_SETFL, libc::fcntl(c, libc::F_GETFL) & !libc::O_NONBLOCK) };
+        unsafe {
+            libc::fcntl(
+                c,
+                libc::F_SETFL,
+                libc::fcntl(c, libc::F_GETFL) & !libc::O_NONBLOCK,
+            )
+        };
         if let Expr::Int(n) = s.result {
             self.fds.insert(n, c);
         }
         self.under_test = Some(c);
         let notes = self.connected(c);
-        Ok(SysResult::Returned { ret: c as i64, errno: 0, notes, problems: Vec::new() })
+        Ok(SysResult::Returned {
+            ret: c as i64,
+            errno: 0,
+            notes,
+            problems: Vec::new(),
+        })
     }
 
     fn sys_connect(&mut self, s: &Syscall, blocking: bool) -> Result<SysResult, String> {
@@ -440,33 +621,83 @@ impl KernelBackend<'_> {
         if blocking {
             self.blocking = Some(std::thread::spawn(move || {
                 // SAFETY: valid sockaddr_in, a socket this run owns.
-                let rc = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+                let rc = unsafe {
+                    libc::connect(
+                        fd,
+                        &sa as *const _ as *const libc::sockaddr,
+                        std::mem::size_of::<libc::sockaddr_in>() as u32,
+                    )
+                };
                 (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
             }));
             return Ok(SysResult::Blocked);
         }
         // SAFETY: as above.
-        let rc = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+        let rc = unsafe {
+            libc::connect(
+                fd,
+                &sa as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            )
+        };
         let e = errno();
         if rc == 0 || e == libc::EINPROGRESS {
             let notes = self.connected(fd);
-            return Ok(SysResult::Returned { ret: rc as i64, errno: if rc < 0 { e } else { 0 }, notes, problems: Vec::new() });
+            return Ok(SysResult::Returned {
+                ret: rc as i64,
+                errno: if rc < 0 { e } else { 0 },
+                notes,
+                problems: Vec::new(),
+            });
         }
-        Ok(SysResult::Returned { ret: -1, errno: e, notes: Vec::new(), problems: Vec::new() })
+        Ok(SysResult::Returned {
+            ret: -1,
+            errno: e,
+            notes: Vec::new(),
+            problems: Vec::new(),
+        })
     }
 
     /// `write`, `send`, `sendto` (its address ignored: the socket is connected), `writev`,
     /// `sendmsg` (the iovec length; `msg_flags` ignored; the flags argument honoured).
-    fn sys_send(&mut self, s: &Syscall, d: &BTreeMap<String, String>, blocking: bool) -> Result<SysResult, String> {
+    fn sys_send(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+        blocking: bool,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let (n, flags) = match s.name.as_str() {
             "writev" => (iov_len(s.args.get(1), d)? as i64, 0),
             "sendmsg" => {
-                let Some(Expr::Struct(fields)) = s.args.get(1) else { return Err("sendmsg needs a {msg_...} struct".into()) };
-                let iov = fields.iter().find(|f| matches!(&f.value, Expr::Array(_))).map(|f| &f.value);
-                (iov_len(iov, d)? as i64, s.args.get(2).map(|e| eval_int(e, d)).transpose()?.unwrap_or(0))
+                let Some(Expr::Struct(fields)) = s.args.get(1) else {
+                    return Err("sendmsg needs a {msg_...} struct".into());
+                };
+                let iov = fields
+                    .iter()
+                    .find(|f| matches!(&f.value, Expr::Array(_)))
+                    .map(|f| &f.value);
+                (
+                    iov_len(iov, d)? as i64,
+                    s.args
+                        .get(2)
+                        .map(|e| eval_int(e, d))
+                        .transpose()?
+                        .unwrap_or(0),
+                )
             }
-            _ => (eval_int(s.args.get(2).ok_or("missing length")?, d)?, if s.name == "write" { 0 } else { s.args.get(3).map(|e| eval_int(e, d)).transpose()?.unwrap_or(0) }),
+            _ => (
+                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
+                if s.name == "write" {
+                    0
+                } else {
+                    s.args
+                        .get(3)
+                        .map(|e| eval_int(e, d))
+                        .transpose()?
+                        .unwrap_or(0)
+                },
+            ),
         };
         if !(0..=MAX_IO).contains(&n) {
             return Err(format!("bad length {n} (0 to {MAX_IO} bytes)"));
@@ -476,17 +707,26 @@ impl KernelBackend<'_> {
             self.blocking = Some(std::thread::spawn(move || {
                 let buf = vec![0u8; n as usize];
                 // SAFETY: buffer valid for n bytes.
-                let rc = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags) };
+                let rc = unsafe {
+                    libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags)
+                };
                 (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
             }));
             return Ok(SysResult::Blocked);
         }
         let buf = vec![0u8; n as usize];
         // SAFETY: buffer valid for n bytes.
-        Ok(ret(unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags) } as i64))
+        Ok(ret(
+            unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags) } as i64,
+        ))
     }
 
-    fn sys_recv(&mut self, s: &Syscall, d: &BTreeMap<String, String>, blocking: bool) -> Result<SysResult, String> {
+    fn sys_recv(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+        blocking: bool,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let n = match s.name.as_str() {
             "readv" => iov_len(s.args.get(1), d)? as i64,
@@ -497,7 +737,8 @@ impl KernelBackend<'_> {
             self.blocking = Some(std::thread::spawn(move || {
                 let mut buf = vec![0u8; n as usize];
                 // SAFETY: buffer valid for n bytes.
-                let rc = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+                let rc =
+                    unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
                 (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
             }));
             return Ok(SysResult::Blocked);
@@ -505,12 +746,24 @@ impl KernelBackend<'_> {
         let mut buf = vec![0u8; n as usize];
         // SAFETY: buffer valid for n bytes; a blocking socket with nothing to read would hang,
         // so the read never waits (packetdrill's script would be written with `...` then).
-        Ok(ret(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) } as i64))
+        Ok(ret(unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        } as i64))
     }
 
     fn sys_close(&mut self, s: &Syscall) -> Result<SysResult, String> {
-        let Some(Expr::Int(n)) = s.args.first() else { return Err("close needs an fd number".into()) };
-        let fd = self.fds.remove(n).ok_or_else(|| format!("unable to find fd with script fd {n}"))?;
+        let Some(Expr::Int(n)) = s.args.first() else {
+            return Err("close needs an fd number".into());
+        };
+        let fd = self
+            .fds
+            .remove(n)
+            .ok_or_else(|| format!("unable to find fd with script fd {n}"))?;
         if self.conn_fd == Some(fd) {
             // Keep reading tcp_info of the closed connection? It is gone; packetdrill's
             // socket under test stays, but its fd is invalid.
@@ -520,22 +773,41 @@ impl KernelBackend<'_> {
         Ok(ret(unsafe { libc::close(fd) } as i64))
     }
 
-    fn sys_shutdown(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
+    fn sys_shutdown(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let how = eval_int(s.args.get(1).ok_or("missing how")?, d)?;
         // SAFETY: plain syscall.
         Ok(ret(unsafe { libc::shutdown(fd, how as i32) } as i64))
     }
 
-    fn sys_fcntl(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
+    fn sys_fcntl(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let cmd = c_int(s.args.get(1).ok_or("missing command")?, d, "fcntl command")?;
-        let arg = s.args.get(2).map(|e| eval_int(e, d)).transpose()?.unwrap_or(0);
+        let arg = s
+            .args
+            .get(2)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(0);
         // SAFETY: fcntl with an integer argument.
-        Ok(ret(unsafe { libc::fcntl(fd, cmd, arg as libc::c_long) } as i64))
+        Ok(ret(
+            unsafe { libc::fcntl(fd, cmd, arg as libc::c_long) } as i64
+        ))
     }
 
-    fn sys_ioctl(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
+    fn sys_ioctl(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> Result<SysResult, String> {
         let fd = self.live_fd(s.args.first())?;
         let req = eval_int(s.args.get(1).ok_or("missing request")?, d)?;
         let mut v: libc::c_int = 0;
@@ -548,25 +820,66 @@ impl KernelBackend<'_> {
                 problems.push(format!("ioctl value {v}, expected {w}"));
             }
         }
-        Ok(SysResult::Returned { ret: rc as i64, errno: if rc < 0 { errno() } else { 0 }, notes: Vec::new(), problems })
+        Ok(SysResult::Returned {
+            ret: rc as i64,
+            errno: if rc < 0 { errno() } else { 0 },
+            notes: Vec::new(),
+            problems,
+        })
     }
 
     fn sys_poll(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
-        let Some(Expr::Array(items)) = s.args.first() else { return Err("poll needs [{fd=..., events=..., revents=...}]".into()) };
+        let Some(Expr::Array(items)) = s.args.first() else {
+            return Err("poll needs [{fd=..., events=..., revents=...}]".into());
+        };
         let mut pfds = Vec::new();
         let mut want = Vec::new();
         for it in items {
-            let Expr::Struct(f) = it else { return Err("poll needs {fd=..., events=..., revents=...}".into()) };
-            let get = |n: &str| f.iter().find(|x| x.name.as_deref() == Some(n)).map(|x| &x.value);
+            let Expr::Struct(f) = it else {
+                return Err("poll needs {fd=..., events=..., revents=...}".into());
+            };
+            let get = |n: &str| {
+                f.iter()
+                    .find(|x| x.name.as_deref() == Some(n))
+                    .map(|x| &x.value)
+            };
             let fd = self.live_fd(get("fd"))?;
-            pfds.push(libc::pollfd { fd, events: eval_int(get("events").ok_or("missing events")?, d)? as i16, revents: 0 });
+            pfds.push(libc::pollfd {
+                fd,
+                events: eval_int(get("events").ok_or("missing events")?, d)? as i16,
+                revents: 0,
+            });
             want.push(get("revents").map(|e| eval_int(e, d)).transpose()?);
         }
-        let timeout = s.args.get(2).map(|e| eval_int(e, d)).transpose()?.unwrap_or(0).clamp(-1, 10_000);
+        let timeout = s
+            .args
+            .get(2)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(0)
+            .clamp(-1, 10_000);
         // SAFETY: a valid pollfd array.
-        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, if timeout < 0 { 10_000 } else { timeout as i32 }) };
-        let problems = pfds.iter().zip(&want).filter_map(|(p, w)| w.filter(|w| *w != p.revents as i64).map(|w| format!("revents {:#x}, expected {w:#x}", p.revents))).collect();
-        Ok(SysResult::Returned { ret: rc as i64, errno: if rc < 0 { errno() } else { 0 }, notes: Vec::new(), problems })
+        let rc = unsafe {
+            libc::poll(
+                pfds.as_mut_ptr(),
+                pfds.len() as libc::nfds_t,
+                if timeout < 0 { 10_000 } else { timeout as i32 },
+            )
+        };
+        let problems = pfds
+            .iter()
+            .zip(&want)
+            .filter_map(|(p, w)| {
+                w.filter(|w| *w != p.revents as i64)
+                    .map(|w| format!("revents {:#x}, expected {w:#x}", p.revents))
+            })
+            .collect();
+        Ok(SysResult::Returned {
+            ret: rc as i64,
+            errno: if rc < 0 { errno() } else { 0 },
+            notes: Vec::new(),
+            problems,
+        })
     }
 }
 
@@ -607,7 +920,20 @@ impl Backend for KernelBackend<'_> {
         if p.flags & packet::SYN != 0 && self.remote_isn.is_none() {
             self.remote_isn = Some(p.seq);
         }
-        let seg = Segment { src: sys::REMOTE_IP, dst: sys::LOCAL_IP, sport, dport, seq: p.seq, ack: p.ack, flags: p.flags, win: p.win, urg_ptr: p.urg, tos: p.tos, options: p.options.clone(), payload_len: p.payload_len as usize };
+        let seg = Segment {
+            src: sys::REMOTE_IP,
+            dst: sys::LOCAL_IP,
+            sport,
+            dport,
+            seq: p.seq,
+            ack: p.ack,
+            flags: p.flags,
+            win: p.win,
+            urg_ptr: p.urg,
+            tos: p.tos,
+            options: p.options.clone(),
+            payload_len: p.payload_len as usize,
+        };
         let frame = match packet::build_ipv4_tcp(&seg, self.ip_id) {
             Ok(f) => f,
             Err(m) => return Ok(Outcome1::fail(m)),
@@ -615,12 +941,28 @@ impl Backend for KernelBackend<'_> {
         let mut buf = vec![0u8; sys::VNET_HDR_LEN];
         buf.extend_from_slice(&frame);
         // SAFETY: buf is a valid buffer; the tun fd is open.
-        let rc = unsafe { libc::write(self.tun.as_raw_fd(), buf.as_ptr() as *const libc::c_void, buf.len()) };
+        let rc = unsafe {
+            libc::write(
+                self.tun.as_raw_fd(),
+                buf.as_ptr() as *const libc::c_void,
+                buf.len(),
+            )
+        };
         let t_ms = ms(self.now_us());
-        let (q, a) = (seg.seq.wrapping_sub(self.remote_isn.unwrap_or(0)), seg.ack.wrapping_sub(self.local_isn.unwrap_or(0)));
-        self.report.trace.push(TraceEvent::Inbound { t_ms, line: self.line, segment: TraceSegment::from_seg(&seg, q, a) });
+        let (q, a) = (
+            seg.seq.wrapping_sub(self.remote_isn.unwrap_or(0)),
+            seg.ack.wrapping_sub(self.local_isn.unwrap_or(0)),
+        );
+        self.report.trace.push(TraceEvent::Inbound {
+            t_ms,
+            line: self.line,
+            segment: TraceSegment::from_seg(&seg, q, a),
+        });
         if rc != buf.len() as isize {
-            return Ok(Outcome1::fail(format!("tun write failed: {}", std::io::Error::last_os_error())));
+            return Ok(Outcome1::fail(format!(
+                "tun write failed: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         Ok(Outcome1::applied(None))
     }
@@ -656,7 +998,11 @@ impl Backend for KernelBackend<'_> {
             if now >= deadline {
                 return Ok(Next::Timeout);
             }
-            match self.sniffer.rx.recv_timeout((deadline - now).min(Duration::from_millis(20))) {
+            match self
+                .sniffer
+                .rx
+                .recv_timeout((deadline - now).min(Duration::from_millis(20)))
+            {
                 Ok((at, f)) => self.accept_frame(at, f),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Ok(Next::Timeout),
@@ -681,9 +1027,16 @@ impl Backend for KernelBackend<'_> {
             "fcntl" => self.sys_fcntl(s, d),
             "ioctl" => self.sys_ioctl(s, d),
             "poll" => self.sys_poll(s, d),
-            other => Err(format!("Unknown system call: '{other}' (not supported by trc's runner)")),
+            other => Err(format!(
+                "Unknown system call: '{other}' (not supported by trc's runner)"
+            )),
         };
-        Ok(r.unwrap_or_else(|m| SysResult::Other(Outcome1::fail(format!("runtime error in {} call: {m}", s.name)))))
+        Ok(r.unwrap_or_else(|m| {
+            SysResult::Other(Outcome1::fail(format!(
+                "runtime error in {} call: {m}",
+                s.name
+            )))
+        }))
     }
 
     fn blocking_result(&mut self) -> Option<(i64, i32, i64)> {
@@ -700,15 +1053,24 @@ impl Backend for KernelBackend<'_> {
         }
         let mut env = env.to_vec();
         if !env.iter().any(|(k, _)| k == "NSTAT_HISTORY") {
-            env.push(("NSTAT_HISTORY".into(), self.nstat_history.display().to_string()));
+            env.push((
+                "NSTAT_HISTORY".into(),
+                self.nstat_history.display().to_string(),
+            ));
         }
         let mut o = match crate::shell::run(cmd, self.script_dir, &env) {
             Err(e) => Outcome1::fail(format!("cannot run /bin/sh: {e}")),
             Ok(out) => {
                 let mut o = match (out.timed_out, out.code) {
-                    (true, _) => Outcome1::fail(format!("killed after {} s", crate::shell::TIME_LIMIT.as_secs())),
+                    (true, _) => Outcome1::fail(format!(
+                        "killed after {} s",
+                        crate::shell::TIME_LIMIT.as_secs()
+                    )),
                     (false, Some(0)) => Outcome1::pass(),
-                    (false, Some(c)) => Outcome1::fail(format!("error executing `{}` command: non-zero status {c}", cmd.trim())),
+                    (false, Some(c)) => Outcome1::fail(format!(
+                        "error executing `{}` command: non-zero status {c}",
+                        cmd.trim()
+                    )),
                     (false, None) => Outcome1::fail("killed by a signal"),
                 };
                 o.output = Some(out.stdout).filter(|s| !s.is_empty());
@@ -724,8 +1086,12 @@ impl Backend for KernelBackend<'_> {
     }
 
     fn code_values(&mut self) -> Result<CodeValues, String> {
-        let fd = self.conn_fd.or(self.under_test).ok_or("can't find getsockopt to get TCP info: no socket under test")?;
-        let (info, len) = sys::tcp_info(fd).map_err(|e| format!("can't find getsockopt to get TCP info: {e}"))?;
+        let fd = self
+            .conn_fd
+            .or(self.under_test)
+            .ok_or("can't find getsockopt to get TCP info: no socket under test")?;
+        let (info, len) =
+            sys::tcp_info(fd).map_err(|e| format!("can't find getsockopt to get TCP info: {e}"))?;
         let (values, missing) = info.values(len);
         Ok(CodeValues { values, missing })
     }
@@ -744,7 +1110,10 @@ impl Backend for KernelBackend<'_> {
 }
 
 pub(crate) fn apply_overrides(opts: &RunOptions, notes: &mut Vec<String>) {
-    for (name, v) in [("net.ipv4.tcp_sack", opts.sack), ("net.ipv4.tcp_timestamps", opts.timestamps)] {
+    for (name, v) in [
+        ("net.ipv4.tcp_sack", opts.sack),
+        ("net.ipv4.tcp_timestamps", opts.timestamps),
+    ] {
         if let Some(on) = v {
             if let Err(e) = sys::write_sysctl(name, if on { "1" } else { "0" }) {
                 notes.push(e.to_string());
@@ -761,9 +1130,18 @@ mod tests {
     fn c_int_arguments_are_checked_not_truncated() {
         let d = BTreeMap::new();
         assert_eq!(c_int(&Expr::Int(-1), &d, "x"), Ok(-1));
-        assert_eq!(c_int(&Expr::Int(0xffff_ffff), &d, "x"), Ok(-1), "a u32 bit pattern");
-        assert!(c_int(&Expr::Int(4_294_968_296), &d, "level").unwrap_err().contains("does not fit a C int"));
+        assert_eq!(
+            c_int(&Expr::Int(0xffff_ffff), &d, "x"),
+            Ok(-1),
+            "a u32 bit pattern"
+        );
+        assert!(c_int(&Expr::Int(4_294_968_296), &d, "level")
+            .unwrap_err()
+            .contains("does not fit a C int"));
         assert!(opt_bytes(&Expr::Int(1 << 40), &d).is_err());
-        assert_eq!(opt_bytes(&Expr::Int(1), &d).unwrap(), 1i32.to_ne_bytes().to_vec());
+        assert_eq!(
+            opt_bytes(&Expr::Int(1), &d).unwrap(),
+            1i32.to_ne_bytes().to_vec()
+        );
     }
 }

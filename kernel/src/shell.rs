@@ -83,12 +83,21 @@ fn confine(guard_fd: libc::c_int, parent: libc::pid_t) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         let root = b"/\0";
-        if libc::mount(std::ptr::null(), root.as_ptr() as *const libc::c_char, std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+        if libc::mount(
+            std::ptr::null(),
+            root.as_ptr() as *const libc::c_char,
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
             return Err(io::Error::last_os_error());
         }
         for cap in DROPPED_CAPS {
             // EINVAL: a capability this kernel does not know; fine.
-            if libc::prctl(libc::PR_CAPBSET_DROP, *cap) != 0 && *libc::__errno_location() != libc::EINVAL {
+            if libc::prctl(libc::PR_CAPBSET_DROP, *cap) != 0
+                && *libc::__errno_location() != libc::EINVAL
+            {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -120,7 +129,13 @@ unsafe fn spawn_guard(guard_fd: libc::c_int) -> io::Result<()> {
                 libc::_exit(127);
             }
             close_all_but(0);
-            let argv = [SH.as_ptr() as *const libc::c_char, DASH_C.as_ptr() as *const libc::c_char, SCRIPT.as_ptr() as *const libc::c_char, NAME.as_ptr() as *const libc::c_char, std::ptr::null()];
+            let argv = [
+                SH.as_ptr() as *const libc::c_char,
+                DASH_C.as_ptr() as *const libc::c_char,
+                SCRIPT.as_ptr() as *const libc::c_char,
+                NAME.as_ptr() as *const libc::c_char,
+                std::ptr::null(),
+            ];
             let envp = [std::ptr::null::<libc::c_char>()];
             libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
             libc::_exit(127)
@@ -131,7 +146,8 @@ unsafe fn spawn_guard(guard_fd: libc::c_int) -> io::Result<()> {
 
 /// Closes every descriptor but `keep` (async-signal-safe; 0 or the highest one kept).
 unsafe fn close_all_but(keep: libc::c_int) {
-    let close_range = |lo: libc::c_uint, hi: libc::c_uint| libc::syscall(libc::SYS_close_range, lo, hi, 0) == 0;
+    let close_range =
+        |lo: libc::c_uint, hi: libc::c_uint| libc::syscall(libc::SYS_close_range, lo, hi, 0) == 0;
     let k = keep as libc::c_uint;
     let ok = (k == 0 || close_range(0, k - 1)) && close_range(k + 1, libc::c_uint::MAX);
     if !ok {
@@ -161,7 +177,12 @@ fn above_stdio(fd: std::os::fd::OwnedFd) -> io::Result<std::os::fd::OwnedFd> {
 /// Runs `cmd` confined (see the module docs) in `dir` with `env` added.
 pub fn run(cmd: &str, dir: &Path, env: &[(String, String)]) -> io::Result<Output> {
     let mut c = Command::new("/bin/sh");
-    c.arg("-c").arg(cmd).current_dir(dir).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for (k, v) in env {
         c.env(k, v);
     }
@@ -172,7 +193,12 @@ pub fn run(cmd: &str, dir: &Path, env: &[(String, String)]) -> io::Result<Output
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just created and are owned here.
-    let (guard_r, guard_w) = unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    let (guard_r, guard_w) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
     // Above the standard descriptors: with trc's stdin closed the pipe could be fd 0, which the
     // child's /dev/null stdin would replace (the guard would see end of file at once).
     let guard_r = above_stdio(guard_r)?;
@@ -213,7 +239,16 @@ pub fn run(cmd: &str, dir: &Path, env: &[(String, String)]) -> io::Result<Output
     // SAFETY: as above; ESRCH if the group is already gone.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     drop(guard_w);
-    let stdout = String::from_utf8_lossy(&reader.join().unwrap_or_default()).trim_end().to_string();
-    let stderr = String::from_utf8_lossy(&ereader.join().unwrap_or_default()).trim_end().to_string();
-    Ok(Output { code: status.code(), stdout, stderr, timed_out })
+    let stdout = String::from_utf8_lossy(&reader.join().unwrap_or_default())
+        .trim_end()
+        .to_string();
+    let stderr = String::from_utf8_lossy(&ereader.join().unwrap_or_default())
+        .trim_end()
+        .to_string();
+    Ok(Output {
+        code: status.code(),
+        stdout,
+        stderr,
+        timed_out,
+    })
 }

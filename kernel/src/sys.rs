@@ -52,8 +52,13 @@ pub fn environment_problem() -> Option<String> {
     if !has_capability(CAP_SYS_ADMIN) {
         return Some("skipped: root without CAP_SYS_ADMIN (an unprivileged container?): no private network namespace can be made".into());
     }
-    if !["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].iter().any(|p| std::path::Path::new(p).exists()) {
-        return Some("skipped: iproute2's `ip` is not installed (the runner routes the peer with it)".into());
+    if !["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .iter()
+        .any(|p| std::path::Path::new(p).exists())
+    {
+        return Some(
+            "skipped: iproute2's `ip` is not installed (the runner routes the peer with it)".into(),
+        );
     }
     None
 }
@@ -62,7 +67,9 @@ const CAP_SYS_ADMIN: u32 = 21;
 
 /// Whether the effective capability set (`CapEff` of /proc/self/status) has `cap`.
 fn has_capability(cap: u32) -> bool {
-    let Ok(s) = std::fs::read_to_string("/proc/self/status") else { return false };
+    let Ok(s) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
     s.lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
@@ -86,7 +93,9 @@ pub fn unshare_netns() -> io::Result<()> {
 /// The inode of the calling thread's network namespace (to check isolation).
 pub fn current_netns_id() -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/thread-self/ns/net").ok().map(|m| m.ino())
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .ok()
+        .map(|m| m.ino())
 }
 
 #[repr(C)]
@@ -97,9 +106,13 @@ struct IfReq {
 
 impl IfReq {
     fn new(name: &str) -> IfReq {
-        let mut r = IfReq { name: [0; libc::IFNAMSIZ], data: [0; 24] };
+        let mut r = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            data: [0; 24],
+        };
         let b = name.as_bytes();
-        r.name[..b.len().min(libc::IFNAMSIZ - 1)].copy_from_slice(&b[..b.len().min(libc::IFNAMSIZ - 1)]);
+        r.name[..b.len().min(libc::IFNAMSIZ - 1)]
+            .copy_from_slice(&b[..b.len().min(libc::IFNAMSIZ - 1)]);
         r
     }
     fn set_addr(&mut self, ip: Ipv4Addr) {
@@ -136,25 +149,41 @@ fn dgram_socket() -> io::Result<OwnedFd> {
 
 fn set_up(ctl: RawFd, name: &str) -> io::Result<()> {
     let mut r = IfReq::new(name);
-    ioctl_ifreq(ctl, libc::SIOCGIFFLAGS, &mut r, &format!("SIOCGIFFLAGS {name}"))?;
+    ioctl_ifreq(
+        ctl,
+        libc::SIOCGIFFLAGS,
+        &mut r,
+        &format!("SIOCGIFFLAGS {name}"),
+    )?;
     let f = r.flags() | libc::IFF_UP as libc::c_short | libc::IFF_RUNNING as libc::c_short;
     r.set_flags(f);
-    ioctl_ifreq(ctl, libc::SIOCSIFFLAGS, &mut r, &format!("SIOCSIFFLAGS {name}"))
+    ioctl_ifreq(
+        ctl,
+        libc::SIOCSIFFLAGS,
+        &mut r,
+        &format!("SIOCSIFFLAGS {name}"),
+    )
 }
 
 /// Write a sysctl of the calling thread's network namespace
 /// (`net.ipv4.tcp_sack` -> `/proc/sys/net/ipv4/tcp_sack`).
 pub fn write_sysctl(name: &str, value: &str) -> io::Result<()> {
     if !name.starts_with("net.") || name.contains("..") || name.contains('/') {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refusing non-namespaced sysctl {name}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing non-namespaced sysctl {name}"),
+        ));
     }
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    std::fs::write(&path, value).map_err(|e| io::Error::new(e.kind(), format!("sysctl {name}={value}: {e}")))
+    std::fs::write(&path, value)
+        .map_err(|e| io::Error::new(e.kind(), format!("sysctl {name}={value}: {e}")))
 }
 
 pub fn read_sysctl(name: &str) -> Option<String> {
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Create the tun device in the current (private) namespace as packetdrill does
@@ -169,7 +198,12 @@ pub fn setup_tun(congctl: Option<&str>) -> io::Result<OwnedFd> {
     let _ = write_sysctl("net.ipv6.conf.default.disable_ipv6", "1");
     let path = CString::new("/dev/net/tun").unwrap();
     // SAFETY: valid C string.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
     if fd < 0 {
         return Err(last_err("open /dev/net/tun"));
     }
@@ -179,7 +213,14 @@ pub fn setup_tun(congctl: Option<&str>) -> io::Result<OwnedFd> {
     r.set_flags(IFF_TUN | IFF_NO_PI | IFF_VNET_HDR);
     ioctl_ifreq(tun.as_raw_fd(), TUNSETIFF, &mut r, "TUNSETIFF")?;
     // SAFETY: TUNSETOFFLOAD takes an integer argument.
-    if unsafe { libc::ioctl(tun.as_raw_fd(), TUNSETOFFLOAD as _, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN) } != 0 {
+    if unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            TUNSETOFFLOAD as _,
+            TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN,
+        )
+    } != 0
+    {
         return Err(last_err("TUNSETOFFLOAD"));
     }
     let ctl = dgram_socket()?;
@@ -189,15 +230,41 @@ pub fn setup_tun(congctl: Option<&str>) -> io::Result<OwnedFd> {
     ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFADDR, &mut r, "SIOCSIFADDR")?;
     let mut r = IfReq::new(TUN_NAME);
     r.set_addr(Ipv4Addr::from(u32::MAX << (32 - LOCAL_PREFIX)));
-    ioctl_ifreq(ctl.as_raw_fd(), libc::SIOCSIFNETMASK, &mut r, "SIOCSIFNETMASK")?;
+    ioctl_ifreq(
+        ctl.as_raw_fd(),
+        libc::SIOCSIFNETMASK,
+        &mut r,
+        "SIOCSIFNETMASK",
+    )?;
     set_up(ctl.as_raw_fd(), TUN_NAME)?;
-    let mut route = vec!["-4".to_string(), "route".into(), "add".into(), REMOTE_IP.to_string(), "dev".into(), TUN_NAME.into(), "via".into(), LOCAL_IP.to_string()];
+    let mut route = vec![
+        "-4".to_string(),
+        "route".into(),
+        "add".into(),
+        REMOTE_IP.to_string(),
+        "dev".into(),
+        TUN_NAME.into(),
+        "via".into(),
+        LOCAL_IP.to_string(),
+    ];
     if let Some(cc) = congctl {
         route.extend(["congctl".to_string(), cc.to_string()]);
     }
-    let out = std::process::Command::new("ip").args(&route).output().map_err(|e| io::Error::new(e.kind(), format!("ip {}: {e} (iproute2 is needed)", route.join(" "))))?;
+    let out = std::process::Command::new("ip")
+        .args(&route)
+        .output()
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("ip {}: {e} (iproute2 is needed)", route.join(" ")),
+            )
+        })?;
     if !out.status.success() {
-        return Err(io::Error::other(format!("ip {}: {}", route.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(io::Error::other(format!(
+            "ip {}: {}",
+            route.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     Ok(tun)
 }
@@ -206,14 +273,21 @@ pub fn setup_tun(congctl: Option<&str>) -> io::Result<OwnedFd> {
 /// thread's namespace, as `TcpExtTCPFullUndo` style names.
 pub fn read_mib() -> BTreeMap<String, i64> {
     let mut out = BTreeMap::new();
-    for file in ["/proc/thread-self/net/netstat", "/proc/thread-self/net/snmp"] {
-        let Ok(text) = std::fs::read_to_string(file) else { continue };
+    for file in [
+        "/proc/thread-self/net/netstat",
+        "/proc/thread-self/net/snmp",
+    ] {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
         let lines: Vec<&str> = text.lines().collect();
         for pair in lines.chunks(2) {
             if let [h, v] = pair {
                 let mut hs = h.split_whitespace();
                 let mut vs = v.split_whitespace();
-                let (Some(p1), Some(p2)) = (hs.next(), vs.next()) else { continue };
+                let (Some(p1), Some(p2)) = (hs.next(), vs.next()) else {
+                    continue;
+                };
                 if p1 != p2 {
                     continue;
                 }
@@ -230,7 +304,10 @@ pub fn read_mib() -> BTreeMap<String, i64> {
 }
 
 /// The `Tcp*` and `TcpExt*` counters that moved from `before` to `after` (nstat names, deltas).
-pub fn mib_delta(before: &BTreeMap<String, i64>, after: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+pub fn mib_delta(
+    before: &BTreeMap<String, i64>,
+    after: &BTreeMap<String, i64>,
+) -> BTreeMap<String, i64> {
     after
         .iter()
         .filter(|(k, _)| k.starts_with("Tcp"))
@@ -245,7 +322,13 @@ pub fn tcp_info(fd: RawFd) -> io::Result<(TcpInfoRaw, usize)> {
     let mut len = std::mem::size_of::<TcpInfoRaw>() as libc::socklen_t;
     // SAFETY: buffer and length describe `info`.
     let rc = unsafe {
-        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len)
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut info as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
     };
     if rc != 0 {
         return Err(last_err("getsockopt(TCP_INFO)"));
@@ -258,19 +341,34 @@ pub fn get_congestion(fd: RawFd) -> io::Result<String> {
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buffer and length are valid.
     let rc = unsafe {
-        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
     };
     if rc != 0 {
         return Err(last_err("getsockopt(TCP_CONGESTION)"));
     }
-    let n = buf[..len as usize].iter().position(|&b| b == 0).unwrap_or(len as usize);
+    let n = buf[..len as usize]
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(len as usize);
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
 pub fn set_congestion(fd: RawFd, cc: &str) -> io::Result<()> {
     // SAFETY: pointer/length describe `cc`.
     let rc = unsafe {
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
     };
     if rc != 0 {
         return Err(last_err(&format!("setsockopt(TCP_CONGESTION, {cc})")));
@@ -280,10 +378,19 @@ pub fn set_congestion(fd: RawFd, cc: &str) -> io::Result<()> {
 
 /// Close a socket abortively (RST, no FIN_WAIT/TIME_WAIT left behind).
 pub fn abort_close(fd: RawFd) {
-    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
     // SAFETY: valid struct, then close the fd we own.
     unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &l as *const _ as *const libc::c_void, std::mem::size_of::<libc::linger>() as libc::socklen_t);
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &l as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
         libc::close(fd);
     }
 }

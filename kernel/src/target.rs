@@ -44,7 +44,8 @@ pub trait Target {
     /// A short name for progress lines ("base", "patched", or the kernel's file name).
     fn label(&self) -> String;
     /// Runs `scripts` in order; `log` gets one progress line per event worth telling.
-    fn run(&mut self, scripts: &[PathBuf], log: &mut dyn FnMut(&str)) -> Result<Batch, TargetError>;
+    fn run(&mut self, scripts: &[PathBuf], log: &mut dyn FnMut(&str))
+        -> Result<Batch, TargetError>;
     /// Whether a run has a fixed cost (a boot) that makes one batch cheaper than several
     /// single-script runs.
     fn batched(&self) -> bool {
@@ -61,12 +62,19 @@ impl Host {
     /// The running kernel with trc's default run options and signal handling (Ctrl-C ends the
     /// batch after the current script).
     pub fn new() -> Host {
-        Host { options: RunOptions { handle_signals: true, ..Default::default() } }
+        Host {
+            options: RunOptions {
+                handle_signals: true,
+                ..Default::default()
+            },
+        }
     }
 
     /// The running kernel's release, as `uname -r` gives it.
     pub fn release() -> String {
-        std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
     }
 }
 
@@ -81,7 +89,11 @@ impl Target for Host {
         format!("{} (running kernel)", Host::release())
     }
 
-    fn run(&mut self, scripts: &[PathBuf], log: &mut dyn FnMut(&str)) -> Result<Batch, TargetError> {
+    fn run(
+        &mut self,
+        scripts: &[PathBuf],
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Batch, TargetError> {
         if let Some(r) = crate::skip_reason() {
             return Err(TargetError::Missing(r));
         }
@@ -96,10 +108,16 @@ impl Target for Host {
                 Ok(r) => r.script.verdict.render(),
                 Err(e) => format!("error: {e}"),
             };
-            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             log(&format!("[{}/{n}] {name}: {v}", i + 1));
             runs.push(r);
         }
-        Ok(Batch { kernel: self.label(), runs })
+        Ok(Batch {
+            kernel: self.label(),
+            runs,
+        })
     }
 }

@@ -111,9 +111,19 @@ fn end_offset(name: &str) -> usize {
         };
     }
     match name {
-        "tcpi_state" | "tcpi_ca_state" | "tcpi_retransmits" | "tcpi_probes" | "tcpi_backoff" | "tcpi_options" | "tcpi_snd_wscale" | "tcpi_rcv_wscale" | "tcpi_delivery_rate_app_limited" => 8,
+        "tcpi_state"
+        | "tcpi_ca_state"
+        | "tcpi_retransmits"
+        | "tcpi_probes"
+        | "tcpi_backoff"
+        | "tcpi_options"
+        | "tcpi_snd_wscale"
+        | "tcpi_rcv_wscale"
+        | "tcpi_delivery_rate_app_limited" => 8,
         "tcpi_total_rto" | "tcpi_total_rto_recoveries" => end!(tcpi_total_rto_recoveries, u16),
-        "tcpi_ecn_mode" | "tcpi_accecn_opt_seen" | "tcpi_accecn_fail_mode" | "tcpi_options2" => end!(ecn_bits, u32),
+        "tcpi_ecn_mode" | "tcpi_accecn_opt_seen" | "tcpi_accecn_fail_mode" | "tcpi_options2" => {
+            end!(ecn_bits, u32)
+        }
         "tcpi_received_ce" => end!(tcpi_received_ce, u32),
         "tcpi_delivered_e1_bytes" => end!(tcpi_delivered_e1_bytes, u32),
         "tcpi_delivered_e0_bytes" => end!(tcpi_delivered_e0_bytes, u32),
@@ -126,9 +136,13 @@ fn end_offset(name: &str) -> usize {
         "tcpi_snd_wnd" => end!(tcpi_snd_wnd, u32),
         "tcpi_rcv_wnd" => end!(tcpi_rcv_wnd, u32),
         "tcpi_rcv_ooopack" => end!(tcpi_rcv_ooopack, u32),
-        "tcpi_bytes_sent" | "tcpi_bytes_retrans" | "tcpi_dsack_dups" | "tcpi_reord_seen" => end!(tcpi_reord_seen, u32),
+        "tcpi_bytes_sent" | "tcpi_bytes_retrans" | "tcpi_dsack_dups" | "tcpi_reord_seen" => {
+            end!(tcpi_reord_seen, u32)
+        }
         "tcpi_delivered" | "tcpi_delivered_ce" => end!(tcpi_delivered_ce, u32),
-        "tcpi_busy_time" | "tcpi_rwnd_limited" | "tcpi_sndbuf_limited" => end!(tcpi_sndbuf_limited, u64),
+        "tcpi_busy_time" | "tcpi_rwnd_limited" | "tcpi_sndbuf_limited" => {
+            end!(tcpi_sndbuf_limited, u64)
+        }
         "tcpi_delivery_rate" => end!(tcpi_delivery_rate, u64),
         _ => end!(tcpi_data_segs_out, u32),
     }
@@ -236,7 +250,9 @@ impl TcpInfoRaw {
         TcpInfoSnapshot {
             state: self.tcpi_state,
             ca_state: self.tcpi_ca_state,
-            ca_state_name: trc_pkt::symbols::ca_state_name(self.tcpi_ca_state as u64).unwrap_or("?").to_string(),
+            ca_state_name: trc_pkt::symbols::ca_state_name(self.tcpi_ca_state as u64)
+                .unwrap_or("?")
+                .to_string(),
             snd_cwnd: self.tcpi_snd_cwnd,
             snd_ssthresh: self.tcpi_snd_ssthresh,
             unacked: self.tcpi_unacked,
@@ -310,15 +326,26 @@ mod tests {
 
     #[test]
     fn every_named_field_resolves() {
-        let t = TcpInfoRaw { tcpi_snd_cwnd: 7, tcpi_ca_state: 3, wscale_bits: 0x87, ..Default::default() };
+        let t = TcpInfoRaw {
+            tcpi_snd_cwnd: 7,
+            tcpi_ca_state: 3,
+            wscale_bits: 0x87,
+            ..Default::default()
+        };
         for n in trc_pkt::symbols::TCPI_FIELDS {
             assert!(t.get(n).is_some(), "{n}");
         }
         // A 6.1-sized struct (up to tcpi_rcv_wnd) lacks the newer names.
         let (have, missing) = t.values(236);
         assert!(have.contains_key("tcpi_snd_cwnd") && have.contains_key("tcpi_rcv_wnd"));
-        assert!(missing.contains(&"tcpi_rehash".to_string()) && missing.contains(&"tcpi_received_ce".to_string()));
-        assert_eq!(t.values(std::mem::size_of::<TcpInfoRaw>()).1, Vec::<String>::new());
+        assert!(
+            missing.contains(&"tcpi_rehash".to_string())
+                && missing.contains(&"tcpi_received_ce".to_string())
+        );
+        assert_eq!(
+            t.values(std::mem::size_of::<TcpInfoRaw>()).1,
+            Vec::<String>::new()
+        );
         assert_eq!(t.get("tcpi_snd_cwnd"), Some(7));
         assert_eq!(t.get("tcpi_snd_wscale"), Some(7));
         assert_eq!(t.get("tcpi_rcv_wscale"), Some(8));

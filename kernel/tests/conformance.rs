@@ -31,7 +31,15 @@ fn workspace() -> PathBuf {
 /// it, which names no line.
 fn init_line(script: &Path) -> u32 {
     let src = std::fs::read_to_string(script).unwrap_or_default();
-    trc_pkt::parse(&src, "x").ok().and_then(|s| s.statements.first().filter(|st| st.time.is_none()).map(|st| st.line)).unwrap_or(0)
+    trc_pkt::parse(&src, "x")
+        .ok()
+        .and_then(|s| {
+            s.statements
+                .first()
+                .filter(|st| st.time.is_none())
+                .map(|st| st.line)
+        })
+        .unwrap_or(0)
 }
 
 /// packetdrill on `script` in a fresh network namespace (run_all.py's ipv4 arguments).
@@ -39,8 +47,15 @@ fn packetdrill(pd: &Path, script: &Path) -> Verdict {
     let dir = script.parent().unwrap();
     let name = script.file_name().unwrap().to_string_lossy().to_string();
     let args = "--send_omit_free --ip_version=ipv4 --local_ip=192.168.0.1 --gateway_ip=192.168.0.1 --netmask_ip=255.255.0.0 --remote_ip=192.0.2.1 -D TFO_COOKIE=3021b9d889017eeb -D CODE=host_unreachable -D CMSG_LEVEL_IP=SOL_IP -D CMSG_TYPE_RECVERR=IP_RECVERR";
-    let cmd = format!("ip link set lo up && exec timeout -k 5 180 {} {args} {name}", pd.display());
-    let out = Command::new("unshare").args(["-n", "sh", "-c", &cmd]).current_dir(dir).output().expect("unshare runs");
+    let cmd = format!(
+        "ip link set lo up && exec timeout -k 5 180 {} {args} {name}",
+        pd.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-n", "sh", "-c", &cmd])
+        .current_dir(dir)
+        .output()
+        .expect("unshare runs");
     if out.status.success() {
         return None;
     }
@@ -49,20 +64,31 @@ fn packetdrill(pd: &Path, script: &Path) -> Verdict {
         return Some(init_line(script));
     }
     let prefix = format!("{name}:");
-    let line = err.lines().find_map(|l| l.strip_prefix(&prefix).and_then(|r| r.split(':').next()).and_then(|n| n.parse().ok()));
+    let line = err.lines().find_map(|l| {
+        l.strip_prefix(&prefix)
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse().ok())
+    });
     Some(line.unwrap_or(0))
 }
 
 fn trc(script: &Path) -> Verdict {
-    let r = trc_kernel::run_file(script, &trc_kernel::RunOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    let r = trc_kernel::run_file(script, &trc_kernel::RunOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
     match r.script.verdict {
         trc_kernel::Verdict::Passed { .. } => None,
-        _ => Some(r.script.failed_line().or(r.script.stopped.as_ref().map(|s| s.0)).unwrap_or(0)),
+        _ => Some(
+            r.script
+                .failed_line()
+                .or(r.script.stopped.as_ref().map(|s| s.0))
+                .unwrap_or(0),
+        ),
     }
 }
 
 fn show(v: Verdict) -> String {
-    v.map(|l| format!("fails at line {l}")).unwrap_or_else(|| "passes".into())
+    v.map(|l| format!("fails at line {l}"))
+        .unwrap_or_else(|| "passes".into())
 }
 
 /// CUBIC's `hystart_detect` is a machine-wide module parameter two gtests write: put it back.
@@ -79,7 +105,9 @@ impl Drop for RestoreHystart {
 /// Compares the two on `scripts`; returns the disagreements (name, packetdrill, trc).
 fn compare(pd: &Path, scripts: &[PathBuf], label: &str) -> Vec<String> {
     let mut bad = Vec::new();
-    let hystart = std::fs::read_to_string("/sys/module/tcp_cubic/parameters/hystart_detect").ok().map(|s| s.trim().to_string());
+    let hystart = std::fs::read_to_string("/sys/module/tcp_cubic/parameters/hystart_detect")
+        .ok()
+        .map(|s| s.trim().to_string());
     let t0 = Instant::now();
     for s in scripts {
         let name = s.display().to_string();
@@ -96,15 +124,33 @@ fn compare(pd: &Path, scripts: &[PathBuf], label: &str) -> Vec<String> {
                 agree = true;
                 break;
             }
-            eprintln!("  {name}: attempt {}: packetdrill {}, trc {}", attempt + 1, show(p), show(t));
+            eprintln!(
+                "  {name}: attempt {}: packetdrill {}, trc {}",
+                attempt + 1,
+                show(p),
+                show(t)
+            );
         }
-        eprintln!("{label}: {name}: {} ({})", if agree { "same" } else { "DIFFERENT" }, show(last.0));
+        eprintln!(
+            "{label}: {name}: {} ({})",
+            if agree { "same" } else { "DIFFERENT" },
+            show(last.0)
+        );
         let known = KNOWN.iter().any(|(k, _)| name.ends_with(k));
         if !agree && !known {
-            bad.push(format!("{name}: packetdrill {}, trc {}", show(last.0), show(last.1)));
+            bad.push(format!(
+                "{name}: packetdrill {}, trc {}",
+                show(last.0),
+                show(last.1)
+            ));
         }
     }
-    eprintln!("{label}: {} scripts in {:.0?}, {} disagreements", scripts.len(), t0.elapsed(), bad.len());
+    eprintln!(
+        "{label}: {} scripts in {:.0?}, {} disagreements",
+        scripts.len(),
+        t0.elapsed(),
+        bad.len()
+    );
     bad
 }
 
@@ -134,14 +180,27 @@ fn counterexamples_mean_the_same_on_packetdrill() {
     let Some(pd) = ready() else { return };
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut scripts = Vec::new();
-    for d in ["counterexamples/kernel", "counterexamples/findings", "counterexamples/regressions"] {
+    for d in [
+        "counterexamples/kernel",
+        "counterexamples/findings",
+        "counterexamples/regressions",
+    ] {
         let dir = workspace().join(d);
-        scripts.extend(std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "pkt")));
+        scripts.extend(
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "pkt")),
+        );
     }
     scripts.sort();
     assert!(scripts.len() >= 20, "{scripts:?}");
     let bad = compare(&pd, &scripts, "counterexamples");
-    assert!(bad.is_empty(), "trc kernel run and packetdrill disagree:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "trc kernel run and packetdrill disagree:\n{}",
+        bad.join("\n")
+    );
 }
 
 /// A copy of the vendored `gtests/net` whose two `defaults.sh` also select cubic on the route.
@@ -149,8 +208,16 @@ fn gtests_copy() -> Result<PathBuf, String> {
     let src = trc_testkit::gtests()?;
     let dest = src.parent().unwrap().join("net-conformance");
     if !dest.is_dir() {
-        let tmp = src.parent().unwrap().join(format!("net-conformance.tmp-{}", std::process::id()));
-        let st = Command::new("cp").arg("-r").arg(&src).arg(&tmp).status().map_err(|e| e.to_string())?;
+        let tmp = src
+            .parent()
+            .unwrap()
+            .join(format!("net-conformance.tmp-{}", std::process::id()));
+        let st = Command::new("cp")
+            .arg("-r")
+            .arg(&src)
+            .arg(&tmp)
+            .status()
+            .map_err(|e| e.to_string())?;
         if !st.success() {
             return Err("cp -r failed".into());
         }
@@ -174,12 +241,20 @@ fn public_recovery_gtests_mean_the_same_on_packetdrill() {
     };
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let list = include_str!("conformance-suite.txt");
-    let scripts: Vec<PathBuf> = list.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(|l| gt.join(l.trim())).collect();
+    let scripts: Vec<PathBuf> = list
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| gt.join(l.trim()))
+        .collect();
     assert_eq!(scripts.len(), 43);
     for s in &scripts {
         assert!(s.is_file(), "{} not in the vendored tree", s.display());
     }
     let bad = compare(&pd, &scripts, "gtests");
-    assert!(bad.is_empty(), "trc kernel run and packetdrill disagree:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "trc kernel run and packetdrill disagree:\n{}",
+        bad.join("\n")
+    );
     let _ = Duration::ZERO;
 }

@@ -14,11 +14,17 @@ fn corpus_dir() -> PathBuf {
 }
 
 fn netns_list() -> String {
-    match std::process::Command::new("ip").args(["netns", "list"]).output() {
+    match std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+    {
         Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
         Err(_) => std::fs::read_dir("/run/netns")
             .map(|d| {
-                let mut v: Vec<String> = d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+                let mut v: Vec<String> = d
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
                 v.sort();
                 v.join("\n")
             })
@@ -28,7 +34,11 @@ fn netns_list() -> String {
 
 fn host_links() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/sys/class/net")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -50,7 +60,11 @@ fn run_twice_if_needed(path: &Path) -> trc_kernel::RunReport {
     if first.passed() {
         return first;
     }
-    eprintln!("retrying {} after a failed first run:\n{}", path.display(), first.render());
+    eprintln!(
+        "retrying {} after a failed first run:\n{}",
+        path.display(),
+        first.render()
+    );
     run_file(path, &opts).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -65,7 +79,12 @@ fn corpus_passes_and_original_seed_fails_exactly_where_expected() {
 
     let mut scripts: Vec<PathBuf> = Vec::new();
     for dir in [corpus_dir(), corpus_dir().join("../findings")] {
-        scripts.extend(std::fs::read_dir(&dir).expect("counterexamples/kernel and findings exist").filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "pkt")));
+        scripts.extend(
+            std::fs::read_dir(&dir)
+                .expect("counterexamples/kernel and findings exist")
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "pkt")),
+        );
     }
     scripts.sort();
     assert!(scripts.len() >= 10, "corpus too small: {scripts:?}");
@@ -73,13 +92,28 @@ fn corpus_passes_and_original_seed_fails_exactly_where_expected() {
     for s in &scripts {
         let t = std::time::Instant::now();
         let r = run_twice_if_needed(s);
-        eprintln!("{}: {} in {:?} (undo {:?})", s.display(), if r.passed() { "pass" } else { "FAIL" }, t.elapsed(), r.counters);
-        assert_eq!(r.congestion_control.as_deref(), Some("cubic"), "{}", s.display());
+        eprintln!(
+            "{}: {} in {:?} (undo {:?})",
+            s.display(),
+            if r.passed() { "pass" } else { "FAIL" },
+            t.elapsed(),
+            r.counters
+        );
+        assert_eq!(
+            r.congestion_control.as_deref(),
+            Some("cubic"),
+            "{}",
+            s.display()
+        );
         if !r.passed() {
             failures.push(format!("{}\n{}", s.display(), r.render()));
         }
     }
-    assert!(failures.is_empty(), "scripts failed on this kernel:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "scripts failed on this kernel:\n{}",
+        failures.join("\n")
+    );
     seed_scripts();
     assert_eq!(netns_list(), ns_before, "ip netns list changed");
     assert_eq!(host_links(), links_before, "host interfaces changed");
@@ -94,7 +128,11 @@ fn seed_scripts() {
     let dir = std::env::temp_dir().join(format!("trc-seed-{}", std::process::id()));
     let _ = std::fs::create_dir_all(dir.join("seed"));
     let _ = std::fs::create_dir_all(dir.join("common"));
-    std::fs::copy(corpus_dir().join("../common/defaults.sh"), dir.join("common/defaults.sh")).unwrap();
+    std::fs::copy(
+        corpus_dir().join("../common/defaults.sh"),
+        dir.join("common/defaults.sh"),
+    )
+    .unwrap();
     let write = |name: &str| -> Option<PathBuf> {
         match trc_testkit::seed_attachment(name) {
             Ok(text) => {
@@ -114,8 +152,17 @@ fn seed_scripts() {
             eprintln!("retrying the seed:\n{}", r.render());
             r = run_file(&p, &RunOptions::default()).expect("runs");
         }
-        assert_eq!(r.script.failed_lines(), vec![28, 57, 58, 62], "{}", r.render());
-        assert_eq!(r.script.failed_line(), Some(28), "packetdrill stops at the probe");
+        assert_eq!(
+            r.script.failed_lines(),
+            vec![28, 57, 58, 62],
+            "{}",
+            r.render()
+        );
+        assert_eq!(
+            r.script.failed_line(),
+            Some(28),
+            "packetdrill stops at the probe"
+        );
         assert_eq!(r.counters.get("TcpExtTCPLossUndo"), None);
     }
     if let Some(p) = write("fr-non-sack-hold-at-high-seq.pkt") {
@@ -158,14 +205,34 @@ fn namespace_is_private_and_cleaned_up_after_errors() {
     let p = dir.join("confined.pkt");
     std::fs::write(&p, "0 `nsenter -t 1 -n ip -o link show | grep -qv -e ': lo' -e ': tun0'`\n+0 `test \"$(ip -o link show | wc -l)\" = 2`\n").unwrap();
     let r = run_file(&p, &RunOptions::default()).unwrap();
-    assert_eq!(r.script.failed_lines(), vec![1], "nsenter into the init namespace must fail:\n{}", r.render());
+    assert_eq!(
+        r.script.failed_lines(),
+        vec![1],
+        "nsenter into the init namespace must fail:\n{}",
+        r.render()
+    );
     // --no-shell refuses them.
-    let r = run_file(&p, &RunOptions { no_shell: true, ..Default::default() }).unwrap();
-    assert!(r.script.stopped.is_some() && r.script.verdict.exit_code() == 3, "{}", r.render());
+    let r = run_file(
+        &p,
+        &RunOptions {
+            no_shell: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        r.script.stopped.is_some() && r.script.verdict.exit_code() == 3,
+        "{}",
+        r.render()
+    );
 
     // Malformed script: a parse error naming file:line:col, no run at all.
     let bad = dir.join("bad.pkt");
-    std::fs::write(&bad, "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 < Q 1:1(0) ack 1\n").unwrap();
+    std::fs::write(
+        &bad,
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 < Q 1:1(0) ack 1\n",
+    )
+    .unwrap();
     match run_file(&bad, &RunOptions::default()) {
         Err(RunError::Parse(e)) => assert!(e.to_string().contains("bad.pkt:2:"), "{e}"),
         other => panic!("expected a parse error, got {other:?}"),

@@ -5,9 +5,9 @@
 //! `cargo bench -p trc-model --bench step`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use stateright::Model;
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
-use stateright::Model;
 use trc_model::config::SackMode;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
@@ -37,9 +37,15 @@ fn sample(model: &TcpModel, n: usize) -> Vec<State> {
 }
 
 fn step(c: &mut Criterion) {
-    let cfg = Config { sack: SackMode::Sack, ..Config::default() };
+    let cfg = Config {
+        sack: SackMode::Sack,
+        ..Config::default()
+    };
     let model = TcpModel::new(cfg, Profile::linux_6_18());
-    let states = sample(&model, std::env::var("STEP_SAMPLE").map_or(20_000, |v| v.parse().unwrap()));
+    let states = sample(
+        &model,
+        std::env::var("STEP_SAMPLE").map_or(20_000, |v| v.parse().unwrap()),
+    );
     let mut acts = Vec::new();
     let transitions: usize = states
         .iter()

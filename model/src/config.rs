@@ -199,9 +199,19 @@ pub enum ConfigError {
     JiffyPhase(u32),
     /// A field outside the range the model's (and the kernel's) arithmetic holds for.
     #[error("{field} must be between {min} and {max} (got {got}){why}")]
-    Range { field: &'static str, min: u64, max: u64, got: u64, why: &'static str },
+    Range {
+        field: &'static str,
+        min: u64,
+        max: u64,
+        got: u64,
+        why: &'static str,
+    },
     #[error("{field} may list at most {max} values (got {got})")]
-    TooMany { field: &'static str, max: usize, got: usize },
+    TooMany {
+        field: &'static str,
+        max: usize,
+        got: usize,
+    },
 }
 
 /// Upper bound on `segments + extra_writes`. The per-segment state (tags, transmit times, the
@@ -220,7 +230,10 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let total = self.total_segments();
         if self.segments == 0 || total > MAX_SEGMENTS {
-            return Err(ConfigError::Segments { got: total, max: MAX_SEGMENTS });
+            return Err(ConfigError::Segments {
+                got: total,
+                max: MAX_SEGMENTS,
+            });
         }
         if self.initcwnd == 0 {
             return Err(ConfigError::InitCwnd);
@@ -258,22 +271,83 @@ impl Config {
             if (min..=max).contains(&got) {
                 Ok(())
             } else {
-                Err(ConfigError::Range { field, min, max, got, why })
+                Err(ConfigError::Range {
+                    field,
+                    min,
+                    max,
+                    got,
+                    why,
+                })
             }
         };
         range("initcwnd", self.initcwnd.into(), 1, MAX_CWND.into(), "")?;
-        range("horizon_ms", self.horizon_ms.into(), self.rtt_ms.into(), MAX_HORIZON_MS.into(), "")?;
-        range("sysctl_reordering", self.sysctl_reordering.into(), 1, MAX_REORDERING.into(), "")?;
-        range("sysctl_max_reordering", self.sysctl_max_reordering.into(), 1, MAX_REORDERING.into(), "")?;
-        range("isn", self.isn.into(), 0, MAX_SEQ_BASE.into(), " (the model's sequence numbers do not wrap)")?;
-        range("ts_base", self.ts_base.into(), 0, MAX_SEQ_BASE.into(), " (the model's TS values do not wrap)")?;
+        range(
+            "horizon_ms",
+            self.horizon_ms.into(),
+            self.rtt_ms.into(),
+            MAX_HORIZON_MS.into(),
+            "",
+        )?;
+        range(
+            "sysctl_reordering",
+            self.sysctl_reordering.into(),
+            1,
+            MAX_REORDERING.into(),
+            "",
+        )?;
+        range(
+            "sysctl_max_reordering",
+            self.sysctl_max_reordering.into(),
+            1,
+            MAX_REORDERING.into(),
+            "",
+        )?;
+        range(
+            "isn",
+            self.isn.into(),
+            0,
+            MAX_SEQ_BASE.into(),
+            " (the model's sequence numbers do not wrap)",
+        )?;
+        range(
+            "ts_base",
+            self.ts_base.into(),
+            0,
+            MAX_SEQ_BASE.into(),
+            " (the model's TS values do not wrap)",
+        )?;
         range("mss", self.mss.into(), MIN_MSS.into(), MAX_MSS.into(), "")?;
-        range("gso_max_size", self.gso_max_size.into(), self.mss.into(), MAX_GSO_SIZE.into(), " (at least one MSS)")?;
-        range("hystart_low_window", self.hystart_low_window.into(), 1, MAX_CWND.into(), "")?;
-        range("max_old_acks", self.max_old_acks.into(), 0, MAX_OLD_ACKS.into(), " (each one multiplies the branching)")?;
-        for (field, v) in [("rtt_extra_ms", &self.rtt_extra_ms), ("write_gap_ms", &self.write_gap_ms)] {
+        range(
+            "gso_max_size",
+            self.gso_max_size.into(),
+            self.mss.into(),
+            MAX_GSO_SIZE.into(),
+            " (at least one MSS)",
+        )?;
+        range(
+            "hystart_low_window",
+            self.hystart_low_window.into(),
+            1,
+            MAX_CWND.into(),
+            "",
+        )?;
+        range(
+            "max_old_acks",
+            self.max_old_acks.into(),
+            0,
+            MAX_OLD_ACKS.into(),
+            " (each one multiplies the branching)",
+        )?;
+        for (field, v) in [
+            ("rtt_extra_ms", &self.rtt_extra_ms),
+            ("write_gap_ms", &self.write_gap_ms),
+        ] {
             if v.len() > MAX_DELAY_CHOICES {
-                return Err(ConfigError::TooMany { field, max: MAX_DELAY_CHOICES, got: v.len() });
+                return Err(ConfigError::TooMany {
+                    field,
+                    max: MAX_DELAY_CHOICES,
+                    got: v.len(),
+                });
             }
             for &d in v {
                 range(field, d.into(), 1, u16::MAX.into(), " (each value)")?;

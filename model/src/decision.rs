@@ -139,7 +139,10 @@ mod tests {
         let fields = serde_json::to_value(crate::Profile::linux_6_18()).unwrap();
         for b in Branch::ALL {
             let f = b.profile_field();
-            assert!(f.is_empty() || fields.get(f).is_some(), "{b:?} names unknown profile field {f}");
+            assert!(
+                f.is_empty() || fields.get(f).is_some(),
+                "{b:?} names unknown profile field {f}"
+            );
         }
         let d = DecisionCounts::default();
         d.hit(Branch::UndoDsack);

@@ -17,7 +17,10 @@
 use crate::cc::{Cc, Cubic, HystartExit, IdleRestart};
 use crate::model::{Budget, Ghost, State};
 use crate::net::{HeldAck, Pkt, Receiver};
-use crate::state::{EifelProof, EifelStep, Episode, Events, Rack, Reduction, Sender, SenderGhost, Seg, Timer, UndoEvent};
+use crate::state::{
+    EifelProof, EifelStep, Episode, Events, Rack, Reduction, Seg, Sender, SenderGhost, Timer,
+    UndoEvent,
+};
 
 const P0: u64 = 0xa076_1d64_78bd_642f;
 const P1: u64 = 0xe703_7ed1_a0b4_28db;
@@ -67,7 +70,12 @@ struct Packer {
 impl Packer {
     #[inline(always)]
     fn new() -> Packer {
-        Packer { buf: [std::mem::MaybeUninit::uninit(); CAP], n: 0, h: [P0, P1, P2, P3], total: 0 }
+        Packer {
+            buf: [std::mem::MaybeUninit::uninit(); CAP],
+            n: 0,
+            h: [P0, P1, P2, P3],
+            total: 0,
+        }
     }
 
     #[inline(always)]
@@ -126,14 +134,39 @@ impl State {
     /// The state's fingerprint (see the module docs); never 0. Equal states have equal
     /// fingerprints; different states collide with probability ≈ 2^-64.
     pub fn fingerprint(&self) -> u64 {
-        let State { now, sender, flight, rcv, held_ack, tsq_full, budget, ghost } = self;
-        let Receiver { have, ts_recent, sacks } = rcv;
+        let State {
+            now,
+            sender,
+            flight,
+            rcv,
+            held_ack,
+            tsq_full,
+            budget,
+            ghost,
+        } = self;
+        let Receiver {
+            have,
+            ts_recent,
+            sacks,
+        } = rcv;
         let Ghost { orig_dropped } = ghost;
-        let HeldAck { held, n, ack, tsecr, blocks } = held_ack;
+        let HeldAck {
+            held,
+            n,
+            ack,
+            tsecr,
+            blocks,
+        } = held_ack;
         let mut p = Packer::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         sender_flags(&mut p, sender, *tsq_full);
-        budget_word(&mut p, budget, sender.rack.reo_wnd_steps, &sender.ghost, *held);
+        budget_word(
+            &mut p,
+            budget,
+            sender.rack.reo_wnd_steps,
+            &sender.ghost,
+            *held,
+        );
         let ev = &sender.ghost.ev;
         p.push(
             len16(sender.segs.len())
@@ -173,15 +206,30 @@ impl State {
         // one packs exactly as before the field existed.
         if *held {
             p.push(*n as u64 | (*ack as u64) << 8 | (*tsecr as u64) << 32);
-            p.push(blocks.iter().enumerate().fold(0u64, |w, (i, &(s, _))| w | (s as u64) << (16 * i)));
-            p.push(blocks.iter().enumerate().fold(0u64, |w, (i, &(_, e))| w | (e as u64) << (16 * i)));
+            p.push(
+                blocks
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |w, (i, &(s, _))| w | (s as u64) << (16 * i)),
+            );
+            p.push(
+                blocks
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |w, (i, &(_, e))| w | (e as u64) << (16 * i)),
+            );
         }
         event_words(&mut p, ev);
         // The Eifel-proof ghosts only when set (tagged in the budget word), like the held ACK.
         if let Some(proof) = sender.ghost.undo_owed {
             p.push(eifel_word(&proof));
         }
-        if let Some(EifelStep { proof, missed, lost }) = ev.eifel {
+        if let Some(EifelStep {
+            proof,
+            missed,
+            lost,
+        }) = ev.eifel
+        {
             p.push(eifel_word(&proof) | b(missed) << 48 | b(lost) << 49);
         }
         p.finish()
@@ -191,7 +239,12 @@ impl State {
 /// One [`EifelProof`] as a word.
 #[inline(always)]
 fn eifel_word(e: &EifelProof) -> u64 {
-    let EifelProof { from, to, ca_state, undo_retrans } = e;
+    let EifelProof {
+        from,
+        to,
+        ca_state,
+        undo_retrans,
+    } = e;
     *from as u64 | (*to as u64) << 16 | e4(*ca_state as u64) << 32 | (*undo_retrans as u64) << 40
 }
 
@@ -205,7 +258,9 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
         s.ghost.episode.map_or(0, |e| 1 + b(e.undone)),
     );
     let re_tag = ev.recovery_end.map_or(0, |(_, _, undone)| 1 + b(undone));
-    let left_tag = ev.left_recovery.map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)));
+    let left_tag = ev
+        .left_recovery
+        .map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)));
     p.push(
         b(s.sack_ok)
             | b(s.ts_ok) << 1
@@ -237,8 +292,23 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
 }
 
 #[inline(always)]
-fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, g: &SenderGhost, held_ack: bool) {
-    let Budget { losses, ack_losses, rtos, tlps, tsq, ece, writes, old_acks } = budget;
+fn budget_word(
+    p: &mut Packer,
+    budget: &Budget,
+    reo_wnd_steps: u8,
+    g: &SenderGhost,
+    held_ack: bool,
+) {
+    let Budget {
+        losses,
+        ack_losses,
+        rtos,
+        tlps,
+        tsq,
+        ece,
+        writes,
+        old_acks,
+    } = budget;
     p.push(
         *losses as u64
             | (*ack_losses as u64) << 8
@@ -254,7 +324,8 @@ fn budget_word(p: &mut Packer, budget: &Budget, reo_wnd_steps: u8, g: &SenderGho
         reo_wnd_steps as u64
             | b(g.init_undo_ignored_tlp) << 8
             | b(g.frto_ref) << 9
-            | g.frto_owed.map_or(0, |(a, z)| 1 << 10 | (a as u64) << 16 | (z as u64) << 32)
+            | g.frto_owed
+                .map_or(0, |(a, z)| 1 << 10 | (a as u64) << 16 | (z as u64) << 32)
             | b(held_ack) << 11
             | b(g.undo_owed.is_some()) << 12
             | b(g.ev.eifel.is_some()) << 13
@@ -308,8 +379,26 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         segs: _,
         ghost,
     } = s;
-    let Rack { mstamp, end_seq, rtt, advanced: _, reo_wnd_steps: _, reo_wnd_persist, dsack_seen: _ } = rack;
-    let SenderGhost { last_reduction, episode, rtx_mask: _, ever_rtx_mask: _, init_undo_ignored_tlp: _, frto_ref: _, frto_owed: _, undo_owed: _, ev: _ } = ghost;
+    let Rack {
+        mstamp,
+        end_seq,
+        rtt,
+        advanced: _,
+        reo_wnd_steps: _,
+        reo_wnd_persist,
+        dsack_seen: _,
+    } = rack;
+    let SenderGhost {
+        last_reduction,
+        episode,
+        rtx_mask: _,
+        ever_rtx_mask: _,
+        init_undo_ignored_tlp: _,
+        frto_ref: _,
+        frto_owed: _,
+        undo_owed: _,
+        ev: _,
+    } = ghost;
     p.push(p2(now, *snd_una));
     p.push(p2(*snd_nxt, *write_seq));
     p.push(p2(*high_seq, *cwnd));
@@ -324,8 +413,14 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
     p.push(p2(*prr_delivered, *prr_out));
     p.push(p2(*max_packets_out, *cwnd_usage_seq));
     p.push(p2(*total_retrans, *dsack_dups));
-    p.push(p2(timer.map_or(0, |t: Timer| t.deadline), *reo_wnd_persist as u32));
-    p.push(p2(last_reduction.map_or(0, |(seq, _)| seq), episode.map_or(0, |e: Episode| e.start_una)));
+    p.push(p2(
+        timer.map_or(0, |t: Timer| t.deadline),
+        *reo_wnd_persist as u32,
+    ));
+    p.push(p2(
+        last_reduction.map_or(0, |(seq, _)| seq),
+        episode.map_or(0, |e: Episode| e.start_una),
+    ));
     if let Cc::Cubic(c) = cc {
         cubic_words(p, c);
     }
@@ -374,7 +469,16 @@ fn event_words(p: &mut Packer, ev: &Events) {
         p.push(bits);
     }
     for r in reductions.iter() {
-        let Reduction { kind, from, snd_una, prev, icsk_retransmits, lost_retrans, cwnd, ssthresh } = r;
+        let Reduction {
+            kind,
+            from,
+            snd_una,
+            prev,
+            icsk_retransmits,
+            lost_retrans,
+            cwnd,
+            ssthresh,
+        } = r;
         let (prev_tag, prev_seq) = match prev {
             None => (0, 0),
             Some((seq, k)) => (1 + e4(*k as u64), *seq),
@@ -393,7 +497,13 @@ fn event_words(p: &mut Packer, ev: &Events) {
     if let Some(h) = hystart {
         hystart_words(p, h);
     }
-    if let Some(IdleRestart { epoch_before, epoch_after, jiffies, idle_jiffies }) = idle_restart {
+    if let Some(IdleRestart {
+        epoch_before,
+        epoch_after,
+        jiffies,
+        idle_jiffies,
+    }) = idle_restart
+    {
         p.push(p2(*epoch_before, *epoch_after));
         p.push(p2(*jiffies, *idle_jiffies));
     }
@@ -416,7 +526,13 @@ fn hystart_words(p: &mut Packer, h: &HystartExit) {
         delay_min,
         ms_units,
     } = h;
-    p.push(e4(*kind as u64) | e4(*ca_state as u64) << 4 | b(*paced) << 8 | b(*ms_units) << 9 | (*cwnd as u64) << 32);
+    p.push(
+        e4(*kind as u64)
+            | e4(*ca_state as u64) << 4
+            | b(*paced) << 8
+            | b(*ms_units) << 9
+            | (*cwnd as u64) << 32,
+    );
     p.push(p2(*ssthresh_before, *snd_una));
     p.push(p2(*end_seq, *true_end_seq));
     p.push(p2(*elapsed_us, *min_rtt_us));

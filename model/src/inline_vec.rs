@@ -12,7 +12,10 @@ use std::ops::{Deref, DerefMut};
 
 #[derive(Serialize, Deserialize)]
 #[serde(transparent)]
-#[serde(bound(serialize = "A::Item: Serialize", deserialize = "A::Item: Deserialize<'de>"))]
+#[serde(bound(
+    serialize = "A::Item: Serialize",
+    deserialize = "A::Item: Deserialize<'de>"
+))]
 pub struct InlineVec<A: Array>(pub SmallVec<A>);
 
 impl<A: Array> InlineVec<A> {
@@ -157,7 +160,10 @@ mod tests {
         let s: SmallVec<[(u32, u8); 2]> = SmallVec::from_slice(&w);
         let h = BuildHasherDefault::<DefaultHasher>::default();
         assert_eq!(h.hash_one(&w), h.hash_one(&s));
-        assert_eq!(serde_json::to_string(&w).unwrap(), serde_json::to_string(&s).unwrap());
+        assert_eq!(
+            serde_json::to_string(&w).unwrap(),
+            serde_json::to_string(&s).unwrap()
+        );
         let back: InlineVec<[(u32, u8); 2]> = serde_json::from_str("[[1,2]]").unwrap();
         assert_eq!(back.len(), 1);
         assert_eq!((&back).into_iter().count(), 1);

@@ -5,17 +5,17 @@
 
 pub mod cc;
 pub mod config;
+pub mod decision;
 pub mod fingerprint;
 pub mod inline_vec;
+pub mod mib;
 pub mod model;
 pub mod net;
 mod plain;
 pub mod profile;
 pub mod reduce;
-pub mod sender;
-pub mod mib;
-pub mod decision;
 pub mod segmask;
+pub mod sender;
 pub mod seq;
 pub mod state;
 

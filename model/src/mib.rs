@@ -145,7 +145,10 @@ impl MibDelta {
 
     /// The counters that moved, with their increments.
     pub fn nonzero(&self) -> impl Iterator<Item = (Mib, u32)> + '_ {
-        Mib::ALL.iter().map(|&m| (m, self.get(m))).filter(|&(_, n)| n != 0)
+        Mib::ALL
+            .iter()
+            .map(|&m| (m, self.get(m)))
+            .filter(|&(_, n)| n != 0)
     }
 
     pub fn is_zero(&self) -> bool {
@@ -155,7 +158,9 @@ impl MibDelta {
 
 impl std::fmt::Debug for MibDelta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.nonzero().map(|(m, n)| (m.name(), n))).finish()
+        f.debug_map()
+            .entries(self.nonzero().map(|(m, n)| (m.name(), n)))
+            .finish()
     }
 }
 
@@ -176,7 +181,10 @@ impl MibTotals {
 
     /// The counters that are non-zero.
     pub fn iter(&self) -> impl Iterator<Item = (Mib, u64)> + '_ {
-        self.0.iter().map(|(m, n)| (*m, *n)).filter(|&(_, n)| n != 0)
+        self.0
+            .iter()
+            .map(|(m, n)| (*m, *n))
+            .filter(|&(_, n)| n != 0)
     }
 }
 
@@ -187,7 +195,9 @@ mod tests {
     #[test]
     fn names_are_nstat_names_and_unique() {
         let mut names: Vec<&str> = Mib::ALL.iter().map(|m| m.name()).collect();
-        assert!(names.iter().all(|n| n.starts_with("TcpExt") || n.starts_with("Tcp")));
+        assert!(names
+            .iter()
+            .all(|n| n.starts_with("TcpExt") || n.starts_with("Tcp")));
         names.sort();
         names.dedup();
         assert_eq!(names.len(), Mib::ALL.len());
@@ -199,6 +209,13 @@ mod tests {
         let mut t = MibTotals::default();
         t.absorb(&d);
         t.absorb(&d);
-        assert_eq!((t.get(Mib::FullUndo), t.get(Mib::RetransSegs), t.get(Mib::LossUndo)), (2, 6, 0));
+        assert_eq!(
+            (
+                t.get(Mib::FullUndo),
+                t.get(Mib::RetransSegs),
+                t.get(Mib::LossUndo)
+            ),
+            (2, 6, 0)
+        );
     }
 }

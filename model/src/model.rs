@@ -7,17 +7,17 @@
 //! (the timer would have fired first).
 
 use crate::config::{Config, SackMode};
+use crate::inline_vec::InlineVec;
+use crate::mib::MibDelta;
 use crate::net::{HeldAck, Pkt, Receiver};
 use crate::profile::Profile;
+use crate::reduce::Reduce;
+use crate::segmask::SegMask;
 use crate::sender::ack::AckSeg;
-use crate::mib::MibDelta;
 use crate::sender::Cx;
+use crate::seq::before;
 use crate::state::*;
 use serde::{Deserialize, Serialize};
-use crate::inline_vec::InlineVec;
-use crate::segmask::SegMask;
-use crate::reduce::Reduce;
-use crate::seq::before;
 use stateright::{Expectation, Model, Property};
 use std::fmt;
 
@@ -112,7 +112,12 @@ pub struct TcpModel {
 
 impl TcpModel {
     pub fn new(cfg: Config, profile: Profile) -> TcpModel {
-        TcpModel { cfg, profile, properties: Vec::new(), reduce: Reduce::default() }
+        TcpModel {
+            cfg,
+            profile,
+            properties: Vec::new(),
+            reduce: Reduce::default(),
+        }
     }
 
     /// Turns on the given reductions (see [`crate::reduce`]).
@@ -138,7 +143,9 @@ impl TcpModel {
 
     /// Every property is an `always` one and holds in `s` (false if any other kind is checked).
     fn all_always_hold(&self, s: &State) -> bool {
-        self.properties.iter().all(|p| p.expectation == Expectation::Always && (p.condition)(self, s))
+        self.properties
+            .iter()
+            .all(|p| p.expectation == Expectation::Always && (p.condition)(self, s))
     }
 
     pub fn with_properties(mut self, p: Vec<Property<TcpModel>>) -> TcpModel {
@@ -178,7 +185,13 @@ impl TcpModel {
     }
 
     /// [`Self::step`], handing the step's MIB counter deltas to `sink` (nothing for `()`).
-    fn step_counted<'d, K: StepSink<'d>>(&self, s: &mut State, now: u32, sink: &mut K, f: impl FnOnce(&mut Sender, &mut Cx)) {
+    fn step_counted<'d, K: StepSink<'d>>(
+        &self,
+        s: &mut State,
+        now: u32,
+        sink: &mut K,
+        f: impl FnOnce(&mut Sender, &mut Cx),
+    ) {
         s.now = now;
         s.sender.ghost.ev = Events::default();
         let mut cx = Cx::new(&self.cfg, &self.profile, now, s.tsq_full);
@@ -186,7 +199,11 @@ impl TcpModel {
         f(&mut s.sender, &mut cx);
         sink.take(&cx.mib);
         for tx in cx.out {
-            s.flight.push(Pkt { seg: tx.seg as u16, sent: now, rtx: tx.rtx });
+            s.flight.push(Pkt {
+                seg: tx.seg as u16,
+                sent: now,
+                rtx: tx.rtx,
+            });
         }
     }
 
@@ -213,7 +230,13 @@ impl TcpModel {
         self.deliver_late_counted(s, i, extra, &mut ())
     }
 
-    fn deliver_late_counted<'d, K: StepSink<'d>>(&self, s: &mut State, i: usize, extra: u32, sink: &mut K) {
+    fn deliver_late_counted<'d, K: StepSink<'d>>(
+        &self,
+        s: &mut State,
+        i: usize,
+        extra: u32,
+        sink: &mut K,
+    ) {
         let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -226,7 +249,13 @@ impl TcpModel {
         self.deliver_counted(s, i, ack_fate, &mut ())
     }
 
-    fn deliver_counted<'d, K: StepSink<'d>>(&self, s: &mut State, i: usize, ack_fate: AckFate, sink: &mut K) {
+    fn deliver_counted<'d, K: StepSink<'d>>(
+        &self,
+        s: &mut State,
+        i: usize,
+        ack_fate: AckFate,
+        sink: &mut K,
+    ) {
         let t = self.arrival(s, i);
         let pkt = s.flight.remove(i);
         let (sack_ok, ts_ok) = (s.sender.sack_ok, s.sender.ts_ok);
@@ -296,7 +325,10 @@ impl Model for TcpModel {
                 actions.push(Action::DeliverAckHeld { pkt });
             }
         }
-        if s.held_ack.held && before(s.held_ack.ack_seq(&self.cfg), s.sender.snd_una) && self.in_time(s, s.now) {
+        if s.held_ack.held
+            && before(s.held_ack.ack_seq(&self.cfg), s.sender.snd_una)
+            && self.in_time(s, s.now)
+        {
             actions.push(Action::OldAck);
         }
         if b.losses > 0 {
@@ -333,7 +365,10 @@ impl Model for TcpModel {
             for &extra in &self.cfg.rtt_extra_ms {
                 let t = s.now.max(s.flight[i].sent + self.cfg.rtt_ms + extra);
                 if extra > 0 && extra <= u16::MAX as u32 && self.in_time(s, t) {
-                    actions.push(Action::DeliverLate { pkt: i as u16, extra: extra as u16 });
+                    actions.push(Action::DeliverLate {
+                        pkt: i as u16,
+                        extra: extra as u16,
+                    });
                 }
             }
         }
@@ -357,7 +392,12 @@ impl TcpModel {
     /// [`Model::next_state`] into `out`, without moving the 600-byte state around: `s` is copied
     /// straight into `out` and the step runs there. Returns false (and leaves `out`
     /// uninitialised) when the action has no successor. The checker's hot loop uses this.
-    pub fn next_state_into(&self, s: &State, a: Action, out: &mut std::mem::MaybeUninit<State>) -> bool {
+    pub fn next_state_into(
+        &self,
+        s: &State,
+        a: Action,
+        out: &mut std::mem::MaybeUninit<State>,
+    ) -> bool {
         let n = s.clone_into_uninit(out);
         if self.apply(n, a) {
             true
@@ -381,7 +421,12 @@ impl TcpModel {
     /// Runs transition `a` from `s` on a copy, recording the decision branches its step takes
     /// in `sink` (`trc check --coverage`); false if `a` has no successor. The successor is not
     /// returned: this is only the record of what the step decided.
-    pub fn record_decisions(&self, s: &State, a: Action, sink: &crate::decision::DecisionCounts) -> bool {
+    pub fn record_decisions(
+        &self,
+        s: &State,
+        a: Action,
+        sink: &crate::decision::DecisionCounts,
+    ) -> bool {
         let mut n = s.clone();
         self.apply_counted(&mut n, a, &mut Decisions(sink))
     }
@@ -413,13 +458,17 @@ impl TcpModel {
                 s.sender.ghost.ev = Events::default();
             }
             Action::Rto | Action::Tlp | Action::Reo => {
-                let Some(tm) = s.sender.timer else { return false };
+                let Some(tm) = s.sender.timer else {
+                    return false;
+                };
                 match a {
                     Action::Rto => s.budget.rtos -= 1,
                     Action::Tlp => s.budget.tlps -= 1,
                     _ => {}
                 }
-                self.step_counted(s, tm.deadline, sink, |snd, cx| snd.tcp_write_timer_handler(cx, tm.kind));
+                self.step_counted(s, tm.deadline, sink, |snd, cx| {
+                    snd.tcp_write_timer_handler(cx, tm.kind)
+                });
             }
             Action::TsqFill => {
                 s.budget.tsq -= 1;
@@ -431,7 +480,9 @@ impl TcpModel {
                 let now = s.now;
                 self.step_counted(s, now, sink, |snd, cx| snd.tcp_tsq_handler(cx));
             }
-            Action::DeliverLate { pkt, extra } => self.deliver_late_counted(s, pkt as usize, extra as u32, sink),
+            Action::DeliverLate { pkt, extra } => {
+                self.deliver_late_counted(s, pkt as usize, extra as u32, sink)
+            }
             Action::DeliverAckHeld { pkt } => {
                 s.budget.old_acks -= 1;
                 self.deliver_counted(s, pkt as usize, AckFate::Held, sink)
@@ -507,7 +558,9 @@ impl fmt::Display for Action {
             Action::TsqDrain => write!(f, "host queue drains (TSQ)"),
             Action::Write => write!(f, "application writes a segment"),
             Action::DeliverLate { pkt, extra } => write!(f, "deliver #{pkt} {extra} ms late"),
-            Action::WriteAfter { gap } => write!(f, "application idle {gap} ms, then writes a segment"),
+            Action::WriteAfter { gap } => {
+                write!(f, "application idle {gap} ms, then writes a segment")
+            }
             Action::DeliverAckHeld { pkt } => write!(f, "deliver #{pkt} (ACK held by the network)"),
             Action::OldAck => write!(f, "the held ACK arrives (below snd_una)"),
         }

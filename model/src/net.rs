@@ -3,11 +3,11 @@
 //! RFC 7323 incl. PAWS), as the Linux receiver produces them.
 
 use crate::config::Config;
+use crate::inline_vec::InlineVec;
+use crate::segmask::SegMask;
 use crate::sender::ack::AckSeg;
 use crate::seq::{after, before};
 use serde::{Deserialize, Serialize};
-use crate::inline_vec::InlineVec;
-use crate::segmask::SegMask;
 
 /// One transmission in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -53,7 +53,13 @@ impl HeldAck {
     /// Holds `a`, an ACK the receiver just built (its numbers are within the segment range).
     pub fn hold(cfg: &Config, a: &AckSeg) -> HeldAck {
         let off = |x: u32| -> u16 { x.wrapping_sub(cfg.isn) as u16 };
-        let mut h = HeldAck { held: true, n: a.sacks.len() as u8, ack: off(a.ack), tsecr: a.tsecr.unwrap_or(0), blocks: [(0, 0); 4] };
+        let mut h = HeldAck {
+            held: true,
+            n: a.sacks.len() as u8,
+            ack: off(a.ack),
+            tsecr: a.tsecr.unwrap_or(0),
+            blocks: [(0, 0); 4],
+        };
         for (i, &(s, e)) in a.sacks.iter().enumerate() {
             h.blocks[i] = (off(s), off(e));
         }
@@ -65,7 +71,10 @@ impl HeldAck {
         let seq = |x: u16| cfg.isn.wrapping_add(x as u32);
         AckSeg {
             ack: seq(self.ack),
-            sacks: self.blocks[..self.n as usize].iter().map(|&(s, e)| (seq(s), seq(e))).collect(),
+            sacks: self.blocks[..self.n as usize]
+                .iter()
+                .map(|&(s, e)| (seq(s), seq(e)))
+                .collect(),
             ece: false,
             tsecr: ts_ok.then_some(self.tsecr),
         }
@@ -79,7 +88,11 @@ impl HeldAck {
 
 impl Receiver {
     pub fn new(cfg: &Config) -> Receiver {
-        Receiver { have: SegMask::new(), ts_recent: cfg.ts_base, sacks: InlineVec::new() }
+        Receiver {
+            have: SegMask::new(),
+            ts_recent: cfg.ts_base,
+            sacks: InlineVec::new(),
+        }
     }
 
     /// `rcv_nxt`.
@@ -89,7 +102,12 @@ impl Receiver {
 
     /// The SACK blocks (most recent first) as sequence numbers.
     pub fn sack_blocks<'a>(&'a self, cfg: &'a Config) -> impl Iterator<Item = (u32, u32)> + 'a {
-        self.sacks.iter().map(|&(s, e)| (cfg.isn.wrapping_add(s as u32), cfg.isn.wrapping_add(e as u32)))
+        self.sacks.iter().map(|&(s, e)| {
+            (
+                cfg.isn.wrapping_add(s as u32),
+                cfg.isn.wrapping_add(e as u32),
+            )
+        })
     }
 
     /// `tcp_sack_extend()` (on segment indices, which do not wrap).
@@ -180,7 +198,12 @@ impl Receiver {
                 blocks.push(b);
             }
         }
-        AckSeg { ack, sacks: blocks, ece: false, tsecr: if ts_ok { Some(self.ts_recent) } else { None } }
+        AckSeg {
+            ack,
+            sacks: blocks,
+            ece: false,
+            tsecr: if ts_ok { Some(self.ts_recent) } else { None },
+        }
     }
 }
 
@@ -189,7 +212,11 @@ mod tests {
     use super::*;
 
     fn pkt(seg: u16, sent: u32) -> Pkt {
-        Pkt { seg, sent, rtx: false }
+        Pkt {
+            seg,
+            sent,
+            rtx: false,
+        }
     }
 
     #[test]
@@ -206,11 +233,19 @@ mod tests {
         let a = r.receive(&cfg, &pkt(3, 0), true, false);
         assert_eq!(a.sacks.to_vec(), vec![(3, 6)], "merged block moves first");
         let a = r.receive(&cfg, &pkt(3, 0), true, false);
-        assert_eq!(a.sacks.to_vec(), vec![(4, 5), (3, 6)], "out-of-order DSACK inside block 1");
+        assert_eq!(
+            a.sacks.to_vec(),
+            vec![(4, 5), (3, 6)],
+            "out-of-order DSACK inside block 1"
+        );
         let a = r.receive(&cfg, &pkt(1, 0), true, false);
         assert_eq!((a.ack, a.sacks.to_vec()), (6, vec![]));
         let a = r.receive(&cfg, &pkt(1, 0), true, false);
-        assert_eq!((a.ack, a.sacks.to_vec()), (6, vec![(2, 3)]), "DSACK below the ACK");
+        assert_eq!(
+            (a.ack, a.sacks.to_vec()),
+            (6, vec![(2, 3)]),
+            "DSACK below the ACK"
+        );
     }
 
     #[test]
@@ -221,11 +256,23 @@ mod tests {
         let a = r.receive(&cfg, &pkt(1, 0), true, true);
         assert_eq!(a.tsecr, Some(cfg.ts_base));
         // retransmission of 0 at t=300 fills the hole: TS.Recent = its TSval
-        let a = r.receive(&cfg, &Pkt { seg: 0, sent: 300, rtx: true }, true, true);
+        let a = r.receive(
+            &cfg,
+            &Pkt {
+                seg: 0,
+                sent: 300,
+                rtx: true,
+            },
+            true,
+            true,
+        );
         assert_eq!((a.ack, a.tsecr), (3, Some(301)));
         // the delayed original of 0 (TSval 1) is a PAWS drop, answered with a DSACK
         let a = r.receive(&cfg, &pkt(0, 0), true, true);
-        assert_eq!((a.ack, a.sacks.to_vec(), a.tsecr), (3, vec![(1, 2)], Some(301)));
+        assert_eq!(
+            (a.ack, a.sacks.to_vec(), a.tsecr),
+            (3, vec![(1, 2)], Some(301))
+        );
     }
 
     /// The receiver's blocks are segment indices and the held ACK stores indices too: with any
@@ -233,14 +280,24 @@ mod tests {
     /// built, blocks, DSACK and TSecr included.
     #[test]
     fn held_ack_round_trips_with_any_isn() {
-        let cfg = Config { isn: crate::config::MAX_SEQ_BASE - 10, ..Config::default() };
+        let cfg = Config {
+            isn: crate::config::MAX_SEQ_BASE - 10,
+            ..Config::default()
+        };
         let mut r = Receiver::new(&cfg);
         r.receive(&cfg, &pkt(2, 0), true, true);
         r.receive(&cfg, &pkt(4, 0), true, true);
         let a = r.receive(&cfg, &pkt(4, 5), true, true);
         let b = |k: u32| cfg.isn + k;
-        assert_eq!(a.sacks.to_vec(), vec![(b(4), b(5)), (b(4), b(5)), (b(2), b(3))], "DSACK first, then the blocks");
-        assert_eq!(r.sack_blocks(&cfg).collect::<Vec<_>>(), vec![(b(4), b(5)), (b(2), b(3))]);
+        assert_eq!(
+            a.sacks.to_vec(),
+            vec![(b(4), b(5)), (b(4), b(5)), (b(2), b(3))],
+            "DSACK first, then the blocks"
+        );
+        assert_eq!(
+            r.sack_blocks(&cfg).collect::<Vec<_>>(),
+            vec![(b(4), b(5)), (b(2), b(3))]
+        );
         let h = HeldAck::hold(&cfg, &a);
         assert!(h.held);
         assert_eq!(h.ack_seg(&cfg, true), a);

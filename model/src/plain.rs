@@ -22,13 +22,26 @@ impl State {
     /// a clone, and dropping it does nothing.
     #[inline(always)]
     pub fn is_plain(&self) -> bool {
-        let State { now, sender, flight, rcv, held_ack, tsq_full, budget, ghost } = self;
+        let State {
+            now,
+            sender,
+            flight,
+            rcv,
+            held_ack,
+            tsq_full,
+            budget,
+            ghost,
+        } = self;
         copy(now);
         copy(held_ack);
         copy(tsq_full);
         copy(budget);
         let crate::model::Ghost { orig_dropped } = ghost;
-        let Receiver { have, ts_recent, sacks } = rcv;
+        let Receiver {
+            have,
+            ts_recent,
+            sacks,
+        } = rcv;
         copy(ts_recent);
         let Sender {
             sack_ok,
@@ -112,7 +125,17 @@ impl State {
         copy(ecn_queue_cwr);
         copy(timer);
         copy(cc);
-        let SenderGhost { last_reduction, episode, rtx_mask, ever_rtx_mask, init_undo_ignored_tlp, frto_ref, frto_owed, undo_owed, ev } = sghost;
+        let SenderGhost {
+            last_reduction,
+            episode,
+            rtx_mask,
+            ever_rtx_mask,
+            init_undo_ignored_tlp,
+            frto_ref,
+            frto_owed,
+            undo_owed,
+            ev,
+        } = sghost;
         copy(last_reduction);
         copy(episode);
         copy(init_undo_ignored_tlp);
@@ -161,7 +184,16 @@ impl Clone for State {
             // items, so the state owns nothing outside itself and a bitwise copy is a clone.
             unsafe { std::ptr::read(self) }
         } else {
-            let State { now, sender, flight, rcv, held_ack, tsq_full, budget, ghost } = self;
+            let State {
+                now,
+                sender,
+                flight,
+                rcv,
+                held_ack,
+                tsq_full,
+                budget,
+                ghost,
+            } = self;
             State {
                 now: *now,
                 sender: sender.clone(),
@@ -180,7 +212,10 @@ impl State {
     /// Clones `self` into `out` (one `memcpy` when [`is_plain`](Self::is_plain)) and returns the
     /// initialised clone, so a successor can be built in its final place without moving it.
     #[inline(always)]
-    pub fn clone_into_uninit<'a>(&self, out: &'a mut std::mem::MaybeUninit<State>) -> &'a mut State {
+    pub fn clone_into_uninit<'a>(
+        &self,
+        out: &'a mut std::mem::MaybeUninit<State>,
+    ) -> &'a mut State {
         if self.is_plain() {
             // SAFETY: as in `clone`: a bitwise copy of a plain state is a clone; `out` is valid
             // for one `State` and does not overlap `self` (it is a distinct `&mut`).

@@ -481,7 +481,9 @@ impl Profile {
     pub fn pre_d9157f() -> Profile {
         Profile {
             name: "pre-d9157f6806d1".into(),
-            description: "6.18 with d9157f6806d1 reverted: a DSACK ACK counts as a dupack (F-RTO misjudges)".into(),
+            description:
+                "6.18 with d9157f6806d1 reverted: a DSACK ACK counts as a dupack (F-RTO misjudges)"
+                    .into(),
             dsack_dupack: DsackDupack::CountsAsDupack,
             ..Profile::linux_6_18()
         }
@@ -491,7 +493,9 @@ impl Profile {
     pub fn pre_0ec986() -> Profile {
         Profile {
             name: "pre-0ec986ed7bab".into(),
-            description: "6.18 with 0ec986ed7bab reverted: init_undo ignores an in-flight TLP retransmit".into(),
+            description:
+                "6.18 with 0ec986ed7bab reverted: init_undo ignores an in-flight TLP retransmit"
+                    .into(),
             init_undo_tlp: InitUndoTlp::Ignore,
             ..Profile::linux_6_18()
         }
@@ -501,7 +505,8 @@ impl Profile {
     pub fn pre_8b8a321() -> Profile {
         Profile {
             name: "pre-8b8a321ff72c".into(),
-            description: "6.18 PRR without 8b8a321ff72c's guards (4.4-era zero cwnd / divide by zero)".into(),
+            description:
+                "6.18 PRR without 8b8a321ff72c's guards (4.4-era zero cwnd / divide by zero)".into(),
             prr_guards: PrrGuards::Pre8b8a321,
             ..Profile::linux_6_18()
         }
@@ -690,7 +695,11 @@ struct ProfileFile {
 }
 
 fn line_of(src: &str, offset: usize) -> usize {
-    src[..offset.min(src.len())].bytes().filter(|b| *b == b'\n').count() + 1
+    src[..offset.min(src.len())]
+        .bytes()
+        .filter(|b| *b == b'\n')
+        .count()
+        + 1
 }
 
 /// Longest profile name.
@@ -703,7 +712,11 @@ pub fn check_profile_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > MAX_PROFILE_NAME {
         return Err(format!("must have 1 to {MAX_PROFILE_NAME} characters"));
     }
-    if name.starts_with(['.', '-']) || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-')) {
+    if name.starts_with(['.', '-'])
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))
+    {
         return Err("may use only letters, digits, `.`, `_`, `+` and `-`, and not start with `.` or `-` (it names files)".into());
     }
     Ok(())
@@ -716,9 +729,19 @@ const NOT_DECISION_POINTS: [&str; 3] = ["base", "name", "description"];
 /// points it overrides (its other keys, sorted), for a file [`parse_profile_file`]
 /// accepts.
 pub fn profile_file_base(src: &str) -> (String, Vec<String>) {
-    let Ok(t) = toml::from_str::<toml::Table>(src) else { return ("linux-6.18".into(), Vec::new()) };
-    let base = t.get("base").and_then(|v| v.as_str()).unwrap_or("linux-6.18").to_string();
-    let overrides = t.keys().filter(|k| !NOT_DECISION_POINTS.contains(&k.as_str())).cloned().collect();
+    let Ok(t) = toml::from_str::<toml::Table>(src) else {
+        return ("linux-6.18".into(), Vec::new());
+    };
+    let base = t
+        .get("base")
+        .and_then(|v| v.as_str())
+        .unwrap_or("linux-6.18")
+        .to_string();
+    let overrides = t
+        .keys()
+        .filter(|k| !NOT_DECISION_POINTS.contains(&k.as_str()))
+        .cloned()
+        .collect();
     (base, overrides)
 }
 
@@ -729,7 +752,11 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
         line: e.span().map(|s| line_of(src, s.start)).unwrap_or(1),
         message: e.message().trim().to_string(),
     })?;
-    let base_name = f.base.as_ref().map(|b| b.get_ref().clone()).unwrap_or_else(|| "linux-6.18".into());
+    let base_name = f
+        .base
+        .as_ref()
+        .map(|b| b.get_ref().clone())
+        .unwrap_or_else(|| "linux-6.18".into());
     let mut p = Profile::by_name(&base_name).ok_or_else(|| {
         // The line of the `base` value itself (not of the first "base" anywhere in the file).
         let off = f.base.as_ref().map_or(0, |b| b.span().start);
@@ -738,7 +765,11 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
             line: line_of(src, off),
             message: format!(
                 "unknown base profile `{base_name}` (known: {})",
-                Profile::builtin().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+                Profile::builtin()
+                    .iter()
+                    .map(|p| p.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     })?;
@@ -749,32 +780,82 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     let name_line = f.name.as_ref().map_or(1, |n| line_of(src, n.span().start));
     p.name = f.name.map(toml::Spanned::into_inner).unwrap_or(stem);
     if let Err(why) = check_profile_name(&p.name) {
-        return Err(ProfileFileError { file: file.into(), line: name_line, message: format!("profile name `{}` {why}", p.name.escape_debug()) });
+        return Err(ProfileFileError {
+            file: file.into(),
+            line: name_line,
+            message: format!("profile name `{}` {why}", p.name.escape_debug()),
+        });
     }
-    p.description = f.description.unwrap_or_else(|| format!("{base_name} with overrides from {file}"));
-    if let Some(v) = f.packet_delayed { p.packet_delayed = v; }
-    if let Some(v) = f.packet_delayed_scope { p.packet_delayed_scope = v; }
-    if let Some(v) = f.sacktag_nested_dsack { p.sacktag_nested_dsack = v; }
-    if let Some(v) = f.reo_timeout_recovery { p.reo_timeout_recovery = v; }
-    if let Some(v) = f.tlp_undo_retrans { p.tlp_undo_retrans = v; }
-    if let Some(v) = f.enter_loss_guard { p.enter_loss_guard = v; }
-    if let Some(v) = f.loss_undo_acks { p.loss_undo_acks = v; }
-    if let Some(v) = f.dsack_dupack { p.dsack_dupack = v; }
-    if let Some(v) = f.init_undo_tlp { p.init_undo_tlp = v; }
-    if let Some(v) = f.prr_guards { p.prr_guards = v; }
-    if let Some(v) = f.rto_retrans_reset { p.rto_retrans_reset = v; }
-    if let Some(v) = f.enter_recovery_stamp_cleanup { p.enter_recovery_stamp_cleanup = v; }
-    if let Some(v) = f.loss_undo_nonsack_hold { p.loss_undo_nonsack_hold = v; }
-    if let Some(v) = f.nonsack_orig_sack_fix { p.nonsack_orig_sack_fix = v; }
-    if let Some(v) = f.hystart_clock { p.hystart_clock = v; }
-    if let Some(v) = f.hystart_cushion { p.hystart_cushion = v; }
-    if let Some(v) = f.hystart_pacing_aware { p.hystart_pacing_aware = v; }
-    if let Some(v) = f.hystart_curr_rtt { p.hystart_curr_rtt = v; }
-    if let Some(v) = f.hystart_round_reset { p.hystart_round_reset = v; }
-    if let Some(v) = f.hystart_low_window { p.hystart_low_window = v; }
-    if let Some(v) = f.cubic_idle { p.cubic_idle = v; }
+    p.description = f
+        .description
+        .unwrap_or_else(|| format!("{base_name} with overrides from {file}"));
+    if let Some(v) = f.packet_delayed {
+        p.packet_delayed = v;
+    }
+    if let Some(v) = f.packet_delayed_scope {
+        p.packet_delayed_scope = v;
+    }
+    if let Some(v) = f.sacktag_nested_dsack {
+        p.sacktag_nested_dsack = v;
+    }
+    if let Some(v) = f.reo_timeout_recovery {
+        p.reo_timeout_recovery = v;
+    }
+    if let Some(v) = f.tlp_undo_retrans {
+        p.tlp_undo_retrans = v;
+    }
+    if let Some(v) = f.enter_loss_guard {
+        p.enter_loss_guard = v;
+    }
+    if let Some(v) = f.loss_undo_acks {
+        p.loss_undo_acks = v;
+    }
+    if let Some(v) = f.dsack_dupack {
+        p.dsack_dupack = v;
+    }
+    if let Some(v) = f.init_undo_tlp {
+        p.init_undo_tlp = v;
+    }
+    if let Some(v) = f.prr_guards {
+        p.prr_guards = v;
+    }
+    if let Some(v) = f.rto_retrans_reset {
+        p.rto_retrans_reset = v;
+    }
+    if let Some(v) = f.enter_recovery_stamp_cleanup {
+        p.enter_recovery_stamp_cleanup = v;
+    }
+    if let Some(v) = f.loss_undo_nonsack_hold {
+        p.loss_undo_nonsack_hold = v;
+    }
+    if let Some(v) = f.nonsack_orig_sack_fix {
+        p.nonsack_orig_sack_fix = v;
+    }
+    if let Some(v) = f.hystart_clock {
+        p.hystart_clock = v;
+    }
+    if let Some(v) = f.hystart_cushion {
+        p.hystart_cushion = v;
+    }
+    if let Some(v) = f.hystart_pacing_aware {
+        p.hystart_pacing_aware = v;
+    }
+    if let Some(v) = f.hystart_curr_rtt {
+        p.hystart_curr_rtt = v;
+    }
+    if let Some(v) = f.hystart_round_reset {
+        p.hystart_round_reset = v;
+    }
+    if let Some(v) = f.hystart_low_window {
+        p.hystart_low_window = v;
+    }
+    if let Some(v) = f.cubic_idle {
+        p.cubic_idle = v;
+    }
     #[cfg(feature = "mutants")]
-    if let Some(v) = f.mutants { p.mutants = v; }
+    if let Some(v) = f.mutants {
+        p.mutants = v;
+    }
     Ok(p)
 }
 
@@ -794,7 +875,11 @@ mod tests {
 
     #[test]
     fn user_file_overrides_base() {
-        let p = parse_profile_file("base = \"linux-6.18\"\npacket_delayed = \"e37ab7\"\n", "mypatch.toml").unwrap();
+        let p = parse_profile_file(
+            "base = \"linux-6.18\"\npacket_delayed = \"e37ab7\"\n",
+            "mypatch.toml",
+        )
+        .unwrap();
         assert_eq!(p.name, "mypatch");
         assert_eq!(p.packet_delayed, PacketDelayed::E37ab7);
         assert_eq!(p.init_undo_tlp, InitUndoTlp::Count);
@@ -802,14 +887,22 @@ mod tests {
 
     #[test]
     fn user_file_base_and_overrides() {
-        let (b, o) = profile_file_base("base = \"linux-6.6\"\nname = \"x\"\ninit_undo_tlp = \"ignore\"\n");
-        assert_eq!((b.as_str(), o), ("linux-6.6", vec!["init_undo_tlp".to_string()]));
+        let (b, o) =
+            profile_file_base("base = \"linux-6.6\"\nname = \"x\"\ninit_undo_tlp = \"ignore\"\n");
+        assert_eq!(
+            (b.as_str(), o),
+            ("linux-6.6", vec!["init_undo_tlp".to_string()])
+        );
         assert_eq!(profile_file_base("").0, "linux-6.18");
     }
 
     #[test]
     fn user_file_errors_name_the_line() {
-        let e = parse_profile_file("base = \"linux-6.18\"\n\npacket_delayed = \"nope\"\n", "p.toml").unwrap_err();
+        let e = parse_profile_file(
+            "base = \"linux-6.18\"\n\npacket_delayed = \"nope\"\n",
+            "p.toml",
+        )
+        .unwrap_err();
         assert_eq!(e.line, 3, "{e}");
         assert!(e.to_string().starts_with("p.toml:3:"), "{e}");
         let e = parse_profile_file("base = \"linux-9\"\n", "p.toml").unwrap_err();
@@ -824,9 +917,17 @@ mod tests {
     #[cfg(not(feature = "mutants"))]
     #[test]
     fn user_file_mutants_rejected_without_feature() {
-        let e = parse_profile_file("base = \"linux-6.18\"\nmutants = [\"end-cwnd-no-snap\"]\n", "m.toml").unwrap_err();
+        let e = parse_profile_file(
+            "base = \"linux-6.18\"\nmutants = [\"end-cwnd-no-snap\"]\n",
+            "m.toml",
+        )
+        .unwrap_err();
         assert_eq!(e.line, 2, "{e}");
-        assert!(e.to_string().starts_with("m.toml:2: unknown field `mutants`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("m.toml:2: unknown field `mutants`"),
+            "{e}"
+        );
     }
 
     /// With the feature (test builds), a profile file may name mutants.

@@ -72,7 +72,11 @@ pub struct Reduce {
 impl Reduce {
     /// Every reduction, given the ghost fields the checked properties read.
     pub fn all(live_ghosts: GhostSet) -> Reduce {
-        Reduce { ev: true, dead_ghosts: GhostSet::ALL.minus(live_ghosts), dead_times: true }
+        Reduce {
+            ev: true,
+            dead_ghosts: GhostSet::ALL.minus(live_ghosts),
+            dead_times: true,
+        }
     }
 
     pub fn is_off(&self) -> bool {

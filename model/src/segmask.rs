@@ -62,7 +62,9 @@ impl SegMask {
         match words.as_slice() {
             [] => SegMask::new(),
             [w] if *w >> INLINE == 0 => SegMask { p: inline_repr(*w) },
-            _ => SegMask { p: Box::into_raw(Box::new(words)) },
+            _ => SegMask {
+                p: Box::into_raw(Box::new(words)),
+            },
         }
     }
 
@@ -103,7 +105,9 @@ impl SegMask {
     pub fn contains(&self, k: u32) -> bool {
         match self.view() {
             View::Inline(bits) => k < INLINE && bits >> k & 1 != 0,
-            View::Heap(words) => words.get((k / 64) as usize).is_some_and(|w| w >> (k % 64) & 1 != 0),
+            View::Heap(words) => words
+                .get((k / 64) as usize)
+                .is_some_and(|w| w >> (k % 64) & 1 != 0),
         }
     }
 
@@ -157,7 +161,11 @@ impl SegMask {
 
     /// The segments in the set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words().enumerate().flat_map(|(w, word)| (0..64).filter(move |b| word >> b & 1 != 0).map(move |b| w as u32 * 64 + b))
+        self.words().enumerate().flat_map(|(w, word)| {
+            (0..64)
+                .filter(move |b| word >> b & 1 != 0)
+                .map(move |b| w as u32 * 64 + b)
+        })
     }
 
     /// The number of 64-bit words of [`SegMask::words`].
@@ -203,7 +211,9 @@ impl Clone for SegMask {
     fn clone(&self) -> SegMask {
         match self.view() {
             View::Inline(_) => SegMask { p: self.p },
-            View::Heap(words) => SegMask { p: Box::into_raw(Box::new(words.to_vec())) },
+            View::Heap(words) => SegMask {
+                p: Box::into_raw(Box::new(words.to_vec())),
+            },
         }
     }
 }
@@ -281,7 +291,9 @@ mod tests {
         assert!(m.any_at_or_above(3) && !m.any_at_or_above(4));
         assert!(!m.spilled());
         m.insert(1000);
-        assert!(m.spilled() && m.contains(1000) && m.any_at_or_above(4) && !m.any_at_or_above(1001));
+        assert!(
+            m.spilled() && m.contains(1000) && m.any_at_or_above(4) && !m.any_at_or_above(1001)
+        );
         assert_eq!(m.iter().collect::<Vec<_>>(), vec![0, 1, 3, 1000]);
         let full: SegMask = (0..130).collect();
         assert_eq!(full.trailing_ones(), 130);
@@ -290,14 +302,24 @@ mod tests {
         assert_eq!(c, m);
         let mut e = SegMask::new();
         e.insert(3);
-        assert_eq!(e, [3].into_iter().collect::<SegMask>(), "canonical: built either way, equal");
+        assert_eq!(
+            e,
+            [3].into_iter().collect::<SegMask>(),
+            "canonical: built either way, equal"
+        );
     }
 
     #[test]
     fn the_inline_edge_and_the_heap() {
         // 62 is the last inline segment, 63 the first that spills.
         let mut m: SegMask = [0, 62].into_iter().collect();
-        assert!(!m.spilled() && m.contains(62) && !m.contains(63) && m.any_at_or_above(62) && !m.any_at_or_above(63));
+        assert!(
+            !m.spilled()
+                && m.contains(62)
+                && !m.contains(63)
+                && m.any_at_or_above(62)
+                && !m.any_at_or_above(63)
+        );
         assert_eq!(m.words().collect::<Vec<_>>(), vec![1 | 1 << 62]);
         m.insert(63);
         assert!(m.spilled() && m.contains(63) && m.contains(62) && m.contains(0));

@@ -2,9 +2,9 @@
 //! and writes, the retransmit queue's per-segment tags, and ghost observations of the last step.
 
 use crate::cc::Cc;
-use serde::{Deserialize, Serialize};
 use crate::inline_vec::InlineVec;
 use crate::segmask::SegMask;
+use serde::{Deserialize, Serialize};
 
 /// `icsk_ca_state`. The numeric order is used by the kernel (`<= Disorder`, `< CWR`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -286,7 +286,9 @@ impl Events {
 
     /// Whether a retransmission of segment `k` had left the host in the episode of undo `i`.
     pub fn undo_rtx_contains(&self, i: usize, k: u32) -> bool {
-        self.undo_rtx.iter().any(|&(u, w, bits)| u as usize == i && w as u32 == k / 64 && bits >> (k % 64) & 1 != 0)
+        self.undo_rtx
+            .iter()
+            .any(|&(u, w, bits)| u as usize == i && w as u32 == k / 64 && bits >> (k % 64) & 1 != 0)
     }
 }
 

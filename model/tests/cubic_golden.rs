@@ -10,14 +10,27 @@ use trc_model::{Config, Profile, SackMode};
 fn ack(snd: &mut Sender, cfg: &Config, prof: &Profile, now: u32, a: u32) -> Vec<u32> {
     snd.ghost.ev = Default::default();
     let mut cx = Cx::new(cfg, prof, now, false);
-    let seg = AckSeg { ack: a, sacks: Default::default(), ece: false, tsecr: None };
+    let seg = AckSeg {
+        ack: a,
+        sacks: Default::default(),
+        ece: false,
+        tsecr: None,
+    };
     snd.tcp_ack(&mut cx, &seg);
     cx.out.iter().map(|t| t.seg + 1).collect()
 }
 
 /// Returns cwnd after each round of the script (seq numbers in segments of 1000 bytes).
 pub fn ca_rounds() -> Vec<(CaState, u32, u32)> {
-    let cfg = Config { segments: 24, initcwnd: 10, timestamps: false, sack: SackMode::Sack, frto: false, tlp: false, ..Config::default() };
+    let cfg = Config {
+        segments: 24,
+        initcwnd: 10,
+        timestamps: false,
+        sack: SackMode::Sack,
+        frto: false,
+        tlp: false,
+        ..Config::default()
+    };
     let prof = Profile::linux_6_18();
     let mut snd = Sender::new(&cfg, true);
     let mut cx = Cx::new(&cfg, &prof, 0, false);

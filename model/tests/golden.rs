@@ -28,7 +28,12 @@ impl Run {
     }
 
     fn ack(&mut self, now: u32, ack: u32, sacks: &[(u32, u32)], tsecr: Option<u32>) -> Vec<Tx> {
-        let seg = AckSeg { ack, sacks: sacks.into(), ece: false, tsecr };
+        let seg = AckSeg {
+            ack,
+            sacks: sacks.into(),
+            ece: false,
+            tsecr,
+        };
         self.step(now, |s, cx| s.tcp_ack(cx, &seg))
     }
 
@@ -39,7 +44,11 @@ impl Run {
 
     fn expect(&self, st: CaState, cwnd: u32, ssthresh: u32, what: &str) {
         let s = &self.snd;
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh), (st, cwnd, ssthresh), "{what}");
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh),
+            (st, cwnd, ssthresh),
+            "{what}"
+        );
     }
 }
 
@@ -53,7 +62,13 @@ fn new_data(out: &[Tx]) -> Vec<u32> {
 /// T1: non-SACK F-RTO with an ACK landing exactly on high_seq (d0fa59897e04's report;
 /// kernel values measured on 6.18: docs/findings.md and counterexamples/kernel/).
 fn t1(prof: Profile) -> Run {
-    let cfg = Config { segments: 15, initcwnd: 10, timestamps: false, sack: SackMode::NoSack, ..Config::default() };
+    let cfg = Config {
+        segments: 15,
+        initcwnd: 10,
+        timestamps: false,
+        sack: SackMode::NoSack,
+        ..Config::default()
+    };
     let mut r = Run::new(cfg, prof, false);
     assert_eq!(r.snd.snd_nxt, 11, "1:10001 sent");
     let out = r.rto(220);
@@ -75,7 +90,12 @@ fn t1(prof: Profile) -> Run {
     r.ack(432, 7, &[], None);
     // ACK 10001 == high_seq: the non-SACK hold keeps Loss and clears retrans_stamp.
     r.ack(482, 11, &[], None);
-    r.expect(CaState::Loss, 7, 7, "kernel: Loss, cwnd 7, ssthresh 7 at ack 10001");
+    r.expect(
+        CaState::Loss,
+        7,
+        7,
+        "kernel: Loss, cwnd 7, ssthresh 7 at ack 10001",
+    );
     assert!(r.snd.ghost.ev.nonsack_hold);
     assert_eq!(r.snd.retrans_stamp, 0);
     // ACK 12001
@@ -87,22 +107,42 @@ fn t1(prof: Profile) -> Run {
 fn t1_linux_6_18_no_undo() {
     let r = t1(Profile::linux_6_18());
     assert!(r.snd.ghost.ev.undos.is_empty());
-    r.expect(CaState::Open, 7, 7, "kernel 6.18: Open with cwnd 7 at ack 12001, no TcpExtTCPLossUndo");
+    r.expect(
+        CaState::Open,
+        7,
+        7,
+        "kernel 6.18: Open with cwnd 7 at ack 12001, no TcpExtTCPLossUndo",
+    );
 }
 
 #[test]
 fn t1_linux_6_15_spurious_undo() {
     let r = t1(Profile::linux_6_15());
     assert_eq!(r.snd.ghost.ev.undos.len(), 1);
-    assert_eq!(r.snd.ghost.ev.undos[0].kind, UndoKind::Loss, "TcpExtTCPLossUndo");
+    assert_eq!(
+        r.snd.ghost.ev.undos[0].kind,
+        UndoKind::Loss,
+        "TcpExtTCPLossUndo"
+    );
     // cwnd = max(7, 10) restored, then that ACK's slow-start step; ssthresh back to infinity;
     // non-SACK non-F-RTO undo stays in Loss (the seed script's 'Loss, cwnd 12').
-    r.expect(CaState::Loss, 12, TCP_INFINITE_SSTHRESH, "buggy kernel: Loss, cwnd 12");
+    r.expect(
+        CaState::Loss,
+        12,
+        TCP_INFINITE_SSTHRESH,
+        "buggy kernel: Loss, cwnd 12",
+    );
 }
 
 /// T3: DSACK of a TLP retransmission must not undo a real repair (0ec986ed7bab).
 fn t3(prof: Profile) -> Run {
-    let cfg = Config { segments: 4, initcwnd: 4, timestamps: false, sack: SackMode::Sack, ..Config::default() };
+    let cfg = Config {
+        segments: 4,
+        initcwnd: 4,
+        timestamps: false,
+        sack: SackMode::Sack,
+        ..Config::default()
+    };
     let mut r = Run::new(cfg, prof, true);
     // P1 is really lost. The TLP fires and retransmits P4 (no new data to send).
     r.snd.timer = None;
@@ -128,7 +168,10 @@ fn t3(prof: Profile) -> Run {
 #[test]
 fn t3_linux_6_18_dsack_of_tlp_does_not_undo() {
     let mut r = t3(Profile::linux_6_18());
-    assert_eq!(r.snd.undo_retrans, 2, "init_undo counted the TLP retransmit, plus the fast retransmit");
+    assert_eq!(
+        r.snd.undo_retrans, 2,
+        "init_undo counted the TLP retransmit, plus the fast retransmit"
+    );
     // 2..5 was already SACKed by the previous ACK: the kernel's recv_sack_cache skips it, so the
     // nested DSACK is walked once, by its own block.
     r.ack(252, 1, &[(4, 5), (2, 5)], None); // DSACK for the TLP copy of P4
@@ -148,7 +191,13 @@ fn t3_linux_6_18_dsack_of_tlp_does_not_undo() {
 /// `diff-nested-dsack-counted-twice.pkt`).
 #[test]
 fn t3_linux_6_18_nested_dsack_reaching_snd_nxt_counts_twice() {
-    let cfg = Config { segments: 4, initcwnd: 4, timestamps: false, sack: SackMode::Sack, ..Config::default() };
+    let cfg = Config {
+        segments: 4,
+        initcwnd: 4,
+        timestamps: false,
+        sack: SackMode::Sack,
+        ..Config::default()
+    };
     let mut r = Run::new(cfg, Profile::linux_6_18(), true);
     r.snd.timer = None;
     let out = r.step(102, |s, cx| s.tcp_send_loss_probe(cx));
@@ -162,29 +211,58 @@ fn t3_linux_6_18_nested_dsack_reaching_snd_nxt_counts_twice() {
     assert_eq!(r.snd.undo_retrans, 2);
     r.ack(252, 1, &[(4, 5), (2, 5)], None); // DSACK for the TLP copy of P4 (its original's SACK was lost)
     assert_eq!(r.snd.ghost.ev.undos.len(), 1);
-    assert_eq!(r.snd.ghost.ev.undos[0].kind, UndoKind::Dsack, "TcpExtTCPDSACKUndo");
-    assert_eq!(r.snd.ca_state, CaState::Recovery, "P1 is still marked lost: a new Recovery");
-    assert_eq!(r.snd.undo_retrans, 1, "the new episode counts P1's retransmission in flight");
+    assert_eq!(
+        r.snd.ghost.ev.undos[0].kind,
+        UndoKind::Dsack,
+        "TcpExtTCPDSACKUndo"
+    );
+    assert_eq!(
+        r.snd.ca_state,
+        CaState::Recovery,
+        "P1 is still marked lost: a new Recovery"
+    );
+    assert_eq!(
+        r.snd.undo_retrans, 1,
+        "the new episode counts P1's retransmission in flight"
+    );
 }
 
 #[test]
 fn t3_pre_0ec986_dsack_of_tlp_undoes_a_real_repair() {
     let mut r = t3(Profile::pre_0ec986());
-    assert_eq!(r.snd.undo_retrans, 1, "-1 at entry, +1 for the fast retransmit");
+    assert_eq!(
+        r.snd.undo_retrans, 1,
+        "-1 at entry, +1 for the fast retransmit"
+    );
     r.ack(252, 1, &[(4, 5), (2, 5)], None);
     assert_eq!(r.snd.ghost.ev.undos.len(), 1);
-    assert_eq!(r.snd.ghost.ev.undos[0].kind, UndoKind::Dsack, "the bug: DSACK undo although P1 was lost");
+    assert_eq!(
+        r.snd.ghost.ev.undos[0].kind,
+        UndoKind::Dsack,
+        "the bug: DSACK undo although P1 was lost"
+    );
 }
 
 /// T4: TSQ-held spurious fast recovery (e37ab7373696): no retransmission leaves the host,
 /// retrans_stamp stays 0; an ACK advancing snd_una should undo (bc9f38 variant: no undo).
 fn t4(prof: Profile) -> Run {
-    let cfg = Config { segments: 5, initcwnd: 5, timestamps: true, sack: SackMode::Sack, ..Config::default() };
+    let cfg = Config {
+        segments: 5,
+        initcwnd: 5,
+        timestamps: true,
+        sack: SackMode::Sack,
+        ..Config::default()
+    };
     let mut r = Run::new(cfg, prof, true);
     // P1 is only delayed. SACKs of P2..P4 start Recovery; TSQ holds the fast retransmit.
     let go = |r: &mut Run, sacks: &[(u32, u32)]| {
         r.snd.ghost.ev = Default::default();
-        let seg = AckSeg { ack: 1, sacks: sacks.into(), ece: false, tsecr: Some(1) };
+        let seg = AckSeg {
+            ack: 1,
+            sacks: sacks.into(),
+            ece: false,
+            tsecr: Some(1),
+        };
         let mut cx = Cx::new(&r.cfg, &r.prof, 50, true);
         r.snd.tcp_ack(&mut cx, &seg);
         assert!(cx.out.is_empty(), "TSQ holds everything");
@@ -202,7 +280,11 @@ fn t4(prof: Profile) -> Run {
 #[test]
 fn t4_linux_6_18_undoes_tsq_held_recovery() {
     let r = t4(Profile::linux_6_18());
-    assert_eq!(r.snd.ghost.ev.undos.len(), 1, "undo (partial) because nothing was retransmitted");
+    assert_eq!(
+        r.snd.ghost.ev.undos.len(),
+        1,
+        "undo (partial) because nothing was retransmitted"
+    );
     assert_eq!(r.snd.ssthresh, TCP_INFINITE_SSTHRESH);
 }
 

@@ -34,7 +34,15 @@ impl Script {
     /// comparison, e.g. round-trip tests).
     pub fn without_positions(&self) -> Script {
         Script {
-            options: self.options.iter().map(|o| ScriptOption { line: 0, col: 0, ..o.clone() }).collect(),
+            options: self
+                .options
+                .iter()
+                .map(|o| ScriptOption {
+                    line: 0,
+                    col: 0,
+                    ..o.clone()
+                })
+                .collect(),
             statements: self
                 .statements
                 .iter()
@@ -212,7 +220,13 @@ impl TcpOption {
     /// (a `-D` definition) counts as 8 bytes (the length of every definition packetdrill's
     /// runners pass).
     pub fn wire_len(&self) -> usize {
-        let hex_bytes = |h: &str| if h.bytes().all(|b| b.is_ascii_hexdigit()) && h.len() % 2 == 0 { h.len() / 2 } else { 8 };
+        let hex_bytes = |h: &str| {
+            if h.bytes().all(|b| b.is_ascii_hexdigit()) && h.len() % 2 == 0 {
+                h.len() / 2
+            } else {
+                8
+            }
+        };
         match self {
             TcpOption::Nop | TcpOption::Eol => 1,
             TcpOption::Mss(_) => 4,

@@ -25,7 +25,9 @@
 //! (the model at an active open, say) halts the walk: the rest is not run, and the run is
 //! incomplete.
 
-use crate::ast::{Direction, Ecn, Expr, Packet, Script, Statement, StatementKind, Syscall, TcpOptions, Time};
+use crate::ast::{
+    Direction, Ecn, Expr, Packet, Script, Statement, StatementKind, Syscall, TcpOptions, Time,
+};
 use crate::python::{self, Block, Outcome};
 use crate::report::{LineKind, LineResult, Report, Status};
 use crate::time::{Clock, Due, EventKind, Tolerance};
@@ -116,16 +118,36 @@ pub struct Outcome1 {
 
 impl Outcome1 {
     pub fn applied(note: Option<String>) -> Outcome1 {
-        Outcome1 { status: Status::Applied, message: None, output: None, notes: note.into_iter().collect() }
+        Outcome1 {
+            status: Status::Applied,
+            message: None,
+            output: None,
+            notes: note.into_iter().collect(),
+        }
     }
     pub fn pass() -> Outcome1 {
-        Outcome1 { status: Status::Pass, message: None, output: None, notes: Vec::new() }
+        Outcome1 {
+            status: Status::Pass,
+            message: None,
+            output: None,
+            notes: Vec::new(),
+        }
     }
     pub fn fail(m: impl Into<String>) -> Outcome1 {
-        Outcome1 { status: Status::Fail, message: Some(m.into()), output: None, notes: Vec::new() }
+        Outcome1 {
+            status: Status::Fail,
+            message: Some(m.into()),
+            output: None,
+            notes: Vec::new(),
+        }
     }
     pub fn out_of_scope(m: impl Into<String>) -> Outcome1 {
-        Outcome1 { status: Status::OutOfScope, message: Some(m.into()), output: None, notes: Vec::new() }
+        Outcome1 {
+            status: Status::OutOfScope,
+            message: Some(m.into()),
+            output: None,
+            notes: Vec::new(),
+        }
     }
 }
 
@@ -133,7 +155,12 @@ impl Outcome1 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SysResult {
     /// It returned: the engine checks the script's result and errno.
-    Returned { ret: i64, errno: i32, notes: Vec<String>, problems: Vec<String> },
+    Returned {
+        ret: i64,
+        errno: i32,
+        notes: Vec<String>,
+        problems: Vec<String>,
+    },
     /// A blocking call (`...end`) is in progress; [`Backend::blocking_result`] tells when it ends.
     Blocked,
     /// Anything else (an input applied to the model, out of scope, ...).
@@ -212,7 +239,15 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { tolerance: Tolerance::default(), strict_segments: false, ts_tick_usecs: 0, ts_ecr_scaled: false, non_fatal_packet: false, defines: BTreeMap::new(), python: "python3".into() }
+        Settings {
+            tolerance: Tolerance::default(),
+            strict_segments: false,
+            ts_tick_usecs: 0,
+            ts_ecr_scaled: false,
+            non_fatal_packet: false,
+            defines: BTreeMap::new(),
+            python: "python3".into(),
+        }
     }
 }
 
@@ -237,20 +272,44 @@ const HARMLESS_OPTIONS: &[(&str, Option<&str>)] = &[
 
 /// Every option packetdrill knows that trc cannot honour (any value but the one above).
 const KNOWN_OPTIONS: &[&str] = &[
-    "ip_version", "local_ip", "remote_ip", "gateway_ip", "netmask_ip", "bind_port", "connect_port", "mtu", "mss", "speed", "init_scripts", "wire_client",
-    "wire_server", "wire_server_ip", "wire_server_port", "wire_client_dev", "wire_server_dev", "so_filename", "so_flags", "psp",
+    "ip_version",
+    "local_ip",
+    "remote_ip",
+    "gateway_ip",
+    "netmask_ip",
+    "bind_port",
+    "connect_port",
+    "mtu",
+    "mss",
+    "speed",
+    "init_scripts",
+    "wire_client",
+    "wire_server",
+    "wire_server_ip",
+    "wire_server_port",
+    "wire_client_dev",
+    "wire_server_dev",
+    "so_filename",
+    "so_flags",
+    "psp",
 ];
 
 impl Settings {
     /// The script's options, then `command_line`'s (`name`, `value` pairs, `--` stripped):
     /// `Err` names the offending option (`file:line:` for the script's).
-    pub fn resolve(script: &Script, file: &str, command_line: &[(String, Option<String>)]) -> Result<Settings, String> {
+    pub fn resolve(
+        script: &Script,
+        file: &str,
+        command_line: &[(String, Option<String>)],
+    ) -> Result<Settings, String> {
         let mut s = Settings::default();
         for o in &script.options {
-            s.apply(&o.name, o.value.as_deref()).map_err(|e| format!("{file}:{}: {e}", o.line))?;
+            s.apply(&o.name, o.value.as_deref())
+                .map_err(|e| format!("{file}:{}: {e}", o.line))?;
         }
         for (n, v) in command_line {
-            s.apply(n, v.as_deref()).map_err(|e| format!("--{n}: {e}"))?;
+            s.apply(n, v.as_deref())
+                .map_err(|e| format!("--{n}: {e}"))?;
         }
         Ok(s)
     }
@@ -259,13 +318,20 @@ impl Settings {
         let need = || value.ok_or_else(|| format!("option '--{name}' requires an argument"));
         let int = |lo: i64, hi: i64| -> Result<i64, String> {
             let v = need()?;
-            v.parse::<i64>().ok().filter(|x| (lo..=hi).contains(x)).ok_or_else(|| format!("bad --{name}={v} (an integer from {lo} to {hi})"))
+            v.parse::<i64>()
+                .ok()
+                .filter(|x| (lo..=hi).contains(x))
+                .ok_or_else(|| format!("bad --{name}={v} (an integer from {lo} to {hi})"))
         };
         match name {
             "tolerance_usecs" => self.tolerance.usecs = int(1, 100_000_000)?,
             "tolerance_percent" => {
                 let v = need()?;
-                self.tolerance.percent = v.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p)).ok_or_else(|| format!("bad --tolerance_percent={v} (0 to 100)"))?;
+                self.tolerance.percent = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| format!("bad --tolerance_percent={v} (0 to 100)"))?;
             }
             "strict_segments" => self.strict_segments = true,
             "tcp_ts_tick_usecs" => self.ts_tick_usecs = int(0, 1_000_000)? as u32,
@@ -276,14 +342,21 @@ impl Settings {
                     match part.trim() {
                         "packet" => self.non_fatal_packet = true,
                         "syscall" => {}
-                        other => return Err(format!("bad --non_fatal value '{other}' (packet, syscall)")),
+                        other => {
+                            return Err(format!(
+                                "bad --non_fatal value '{other}' (packet, syscall)"
+                            ))
+                        }
                     }
                 }
             }
             "define" | "D" => {
                 let v = need()?;
-                let (k, d) = v.split_once('=').ok_or_else(|| format!("bad definition '{v}' (NAME=value)"))?;
-                self.defines.insert(k.to_string(), d.trim_matches('"').to_string());
+                let (k, d) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("bad definition '{v}' (NAME=value)"))?;
+                self.defines
+                    .insert(k.to_string(), d.trim_matches('"').to_string());
             }
             "code_command" => self.python = need()?.to_string(),
             _ => {
@@ -338,26 +411,53 @@ impl Conn {
         if syn && flags & ACK != 0 && self.remote_isn.is_none() {
             self.remote_isn = Some(p.seq);
         }
-        let seq = if syn { p.seq } else { p.seq.wrapping_add(self.remote()) };
+        let seq = if syn {
+            p.seq
+        } else {
+            p.seq.wrapping_add(self.remote())
+        };
         let ack = match p.ack {
             None => 0,
             Some(a) if flags & ACK == 0 => a,
             // An inbound SYN-ACK acks the script's own ISN space.
-            Some(a) if syn => a.wrapping_sub(self.script_local_isn.unwrap_or(0)).wrapping_add(self.local()),
+            Some(a) if syn => a
+                .wrapping_sub(self.script_local_isn.unwrap_or(0))
+                .wrapping_add(self.local()),
             Some(a) => a.wrapping_add(self.local()),
         };
         let mut options = Vec::new();
         if let Some(TcpOptions::List(list)) = &p.options {
             for o in list {
                 let w = match wire::from_script(o, &set.define())? {
-                    WireOption::Sack { blocks } => WireOption::Sack { blocks: blocks.iter().map(|(l, r)| (l.wrapping_add(self.local()), r.wrapping_add(self.local()))).collect() },
-                    WireOption::Timestamp { val, ecr } if flags & ACK != 0 => WireOption::Timestamp { val, ecr: self.live_ecr(ecr, set)? },
+                    WireOption::Sack { blocks } => WireOption::Sack {
+                        blocks: blocks
+                            .iter()
+                            .map(|(l, r)| {
+                                (l.wrapping_add(self.local()), r.wrapping_add(self.local()))
+                            })
+                            .collect(),
+                    },
+                    WireOption::Timestamp { val, ecr } if flags & ACK != 0 => {
+                        WireOption::Timestamp {
+                            val,
+                            ecr: self.live_ecr(ecr, set)?,
+                        }
+                    }
                     w => w,
                 };
                 options.push(w);
             }
         }
-        Ok(LivePacket { flags, seq, ack, win: p.win.unwrap_or(0) as u16, urg: p.urg.unwrap_or(0) as u16, tos: ecn_bits(p.ecn), options, payload_len: p.len })
+        Ok(LivePacket {
+            flags,
+            seq,
+            ack,
+            win: p.win.unwrap_or(0) as u16,
+            urg: p.urg.unwrap_or(0) as u16,
+            tos: ecn_bits(p.ecn),
+            options,
+            payload_len: p.len,
+        })
     }
 
     /// The live TS echo for a script echo: a TS val an outbound packet carried.
@@ -378,13 +478,30 @@ impl Conn {
             self.live_local_isn = Some(c.seq);
             self.script_local_isn = Some(script_syn_seq);
         }
-        let seq = if syn { c.seq.wrapping_sub(self.local()).wrapping_add(self.script_local_isn.unwrap_or(0)) } else { c.seq.wrapping_sub(self.local()) };
-        let ack = if syn { c.ack } else { c.ack.wrapping_sub(self.remote()) };
+        let seq = if syn {
+            c.seq
+                .wrapping_sub(self.local())
+                .wrapping_add(self.script_local_isn.unwrap_or(0))
+        } else {
+            c.seq.wrapping_sub(self.local())
+        };
+        let ack = if syn {
+            c.ack
+        } else {
+            c.ack.wrapping_sub(self.remote())
+        };
         let opts = c
             .options
             .iter()
             .map(|o| match o {
-                WireOption::Sack { blocks } => WireOption::Sack { blocks: blocks.iter().map(|(l, r)| (l.wrapping_sub(self.remote()), r.wrapping_sub(self.remote()))).collect() },
+                WireOption::Sack { blocks } => WireOption::Sack {
+                    blocks: blocks
+                        .iter()
+                        .map(|(l, r)| {
+                            (l.wrapping_sub(self.remote()), r.wrapping_sub(self.remote()))
+                        })
+                        .collect(),
+                },
                 o => o.clone(),
             })
             .collect();
@@ -487,7 +604,13 @@ pub fn run(script: &Script, file: &str, settings: Settings, backend: &mut dyn Ba
                 break;
             }
             Err(Halt::Stop(why)) => {
-                let mut l = LineResult::new(st.line, st.col, kind_of(st), Status::OutOfScope, statement_text(st));
+                let mut l = LineResult::new(
+                    st.line,
+                    st.col,
+                    kind_of(st),
+                    Status::OutOfScope,
+                    statement_text(st),
+                );
                 l.message = Some(why.clone());
                 e.report.lines.push(l);
                 e.report.stopped = Some((st.line, why));
@@ -519,18 +642,35 @@ impl Engine<'_> {
         self.report.lines.len() - 1
     }
 
-    fn statement(&mut self, st: &Statement, first: bool, last: bool, b: &mut dyn Backend) -> Result<(), Halt> {
-        let Some(time) = st.time else { return self.untimed(st, first, last, b) };
+    fn statement(
+        &mut self,
+        st: &Statement,
+        first: bool,
+        last: bool,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let Some(time) = st.time else {
+            return self.untimed(st, first, last, b);
+        };
         if !self.started {
             self.started = true;
             b.start_clock();
             if !matches!(time, Time::Absolute(0) | Time::Relative(0)) {
-                let l = LineResult::new(st.line, st.col, kind_of(st), Status::Fail, statement_text(st)).with_message("first event should be at time 0");
+                let l = LineResult::new(
+                    st.line,
+                    st.col,
+                    kind_of(st),
+                    Status::Fail,
+                    statement_text(st),
+                )
+                .with_message("first event should be at time 0");
                 self.push(l);
             }
         }
         match &st.kind {
-            StatementKind::Packet(p) if p.direction == Direction::In => self.inbound(st, time, p, b),
+            StatementKind::Packet(p) if p.direction == Direction::In => {
+                self.inbound(st, time, p, b)
+            }
             StatementKind::Packet(p) => self.outbound(st, time, p, b),
             StatementKind::Syscall(s) => self.syscall(st, time, s, b),
             StatementKind::Shell(cmd) => self.shell(st, Some(time), cmd, b),
@@ -539,15 +679,31 @@ impl Engine<'_> {
     }
 
     /// An untimed shell line: the init command (first) or the cleanup command (last).
-    fn untimed(&mut self, st: &Statement, first: bool, last: bool, b: &mut dyn Backend) -> Result<(), Halt> {
-        let StatementKind::Shell(cmd) = &st.kind else { return Ok(()) };
+    fn untimed(
+        &mut self,
+        st: &Statement,
+        first: bool,
+        last: bool,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let StatementKind::Shell(cmd) = &st.kind else {
+            return Ok(());
+        };
         if first {
             self.init_ran = true;
             return self.shell(st, None, cmd, b);
         }
         if last && !self.init_ran {
-            let mut l = LineResult::new(st.line, st.col, LineKind::Shell, Status::Applied, statement_text(st));
-            l.notes.push("cleanup command not run: packetdrill runs it only after an init command".into());
+            let mut l = LineResult::new(
+                st.line,
+                st.col,
+                LineKind::Shell,
+                Status::Applied,
+                statement_text(st),
+            );
+            l.notes.push(
+                "cleanup command not run: packetdrill runs it only after an init command".into(),
+            );
             self.push(l);
             return Ok(());
         }
@@ -555,7 +711,14 @@ impl Engine<'_> {
     }
 
     /// Resolves `time`, waits for it, and checks the lateness (`what` in packetdrill's words).
-    fn arrive(&mut self, time: Time, kind: EventKind, what: &str, b: &mut dyn Backend, l: &mut LineResult) -> Result<Due, Halt> {
+    fn arrive(
+        &mut self,
+        time: Time,
+        kind: EventKind,
+        what: &str,
+        b: &mut dyn Backend,
+        l: &mut LineResult,
+    ) -> Result<Due, Halt> {
         let now = b.now_us();
         let due = self.clock.resolve(time, kind, now, &self.set.tolerance);
         b.wait_until(due.start)?;
@@ -571,8 +734,20 @@ impl Engine<'_> {
         Ok(due)
     }
 
-    fn inbound(&mut self, st: &Statement, time: Time, p: &Packet, b: &mut dyn Backend) -> Result<(), Halt> {
-        let mut l = LineResult::new(st.line, st.col, LineKind::PacketIn, Status::Applied, statement_text(st));
+    fn inbound(
+        &mut self,
+        st: &Statement,
+        time: Time,
+        p: &Packet,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let mut l = LineResult::new(
+            st.line,
+            st.col,
+            LineKind::PacketIn,
+            Status::Applied,
+            statement_text(st),
+        );
         self.arrive(time, EventKind::Inbound, "inbound packet", b, &mut l)?;
         match self.conn.inbound(p, &self.set) {
             Err(m) => {
@@ -588,11 +763,29 @@ impl Engine<'_> {
         Ok(())
     }
 
-    fn outbound(&mut self, st: &Statement, time: Time, p: &Packet, b: &mut dyn Backend) -> Result<(), Halt> {
-        let mut l = LineResult::new(st.line, st.col, LineKind::PacketOut, Status::Pass, statement_text(st));
+    fn outbound(
+        &mut self,
+        st: &Statement,
+        time: Time,
+        p: &Packet,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let mut l = LineResult::new(
+            st.line,
+            st.col,
+            LineKind::PacketOut,
+            Status::Pass,
+            statement_text(st),
+        );
         let now = b.now_us();
-        let due = self.clock.resolve(time, EventKind::Outbound, now, &self.set.tolerance);
-        let deadline = if due.any { now + 10 * OUTBOUND_GRACE_US } else { due.end + due.tol + OUTBOUND_GRACE_US };
+        let due = self
+            .clock
+            .resolve(time, EventKind::Outbound, now, &self.set.tolerance);
+        let deadline = if due.any {
+            now + 10 * OUTBOUND_GRACE_US
+        } else {
+            due.end + due.tol + OUTBOUND_GRACE_US
+        };
         let parts = match self.gather(p, deadline, b)? {
             Gathered::Parts(parts) => parts,
             Gathered::Fail(m) => {
@@ -621,7 +814,8 @@ impl Engine<'_> {
             return Ok(());
         }
         if parts.len() > 1 {
-            l.notes.push(format!("{} live packets merged (TSO/GSO)", parts.len()));
+            l.notes
+                .push(format!("{} live packets merged (TSO/GSO)", parts.len()));
         }
         if let Some(n) = &agg.note {
             l.notes.push(n.clone());
@@ -630,7 +824,9 @@ impl Engine<'_> {
         let latest = agg.at_us + agg.spread_us.max(0);
         match (due.accepts(agg.at_us), due.accepts(latest)) {
             (true, true) => {}
-            (false, false) if agg.at_us > due.end + due.tol || latest < due.start - due.tol => errors.push(due.error("outbound packet", agg.at_us)),
+            (false, false) if agg.at_us > due.end + due.tol || latest < due.start - due.tol => {
+                errors.push(due.error("outbound packet", agg.at_us))
+            }
             _ if errors.is_empty() => {
                 l.status = Status::OutOfScope;
                 l.message = Some(format!(
@@ -650,7 +846,8 @@ impl Engine<'_> {
             l.message = Some(errors.join("; "));
             l.expected = Some(statement_text(st));
             if self.set.non_fatal_packet {
-                l.notes.push("--non_fatal=packet: packetdrill would only warn here".into());
+                l.notes
+                    .push("--non_fatal=packet: packetdrill would only warn here".into());
             }
         }
         self.push(l);
@@ -662,7 +859,12 @@ impl Engine<'_> {
     fn gather(&mut self, p: &Packet, deadline: i64, b: &mut dyn Backend) -> Result<Gathered, Halt> {
         let first = match b.next_outbound(deadline, p)? {
             Next::Packet(c) => c,
-            Next::Timeout => return Ok(Gathered::Fail(format!("Timed out waiting for packet (nothing sent by {:.3} sec)", deadline as f64 / 1e6))),
+            Next::Timeout => {
+                return Ok(Gathered::Fail(format!(
+                    "Timed out waiting for packet (nothing sent by {:.3} sec)",
+                    deadline as f64 / 1e6
+                )))
+            }
             Next::OutOfScope(m) => return Ok(Gathered::OutOfScope(m)),
         };
         let mut total = first.payload_len;
@@ -674,50 +876,99 @@ impl Engine<'_> {
             };
             let prev = parts.last().unwrap();
             if let Some(why) = incompatible(prev, &next) {
-                return Ok(Gathered::Fail(format!("fragment {}: {why} (script packet {}:{}({}))", parts.len(), p.seq, p.end_seq, p.len)));
+                return Ok(Gathered::Fail(format!(
+                    "fragment {}: {why} (script packet {}:{}({}))",
+                    parts.len(),
+                    p.seq,
+                    p.end_seq,
+                    p.len
+                )));
             }
             total += next.payload_len;
             parts.push(next);
         }
         if total != p.len {
-            return Ok(Gathered::Fail(format!("live packet payload: expected {} bytes vs actual {total} bytes", p.len)));
+            return Ok(Gathered::Fail(format!(
+                "live packet payload: expected {} bytes vs actual {total} bytes",
+                p.len
+            )));
         }
         Ok(Gathered::Parts(parts))
     }
 
     /// Field-by-field comparison of the merged packet with the script line (packetdrill's
     /// order: headers, then options). `since_start_us` scales the TS val tolerance.
-    fn compare(&self, p: &Packet, c: &Captured, seq: u32, ack: u32, opts: &[WireOption], since_start_us: i64) -> Vec<String> {
+    fn compare(
+        &self,
+        p: &Packet,
+        c: &Captured,
+        seq: u32,
+        ack: u32,
+        opts: &[WireOption],
+        since_start_us: i64,
+    ) -> Vec<String> {
         let mut e = Vec::new();
         let want = wire::flag_bits(&p.flags);
         let mask = if c.unknown.psh { !PSH } else { !0 };
-        for (bit, name) in [(FIN, "tcp_fin"), (SYN, "tcp_syn"), (RST, "tcp_rst"), (PSH, "tcp_psh"), (ACK, "tcp_ack"), (URG, "tcp_urg"), (ECE, "tcp_ece"), (CWR, "tcp_cwr")] {
+        for (bit, name) in [
+            (FIN, "tcp_fin"),
+            (SYN, "tcp_syn"),
+            (RST, "tcp_rst"),
+            (PSH, "tcp_psh"),
+            (ACK, "tcp_ack"),
+            (URG, "tcp_urg"),
+            (ECE, "tcp_ece"),
+            (CWR, "tcp_cwr"),
+        ] {
             if bit & mask != 0 && (want & bit != 0) != (c.flags & bit != 0) {
-                e.push(format!("live packet field {name}: expected: {} vs actual: {}", (want & bit != 0) as u8, (c.flags & bit != 0) as u8));
+                e.push(format!(
+                    "live packet field {name}: expected: {} vs actual: {}",
+                    (want & bit != 0) as u8,
+                    (c.flags & bit != 0) as u8
+                ));
             }
         }
         if seq != p.seq {
-            e.push(format!("live packet field tcp_seq: expected: {} vs actual: {seq}", p.seq));
+            e.push(format!(
+                "live packet field tcp_seq: expected: {} vs actual: {seq}",
+                p.seq
+            ));
         }
         if c.flags & ACK != 0 && want & ACK != 0 && ack != p.ack.unwrap_or(0) {
-            e.push(format!("live packet field tcp_ack_seq: expected: {} vs actual: {ack}", p.ack.unwrap_or(0)));
+            e.push(format!(
+                "live packet field tcp_ack_seq: expected: {} vs actual: {ack}",
+                p.ack.unwrap_or(0)
+            ));
         }
         if let (Some(w), false) = (p.win, c.unknown.win) {
             if u32::from(c.win) != w {
-                e.push(format!("live packet field tcp_window: expected: {w} vs actual: {}", c.win));
+                e.push(format!(
+                    "live packet field tcp_window: expected: {w} vs actual: {}",
+                    c.win
+                ));
             }
         }
         if u32::from(c.urg) != p.urg.unwrap_or(0) {
-            e.push(format!("live packet field tcp_urg_ptr: expected: {} vs actual: {}", p.urg.unwrap_or(0), c.urg));
+            e.push(format!(
+                "live packet field tcp_urg_ptr: expected: {} vs actual: {}",
+                p.urg.unwrap_or(0),
+                c.urg
+            ));
         }
         if let (Some(m), false) = (p.ecn, c.unknown.tos) {
             if !ecn_matches(m, c.tos) {
-                e.push(format!("live packet field ip_ecn: expected: {m:?} vs actual: {}", c.tos & 3));
+                e.push(format!(
+                    "live packet field ip_ecn: expected: {m:?} vs actual: {}",
+                    c.tos & 3
+                ));
             }
         }
         match &p.options {
             Some(TcpOptions::Any) => {}
-            None if !opts.is_empty() => e.push(format!("bad outbound TCP options: expected none, actual <{}>", join(opts))),
+            None if !opts.is_empty() => e.push(format!(
+                "bad outbound TCP options: expected none, actual <{}>",
+                join(opts)
+            )),
             None => {}
             Some(TcpOptions::List(list)) => {
                 if let Some(m) = self.compare_options(list, opts, since_start_us) {
@@ -728,22 +979,39 @@ impl Engine<'_> {
         e
     }
 
-    fn compare_options(&self, want: &[crate::ast::TcpOption], got: &[WireOption], since_start_us: i64) -> Option<String> {
-        let want: Vec<WireOption> = match want.iter().map(|o| wire::from_script(o, &self.set.define())).collect() {
+    fn compare_options(
+        &self,
+        want: &[crate::ast::TcpOption],
+        got: &[WireOption],
+        since_start_us: i64,
+    ) -> Option<String> {
+        let want: Vec<WireOption> = match want
+            .iter()
+            .map(|o| wire::from_script(o, &self.set.define()))
+            .collect()
+        {
             Ok(w) => w,
             Err(m) => return Some(m),
         };
-        let shown = || format!("bad outbound TCP options: expected <{}> actual <{}>", join(&want), join(got));
+        let shown = || {
+            format!(
+                "bad outbound TCP options: expected <{}> actual <{}>",
+                join(&want),
+                join(got)
+            )
+        };
         if want.len() != got.len() {
             return Some(shown());
         }
         for (w, g) in want.iter().zip(got) {
             match (w, g) {
                 (WireOption::Timestamp { val, .. }, WireOption::Timestamp { val: lv, .. }) => {
-                    if let (true, Some((fs, fl))) = (self.set.ts_tick_usecs > 0, self.conn.first_ts) {
+                    if let (true, Some((fs, fl))) = (self.set.ts_tick_usecs > 0, self.conn.first_ts)
+                    {
                         let mapped = fs.wrapping_add(lv.wrapping_sub(fl));
                         let tol = self.set.tolerance.after_gap(since_start_us);
-                        let off = (mapped as i64 - *val as i64).abs() * self.set.ts_tick_usecs as i64;
+                        let off =
+                            (mapped as i64 - *val as i64).abs() * self.set.ts_tick_usecs as i64;
                         if off > tol {
                             return Some(format!("bad outbound TCP timestamp value {mapped} (script {val}), tolerance {tol} us"));
                         }
@@ -758,9 +1026,23 @@ impl Engine<'_> {
 
     /// Records the script → live TS val pair of an outbound line (for inbound echoes).
     fn record_ts(&mut self, p: &Packet, live: &[WireOption]) {
-        let Some(TcpOptions::List(list)) = &p.options else { return };
-        let sv = list.iter().find_map(|o| if let crate::ast::TcpOption::Timestamp { val, .. } = o { Some(*val) } else { None });
-        let lv = live.iter().find_map(|o| if let WireOption::Timestamp { val, .. } = o { Some(*val) } else { None });
+        let Some(TcpOptions::List(list)) = &p.options else {
+            return;
+        };
+        let sv = list.iter().find_map(|o| {
+            if let crate::ast::TcpOption::Timestamp { val, .. } = o {
+                Some(*val)
+            } else {
+                None
+            }
+        });
+        let lv = live.iter().find_map(|o| {
+            if let WireOption::Timestamp { val, .. } = o {
+                Some(*val)
+            } else {
+                None
+            }
+        });
         if let (Some(s), Some(l)) = (sv, lv) {
             self.conn.ts_map.insert(s, l);
             if self.conn.first_ts.is_none() {
@@ -769,17 +1051,49 @@ impl Engine<'_> {
         }
     }
 
-    fn syscall(&mut self, st: &Statement, time: Time, s: &Syscall, b: &mut dyn Backend) -> Result<(), Halt> {
-        let mut l = LineResult::new(st.line, st.col, LineKind::Syscall, Status::Pass, statement_text(st));
+    fn syscall(
+        &mut self,
+        st: &Statement,
+        time: Time,
+        s: &Syscall,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let mut l = LineResult::new(
+            st.line,
+            st.col,
+            LineKind::Syscall,
+            Status::Pass,
+            statement_text(st),
+        );
         let due = self.arrive(time, EventKind::Syscall, "system call start", b, &mut l)?;
-        let late = (l.status == Status::Fail).then(|| l.message.clone()).flatten();
-        let cx = SysCtx { blocking: s.end_time.is_some(), defines: &self.set.defines };
+        let late = (l.status == Status::Fail)
+            .then(|| l.message.clone())
+            .flatten();
+        let cx = SysCtx {
+            blocking: s.end_time.is_some(),
+            defines: &self.set.defines,
+        };
         match b.syscall(s, &cx)? {
-            SysResult::Returned { ret, errno, notes, problems } => {
+            SysResult::Returned {
+                ret,
+                errno,
+                notes,
+                problems,
+            } => {
                 let mut problems = problems;
                 problems.extend(late);
-                problems.extend(check_result(&s.name, &s.result, s.errno.as_ref().map(|e| e.name.as_str()), ret, errno));
-                l.actual = Some(if ret < 0 { format!("{ret} {}", crate::symbols::errno_name(errno)) } else { ret.to_string() });
+                problems.extend(check_result(
+                    &s.name,
+                    &s.result,
+                    s.errno.as_ref().map(|e| e.name.as_str()),
+                    ret,
+                    errno,
+                ));
+                l.actual = Some(if ret < 0 {
+                    format!("{ret} {}", crate::symbols::errno_name(errno))
+                } else {
+                    ret.to_string()
+                });
                 l.notes.extend(notes);
                 if matches!(s.result, Expr::Ellipsis) && problems.is_empty() {
                     l.status = Status::Applied;
@@ -791,10 +1105,17 @@ impl Engine<'_> {
                 self.push(l);
             }
             SysResult::Blocked => {
-                let end = Clock::blocking_end(&due, s.end_time.unwrap_or(time), &self.set.tolerance);
+                let end =
+                    Clock::blocking_end(&due, s.end_time.unwrap_or(time), &self.set.tolerance);
                 l.notes.push("blocking call in progress".into());
                 let idx = self.push(l);
-                self.pending = Some(Pending { idx, end, result: s.result.clone(), errno: s.errno.as_ref().map(|e| e.name.clone()), name: s.name.clone() });
+                self.pending = Some(Pending {
+                    idx,
+                    end,
+                    result: s.result.clone(),
+                    errno: s.errno.as_ref().map(|e| e.name.clone()),
+                    name: s.name.clone(),
+                });
             }
             SysResult::Other(o) => {
                 l.status = Status::Applied;
@@ -821,7 +1142,11 @@ impl Engine<'_> {
                 problems.push(p.end.error("system call return", at));
             }
             let l = &mut self.report.lines[p.idx];
-            l.actual = Some(if ret < 0 { format!("{ret} {}", crate::symbols::errno_name(errno)) } else { ret.to_string() });
+            l.actual = Some(if ret < 0 {
+                format!("{ret} {}", crate::symbols::errno_name(errno))
+            } else {
+                ret.to_string()
+            });
             l.notes.retain(|n| n != "blocking call in progress");
             l.notes.push(format!("returned at {:.3} ms", ms(at)));
             if !problems.is_empty() {
@@ -837,16 +1162,31 @@ impl Engine<'_> {
         if let Some(p) = self.pending.take() {
             let l = &mut self.report.lines[p.idx];
             l.status = Status::Fail;
-            l.message = Some("runtime error: exiting while a blocking system call is in progress".into());
+            l.message =
+                Some("runtime error: exiting while a blocking system call is in progress".into());
         }
     }
 
-    fn shell(&mut self, st: &Statement, time: Option<Time>, cmd: &str, b: &mut dyn Backend) -> Result<(), Halt> {
-        let mut l = LineResult::new(st.line, st.col, LineKind::Shell, Status::Pass, format!("`{}`", cmd.trim()));
+    fn shell(
+        &mut self,
+        st: &Statement,
+        time: Option<Time>,
+        cmd: &str,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let mut l = LineResult::new(
+            st.line,
+            st.col,
+            LineKind::Shell,
+            Status::Pass,
+            format!("`{}`", cmd.trim()),
+        );
         if let Some(t) = time {
             self.arrive(t, EventKind::Shell, "command", b, &mut l)?;
         }
-        let late = (l.status == Status::Fail).then(|| l.message.clone()).flatten();
+        let late = (l.status == Status::Fail)
+            .then(|| l.message.clone())
+            .flatten();
         let o = b.shell(cmd, &self.env)?;
         merge(&mut l, o);
         if let Some(m) = late {
@@ -857,15 +1197,35 @@ impl Engine<'_> {
         Ok(())
     }
 
-    fn code(&mut self, st: &Statement, time: Time, code: &str, b: &mut dyn Backend) -> Result<(), Halt> {
-        let mut l = LineResult::new(st.line, st.col, LineKind::Code, Status::Pass, statement_text(st));
+    fn code(
+        &mut self,
+        st: &Statement,
+        time: Time,
+        code: &str,
+        b: &mut dyn Backend,
+    ) -> Result<(), Halt> {
+        let mut l = LineResult::new(
+            st.line,
+            st.col,
+            LineKind::Code,
+            Status::Pass,
+            statement_text(st),
+        );
         self.arrive(time, EventKind::Code, "data collection for code", b, &mut l)?;
         match b.code_values() {
             Ok(v) => {
                 let mut bindings = python::constant_bindings();
                 bindings.extend(v.values);
                 let idx = self.push(l);
-                self.blocks.push((idx, Block { line: st.line, code: code.to_string(), bindings, missing: v.missing }));
+                self.blocks.push((
+                    idx,
+                    Block {
+                        line: st.line,
+                        code: code.to_string(),
+                        bindings,
+                        missing: v.missing,
+                    },
+                ));
             }
             Err(m) => {
                 l.status = Status::Fail;
@@ -905,14 +1265,26 @@ impl Engine<'_> {
 fn apply_outcome(l: &mut LineResult, o: Outcome) {
     let late = l.status == Status::Fail;
     match o {
-        Outcome::Pass { checks, output, values } => {
+        Outcome::Pass {
+            checks,
+            output,
+            values,
+        } => {
             if !late {
-                l.status = if checks { Status::Pass } else { Status::Applied };
+                l.status = if checks {
+                    Status::Pass
+                } else {
+                    Status::Applied
+                };
             }
             l.output = Some(output).filter(|s| !s.is_empty());
             l.values = values;
         }
-        Outcome::Fail { message, output, values } => {
+        Outcome::Fail {
+            message,
+            output,
+            values,
+        } => {
             l.status = Status::Fail;
             l.message = Some(match l.message.take() {
                 Some(t) => format!("{t}; {message}"),
@@ -953,25 +1325,46 @@ fn merge(l: &mut LineResult, o: Outcome1) {
 
 /// packetdrill's `end_syscall` checks: the result (an fd-returning call with a non-negative
 /// expected result matches any non-negative one) and the errno name.
-fn check_result(name: &str, result: &Expr, errno_want: Option<&str>, ret: i64, errno: i32) -> Vec<String> {
+fn check_result(
+    name: &str,
+    result: &Expr,
+    errno_want: Option<&str>,
+    ret: i64,
+    errno: i32,
+) -> Vec<String> {
     let mut p = Vec::new();
-    let fd_call = matches!(name, "socket" | "accept" | "accept4" | "open" | "pipe" | "epoll_create");
+    let fd_call = matches!(
+        name,
+        "socket" | "accept" | "accept4" | "open" | "pipe" | "epoll_create"
+    );
     match result {
         Expr::Ellipsis => {}
         Expr::Int(want) => {
             if fd_call && *want >= 0 {
                 if ret < 0 {
-                    p.push(format!("Expected non-negative result but got {ret} with errno {errno} ({})", crate::symbols::errno_name(errno)));
+                    p.push(format!(
+                        "Expected non-negative result but got {ret} with errno {errno} ({})",
+                        crate::symbols::errno_name(errno)
+                    ));
                 }
             } else if ret != *want {
-                p.push(format!("Expected result {want} but got {ret} with errno {errno} ({})", crate::symbols::errno_name(errno)));
+                p.push(format!(
+                    "Expected result {want} but got {ret} with errno {errno} ({})",
+                    crate::symbols::errno_name(errno)
+                ));
             }
         }
-        other => p.push(format!("unsupported result expression {}", crate::writer::write_expr(other))),
+        other => p.push(format!(
+            "unsupported result expression {}",
+            crate::writer::write_expr(other)
+        )),
     }
     if let (Some(want), true) = (errno_want, ret < 0) {
         if crate::symbols::errno_value(want) != Some(errno) {
-            p.push(format!("Expected errno {want} but got {}", crate::symbols::errno_name(errno)));
+            p.push(format!(
+                "Expected errno {want} but got {}",
+                crate::symbols::errno_name(errno)
+            ));
         }
     }
     p
@@ -981,16 +1374,26 @@ fn check_result(name: &str, result: &Expr, errno_want: Option<&str>, ret: i64, e
 fn incompatible(prev: &Captured, next: &Captured) -> Option<String> {
     let same = !(FIN | PSH | CWR);
     if next.flags & same != prev.flags & same {
-        return Some(format!("flags {} after {}", wire::flags_to_string(next.flags), wire::flags_to_string(prev.flags)));
+        return Some(format!(
+            "flags {} after {}",
+            wire::flags_to_string(next.flags),
+            wire::flags_to_string(prev.flags)
+        ));
     }
     if next.seq != prev.seq.wrapping_add(prev.payload_len) {
-        return Some(format!("not contiguous (seq {} after {}+{})", next.seq, prev.seq, prev.payload_len));
+        return Some(format!(
+            "not contiguous (seq {} after {}+{})",
+            next.seq, prev.seq, prev.payload_len
+        ));
     }
     if next.ack != prev.ack || next.win != prev.win || next.urg != prev.urg {
         return Some("ack, window or urgent pointer differ".into());
     }
     if next.payload_len > prev.payload_len {
-        return Some(format!("a {}-byte packet after a {}-byte one", next.payload_len, prev.payload_len));
+        return Some(format!(
+            "a {}-byte packet after a {}-byte one",
+            next.payload_len, prev.payload_len
+        ));
     }
     None
 }
@@ -1009,11 +1412,21 @@ fn aggregate(parts: &[Captured]) -> Captured {
 }
 
 fn join(o: &[WireOption]) -> String {
-    o.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    o.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn describe_captured(c: &Captured, seq: u32, ack: u32, opts: &[WireOption]) -> String {
-    let mut s = wire::describe(c.flags, seq, c.payload_len as usize, (c.flags & ACK != 0).then_some(ack), (!c.unknown.win).then_some(c.win), opts);
+    let mut s = wire::describe(
+        c.flags,
+        seq,
+        c.payload_len as usize,
+        (c.flags & ACK != 0).then_some(ack),
+        (!c.unknown.win).then_some(c.win),
+        opts,
+    );
     if c.unknown.psh {
         s.push_str(" (PSH not known)");
     }
@@ -1025,7 +1438,21 @@ mod tests {
     use super::*;
 
     fn cap(at_us: i64, flags: u8, seq: u32, len: u32) -> Captured {
-        Captured { at_us, spread_us: 0, flags, seq, ack: 1, win: 502, urg: 0, tos: 0, options: vec![], payload_len: len, unknown: Unknown::default(), note: None, applied: None }
+        Captured {
+            at_us,
+            spread_us: 0,
+            flags,
+            seq,
+            ack: 1,
+            win: 502,
+            urg: 0,
+            tos: 0,
+            options: vec![],
+            payload_len: len,
+            unknown: Unknown::default(),
+            note: None,
+            applied: None,
+        }
     }
 
     #[test]
@@ -1034,9 +1461,18 @@ mod tests {
         let b = cap(11, ACK | PSH, 2001, 1000);
         assert_eq!(incompatible(&a, &b), None);
         let m = aggregate(&[a.clone(), b.clone()]);
-        assert_eq!((m.seq, m.payload_len, m.flags, m.at_us), (1, 3000, ACK | PSH, 11));
-        assert!(incompatible(&b, &cap(12, ACK, 3001, 2000)).is_some(), "bigger after smaller");
-        assert!(incompatible(&a, &cap(12, ACK, 5001, 1000)).is_some(), "a hole");
+        assert_eq!(
+            (m.seq, m.payload_len, m.flags, m.at_us),
+            (1, 3000, ACK | PSH, 11)
+        );
+        assert!(
+            incompatible(&b, &cap(12, ACK, 3001, 2000)).is_some(),
+            "bigger after smaller"
+        );
+        assert!(
+            incompatible(&a, &cap(12, ACK, 5001, 1000)).is_some(),
+            "a hole"
+        );
         assert!(incompatible(&a, &cap(12, ACK | SYN, 2001, 1000)).is_some());
     }
 
@@ -1050,14 +1486,28 @@ mod tests {
 
     #[test]
     fn settings_from_script_then_command_line() {
-        let s = crate::parse("--tolerance_usecs=7000\n--strict_segments\n0 `true`\n", "t.pkt").unwrap();
-        let set = Settings::resolve(&s, "t.pkt", &[("tolerance_usecs".into(), Some("9000".into()))]).unwrap();
+        let s = crate::parse(
+            "--tolerance_usecs=7000\n--strict_segments\n0 `true`\n",
+            "t.pkt",
+        )
+        .unwrap();
+        let set = Settings::resolve(
+            &s,
+            "t.pkt",
+            &[("tolerance_usecs".into(), Some("9000".into()))],
+        )
+        .unwrap();
         assert_eq!(set.tolerance.usecs, 9000, "the command line wins");
         assert!(set.strict_segments);
         let bad = crate::parse("--ip_version=ipv6\n0 `true`\n", "t.pkt").unwrap();
         let e = Settings::resolve(&bad, "t.pkt", &[]).unwrap_err();
-        assert!(e.starts_with("t.pkt:1: --ip_version=ipv6 is not supported"), "{e}");
+        assert!(
+            e.starts_with("t.pkt:1: --ip_version=ipv6 is not supported"),
+            "{e}"
+        );
         let unknown = crate::parse("--frobnicate=1\n0 `true`\n", "t.pkt").unwrap();
-        assert!(Settings::resolve(&unknown, "t.pkt", &[]).unwrap_err().contains("unknown"));
+        assert!(Settings::resolve(&unknown, "t.pkt", &[])
+            .unwrap_err()
+            .contains("unknown"));
     }
 }

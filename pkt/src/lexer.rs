@@ -163,7 +163,13 @@ impl Lexer {
 
     /// Scan a delimited literal whose opening delimiter was consumed; a
     /// backslash escapes the next character. Returns the raw contents.
-    fn delimited(&mut self, close: char, what: &str, line: u32, col: u32) -> Result<String, LexError> {
+    fn delimited(
+        &mut self,
+        close: char,
+        what: &str,
+        line: u32,
+        col: u32,
+    ) -> Result<String, LexError> {
         let mut s = String::new();
         loop {
             match self.advance() {
@@ -203,7 +209,12 @@ impl Lexer {
     /// Raw text up to (not including) `close`, which is consumed. Used for
     /// the free-text note after an errno. Stops with an error at a newline
     /// or end of input.
-    pub(crate) fn raw_until(&mut self, close: char, line: u32, col: u32) -> Result<String, LexError> {
+    pub(crate) fn raw_until(
+        &mut self,
+        close: char,
+        line: u32,
+        col: u32,
+    ) -> Result<String, LexError> {
         let mut s = String::new();
         loop {
             match self.peek_char(0) {

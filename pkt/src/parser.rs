@@ -29,7 +29,12 @@ pub fn parse(src: &str, file_name: &str) -> Result<Script, ParseError> {
     }
     // packetdrill's grammar: `opt_init_command events opt_cleanup_command`.
     let n = statements.len();
-    if let Some(st) = statements.iter().enumerate().find(|(i, s)| s.time.is_none() && *i != 0 && *i + 1 != n).map(|(_, s)| s) {
+    if let Some(st) = statements
+        .iter()
+        .enumerate()
+        .find(|(i, s)| s.time.is_none() && *i != 0 && *i + 1 != n)
+        .map(|(_, s)| s)
+    {
         return Err(ParseError {
             file: file_name.to_string(),
             line: st.line,
@@ -38,7 +43,10 @@ pub fn parse(src: &str, file_name: &str) -> Result<Script, ParseError> {
             found: "an untimed shell command".into(),
         });
     }
-    Ok(Script { options, statements })
+    Ok(Script {
+        options,
+        statements,
+    })
 }
 
 /// The largest TCP option list packetdrill builds (a 60-byte TCP header).
@@ -73,7 +81,9 @@ pub(crate) fn time_micros(text: &str) -> Option<i64> {
         let d = i64::from(c.to_digit(10)?);
         usecs += d * 10i64.pow(5 - i as u32);
     }
-    secs.checked_mul(1_000_000)?.checked_add(usecs).filter(|&us| us <= MAX_TIME_US)
+    secs.checked_mul(1_000_000)?
+        .checked_add(usecs)
+        .filter(|&us| us <= MAX_TIME_US)
 }
 
 /// Largest time a script may write: 10^6 s (11.6 days). Sums of such times stay far inside
@@ -86,17 +96,18 @@ pub(crate) fn int_value(text: &str) -> Option<i64> {
         Some(b) => (true, b),
         None => (false, text),
     };
-    let magnitude: u64 = if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-            return None;
-        }
-        u64::from_str_radix(hex, 16).ok()?
-    } else {
-        if body.is_empty() || !body.chars().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        body.parse::<u64>().ok()?
-    };
+    let magnitude: u64 =
+        if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            }
+            u64::from_str_radix(hex, 16).ok()?
+        } else {
+            if body.is_empty() || !body.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            body.parse::<u64>().ok()?
+        };
     let v = i128::from(magnitude);
     i64::try_from(if neg { -v } else { v }).ok()
 }
@@ -253,7 +264,12 @@ impl<'f> Parser<'f> {
                     return Err(self.err_at(&t, format!("a value for --{name} (an integer, a word, a \"string\" or an address; fractions are only allowed on the command line)")));
                 }
             }
-            out.push(ScriptOption { line: t.line, col: t.col, name, value });
+            out.push(ScriptOption {
+                line: t.line,
+                col: t.col,
+                name,
+                value,
+            });
         }
         Ok(out)
     }
@@ -292,7 +308,9 @@ impl<'f> Parser<'f> {
                 StatementKind::Python(c)
             }
             Tok::Word(_) => StatementKind::Syscall(self.syscall(end_time)?),
-            _ if end_time.is_some() => return Err(self.err_at(&action, "system call after 'start...end' time")),
+            _ if end_time.is_some() => {
+                return Err(self.err_at(&action, "system call after 'start...end' time"))
+            }
             _ => {
                 return Err(self.err_at(
                     &action,
@@ -317,7 +335,8 @@ impl<'f> Parser<'f> {
     fn flags(&mut self) -> Result<TcpFlags, ParseError> {
         let t = self.bump()?;
         let mut f = TcpFlags::default();
-        let expected = "TCP flags (letters from S F R P U E W, optionally followed by '.', or '.' or '-')";
+        let expected =
+            "TCP flags (letters from S F R P U E W, optionally followed by '.', or '.' or '-')";
         match &t.tok {
             Tok::Punct('.') => {
                 f.ack = true;
@@ -341,8 +360,14 @@ impl<'f> Parser<'f> {
                     *slot = true;
                 }
             }
-            Tok::Word(w) if ["udp", "icmp", "ipv4", "ipv6", "gre", "GREv0", "mpls"].contains(&w.as_str()) => {
-                return Err(self.err_at(&t, "TCP segment (UDP, ICMP and encapsulated packets are not supported)"));
+            Tok::Word(w)
+                if ["udp", "icmp", "ipv4", "ipv6", "gre", "GREv0", "mpls"]
+                    .contains(&w.as_str()) =>
+            {
+                return Err(self.err_at(
+                    &t,
+                    "TCP segment (UDP, ICMP and encapsulated packets are not supported)",
+                ));
             }
             Tok::Num(_) if self.peek_is_punct('>')? => {
                 return Err(self.err_at(&t, "TCP flags (explicit port numbers are not supported)"));
@@ -428,7 +453,10 @@ impl<'f> Parser<'f> {
             let lt = self.bump()?;
             if self.peek()?.tok == Tok::Ellipsis {
                 if direction == Direction::In {
-                    return Err(self.err_at(&lt, "explicit TCP options ('<...>' is only allowed on outbound packets)"));
+                    return Err(self.err_at(
+                        &lt,
+                        "explicit TCP options ('<...>' is only allowed on outbound packets)",
+                    ));
                 }
                 self.bump()?;
                 self.expect_punct('>', "'>' after '<...'")?;
@@ -461,7 +489,11 @@ impl<'f> Parser<'f> {
         if let Some(TcpOptions::List(list)) = &options {
             let bytes: usize = list.iter().map(TcpOption::wire_len).sum();
             if bytes > MAX_OPTION_BYTES || bytes % 4 != 0 {
-                let found = if bytes > MAX_OPTION_BYTES { format!("{bytes} bytes of options") } else { format!("{bytes} bytes of options, {} excess", bytes % 4) };
+                let found = if bytes > MAX_OPTION_BYTES {
+                    format!("{bytes} bytes of options")
+                } else {
+                    format!("{bytes} bytes of options, {} excess", bytes % 4)
+                };
                 return Err(ParseError {
                     file: self.file.to_string(),
                     line: d.line,
@@ -520,7 +552,12 @@ impl<'f> Parser<'f> {
             },
             "FO" => TcpOption::FastOpen(self.cookie()?),
             "FOEXP" => TcpOption::FastOpenExp(self.cookie()?),
-            _ => return Err(self.err_at(&t, "TCP option (mss, sackOK, nop, wscale, TS, sack, eol, md5, FO, FOEXP)")),
+            _ => {
+                return Err(self.err_at(
+                    &t,
+                    "TCP option (mss, sackOK, nop, wscale, TS, sack, eol, md5, FO, FOEXP)",
+                ))
+            }
         })
     }
 

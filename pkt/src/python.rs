@@ -39,9 +39,17 @@ pub struct Block {
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Ran to the end. `checks`: it contains an `assert`.
-    Pass { checks: bool, output: String, values: BTreeMap<String, String> },
+    Pass {
+        checks: bool,
+        output: String,
+        values: BTreeMap<String, String>,
+    },
     /// An `assert` failed: its message (or the failing source line) and the values it read.
-    Fail { message: String, output: String, values: BTreeMap<String, String> },
+    Fail {
+        message: String,
+        output: String,
+        values: BTreeMap<String, String>,
+    },
     /// Another exception (a syntax error, a name packetdrill does not bind, ...).
     Error { message: String, output: String },
     /// It reads `tcpi_*` fields the backend does not provide; not executed.
@@ -105,7 +113,10 @@ json.dump(out, sys.stdout)
 
 /// The bindings every block gets besides the backend's values: packetdrill's constants.
 pub fn constant_bindings() -> BTreeMap<String, u64> {
-    crate::symbols::PYTHON_CONSTANTS.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+    crate::symbols::PYTHON_CONSTANTS
+        .iter()
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect()
 }
 
 /// Evaluates `blocks` (in order, one namespace) with `python` (normally `python3`). `Err` when
@@ -123,8 +134,24 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
     }
     let common = constant_bindings();
     // Each block sends only what differs from the constants.
-    let sent: Vec<Block> = blocks.iter().map(|b| Block { bindings: b.bindings.iter().filter(|(k, v)| common.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), *v)).collect(), ..b.clone() }).collect();
-    let input = serde_json::to_vec(&Req { file, common, blocks: sent }).map_err(|e| e.to_string())?;
+    let sent: Vec<Block> = blocks
+        .iter()
+        .map(|b| Block {
+            bindings: b
+                .bindings
+                .iter()
+                .filter(|(k, v)| common.get(*k) != Some(*v))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+            ..b.clone()
+        })
+        .collect();
+    let input = serde_json::to_vec(&Req {
+        file,
+        common,
+        blocks: sent,
+    })
+    .map_err(|e| e.to_string())?;
     let mut child = Command::new(python)
         .args(["-I", "-c", DRIVER])
         .stdin(Stdio::piped())
@@ -152,20 +179,34 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
             None if start.elapsed() > TIME_LIMIT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("the script's Python ran longer than {} s and was killed", TIME_LIMIT.as_secs()));
+                return Err(format!(
+                    "the script's Python ran longer than {} s and was killed",
+                    TIME_LIMIT.as_secs()
+                ));
             }
             None => std::thread::sleep(Duration::from_millis(2)),
         }
     }
     let _ = writer.join();
     let status = child.wait().map_err(|e| e.to_string())?;
-    let (out, err) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    let (out, err) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
     if !status.success() {
-        return Err(format!("{python} failed ({status}): {}", String::from_utf8_lossy(&err).trim()));
+        return Err(format!(
+            "{python} failed ({status}): {}",
+            String::from_utf8_lossy(&err).trim()
+        ));
     }
-    let res: Vec<Outcome> = serde_json::from_slice(&out).map_err(|e| format!("unreadable answer from {python}: {e}"))?;
+    let res: Vec<Outcome> = serde_json::from_slice(&out)
+        .map_err(|e| format!("unreadable answer from {python}: {e}"))?;
     if res.len() != blocks.len() {
-        return Err(format!("{python} answered for {} of {} blocks", res.len(), blocks.len()));
+        return Err(format!(
+            "{python} answered for {} of {} blocks",
+            res.len(),
+            blocks.len()
+        ));
     }
     Ok(res)
 }
@@ -176,7 +217,10 @@ pub fn mentions(code: &str, name: &str) -> bool {
     code.match_indices(name).any(|(i, _)| {
         let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
         let before = code[..i].chars().next_back().map_or(true, |c| !word(c));
-        let after = code[i + name.len()..].chars().next().map_or(true, |c| !word(c));
+        let after = code[i + name.len()..]
+            .chars()
+            .next()
+            .map_or(true, |c| !word(c));
         before && after
     })
 }
@@ -188,11 +232,20 @@ mod tests {
     fn block(line: u32, code: &str, b: &[(&str, u64)], missing: &[&str]) -> Block {
         let mut bindings = constant_bindings();
         bindings.extend(b.iter().map(|(n, v)| (n.to_string(), *v)));
-        Block { line, code: code.into(), bindings, missing: missing.iter().map(|s| s.to_string()).collect() }
+        Block {
+            line,
+            code: code.into(),
+            bindings,
+            missing: missing.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     fn have_python() -> bool {
-        Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success())
+        Command::new("python3")
+            .arg("-c")
+            .arg("pass")
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     #[test]
@@ -211,25 +264,61 @@ mod tests {
             block(16, "\nassert tcpi_snd_cwnd == 10\nassert tcpi_lost == 0, 'lost=%d' % tcpi_lost\n", &[("tcpi_snd_cwnd", 10), ("tcpi_lost", 2)], &[]),
         ];
         let r = evaluate("t.pkt", &b, "python3").unwrap();
-        assert!(matches!(&r[0], Outcome::Pass { checks: true, .. }), "{:?}", r[0]);
-        assert!(matches!(&r[1], Outcome::Pass { checks: false, .. }), "{:?}", r[1]);
+        assert!(
+            matches!(&r[0], Outcome::Pass { checks: true, .. }),
+            "{:?}",
+            r[0]
+        );
+        assert!(
+            matches!(&r[1], Outcome::Pass { checks: false, .. }),
+            "{:?}",
+            r[1]
+        );
         match &r[2] {
-            Outcome::Fail { message, values, .. } => {
+            Outcome::Fail {
+                message, values, ..
+            } => {
                 assert!(message.contains("AssertionError: 10"), "{message}");
                 assert_eq!(values.get("tcpi_snd_cwnd").map(String::as_str), Some("10"));
-                assert_eq!(values.get("TCP_INFINITE_SSTHRESH").map(String::as_str), Some("2147483647"), "set by the block before");
+                assert_eq!(
+                    values.get("TCP_INFINITE_SSTHRESH").map(String::as_str),
+                    Some("2147483647"),
+                    "set by the block before"
+                );
             }
             o => panic!("{o:?}"),
         }
-        assert!(matches!(&r[3], Outcome::Pass { output, .. } if output == "10\n"), "{:?}", r[3]);
-        assert_eq!(r[4], Outcome::OutOfScope { names: vec!["tcpi_rtt".into()] });
-        assert!(matches!(&r[5], Outcome::Error { message, .. } if message.starts_with("NameError")), "{:?}", r[5]);
-        assert!(matches!(&r[6], Outcome::Fail { message, .. } if message.contains("lost=2")), "{:?}", r[6]);
+        assert!(
+            matches!(&r[3], Outcome::Pass { output, .. } if output == "10\n"),
+            "{:?}",
+            r[3]
+        );
+        assert_eq!(
+            r[4],
+            Outcome::OutOfScope {
+                names: vec!["tcpi_rtt".into()]
+            }
+        );
+        assert!(
+            matches!(&r[5], Outcome::Error { message, .. } if message.starts_with("NameError")),
+            "{:?}",
+            r[5]
+        );
+        assert!(
+            matches!(&r[6], Outcome::Fail { message, .. } if message.contains("lost=2")),
+            "{:?}",
+            r[6]
+        );
     }
 
     #[test]
     fn no_python_is_a_clear_error() {
-        let e = evaluate("t.pkt", &[block(1, "pass", &[], &[])], "/nonexistent/python3").unwrap_err();
+        let e = evaluate(
+            "t.pkt",
+            &[block(1, "pass", &[], &[])],
+            "/nonexistent/python3",
+        )
+        .unwrap_err();
         assert!(e.contains("needs python3"), "{e}");
     }
 

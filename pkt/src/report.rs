@@ -70,7 +70,21 @@ pub struct LineResult {
 
 impl LineResult {
     pub fn new(line: u32, col: u32, kind: LineKind, status: Status, text: String) -> LineResult {
-        LineResult { line, col, kind, status, text, expected: None, actual: None, message: None, time_ms: None, offset_ms: None, output: None, values: BTreeMap::new(), notes: Vec::new() }
+        LineResult {
+            line,
+            col,
+            kind,
+            status,
+            text,
+            expected: None,
+            actual: None,
+            message: None,
+            time_ms: None,
+            offset_ms: None,
+            output: None,
+            values: BTreeMap::new(),
+            notes: Vec::new(),
+        }
     }
 
     pub fn with_message(mut self, m: impl Into<String>) -> LineResult {
@@ -99,7 +113,11 @@ impl LineResult {
             let _ = write!(s, "  [t={t:.3} ms]");
         }
         if !self.values.is_empty() && self.status != Status::Fail {
-            let v: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let v: Vec<String> = self
+                .values
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             let _ = write!(s, "  => {}", v.join(" "));
         }
         if let Some(m) = &self.message {
@@ -118,7 +136,11 @@ impl LineResult {
                 let _ = write!(s, "\n     actual:   {a}");
             }
             if !self.values.is_empty() {
-                let v: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let v: Vec<String> = self
+                    .values
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
                 let _ = write!(s, "\n     values:   {}", v.join(" "));
             }
         }
@@ -159,7 +181,9 @@ impl Verdict {
     pub fn render(&self) -> String {
         match self {
             Verdict::Passed { checks } => format!("PASSED: {checks} checks"),
-            Verdict::Failed { line, failed } => format!("FAILED at line {line} ({failed} failed checks)"),
+            Verdict::Failed { line, failed } => {
+                format!("FAILED at line {line} ({failed} failed checks)")
+            }
             Verdict::Incomplete { reason } => format!("INCOMPLETE: {reason}"),
         }
     }
@@ -182,7 +206,15 @@ pub struct Report {
 
 impl Report {
     pub fn new(file: &str) -> Report {
-        Report { file: file.to_string(), lines: Vec::new(), stopped: None, interrupted: false, verdict: Verdict::Incomplete { reason: "not run".into() } }
+        Report {
+            file: file.to_string(),
+            lines: Vec::new(),
+            stopped: None,
+            interrupted: false,
+            verdict: Verdict::Incomplete {
+                reason: "not run".into(),
+            },
+        }
     }
 
     /// Computes [`Report::verdict`] from the lines (see the module docs).
@@ -191,25 +223,52 @@ impl Report {
     }
 
     fn compute_verdict(&self) -> Verdict {
-        let failed = self.lines.iter().filter(|l| l.status == Status::Fail).count();
-        let first = |code: bool| self.lines.iter().find(|l| l.status == Status::Fail && (l.kind == LineKind::Code) == code).map(|l| l.line);
+        let failed = self
+            .lines
+            .iter()
+            .filter(|l| l.status == Status::Fail)
+            .count();
+        let first = |code: bool| {
+            self.lines
+                .iter()
+                .find(|l| l.status == Status::Fail && (l.kind == LineKind::Code) == code)
+                .map(|l| l.line)
+        };
         if let Some(line) = first(false).or_else(|| first(true)) {
             return Verdict::Failed { line, failed };
         }
         if self.interrupted {
-            return Verdict::Incomplete { reason: "interrupted".into() };
+            return Verdict::Incomplete {
+                reason: "interrupted".into(),
+            };
         }
         if let Some((line, why)) = &self.stopped {
-            return Verdict::Incomplete { reason: format!("stopped at line {line}: {why}") };
+            return Verdict::Incomplete {
+                reason: format!("stopped at line {line}: {why}"),
+            };
         }
-        let out: Vec<u32> = self.lines.iter().filter(|l| l.status == Status::OutOfScope).map(|l| l.line).collect();
+        let out: Vec<u32> = self
+            .lines
+            .iter()
+            .filter(|l| l.status == Status::OutOfScope)
+            .map(|l| l.line)
+            .collect();
         if !out.is_empty() {
             let shown: Vec<String> = out.iter().take(8).map(|l| l.to_string()).collect();
-            return Verdict::Incomplete { reason: format!("{} checks not made (lines {}{})", out.len(), shown.join(", "), if out.len() > 8 { ", ..." } else { "" }) };
+            return Verdict::Incomplete {
+                reason: format!(
+                    "{} checks not made (lines {}{})",
+                    out.len(),
+                    shown.join(", "),
+                    if out.len() > 8 { ", ..." } else { "" }
+                ),
+            };
         }
         let checks = self.lines.iter().filter(|l| l.is_check()).count();
         if checks == 0 {
-            return Verdict::Incomplete { reason: "nothing checked".into() };
+            return Verdict::Incomplete {
+                reason: "nothing checked".into(),
+            };
         }
         Verdict::Passed { checks }
     }
@@ -222,7 +281,12 @@ impl Report {
 
     /// Source lines with a failed check, in order.
     pub fn failed_lines(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self.lines.iter().filter(|l| l.status == Status::Fail).map(|l| l.line).collect();
+        let mut v: Vec<u32> = self
+            .lines
+            .iter()
+            .filter(|l| l.status == Status::Fail)
+            .map(|l| l.line)
+            .collect();
         v.dedup();
         v
     }
@@ -243,10 +307,15 @@ impl Report {
             s.push('\n');
         }
         if let Some((line, why)) = &self.stopped {
-            s.push_str(&format!("stopped at line {line}: {why} (later lines not run)\n"));
+            s.push_str(&format!(
+                "stopped at line {line}: {why} (later lines not run)\n"
+            ));
         }
         let (p, f, o) = self.counts();
-        s.push_str(&format!("{} ({p} passed, {f} failed, {o} out of scope)\n", self.verdict.render()));
+        s.push_str(&format!(
+            "{} ({p} passed, {f} failed, {o} out of scope)\n",
+            self.verdict.render()
+        ));
         s
     }
 }
@@ -263,7 +332,10 @@ mod tests {
     fn verdicts() {
         let mut r = Report::new("t.pkt");
         r.finish();
-        assert!(matches!(r.verdict, Verdict::Incomplete { .. }), "an empty run checked nothing");
+        assert!(
+            matches!(r.verdict, Verdict::Incomplete { .. }),
+            "an empty run checked nothing"
+        );
         r.lines.push(l(3, LineKind::PacketIn, Status::Applied));
         r.finish();
         assert!(matches!(r.verdict, Verdict::Incomplete { .. }));
@@ -276,7 +348,11 @@ mod tests {
         r.lines.push(l(6, LineKind::Code, Status::Fail));
         r.lines.push(l(9, LineKind::PacketOut, Status::Fail));
         r.finish();
-        assert_eq!(r.verdict, Verdict::Failed { line: 9, failed: 2 }, "packetdrill stops at the packet; Python runs last");
+        assert_eq!(
+            r.verdict,
+            Verdict::Failed { line: 9, failed: 2 },
+            "packetdrill stops at the packet; Python runs last"
+        );
         assert_eq!(r.verdict.exit_code(), 1);
     }
 }

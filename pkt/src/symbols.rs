@@ -9,7 +9,11 @@
 /// Symbolic constants usable in system-call arguments and results (`SOL_SOCKET`, `MSG_EOR`,
 /// `TCP_INFINITE_SSTHRESH`, ...), errno names included.
 pub fn syscall_constant(name: &str) -> Option<i64> {
-    SYSCALL_CONSTANTS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v).or_else(|| errno_value(name).map(i64::from))
+    SYSCALL_CONSTANTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .or_else(|| errno_value(name).map(i64::from))
 }
 
 /// The errno value of a name (`EAGAIN` → 11).
@@ -19,11 +23,21 @@ pub fn errno_value(name: &str) -> Option<i32> {
 
 /// The name of an errno value (11 → `EAGAIN`; the first name of a shared value).
 pub fn errno_name(value: i32) -> String {
-    ERRNOS.iter().find(|(_, v)| *v == value).map(|(n, _)| n.to_string()).unwrap_or_else(|| format!("errno {value}"))
+    ERRNOS
+        .iter()
+        .find(|(_, v)| *v == value)
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| format!("errno {value}"))
 }
 
 /// `icsk_ca_state` names as packetdrill binds them for Python (`TCP_CA_Open` ... `TCP_CA_Loss`).
-pub const CA_STATES: [&str; 5] = ["TCP_CA_Open", "TCP_CA_Disorder", "TCP_CA_CWR", "TCP_CA_Recovery", "TCP_CA_Loss"];
+pub const CA_STATES: [&str; 5] = [
+    "TCP_CA_Open",
+    "TCP_CA_Disorder",
+    "TCP_CA_CWR",
+    "TCP_CA_Recovery",
+    "TCP_CA_Loss",
+];
 
 /// The name of a `tcpi_ca_state` value, if it is one.
 pub fn ca_state_name(v: u64) -> Option<&'static str> {
@@ -429,7 +443,11 @@ mod tests {
         assert_eq!(syscall_constant("MSG_EOR"), Some(0x80));
         assert_eq!(syscall_constant("TCP_INFINITE_SSTHRESH"), Some(0x7fff_ffff));
         assert_eq!(syscall_constant("EAGAIN"), Some(11));
-        assert_eq!(syscall_constant("TCP_CA_Open"), None, "mixed case is Python's");
+        assert_eq!(
+            syscall_constant("TCP_CA_Open"),
+            None,
+            "mixed case is Python's"
+        );
         assert_eq!(errno_name(11), "EAGAIN");
         assert_eq!(errno_name(95), "EOPNOTSUPP");
         assert_eq!(errno_value("ENOTSUP"), Some(95));

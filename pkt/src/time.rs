@@ -30,7 +30,10 @@ pub struct Tolerance {
 
 impl Default for Tolerance {
     fn default() -> Tolerance {
-        Tolerance { usecs: DEFAULT_TOLERANCE_USECS, percent: DEFAULT_TOLERANCE_PERCENT }
+        Tolerance {
+            usecs: DEFAULT_TOLERANCE_USECS,
+            percent: DEFAULT_TOLERANCE_PERCENT,
+        }
     }
 }
 
@@ -72,7 +75,9 @@ pub struct Due {
 impl Due {
     /// Whether an event that happened at `t_us` is on time.
     pub fn accepts(&self, t_us: i64) -> bool {
-        self.any || (t_us >= self.start.saturating_sub(self.tol) && t_us <= self.end.saturating_add(self.tol))
+        self.any
+            || (t_us >= self.start.saturating_sub(self.tol)
+                && t_us <= self.end.saturating_add(self.tol))
     }
 
     /// packetdrill's wording of a timing error for `what` ("outbound packet", "inbound
@@ -80,7 +85,12 @@ impl Due {
     pub fn error(&self, what: &str, actual_us: i64) -> String {
         let s = |us: i64| format!("{:.6}", us as f64 / 1e6);
         if self.start == self.end {
-            format!("timing error: expected {what} at {} sec but happened at {} sec; tolerance {} sec", s(self.start), s(actual_us), s(self.tol))
+            format!(
+                "timing error: expected {what} at {} sec but happened at {} sec; tolerance {} sec",
+                s(self.start),
+                s(actual_us),
+                s(self.tol)
+            )
         } else {
             format!("timing error: expected {what} in time range {}~{} sec but happened at {} sec; tolerance {} sec", s(self.start), s(self.end), s(actual_us), s(self.tol))
         }
@@ -108,7 +118,14 @@ impl Clock {
             Some((EventKind::Inbound, t)) if kind == EventKind::Inbound => t,
             _ => now_us,
         };
-        let relative = matches!(time, Time::Relative(_) | Time::Range { start: TimePoint::Relative(_), .. });
+        let relative = matches!(
+            time,
+            Time::Relative(_)
+                | Time::Range {
+                    start: TimePoint::Relative(_),
+                    ..
+                }
+        );
         let (start, end, any) = match time {
             Time::Absolute(v) => (v, v, false),
             Time::Relative(v) => (anchor.saturating_add(v), anchor.saturating_add(v), false),
@@ -117,7 +134,14 @@ impl Clock {
         };
         let gap = self.prev.map_or(0, |(_, t)| start.saturating_sub(t));
         self.prev = Some((kind, start));
-        Due { start, end, any, tol: tol.after_gap(gap), anchor, relative }
+        Due {
+            start,
+            end,
+            any,
+            tol: tol.after_gap(gap),
+            anchor,
+            relative,
+        }
     }
 
     /// When a blocking call that started as `start` is due to return (its `...end` time).
@@ -131,7 +155,14 @@ impl Clock {
             Time::Range { start: s, .. } => point(s, start.anchor),
             Time::Any => start.start,
         };
-        Due { start: t, end: t, any: matches!(end, Time::Any), tol: tol.after_gap(t.saturating_sub(start.start)), anchor: start.anchor, relative: start.relative }
+        Due {
+            start: t,
+            end: t,
+            any: matches!(end, Time::Any),
+            tol: tol.after_gap(t.saturating_sub(start.start)),
+            anchor: start.anchor,
+            relative: start.relative,
+        }
     }
 }
 
@@ -139,7 +170,10 @@ impl Clock {
 mod tests {
     use super::*;
 
-    const TOL: Tolerance = Tolerance { usecs: 4000, percent: 12.5 };
+    const TOL: Tolerance = Tolerance {
+        usecs: 4000,
+        percent: 12.5,
+    };
 
     #[test]
     fn relative_counts_from_completion_except_inbound_after_inbound() {
@@ -157,9 +191,19 @@ mod tests {
         let i2 = c.resolve(Time::Relative(3_000), EventKind::Inbound, 153_400, &TOL);
         assert_eq!(i2.start, 156_000);
         // A range counts both ends from the anchor.
-        let r = c.resolve(Time::Range { start: TimePoint::Relative(300_000), end: TimePoint::Relative(310_000) }, EventKind::Outbound, 156_100, &TOL);
+        let r = c.resolve(
+            Time::Range {
+                start: TimePoint::Relative(300_000),
+                end: TimePoint::Relative(310_000),
+            },
+            EventKind::Outbound,
+            156_100,
+            &TOL,
+        );
         assert_eq!((r.start, r.end), (456_100, 466_100));
-        assert!(r.accepts(456_100 - r.tol) && r.accepts(466_100 + r.tol) && !r.accepts(466_101 + r.tol));
+        assert!(
+            r.accepts(456_100 - r.tol) && r.accepts(466_100 + r.tol) && !r.accepts(466_101 + r.tol)
+        );
         let any = c.resolve(Time::Any, EventKind::Outbound, 500_000, &TOL);
         assert!(any.any && any.accepts(0));
     }
@@ -169,7 +213,14 @@ mod tests {
         assert_eq!(TOL.after_gap(1000), 4000);
         assert_eq!(TOL.after_gap(250_000), 31_250);
         assert_eq!(TOL.after_gap(-5), 4000);
-        let d = Due { start: 1_000_000, end: 1_000_000, any: false, tol: 6250, anchor: 0, relative: false };
+        let d = Due {
+            start: 1_000_000,
+            end: 1_000_000,
+            any: false,
+            tol: 6250,
+            anchor: 0,
+            relative: false,
+        };
         assert_eq!(d.error("inbound packet", 1_154_286), "timing error: expected inbound packet at 1.000000 sec but happened at 1.154286 sec; tolerance 0.006250 sec");
     }
 
@@ -184,6 +235,9 @@ mod tests {
         // `0.1...0.3` with an absolute start: absolute end.
         let mut c = Clock::default();
         let s = c.resolve(Time::Absolute(100_000), EventKind::Syscall, 0, &TOL);
-        assert_eq!(Clock::blocking_end(&s, Time::Absolute(300_000), &TOL).start, 300_000);
+        assert_eq!(
+            Clock::blocking_end(&s, Time::Absolute(300_000), &TOL).start,
+            300_000
+        );
     }
 }

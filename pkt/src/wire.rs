@@ -21,18 +21,36 @@ pub const CWR: u8 = 0x80;
 pub enum WireOption {
     Eol,
     Nop,
-    Mss { mss: u16 },
-    WScale { shift: u8 },
+    Mss {
+        mss: u16,
+    },
+    WScale {
+        shift: u8,
+    },
     SackOk,
-    Sack { blocks: Vec<(u32, u32)> },
-    Timestamp { val: u32, ecr: u32 },
+    Sack {
+        blocks: Vec<(u32, u32)>,
+    },
+    Timestamp {
+        val: u32,
+        ecr: u32,
+    },
     /// Kind 19, the digest.
-    Md5 { digest: Vec<u8> },
+    Md5 {
+        digest: Vec<u8>,
+    },
     /// Kind 34 (RFC 7413), the cookie (may be empty: a cookie request).
-    FastOpen { cookie: Vec<u8> },
+    FastOpen {
+        cookie: Vec<u8>,
+    },
     /// Kind 254 with magic 0xF989 (the experimental Fast Open option), the cookie.
-    FastOpenExp { cookie: Vec<u8> },
-    Unknown { kind: u8, data: Vec<u8> },
+    FastOpenExp {
+        cookie: Vec<u8>,
+    },
+    Unknown {
+        kind: u8,
+        data: Vec<u8>,
+    },
 }
 
 /// The magic of the experimental Fast Open option (kind 254).
@@ -41,7 +59,16 @@ pub const FASTOPEN_EXP_MAGIC: u16 = 0xF989;
 /// packetdrill letters for a flag byte, e.g. `P.` or `S.`.
 pub fn flags_to_string(flags: u8) -> String {
     let mut s = String::new();
-    for (bit, c) in [(SYN, 'S'), (FIN, 'F'), (RST, 'R'), (PSH, 'P'), (ACK, '.'), (URG, 'U'), (ECE, 'E'), (CWR, 'W')] {
+    for (bit, c) in [
+        (SYN, 'S'),
+        (FIN, 'F'),
+        (RST, 'R'),
+        (PSH, 'P'),
+        (ACK, '.'),
+        (URG, 'U'),
+        (ECE, 'E'),
+        (CWR, 'W'),
+    ] {
         if flags & bit != 0 {
             s.push(c);
         }
@@ -79,8 +106,21 @@ impl fmt::Display for WireOption {
 }
 
 /// Format in packetdrill style: `P. 1:1001(1000) ack 1 win 502 <nop,nop,TS val 1 ecr 2>`.
-pub fn describe(flags: u8, seq: u32, len: usize, ack: Option<u32>, win: Option<u16>, opts: &[WireOption]) -> String {
-    let mut s = format!("{} {}:{}({})", flags_to_string(flags), seq, seq.wrapping_add(len as u32), len);
+pub fn describe(
+    flags: u8,
+    seq: u32,
+    len: usize,
+    ack: Option<u32>,
+    win: Option<u16>,
+    opts: &[WireOption],
+) -> String {
+    let mut s = format!(
+        "{} {}:{}({})",
+        flags_to_string(flags),
+        seq,
+        seq.wrapping_add(len as u32),
+        len
+    );
     if let Some(a) = ack {
         s.push_str(&format!(" ack {a}"));
     }
@@ -168,14 +208,19 @@ pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, String> {
                 let len = b[1] as usize;
                 let d = &b[2..len];
                 let o = match (kind, len) {
-                    (2, 4) => WireOption::Mss { mss: u16::from_be_bytes([d[0], d[1]]) },
+                    (2, 4) => WireOption::Mss {
+                        mss: u16::from_be_bytes([d[0], d[1]]),
+                    },
                     (3, 3) => WireOption::WScale { shift: d[0] },
                     (4, 2) => WireOption::SackOk,
                     (5, l) if (l - 2) % 8 == 0 => WireOption::Sack {
                         blocks: d
                             .chunks_exact(8)
                             .map(|c| {
-                                (u32::from_be_bytes([c[0], c[1], c[2], c[3]]), u32::from_be_bytes([c[4], c[5], c[6], c[7]]))
+                                (
+                                    u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+                                    u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+                                )
                             })
                             .collect(),
                     },
@@ -185,8 +230,17 @@ pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, String> {
                     },
                     (19, _) => WireOption::Md5 { digest: d.to_vec() },
                     (34, _) => WireOption::FastOpen { cookie: d.to_vec() },
-                    (254, l) if l >= 4 && u16::from_be_bytes([d[0], d[1]]) == FASTOPEN_EXP_MAGIC => WireOption::FastOpenExp { cookie: d[2..].to_vec() },
-                    _ => WireOption::Unknown { kind, data: d.to_vec() },
+                    (254, l)
+                        if l >= 4 && u16::from_be_bytes([d[0], d[1]]) == FASTOPEN_EXP_MAGIC =>
+                    {
+                        WireOption::FastOpenExp {
+                            cookie: d[2..].to_vec(),
+                        }
+                    }
+                    _ => WireOption::Unknown {
+                        kind,
+                        data: d.to_vec(),
+                    },
                 };
                 out.push(o);
                 b = &b[len..];
@@ -195,7 +249,6 @@ pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, String> {
     }
     Ok(out)
 }
-
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -206,15 +259,29 @@ fn hex(b: &[u8]) -> String {
 pub fn unhex(text: &str, defines: &dyn Fn(&str) -> Option<String>) -> Result<Vec<u8>, String> {
     let t = defines(text).unwrap_or_else(|| text.to_string());
     if t.len() % 2 != 0 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("'{text}' is not an even number of hex digits (nor a -D definition)"));
+        return Err(format!(
+            "'{text}' is not an even number of hex digits (nor a -D definition)"
+        ));
     }
-    Ok((0..t.len()).step_by(2).map(|i| u8::from_str_radix(&t[i..i + 2], 16).unwrap_or(0)).collect())
+    Ok((0..t.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&t[i..i + 2], 16).unwrap_or(0))
+        .collect())
 }
 
 /// The flag byte of a script packet's flags.
 pub fn flag_bits(f: &crate::ast::TcpFlags) -> u8 {
     let mut b = 0;
-    for (on, bit) in [(f.syn, SYN), (f.fin, FIN), (f.rst, RST), (f.psh, PSH), (f.ack, ACK), (f.urg, URG), (f.ece, ECE), (f.cwr, CWR)] {
+    for (on, bit) in [
+        (f.syn, SYN),
+        (f.fin, FIN),
+        (f.rst, RST),
+        (f.psh, PSH),
+        (f.ack, ACK),
+        (f.urg, URG),
+        (f.ece, ECE),
+        (f.cwr, CWR),
+    ] {
         if on {
             b |= bit;
         }
@@ -224,7 +291,10 @@ pub fn flag_bits(f: &crate::ast::TcpFlags) -> u8 {
 
 /// A script option as it goes on the wire (sequence numbers and TS echo still in script space;
 /// the caller maps them). `defines` resolves `-D` names used as cookies.
-pub fn from_script(o: &crate::ast::TcpOption, defines: &dyn Fn(&str) -> Option<String>) -> Result<WireOption, String> {
+pub fn from_script(
+    o: &crate::ast::TcpOption,
+    defines: &dyn Fn(&str) -> Option<String>,
+) -> Result<WireOption, String> {
     use crate::ast::TcpOption as T;
     Ok(match o {
         T::Nop => WireOption::Nop,
@@ -233,9 +303,26 @@ pub fn from_script(o: &crate::ast::TcpOption, defines: &dyn Fn(&str) -> Option<S
         T::WScale(v) => WireOption::WScale { shift: *v },
         T::SackOk => WireOption::SackOk,
         T::Sack(b) => WireOption::Sack { blocks: b.clone() },
-        T::Timestamp { val, ecr } => WireOption::Timestamp { val: *val, ecr: *ecr },
-        T::Md5(d) => WireOption::Md5 { digest: unhex(d, defines)? },
-        T::FastOpen(c) => WireOption::FastOpen { cookie: c.as_deref().map(|c| unhex(c, defines)).transpose()?.unwrap_or_default() },
-        T::FastOpenExp(c) => WireOption::FastOpenExp { cookie: c.as_deref().map(|c| unhex(c, defines)).transpose()?.unwrap_or_default() },
+        T::Timestamp { val, ecr } => WireOption::Timestamp {
+            val: *val,
+            ecr: *ecr,
+        },
+        T::Md5(d) => WireOption::Md5 {
+            digest: unhex(d, defines)?,
+        },
+        T::FastOpen(c) => WireOption::FastOpen {
+            cookie: c
+                .as_deref()
+                .map(|c| unhex(c, defines))
+                .transpose()?
+                .unwrap_or_default(),
+        },
+        T::FastOpenExp(c) => WireOption::FastOpenExp {
+            cookie: c
+                .as_deref()
+                .map(|c| unhex(c, defines))
+                .transpose()?
+                .unwrap_or_default(),
+        },
     })
 }

@@ -16,7 +16,11 @@ pub fn write(script: &Script) -> String {
         out.push_str(&o.name);
         if let Some(v) = &o.value {
             let plain = !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '"');
-            let _ = if plain { write!(out, "={v}") } else { write!(out, "=\"{v}\"") };
+            let _ = if plain {
+                write!(out, "={v}")
+            } else {
+                write!(out, "=\"{v}\"")
+            };
         }
         out.push('\n');
     }
@@ -33,7 +37,8 @@ pub fn write_statement(s: &Statement) -> String {
     if let Some(t) = &s.time {
         out.push_str(&write_time(t));
         if let StatementKind::Syscall(Syscall {
-            end_time: Some(end), ..
+            end_time: Some(end),
+            ..
         }) = &s.kind
         {
             // Spaces keep `...` from running into a fractional time.
@@ -150,8 +155,12 @@ pub fn write_option(o: &TcpOption) -> String {
         }
         TcpOption::Eol => "eol".into(),
         TcpOption::Md5(d) => format!("md5 {d}"),
-        TcpOption::FastOpen(c) => c.as_ref().map_or_else(|| "FO".to_string(), |c| format!("FO {c}")),
-        TcpOption::FastOpenExp(c) => c.as_ref().map_or_else(|| "FOEXP".to_string(), |c| format!("FOEXP {c}")),
+        TcpOption::FastOpen(c) => c
+            .as_ref()
+            .map_or_else(|| "FO".to_string(), |c| format!("FO {c}")),
+        TcpOption::FastOpenExp(c) => c
+            .as_ref()
+            .map_or_else(|| "FOEXP".to_string(), |c| format!("FOEXP {c}")),
     }
 }
 
@@ -164,7 +173,14 @@ pub fn write_packet(p: &Packet) -> String {
     if let Some(e) = p.ecn {
         let _ = write!(s, " [{}]", ecn_str(e));
     }
-    let _ = write!(s, " {} {}:{}({})", write_flags(&p.flags), p.seq, p.end_seq, p.len);
+    let _ = write!(
+        s,
+        " {} {}:{}({})",
+        write_flags(&p.flags),
+        p.seq,
+        p.end_seq,
+        p.len
+    );
     if let Some(a) = p.ack {
         let _ = write!(s, " ack {a}");
     }
@@ -215,7 +231,13 @@ fn write_list(items: &[Expr]) -> String {
 /// [`write_statement`] right after the start time.
 pub fn write_syscall(c: &Syscall) -> String {
     let mut s = String::new();
-    let _ = write!(s, "{}({}) = {}", c.name, write_list(&c.args), write_expr(&c.result));
+    let _ = write!(
+        s,
+        "{}({}) = {}",
+        c.name,
+        write_list(&c.args),
+        write_expr(&c.result)
+    );
     if let Some(e) = &c.errno {
         let _ = write!(s, " {}", e.name);
         if let Some(n) = &e.note {

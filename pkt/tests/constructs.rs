@@ -8,7 +8,11 @@ fn one(src: &str) -> Statement {
     assert_eq!(s.statements.len(), 1, "{src:?} => {s:?}");
     let w = write(&s);
     let again = parse(&w, "w.pkt").unwrap_or_else(|e| panic!("rewritten {w:?}: {e}"));
-    assert_eq!(again.without_positions(), s.without_positions(), "round trip of {w:?}");
+    assert_eq!(
+        again.without_positions(),
+        s.without_positions(),
+        "round trip of {w:?}"
+    );
     s.statements.into_iter().next().unwrap()
 }
 
@@ -45,7 +49,10 @@ fn times() {
     assert_eq!(time_of(".1 close(3) = 0"), Some(Time::Absolute(100_000)));
     assert_eq!(time_of("1.5 close(3) = 0"), Some(Time::Absolute(1_500_000)));
     assert_eq!(time_of("+.000001 close(3) = 0"), Some(Time::Relative(1)));
-    assert_eq!(time_of("+2.0000010 close(3) = 0"), Some(Time::Relative(2_000_001)));
+    assert_eq!(
+        time_of("+2.0000010 close(3) = 0"),
+        Some(Time::Relative(2_000_001))
+    );
     assert_eq!(
         time_of("+.01~+.02 > . 1:1(0) ack 1"),
         Some(Time::Range {
@@ -65,7 +72,11 @@ fn times() {
 
 #[test]
 fn time_writer_is_canonical() {
-    let s = parse("+.02 close(3) = 0\n1.5 close(3) = 0\n0 close(3) = 0\n+.000250 close(3)=0", "t").unwrap();
+    let s = parse(
+        "+.02 close(3) = 0\n1.5 close(3) = 0\n0 close(3) = 0\n+.000250 close(3)=0",
+        "t",
+    )
+    .unwrap();
     assert_eq!(
         write(&s),
         "+.020 close(3) = 0\n1.500 close(3) = 0\n0 close(3) = 0\n+.00025 close(3) = 0\n"
@@ -118,16 +129,67 @@ fn inbound_syn_with_options() {
 fn flags() {
     let f = |src: &str| packet(src).flags;
     let t = TcpFlags::default();
-    assert_eq!(f("0 > S. 0:0(0) ack 1"), TcpFlags { syn: true, ack: true, ..t });
-    assert_eq!(f("0 > P. 1:1001(1000) ack 1"), TcpFlags { psh: true, ack: true, ..t });
-    assert_eq!(f("0 > F. 1:1(0) ack 1"), TcpFlags { fin: true, ack: true, ..t });
+    assert_eq!(
+        f("0 > S. 0:0(0) ack 1"),
+        TcpFlags {
+            syn: true,
+            ack: true,
+            ..t
+        }
+    );
+    assert_eq!(
+        f("0 > P. 1:1001(1000) ack 1"),
+        TcpFlags {
+            psh: true,
+            ack: true,
+            ..t
+        }
+    );
+    assert_eq!(
+        f("0 > F. 1:1(0) ack 1"),
+        TcpFlags {
+            fin: true,
+            ack: true,
+            ..t
+        }
+    );
     assert_eq!(f("0 > R 1:1(0)"), TcpFlags { rst: true, ..t });
-    assert_eq!(f("0 > R. 1:1(0) ack 1"), TcpFlags { rst: true, ack: true, ..t });
+    assert_eq!(
+        f("0 > R. 1:1(0) ack 1"),
+        TcpFlags {
+            rst: true,
+            ack: true,
+            ..t
+        }
+    );
     assert_eq!(f("0 < . 1:1(0) ack 1 win 320"), TcpFlags { ack: true, ..t });
-    assert_eq!(f("0 > SEW 0:0(0)"), TcpFlags { syn: true, ece: true, cwr: true, ..t });
-    assert_eq!(f("0 < SE. 0:0(0) ack 1 win 5"), TcpFlags { syn: true, ece: true, ack: true, ..t });
+    assert_eq!(
+        f("0 > SEW 0:0(0)"),
+        TcpFlags {
+            syn: true,
+            ece: true,
+            cwr: true,
+            ..t
+        }
+    );
+    assert_eq!(
+        f("0 < SE. 0:0(0) ack 1 win 5"),
+        TcpFlags {
+            syn: true,
+            ece: true,
+            ack: true,
+            ..t
+        }
+    );
     assert_eq!(f("0 < - 1:1(0) win 5"), t);
-    assert_eq!(f("0 < U. 1:1(0) ack 1 win 5 urg 1"), TcpFlags { urg: true, ack: true, ..t });
+    assert_eq!(
+        f("0 < U. 1:1(0) ack 1 win 5 urg 1"),
+        TcpFlags {
+            urg: true,
+            ack: true,
+            ..t
+        }
+    );
 }
 
 #[test]
@@ -149,7 +211,10 @@ fn timestamp_sack_eol_options() {
         Some(TcpOptions::List(vec![
             TcpOption::Nop,
             TcpOption::Nop,
-            TcpOption::Timestamp { val: 100, ecr: u32::MAX },
+            TcpOption::Timestamp {
+                val: 100,
+                ecr: u32::MAX
+            },
             TcpOption::Sack(vec![(1001, 2001), (3001, 4001)]),
             TcpOption::Eol,
             TcpOption::Eol
@@ -164,18 +229,46 @@ fn timestamp_sack_eol_options() {
 #[test]
 fn packetdrill_packet_rules() {
     // Inbound packets need a window; option lists must pad the header to 4-byte words.
-    assert!(parse("0 < . 1:1(0) ack 1", "t.pkt").unwrap_err().to_string().contains("'win N' on an inbound packet"));
-    let e = parse("0 < . 1:1(0) ack 1 win 9 <nop,nop,sack 1:2,TS val 1 ecr 2>", "t.pkt").unwrap_err().to_string();
-    assert!(e.contains("padded to a multiple of 4") && e.contains("22 bytes of options, 2 excess"), "{e}");
-    assert!(parse("0 > . 1:1(0) ack 1 <sack 1:2 3:4 5:6 7:8 9:10>", "t.pkt").unwrap_err().to_string().contains("42 bytes"));
+    assert!(parse("0 < . 1:1(0) ack 1", "t.pkt")
+        .unwrap_err()
+        .to_string()
+        .contains("'win N' on an inbound packet"));
+    let e = parse(
+        "0 < . 1:1(0) ack 1 win 9 <nop,nop,sack 1:2,TS val 1 ecr 2>",
+        "t.pkt",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("padded to a multiple of 4") && e.contains("22 bytes of options, 2 excess"),
+        "{e}"
+    );
+    assert!(
+        parse("0 > . 1:1(0) ack 1 <sack 1:2 3:4 5:6 7:8 9:10>", "t.pkt")
+            .unwrap_err()
+            .to_string()
+            .contains("42 bytes")
+    );
 }
 
 #[test]
 fn ecn_markers() {
-    assert_eq!(packet("0 > [ect0] P. 1:1001(1000) ack 1").ecn, Some(Ecn::Ect0));
-    assert_eq!(packet("0 < [ce] . 1:1001(1000) ack 1 win 5").ecn, Some(Ecn::Ce));
-    assert_eq!(packet("0 < [ect1] . 1:1(0) ack 1 win 5").ecn, Some(Ecn::Ect1));
-    assert_eq!(packet("0 < [noecn] . 1:1(0) ack 1 win 5").ecn, Some(Ecn::NoEcn));
+    assert_eq!(
+        packet("0 > [ect0] P. 1:1001(1000) ack 1").ecn,
+        Some(Ecn::Ect0)
+    );
+    assert_eq!(
+        packet("0 < [ce] . 1:1001(1000) ack 1 win 5").ecn,
+        Some(Ecn::Ce)
+    );
+    assert_eq!(
+        packet("0 < [ect1] . 1:1(0) ack 1 win 5").ecn,
+        Some(Ecn::Ect1)
+    );
+    assert_eq!(
+        packet("0 < [noecn] . 1:1(0) ack 1 win 5").ecn,
+        Some(Ecn::NoEcn)
+    );
     assert_eq!(packet("0 > [ect01] . 1:1(0) ack 1").ecn, Some(Ecn::Ect01));
     assert_eq!(packet("0 > (ect0) . 1:1(0) ack 1").ecn, Some(Ecn::Ect0));
     assert_eq!(packet("0 > . 1:1(0) ack 1").ecn, None);
@@ -202,7 +295,10 @@ fn passive_open_syscalls() {
     assert_eq!(c.args, vec![Expr::Int(3), Expr::Ellipsis, Expr::Ellipsis]);
     assert_eq!(syscall("+0 listen(3, 1) = 0").name, "listen");
     assert_eq!(syscall("+0 accept(3, ..., ...) = 4").result, Expr::Int(4));
-    assert_eq!(syscall("+0 write(4, ..., 15000) = 15000").args[2], Expr::Int(15000));
+    assert_eq!(
+        syscall("+0 write(4, ..., 15000) = 15000").args[2],
+        Expr::Int(15000)
+    );
     assert_eq!(syscall("+0 close(4) = 0").args, vec![Expr::Int(4)]);
     assert_eq!(syscall("+0 getpid() = ...").args, vec![]);
     assert_eq!(syscall("+0 getpid() = ...").result, Expr::Ellipsis);
@@ -237,7 +333,10 @@ fn expression_forms() {
     let c = syscall("+0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0");
     assert_eq!(
         c.args[2],
-        Expr::BitOr(vec![Expr::Word("O_RDWR".into()), Expr::Word("O_NONBLOCK".into())])
+        Expr::BitOr(vec![
+            Expr::Word("O_RDWR".into()),
+            Expr::Word("O_NONBLOCK".into())
+        ])
     );
     let c = syscall("+0 getsockopt(4, SOL_SOCKET, SO_LINGER, {l_onoff=1, l_linger=0}, [8]) = 0");
     assert_eq!(
@@ -289,12 +388,21 @@ fn expression_forms() {
 fn shell_commands() {
     let st = one("`../common/defaults.sh`");
     assert_eq!(st.time, None);
-    assert_eq!(st.kind, StatementKind::Shell("../common/defaults.sh".into()));
+    assert_eq!(
+        st.kind,
+        StatementKind::Shell("../common/defaults.sh".into())
+    );
     let st = one("+0 `sysctl -q net.ipv4.tcp_sack=0`");
     assert_eq!(st.time, Some(Time::Relative(0)));
-    assert_eq!(st.kind, StatementKind::Shell("sysctl -q net.ipv4.tcp_sack=0".into()));
+    assert_eq!(
+        st.kind,
+        StatementKind::Shell("sysctl -q net.ipv4.tcp_sack=0".into())
+    );
     let st = one("`a.sh\nsysctl -q x=1  # comment\n`");
-    assert_eq!(st.kind, StatementKind::Shell("a.sh\nsysctl -q x=1  # comment\n".into()));
+    assert_eq!(
+        st.kind,
+        StatementKind::Shell("a.sh\nsysctl -q x=1  # comment\n".into())
+    );
 }
 
 #[test]
@@ -304,7 +412,10 @@ fn python_blocks() {
         python("+0 %{ assert tcpi_ca_state == TCP_CA_Recovery, tcpi_ca_state }%"),
         "assert tcpi_ca_state == TCP_CA_Recovery, tcpi_ca_state"
     );
-    assert_eq!(python("+0 %{ assert (tcpi_ca_state, tcpi_snd_cwnd) == (TCP_CA_Recovery, 7) }%"), "assert (tcpi_ca_state, tcpi_snd_cwnd) == (TCP_CA_Recovery, 7)");
+    assert_eq!(
+        python("+0 %{ assert (tcpi_ca_state, tcpi_snd_cwnd) == (TCP_CA_Recovery, 7) }%"),
+        "assert (tcpi_ca_state, tcpi_snd_cwnd) == (TCP_CA_Recovery, 7)"
+    );
     assert_eq!(
         python("+.01 %{\nassert tcpi_snd_cwnd == 7, tcpi_snd_cwnd\nassert tcpi_snd_ssthresh >= 7; print(tcpi_lost)\n}%"),
         "\nassert tcpi_snd_cwnd == 7, tcpi_snd_cwnd\nassert tcpi_snd_ssthresh >= 7; print(tcpi_lost)\n"
@@ -317,18 +428,56 @@ fn python_blocks() {
 #[test]
 fn option_lines_and_more_tcp_options() {
     let s = parse("--tolerance_usecs=7000\n--strict_segments\n--define=\"X=1\"\n0 < S 0:0(0) win 100 <mss 1000,FO TFO_COOKIE,nop,nop>\n", "o.pkt").unwrap();
-    let opts: Vec<(String, Option<String>)> = s.options.iter().map(|o| (o.name.clone(), o.value.clone())).collect();
-    assert_eq!(opts, vec![("tolerance_usecs".into(), Some("7000".into())), ("strict_segments".into(), None), ("define".into(), Some("X=1".into()))]);
+    let opts: Vec<(String, Option<String>)> = s
+        .options
+        .iter()
+        .map(|o| (o.name.clone(), o.value.clone()))
+        .collect();
+    assert_eq!(
+        opts,
+        vec![
+            ("tolerance_usecs".into(), Some("7000".into())),
+            ("strict_segments".into(), None),
+            ("define".into(), Some("X=1".into()))
+        ]
+    );
     assert_eq!(s.options[1].line, 2);
     let again = parse(&write(&s), "w.pkt").unwrap();
     assert_eq!(again.without_positions(), s.without_positions());
     match &s.statements[0].kind {
-        StatementKind::Packet(p) => assert_eq!(p.options, Some(TcpOptions::List(vec![TcpOption::Mss(1000), TcpOption::FastOpen(Some("TFO_COOKIE".into())), TcpOption::Nop, TcpOption::Nop]))),
+        StatementKind::Packet(p) => assert_eq!(
+            p.options,
+            Some(TcpOptions::List(vec![
+                TcpOption::Mss(1000),
+                TcpOption::FastOpen(Some("TFO_COOKIE".into())),
+                TcpOption::Nop,
+                TcpOption::Nop
+            ]))
+        ),
         k => panic!("{k:?}"),
     }
-    assert_eq!(packet("0 < S 0:0(0) win 1 <FO,nop,nop>").options, Some(TcpOptions::List(vec![TcpOption::FastOpen(None), TcpOption::Nop, TcpOption::Nop])));
-    assert_eq!(packet("0 > S. 0:0(0) ack 1 <FOEXP 0102030405060708>").options, Some(TcpOptions::List(vec![TcpOption::FastOpenExp(Some("0102030405060708".into()))])));
-    assert_eq!(packet("0 > S 0:0(0) <md5 000102030405060708090a0b0c0d0e0f,nop,nop>").options, Some(TcpOptions::List(vec![TcpOption::Md5("000102030405060708090a0b0c0d0e0f".into()), TcpOption::Nop, TcpOption::Nop])));
+    assert_eq!(
+        packet("0 < S 0:0(0) win 1 <FO,nop,nop>").options,
+        Some(TcpOptions::List(vec![
+            TcpOption::FastOpen(None),
+            TcpOption::Nop,
+            TcpOption::Nop
+        ]))
+    );
+    assert_eq!(
+        packet("0 > S. 0:0(0) ack 1 <FOEXP 0102030405060708>").options,
+        Some(TcpOptions::List(vec![TcpOption::FastOpenExp(Some(
+            "0102030405060708".into()
+        ))]))
+    );
+    assert_eq!(
+        packet("0 > S 0:0(0) <md5 000102030405060708090a0b0c0d0e0f,nop,nop>").options,
+        Some(TcpOptions::List(vec![
+            TcpOption::Md5("000102030405060708090a0b0c0d0e0f".into()),
+            TcpOption::Nop,
+            TcpOption::Nop
+        ]))
+    );
 }
 
 #[test]
@@ -356,7 +505,11 @@ fn comments_and_blank_lines() {
 
 #[test]
 fn statement_positions() {
-    let s = parse("`x`\n  +0 < . 1:1(0) ack 1 win 9\n\t0 %{\nprint(tcpi_rtt)\n}%\n", "p").unwrap();
+    let s = parse(
+        "`x`\n  +0 < . 1:1(0) ack 1 win 9\n\t0 %{\nprint(tcpi_rtt)\n}%\n",
+        "p",
+    )
+    .unwrap();
     let pos: Vec<(u32, u32)> = s.statements.iter().map(|s| (s.line, s.col)).collect();
     assert_eq!(pos, vec![(1, 1), (2, 3), (3, 2)]);
 }

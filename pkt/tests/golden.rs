@@ -8,9 +8,14 @@ use trc_pkt::*;
 /// The script called `name`, or `None` (skip) when the shared material is not here.
 fn data(name: &str) -> Option<String> {
     let res = match name {
-        "fr-non-sack-hold-at-high-seq.pkt" | "frto-real-timeout-nonsack-hold-at-high-seq.pkt" => trc_testkit::seed_attachment(name),
+        "fr-non-sack-hold-at-high-seq.pkt" | "frto-real-timeout-nonsack-hold-at-high-seq.pkt" => {
+            trc_testkit::seed_attachment(name)
+        }
         _ => trc_testkit::gtests().and_then(|g| {
-            let dir = ["fast_recovery", "fast_retransmit", "cubic", "sack", "ecn"].iter().map(|d| g.join("tcp").join(d).join(name)).find(|p| p.is_file());
+            let dir = ["fast_recovery", "fast_retransmit", "cubic", "sack", "ecn"]
+                .iter()
+                .map(|d| g.join("tcp").join(d).join(name))
+                .find(|p| p.is_file());
             let p = dir.ok_or_else(|| format!("{name} not in {}", g.display()))?;
             std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
         }),
@@ -75,12 +80,18 @@ fn census_of_each_script() {
     // Independently counted with grep: lines with `[<>] ` after the time,
     // lines with `) = `, backtick pairs, and `%{` occurrences.
     let expect = [
-        ("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt", (10, 7, 2, 14)),
+        (
+            "cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt",
+            (10, 7, 2, 14),
+        ),
         ("cubic-rto-ss-ca-cwnd-bump.pkt", (52, 9, 1, 10)),
         ("ecn-uses-ect0.pkt", (4, 3, 1, 0)),
         ("fr-4pkt-sack.pkt", (12, 7, 1, 0)),
         ("fr-non-sack-hold-at-high-seq.pkt", (20, 6, 3, 9)),
-        ("frto-real-timeout-nonsack-hold-at-high-seq.pkt", (21, 6, 3, 10)),
+        (
+            "frto-real-timeout-nonsack-hold-at-high-seq.pkt",
+            (21, 6, 3, 10),
+        ),
         ("prr-ss-10pkt-lost-1.pkt", (26, 7, 1, 2)),
         ("prr-ss-ack-below-snd_una-cubic.pkt", (13, 7, 1, 0)),
         ("sack-shift-sacked-2-6-8-3-9-nofack.pkt", (15, 6, 1, 8)),
@@ -93,13 +104,21 @@ fn census_of_each_script() {
 
 #[test]
 fn fr_non_sack_details() {
-    let Some(s) = parse_data("fr-non-sack-hold-at-high-seq.pkt") else { return };
+    let Some(s) = parse_data("fr-non-sack-hold-at-high-seq.pkt") else {
+        return;
+    };
     let st = &s.statements;
     // `../common/defaults.sh` on line 6, no time.
     assert_eq!((st[0].line, st[0].col, st[0].time), (6, 1, None));
-    assert_eq!(st[0].kind, StatementKind::Shell("../common/defaults.sh".into()));
+    assert_eq!(
+        st[0].kind,
+        StatementKind::Shell("../common/defaults.sh".into())
+    );
     // `    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3` on line 9.
-    assert_eq!((st[1].line, st[1].col, st[1].time), (9, 5, Some(Time::Absolute(0))));
+    assert_eq!(
+        (st[1].line, st[1].col, st[1].time),
+        (9, 5, Some(Time::Absolute(0)))
+    );
     // `  +0 `nstat -n`` on line 14.
     assert_eq!((st[5].line, st[5].col), (14, 3));
     assert_eq!(st[5].kind, StatementKind::Shell("nstat -n".into()));
@@ -136,15 +155,26 @@ fn fr_non_sack_details() {
     assert_eq!((last.line, last.col), (78, 4));
     assert_eq!(last.kind, StatementKind::Shell("nstat".into()));
     // Three blocks assert the CA state.
-    let states = st.iter().filter(|s| matches!(&s.kind, StatementKind::Python(p) if python::mentions(p, "tcpi_ca_state"))).count();
+    let states = st
+        .iter()
+        .filter(
+            |s| matches!(&s.kind, StatementKind::Python(p) if python::mentions(p, "tcpi_ca_state")),
+        )
+        .count();
     assert_eq!(states, 3);
 }
 
 #[test]
 fn frto_details() {
-    let Some(s) = parse_data("frto-real-timeout-nonsack-hold-at-high-seq.pkt") else { return };
+    let Some(s) = parse_data("frto-real-timeout-nonsack-hold-at-high-seq.pkt") else {
+        return;
+    };
     // ` +.22 > . 1:1001(1000) ack 1` (RTO retransmit of the head).
-    let rto = s.statements.iter().find(|s| s.time == Some(Time::Relative(220_000))).unwrap();
+    let rto = s
+        .statements
+        .iter()
+        .find(|s| s.time == Some(Time::Relative(220_000)))
+        .unwrap();
     match &rto.kind {
         StatementKind::Packet(p) => {
             assert_eq!(p.direction, Direction::Out);
@@ -162,13 +192,22 @@ fn frto_details() {
         })
         .take(3)
         .collect();
-    assert_eq!(loss, vec!["assert tcpi_ca_state == TCP_CA_Loss, tcpi_ca_state", "assert tcpi_snd_cwnd == 2, tcpi_snd_cwnd", "assert tcpi_snd_ssthresh == 7, tcpi_snd_ssthresh"]);
+    assert_eq!(
+        loss,
+        vec![
+            "assert tcpi_ca_state == TCP_CA_Loss, tcpi_ca_state",
+            "assert tcpi_snd_cwnd == 2, tcpi_snd_cwnd",
+            "assert tcpi_snd_ssthresh == 7, tcpi_snd_ssthresh"
+        ]
+    );
 }
 
 #[test]
 fn packetdrill_tree_details() {
     // SACK blocks.
-    let Some(s) = parse_data("sack-shift-sacked-2-6-8-3-9-nofack.pkt") else { return };
+    let Some(s) = parse_data("sack-shift-sacked-2-6-8-3-9-nofack.pkt") else {
+        return;
+    };
     let sacks: Vec<&TcpOptions> = s
         .statements
         .iter()
@@ -189,7 +228,9 @@ fn packetdrill_tree_details() {
     }
 
     // Time ranges and `<...>`.
-    let Some(s) = parse_data("cubic-rto-ss-ca-cwnd-bump.pkt") else { return };
+    let Some(s) = parse_data("cubic-rto-ss-ca-cwnd-bump.pkt") else {
+        return;
+    };
     let ranges = s
         .statements
         .iter()
@@ -202,7 +243,9 @@ fn packetdrill_tree_details() {
         })
         .count();
     assert_eq!(ranges, 2);
-    let Some(s) = parse_data("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt") else { return };
+    let Some(s) = parse_data("cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt") else {
+        return;
+    };
     assert!(s.statements.iter().any(|s| matches!(
         &s.kind,
         StatementKind::Packet(p) if p.options == Some(TcpOptions::Any)
@@ -211,10 +254,14 @@ fn packetdrill_tree_details() {
     assert!(s.statements.iter().any(|s| matches!(&s.kind, StatementKind::Python(p) if p.contains("'ca_state: %d min_rtt: %d rtt: %d' % (tcpi_ca_state, tcpi_min_rtt, tcpi_rtt)"))));
 
     // ECN, multi-line shell and a blocking connect.
-    let Some(s) = parse_data("ecn-uses-ect0.pkt") else { return };
+    let Some(s) = parse_data("ecn-uses-ect0.pkt") else {
+        return;
+    };
     assert_eq!(
         s.statements[0].kind,
-        StatementKind::Shell("../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=1  # fully enabled\n".into())
+        StatementKind::Shell(
+            "../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=1  # fully enabled\n".into()
+        )
     );
     match &s.statements.last().unwrap().kind {
         StatementKind::Packet(p) => assert_eq!(p.ecn, Some(Ecn::Ect0)),
@@ -224,7 +271,9 @@ fn packetdrill_tree_details() {
 
 #[test]
 fn canonical_text_of_a_script_prefix() {
-    let Some(s) = parse_data("fr-non-sack-hold-at-high-seq.pkt") else { return };
+    let Some(s) = parse_data("fr-non-sack-hold-at-high-seq.pkt") else {
+        return;
+    };
     let head = Script {
         options: vec![],
         statements: s.statements[..10].to_vec(),

@@ -10,8 +10,13 @@ fn check_no_panic_and_round_trip(src: &str) -> Result<(), TestCaseError> {
     if let Ok(s) = parse(src, "fuzz.pkt") {
         let text = write(&s);
         match parse(&text, "rewritten.pkt") {
-            Ok(again) => prop_assert_eq!(again.without_positions(), s.without_positions(), "{}", text),
-            Err(e) => prop_assert!(false, "rewritten text does not parse: {e}\n{text}\nfrom {src:?}"),
+            Ok(again) => {
+                prop_assert_eq!(again.without_positions(), s.without_positions(), "{}", text)
+            }
+            Err(e) => prop_assert!(
+                false,
+                "rewritten text does not parse: {e}\n{text}\nfrom {src:?}"
+            ),
         }
     }
     Ok(())
@@ -29,11 +34,62 @@ const SEEDS: &[&str] = &[
 
 /// Fragments that are likely to create interesting near-valid inputs.
 const SNIPPETS: &[&str] = &[
-    "<", ">", ".", "+", "~", "*", "...", "(", ")", "[", "]", "{", "}", ",", ":", "=", "|", "-", "`", "\"", "%{",
-    "}%", "/*", "*/", "//", "\n", " ", "0", "+.020", "1:1001(1000)", "ack 1", "win 320", "<mss 1000,nop>",
-    "S.", "P.", "[ect0]", "sack 1:2 3:4", "TS val 1 ecr 2", "socket(", "= -1 EAGAIN (x)", "assert tcpi_lost == 1",
-    "print(tcpi_rtt)", ";", "#", "if x:\n    ", "4294967296", "-9223372036854775809", "0x", "é", "\t", "\r",
-    "--tolerance_usecs=7000", "--strict_segments", "FO TFO_COOKIE", "md5 0011", "<mss 1000,sackOK,nop,nop>",
+    "<",
+    ">",
+    ".",
+    "+",
+    "~",
+    "*",
+    "...",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    "=",
+    "|",
+    "-",
+    "`",
+    "\"",
+    "%{",
+    "}%",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    " ",
+    "0",
+    "+.020",
+    "1:1001(1000)",
+    "ack 1",
+    "win 320",
+    "<mss 1000,nop>",
+    "S.",
+    "P.",
+    "[ect0]",
+    "sack 1:2 3:4",
+    "TS val 1 ecr 2",
+    "socket(",
+    "= -1 EAGAIN (x)",
+    "assert tcpi_lost == 1",
+    "print(tcpi_rtt)",
+    ";",
+    "#",
+    "if x:\n    ",
+    "4294967296",
+    "-9223372036854775809",
+    "0x",
+    "é",
+    "\t",
+    "\r",
+    "--tolerance_usecs=7000",
+    "--strict_segments",
+    "FO TFO_COOKIE",
+    "md5 0011",
+    "<mss 1000,sackOK,nop,nop>",
 ];
 
 #[derive(Debug, Clone)]
@@ -48,7 +104,8 @@ enum Mutation {
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         (any::<usize>(), 1usize..20).prop_map(|(at, len)| Mutation::Delete { at, len }),
-        (any::<usize>(), 0..SNIPPETS.len()).prop_map(|(at, snippet)| Mutation::Insert { at, snippet }),
+        (any::<usize>(), 0..SNIPPETS.len())
+            .prop_map(|(at, snippet)| Mutation::Insert { at, snippet }),
         (any::<usize>(), any::<char>()).prop_map(|(at, c)| Mutation::InsertChar { at, c }),
         (any::<usize>(), 1usize..40).prop_map(|(at, len)| Mutation::Duplicate { at, len }),
         any::<usize>().prop_map(|at| Mutation::Truncate { at }),
@@ -101,7 +158,10 @@ fn usecs() -> impl Strategy<Value = i64> {
 }
 
 fn time_point() -> impl Strategy<Value = TimePoint> {
-    prop_oneof![usecs().prop_map(TimePoint::Absolute), usecs().prop_map(TimePoint::Relative)]
+    prop_oneof![
+        usecs().prop_map(TimePoint::Absolute),
+        usecs().prop_map(TimePoint::Relative)
+    ]
 }
 
 fn plain_time() -> impl Strategy<Value = Time> {
@@ -216,23 +276,30 @@ fn expr() -> impl Strategy<Value = Expr> {
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         // BitOr parts are never BitOr themselves (the parser flattens).
-        let part = inner.clone().prop_filter("no nested bit-or", |e| !matches!(e, Expr::BitOr(_)));
+        let part = inner
+            .clone()
+            .prop_filter("no nested bit-or", |e| !matches!(e, Expr::BitOr(_)));
         prop_oneof![
             prop::collection::vec(part, 2..4).prop_map(Expr::BitOr),
             prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::Array),
             prop::collection::vec(
-                (prop::option::of(ident()), inner.clone()).prop_map(|(name, value)| StructField { name, value }),
+                (prop::option::of(ident()), inner.clone())
+                    .prop_map(|(name, value)| StructField { name, value }),
                 0..4
             )
             .prop_map(Expr::Struct),
-            (ident(), prop::collection::vec(inner, 0..3)).prop_map(|(name, args)| Expr::Call { name, args }),
+            (ident(), prop::collection::vec(inner, 0..3))
+                .prop_map(|(name, args)| Expr::Call { name, args }),
         ]
     })
 }
 
 fn syscall() -> impl Strategy<Value = Syscall> {
     let errno = prop::option::of(
-        ("[A-Z][A-Z0-9_]{0,8}", prop::option::of("[A-Za-z]{1,8}( [A-Za-z]{1,8}){0,3}"))
+        (
+            "[A-Z][A-Z0-9_]{0,8}",
+            prop::option::of("[A-Za-z]{1,8}( [A-Za-z]{1,8}){0,3}"),
+        )
             .prop_map(|(name, note)| Errno { name, note }),
     );
     (
@@ -271,9 +338,11 @@ fn statement() -> impl Strategy<Value = Statement> {
     let kind_and_time = prop_oneof![
         (any_time_for_outbound(), packet(Direction::Out))
             .prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
-        (plain_time(), packet(Direction::In)).prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
+        (plain_time(), packet(Direction::In))
+            .prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
         (plain_time(), syscall()).prop_map(|(t, c)| (Some(t), StatementKind::Syscall(c))),
-        (plain_time(), "[a-z0-9 ./=_\n-]{0,20}").prop_map(|(t, s)| (Some(t), StatementKind::Shell(s))),
+        (plain_time(), "[a-z0-9 ./=_\n-]{0,20}")
+            .prop_map(|(t, s)| (Some(t), StatementKind::Shell(s))),
         (plain_time(), python_code()).prop_map(|(t, p)| (Some(t), StatementKind::Python(p))),
     ];
     kind_and_time.prop_map(|(time, kind)| Statement {
@@ -286,27 +355,53 @@ fn statement() -> impl Strategy<Value = Statement> {
 
 /// An untimed init or cleanup command.
 fn untimed_shell() -> impl Strategy<Value = Statement> {
-    "[a-z0-9 ./=_\n-]{0,20}".prop_map(|s| Statement { line: 0, col: 0, time: None, kind: StatementKind::Shell(s) })
-}
-
-fn script_option() -> impl Strategy<Value = ScriptOption> {
-    ("[a-z][a-z0-9_]{0,12}", prop::option::of("[0-9]{1,6}|[a-z_][a-z0-9_]{0,8}|a b|1\\.2\\.3\\.4")).prop_map(|(name, value)| ScriptOption { line: 0, col: 0, name, value })
-}
-
-fn script() -> impl Strategy<Value = Script> {
-    (prop::collection::vec(script_option(), 0..3), prop::option::of(untimed_shell()), prop::collection::vec(statement(), 0..8), prop::option::of(untimed_shell())).prop_map(|(options, init, body, cleanup)| {
-        let mut statements: Vec<Statement> = init.into_iter().collect();
-        statements.extend(body);
-        // A cleanup command needs something before it to not be the init command too.
-        if !statements.is_empty() {
-            statements.extend(cleanup);
-        }
-        Script { options, statements }
+    "[a-z0-9 ./=_\n-]{0,20}".prop_map(|s| Statement {
+        line: 0,
+        col: 0,
+        time: None,
+        kind: StatementKind::Shell(s),
     })
 }
 
+fn script_option() -> impl Strategy<Value = ScriptOption> {
+    (
+        "[a-z][a-z0-9_]{0,12}",
+        prop::option::of("[0-9]{1,6}|[a-z_][a-z0-9_]{0,8}|a b|1\\.2\\.3\\.4"),
+    )
+        .prop_map(|(name, value)| ScriptOption {
+            line: 0,
+            col: 0,
+            name,
+            value,
+        })
+}
+
+fn script() -> impl Strategy<Value = Script> {
+    (
+        prop::collection::vec(script_option(), 0..3),
+        prop::option::of(untimed_shell()),
+        prop::collection::vec(statement(), 0..8),
+        prop::option::of(untimed_shell()),
+    )
+        .prop_map(|(options, init, body, cleanup)| {
+            let mut statements: Vec<Statement> = init.into_iter().collect();
+            statements.extend(body);
+            // A cleanup command needs something before it to not be the init command too.
+            if !statements.is_empty() {
+                statements.extend(cleanup);
+            }
+            Script {
+                options,
+                statements,
+            }
+        })
+}
+
 fn cases() -> u32 {
-    std::env::var("PKT_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+    std::env::var("PKT_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
 }
 
 proptest! {

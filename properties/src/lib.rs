@@ -28,7 +28,11 @@ pub struct Spec {
 
 impl Spec {
     pub fn property(&self) -> Property<TcpModel> {
-        Property { expectation: Expectation::Always, name: self.name, condition: self.holds }
+        Property {
+            expectation: Expectation::Always,
+            name: self.name,
+            condition: self.holds,
+        }
     }
 }
 
@@ -51,11 +55,16 @@ pub(crate) fn i1_offending_undo(m: &TcpModel, s: &State) -> Option<usize> {
     let ev = &s.sender.ghost.ev;
     ev.undos.iter().enumerate().position(|(i, u)| {
         g.orig_dropped.iter().any(|k| {
-            let in_episode = at_or_above(m, k, u.marker) && before(m.cfg.isn.wrapping_add(k), u.high_seq);
+            let in_episode =
+                at_or_above(m, k, u.marker) && before(m.cfg.isn.wrapping_add(k), u.high_seq);
             let real_loss_retransmitted = ev.undo_rtx_contains(i, k) && in_episode;
             // F-RTO's undo (RFC 5682 3b) judges the timeout, not the lost segment: it is only
             // wrong once the retransmission has already repaired the loss.
-            let relevant = if u.kind == UndoKind::Frto { s.rcv.have.contains(k) } else { true };
+            let relevant = if u.kind == UndoKind::Frto {
+                s.rcv.have.contains(k)
+            } else {
+                true
+            };
             real_loss_retransmitted && relevant
         })
     })
@@ -65,8 +74,12 @@ pub(crate) fn i1_offending_undo(m: &TcpModel, s: &State) -> Option<usize> {
 /// nothing was really lost ends with an undo.
 fn i1p(m: &TcpModel, s: &State) -> bool {
     let snd = &s.sender;
-    let Some((_, _, undone)) = snd.ghost.ev.recovery_end else { return true };
-    let Some(ep) = snd.ghost.episode else { return true };
+    let Some((_, _, undone)) = snd.ghost.ev.recovery_end else {
+        return true;
+    };
+    let Some(ep) = snd.ghost.episode else {
+        return true;
+    };
     if !snd.sack_ok || undone || ep.undone {
         return true;
     }
@@ -92,12 +105,19 @@ fn i1p(m: &TcpModel, s: &State) -> bool {
 /// `high_seq` or above is marked lost, e.g. by RACK's reordering timer in Loss after F-RTO sent
 /// new data — `tcp_rack_reo_timeout` enters Recovery from any other state).
 fn i2(m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.reductions.iter().all(|r| i2_reduction_ok(m, s, r))
+    s.sender
+        .ghost
+        .ev
+        .reductions
+        .iter()
+        .all(|r| i2_reduction_ok(m, s, r))
 }
 
 /// Whether one reduction keeps I2.
 pub(crate) fn i2_reduction_ok(m: &TcpModel, s: &State, r: &trc_model::state::Reduction) -> bool {
-    let Some((prev_high_seq, prev_kind)) = r.prev else { return true };
+    let Some((prev_high_seq, prev_kind)) = r.prev else {
+        return true;
+    };
     !before(r.snd_una, prev_high_seq)
         || (r.kind == ReductionKind::Loss && r.from == CaState::Loss && r.icsk_retransmits == 0)
         || r.lost_retrans
@@ -109,7 +129,8 @@ pub(crate) fn i2_reduction_ok(m: &TcpModel, s: &State, r: &trc_model::state::Red
 /// A segment at or above `high_seq` (sent after the reduction that set it) is marked lost.
 fn new_window_loss(m: &TcpModel, s: &State, high_seq: u32) -> bool {
     let snd = &s.sender;
-    snd.rtx_queue(&m.cfg).any(|k| snd.segs[k as usize].tags & tag::L != 0 && at_or_above(m, k, high_seq))
+    snd.rtx_queue(&m.cfg)
+        .any(|k| snd.segs[k as usize].tags & tag::L != 0 && at_or_above(m, k, high_seq))
 }
 
 /// I19: no missed undo of a provably spurious RTO. The reference F-RTO judgement
@@ -123,7 +144,9 @@ fn new_window_loss(m: &TcpModel, s: &State, high_seq: u32) -> bool {
 /// retransmitted data, no new data to send in step 2b) ends the judgement, and nothing is owed.
 fn i19(_m: &TcpModel, s: &State) -> bool {
     let snd = &s.sender;
-    let Some((from, to)) = snd.ghost.frto_owed else { return true };
+    let Some((from, to)) = snd.ghost.frto_owed else {
+        return true;
+    };
     if snd.ca_state == CaState::Loss && !snd.ghost.ev.entered_loss {
         return true;
     }
@@ -133,7 +156,10 @@ fn i19(_m: &TcpModel, s: &State) -> bool {
 /// Whether the ghost truth says no original of the episode's segments `[from, to)` was dropped:
 /// then every retransmission of it was spurious, and an undo is right.
 fn episode_clean(s: &State, from: u16, to: u16) -> bool {
-    !s.ghost.orig_dropped.iter().any(|k| (from as u32..to as u32).contains(&k))
+    !s.ghost
+        .orig_dropped
+        .iter()
+        .any(|k| (from as u32..to as u32).contains(&k))
 }
 
 /// I20: no missed undo of a provably spurious episode. An ACK in Recovery or Loss that covers
@@ -145,14 +171,22 @@ fn episode_clean(s: &State, from: u16, to: u16) -> bool {
 /// flight, `tcp_try_undo_loss()`). It catches a fix that narrows what the echo proves so far
 /// that legitimate Eifel undos are lost or deferred.
 fn i20(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.eifel.is_none_or(|e| !e.missed || !episode_clean(s, e.proof.from, e.proof.to))
+    s.sender
+        .ghost
+        .ev
+        .eifel
+        .is_none_or(|e| !e.missed || !episode_clean(s, e.proof.from, e.proof.to))
 }
 
 /// I20e: the weaker form of I20: a proven episode is undone by its end (by any later undo, a
 /// DSACK or F-RTO say), so a deferred undo holds and a lost one fails: the episode left
 /// Recovery/Loss, or the next `tcp_init_undo()` began, still without an undo.
 fn i20e(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.eifel.is_none_or(|e| !e.lost || !episode_clean(s, e.proof.from, e.proof.to))
+    s.sender
+        .ghost
+        .ev
+        .eifel
+        .is_none_or(|e| !e.lost || !episode_clean(s, e.proof.from, e.proof.to))
 }
 
 /// I3: cwnd ≥ 1 after every step, and PRR never divides by a zero `prior_cwnd`.
@@ -164,7 +198,12 @@ fn i3(_m: &TcpModel, s: &State) -> bool {
 /// retransmission in flight, no segment is both SACKed and lost.
 fn i5(m: &TcpModel, s: &State) -> bool {
     let snd = &s.sender;
-    for c in [snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out] {
+    for c in [
+        snd.packets_out,
+        snd.sacked_out,
+        snd.lost_out,
+        snd.retrans_out,
+    ] {
         if (c as i32) < 0 {
             return false;
         }
@@ -196,7 +235,8 @@ fn i5(m: &TcpModel, s: &State) -> bool {
 fn i11(_m: &TcpModel, s: &State) -> bool {
     s.sender.ghost.ev.undos.iter().all(|u| {
         if u.prior_ssthresh != 0 {
-            u.cwnd_after == u.cwnd_before.max(u.prior_cwnd) && u.ssthresh_after == u.ssthresh_before.max(u.prior_ssthresh)
+            u.cwnd_after == u.cwnd_before.max(u.prior_cwnd)
+                && u.ssthresh_after == u.ssthresh_before.max(u.prior_ssthresh)
         } else {
             u.cwnd_after == u.cwnd_before && u.ssthresh_after == u.ssthresh_before
         }
@@ -231,13 +271,18 @@ fn cubic(s: &State) -> Option<&trc_model::cc::Cubic> {
 /// I12: `ssthresh()` never returns less than 2; HyStart sets ssthresh = cwnd only in slow start.
 fn i12(_m: &TcpModel, s: &State) -> bool {
     let ev = &s.sender.ghost.ev;
-    ev.reductions.iter().all(|r| r.ssthresh >= 2) && ev.hystart.map_or(true, |h| h.cwnd < h.ssthresh_before)
+    ev.reductions.iter().all(|r| r.ssthresh >= 2)
+        && ev.hystart.map_or(true, |h| h.cwnd < h.ssthresh_before)
 }
 
 /// I15: HyStart exits only within a real round: its round (`end_seq`) is the true one, tracked
 /// on every ACK with an RTT sample whatever cwnd, state or cwnd-limitedness.
 fn i15(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.hystart.map_or(true, |h| h.end_seq == h.true_end_seq)
+    s.sender
+        .ghost
+        .ev
+        .hystart
+        .map_or(true, |h| h.end_seq == h.true_end_seq)
 }
 
 /// I15b: a delay exit needs every sample its detector saw in the round above the threshold
@@ -247,7 +292,11 @@ fn i15b(_m: &TcpModel, s: &State) -> bool {
         if h.kind != trc_model::cc::HystartKind::Delay {
             return true;
         }
-        let (lo, hi) = if h.ms_units { (4 << 3, 16 << 3) } else { (4000, 16000) };
+        let (lo, hi) = if h.ms_units {
+            (4 << 3, 16 << 3)
+        } else {
+            (4000, 16000)
+        };
         h.round_min as u64 > h.delay_min as u64 + (h.delay_min >> 3).clamp(lo, hi) as u64
     })
 }
@@ -259,7 +308,11 @@ fn i15c(_m: &TcpModel, s: &State) -> bool {
         if h.kind != trc_model::cc::HystartKind::Train || h.min_rtt_us == u32::MAX {
             return true;
         }
-        let need = if h.paced { h.min_rtt_us as u64 } else { (h.min_rtt_us as u64 + 1) / 2 };
+        let need = if h.paced {
+            h.min_rtt_us as u64
+        } else {
+            (h.min_rtt_us as u64 + 1) / 2
+        };
         h.elapsed_us as u64 >= need
     })
 }
@@ -281,7 +334,11 @@ fn i16i(_m: &TcpModel, s: &State) -> bool {
             return true;
         }
         let shifted = r.epoch_before.wrapping_add(r.idle_jiffies);
-        let bound = if trc_model::seq::after(shifted, r.jiffies) { r.jiffies } else { shifted };
+        let bound = if trc_model::seq::after(shifted, r.jiffies) {
+            r.jiffies
+        } else {
+            shifted
+        };
         !before(r.epoch_after, bound)
     })
 }
@@ -291,7 +348,12 @@ fn i17(_m: &TcpModel, s: &State) -> bool {
     if cubic(s).is_none() {
         return true;
     }
-    s.sender.ghost.ev.reductions.iter().all(|r| r.ssthresh == ((r.cwnd as u64 * 717 / 1024) as u32).max(2))
+    s.sender
+        .ghost
+        .ev
+        .reductions
+        .iter()
+        .all(|r| r.ssthresh == ((r.cwnd as u64 * 717 / 1024) as u32).max(2))
 }
 
 /// I18: an RTO resets CUBIC (and HyStart): `last_max_cwnd`, the epoch, `delay_min`, `found`,
@@ -300,7 +362,9 @@ fn i18(_m: &TcpModel, s: &State) -> bool {
     if !s.sender.ghost.ev.entered_loss {
         return true;
     }
-    cubic(s).map_or(true, |c| c.last_max_cwnd == 0 && c.epoch_start == 0 && c.delay_min == 0 && !c.found && c.cnt == 0)
+    cubic(s).map_or(true, |c| {
+        c.last_max_cwnd == 0 && c.epoch_start == 0 && c.delay_min == 0 && !c.found && c.cnt == 0
+    })
 }
 
 /// The catalogue, in id order.
@@ -450,7 +514,10 @@ pub fn select(ids: &[String]) -> Result<Vec<Spec>, String> {
     }
     let mut out = Vec::new();
     for id in ids {
-        match catalogue().into_iter().find(|s| s.id.eq_ignore_ascii_case(id)) {
+        match catalogue()
+            .into_iter()
+            .find(|s| s.id.eq_ignore_ascii_case(id))
+        {
             Some(s) => out.push(s),
             None => {
                 return Err(format!(
@@ -474,7 +541,9 @@ pub fn ghost_reads(id: &str) -> GhostSet {
     match id {
         // Events::undo_rtx comes from SenderGhost::rtx_mask.
         "I1" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK),
-        "I1p" => GhostSet::ORIG_DROPPED.union(GhostSet::EVER_RTX_MASK).union(GhostSet::EPISODE),
+        "I1p" => GhostSet::ORIG_DROPPED
+            .union(GhostSet::EVER_RTX_MASK)
+            .union(GhostSet::EPISODE),
         // Reduction::prev comes from SenderGhost::last_reduction.
         "I2" => GhostSet::LAST_REDUCTION,
         // HystartExit::{true_end_seq, round_min, min_rtt_us, elapsed_us} come from CUBIC's g_*.
@@ -482,13 +551,21 @@ pub fn ghost_reads(id: &str) -> GhostSet {
         "I19" => GhostSet::ORIG_DROPPED.union(GhostSet::FRTO_REF),
         // The Eifel proof needs the episode's retransmissions (SenderGhost::rtx_mask).
         "I20" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK),
-        "I20e" => GhostSet::ORIG_DROPPED.union(GhostSet::RTX_MASK).union(GhostSet::UNDO_OWED),
-        "I3" | "I5" | "I11" | "I12" | "I13" | "I14" | "I16" | "I16i" | "I17" | "I18" => GhostSet::NONE,
+        "I20e" => GhostSet::ORIG_DROPPED
+            .union(GhostSet::RTX_MASK)
+            .union(GhostSet::UNDO_OWED),
+        "I3" | "I5" | "I11" | "I12" | "I13" | "I14" | "I16" | "I16i" | "I17" | "I18" => {
+            GhostSet::NONE
+        }
         _ => GhostSet::ALL,
     }
 }
 
 /// Every exact reduction for checking `specs` (`trc check --reduce`).
 pub fn reductions(specs: &[Spec]) -> Reduce {
-    Reduce::all(specs.iter().fold(GhostSet::NONE, |a, s| a.union(ghost_reads(s.id))))
+    Reduce::all(
+        specs
+            .iter()
+            .fold(GhostSet::NONE, |a, s| a.union(ghost_reads(s.id))),
+    )
 }

@@ -18,9 +18,27 @@ use trc_model::state::{evidence, CaState, ReductionKind, UndoKind};
 
 use crate::Spec;
 
-const UNDO_KINDS: [UndoKind; 6] = [UndoKind::Full, UndoKind::LossRecovered, UndoKind::Partial, UndoKind::Dsack, UndoKind::Loss, UndoKind::Frto];
-const CA_STATES: [CaState; 5] = [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss];
-const REDUCTIONS: [ReductionKind; 4] = [ReductionKind::Recovery, ReductionKind::Cwr, ReductionKind::Loss, ReductionKind::Tlp];
+const UNDO_KINDS: [UndoKind; 6] = [
+    UndoKind::Full,
+    UndoKind::LossRecovered,
+    UndoKind::Partial,
+    UndoKind::Dsack,
+    UndoKind::Loss,
+    UndoKind::Frto,
+];
+const CA_STATES: [CaState; 5] = [
+    CaState::Open,
+    CaState::Disorder,
+    CaState::Cwr,
+    CaState::Recovery,
+    CaState::Loss,
+];
+const REDUCTIONS: [ReductionKind; 4] = [
+    ReductionKind::Recovery,
+    ReductionKind::Cwr,
+    ReductionKind::Loss,
+    ReductionKind::Tlp,
+];
 
 /// The names of the [`evidence`] bits, in bit order.
 pub const EVIDENCE_NAMES: [(u16, &str); 9] = [
@@ -55,10 +73,13 @@ fn reduction_function(k: ReductionKind) -> &'static str {
     }
 }
 
-
 /// The evidence bits as text (`ts-echo`, `undo-retrans-zero+dsack-twice`; `none`).
 pub fn evidence_text(bits: u16) -> String {
-    let v: Vec<&str> = EVIDENCE_NAMES.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect();
+    let v: Vec<&str> = EVIDENCE_NAMES
+        .iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
     if v.is_empty() {
         "none".into()
     } else {
@@ -78,18 +99,34 @@ pub fn class(id: &str, m: &TcpModel, s: &State) -> u64 {
     let ev = &s.sender.ghost.ev;
     match id {
         "I1" => {
-            let Some(i) = crate::i1_offending_undo(m, s) else { return 0 };
+            let Some(i) = crate::i1_offending_undo(m, s) else {
+                return 0;
+            };
             let u = &ev.undos[i];
             TAG_UNDO | (u.kind as u64) << 4 | (u.ca_state as u64) << 8 | (u.evidence as u64) << 12
         }
         "I2" => {
-            let Some(r) = ev.reductions.iter().find(|r| !crate::i2_reduction_ok(m, s, r)) else { return 0 };
+            let Some(r) = ev
+                .reductions
+                .iter()
+                .find(|r| !crate::i2_reduction_ok(m, s, r))
+            else {
+                return 0;
+            };
             let prev = r.prev.map_or(0, |(_, k)| k as u64 + 1);
-            TAG_REDUCTION | (r.kind as u64) << 4 | (r.from as u64) << 8 | prev << 12 | (r.icsk_retransmits.min(15) as u64) << 16
+            TAG_REDUCTION
+                | (r.kind as u64) << 4
+                | (r.from as u64) << 8
+                | prev << 12
+                | (r.icsk_retransmits.min(15) as u64) << 16
         }
         "I20" | "I20e" => {
-            let e = ev.eifel.filter(|e| if id == "I20" { e.missed } else { e.lost });
-            e.map_or(0, |e| TAG_PROOF | (e.proof.ca_state as u64) << 4 | (e.proof.undo_retrans as u64) << 8)
+            let e = ev
+                .eifel
+                .filter(|e| if id == "I20" { e.missed } else { e.lost });
+            e.map_or(0, |e| {
+                TAG_PROOF | (e.proof.ca_state as u64) << 4 | (e.proof.undo_retrans as u64) << 8
+            })
         }
         _ => 0,
     }
@@ -103,7 +140,12 @@ pub fn describe(id: &str, class: u64) -> String {
             let kind = UNDO_KINDS.get(f(4, 4)).copied();
             let ca = CA_STATES.get(f(8, 4)).copied();
             match (kind, ca) {
-                (Some(k), Some(c)) => format!("{id}:{}:{}:{}", undo_function(k), CaState::short_name(c), evidence_text(f(12, 12) as u16)),
+                (Some(k), Some(c)) => format!(
+                    "{id}:{}:{}:{}",
+                    undo_function(k),
+                    CaState::short_name(c),
+                    evidence_text(f(12, 12) as u16)
+                ),
                 _ => format!("{id}:class-{class:#x}"),
             }
         }
@@ -115,7 +157,12 @@ pub fn describe(id: &str, class: u64) -> String {
                 n => REDUCTIONS.get(n - 1).map(|k| reduction_function(*k)),
             };
             match (kind, from, prev) {
-                (Some(k), Some(c), Some(p)) => format!("{id}:{}:from-{}:after-{p}:icsk_retransmits-{}", reduction_function(k), CaState::short_name(c), f(16, 4)),
+                (Some(k), Some(c), Some(p)) => format!(
+                    "{id}:{}:from-{}:after-{p}:icsk_retransmits-{}",
+                    reduction_function(k),
+                    CaState::short_name(c),
+                    f(16, 4)
+                ),
                 _ => format!("{id}:class-{class:#x}"),
             }
         }
@@ -139,10 +186,19 @@ mod tests {
 
     #[test]
     fn packed_forms_round_trip_to_text() {
-        let c = TAG_UNDO | (UndoKind::Loss as u64) << 4 | (CaState::Loss as u64) << 8 | (evidence::TS_ECHO as u64) << 12;
+        let c = TAG_UNDO
+            | (UndoKind::Loss as u64) << 4
+            | (CaState::Loss as u64) << 8
+            | (evidence::TS_ECHO as u64) << 12;
         assert_eq!(describe("I1", c), "I1:tcp_try_undo_loss:Loss:ts-echo");
-        let c = TAG_UNDO | (UndoKind::Dsack as u64) << 4 | (CaState::Recovery as u64) << 8 | ((evidence::RETRANS_ZERO | evidence::DSACK_TWICE) as u64) << 12;
-        assert_eq!(describe("I1", c), "I1:tcp_try_undo_dsack:Recovery:undo-retrans-zero+dsack-twice");
+        let c = TAG_UNDO
+            | (UndoKind::Dsack as u64) << 4
+            | (CaState::Recovery as u64) << 8
+            | ((evidence::RETRANS_ZERO | evidence::DSACK_TWICE) as u64) << 12;
+        assert_eq!(
+            describe("I1", c),
+            "I1:tcp_try_undo_dsack:Recovery:undo-retrans-zero+dsack-twice"
+        );
         assert_eq!(describe("I5", 0), "I5:any");
         assert_eq!(describe("I1", TAG_UNDO | 15 << 4), "I1:class-0xf1");
     }

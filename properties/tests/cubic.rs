@@ -66,8 +66,17 @@ fn f4e1fddc_round_reset_in_cong_avoid_i15() {
     assert!(violated(&c, Profile::pre_4e1fddc(), "I15").is_some());
     assert_eq!(violated(&c, Profile::linux_6_18(), "I15"), None);
     // Application-limited: the application writes one segment at a time.
-    let app = Config { segments: 2, extra_writes: 14, initcwnd: 16, hystart_low_window: 2, ..bulk(16, 2) };
-    assert!(violated(&app, Profile::pre_4e1fddc(), "I15").is_some(), "not-cwnd-limited flow keeps a stale round");
+    let app = Config {
+        segments: 2,
+        extra_writes: 14,
+        initcwnd: 16,
+        hystart_low_window: 2,
+        ..bulk(16, 2)
+    };
+    assert!(
+        violated(&app, Profile::pre_4e1fddc(), "I15").is_some(),
+        "not-cwnd-limited flow keeps a stale round"
+    );
     assert_eq!(violated(&app, Profile::linux_6_18(), "I15"), None);
 }
 
@@ -75,7 +84,14 @@ fn f4e1fddc_round_reset_in_cong_avoid_i15() {
 /// the first 8 samples made a spurious delay exit. Deliveries may be 6 ms late (RTT 20 ms).
 #[test]
 fn fb344579_delay_exit_on_min_rtt_drop_i15b() {
-    let c = Config { initcwnd: 3, segments: 21, rtt_ms: 20, rtt_extra_ms: vec![6], hystart_low_window: 2, ..bulk(3, 20) };
+    let c = Config {
+        initcwnd: 3,
+        segments: 21,
+        rtt_ms: 20,
+        rtt_extra_ms: vec![6],
+        hystart_low_window: 2,
+        ..bulk(3, 20)
+    };
     assert!(violated(&c, Profile::pre_b344579(), "I15b").is_some());
     assert_eq!(violated(&c, Profile::linux_6_18(), "I15b"), None);
 }
@@ -84,8 +100,20 @@ fn fb344579_delay_exit_on_min_rtt_drop_i15b() {
 /// the first ACK that lands in the next millisecond. Model ms stand for 100 µs here (RTT 300 µs).
 #[test]
 fn ms_clock_below_resolution_i15c() {
-    let c = Config { initcwnd: 4, segments: 16, rtt_ms: 3, rtt_extra_ms: vec![1], cc_us_per_ms: 100, hystart_low_window: 2, ..bulk(4, 3) };
-    let ms = Profile { name: "6.18-ms-clock".into(), hystart_clock: HystartClock::Ms, ..Profile::linux_6_18() };
+    let c = Config {
+        initcwnd: 4,
+        segments: 16,
+        rtt_ms: 3,
+        rtt_extra_ms: vec![1],
+        cc_us_per_ms: 100,
+        hystart_low_window: 2,
+        ..bulk(4, 3)
+    };
+    let ms = Profile {
+        name: "6.18-ms-clock".into(),
+        hystart_clock: HystartClock::Ms,
+        ..Profile::linux_6_18()
+    };
     assert!(violated(&c, ms, "I15c").is_some());
     assert!(violated(&c, Profile::linux_5_5(), "I15c").is_some());
     assert_eq!(violated(&c, Profile::linux_6_18(), "I15c"), None);
@@ -96,12 +124,24 @@ fn ms_clock_below_resolution_i15c() {
 #[test]
 fn pacing_aware_threshold_i15c() {
     // Model ms stand for 500 µs: RTT 4 ms, deliveries may be 1.5 or 3 ms late.
-    let c = Config { pacing: true, initcwnd: 4, segments: 16, rtt_ms: 8, cc_us_per_ms: 500, rtt_extra_ms: vec![3, 6], hystart_low_window: 2, ..bulk(4, 8) };
-    let not_aware = Profile { name: "6.18-not-pacing-aware".into(), hystart_pacing_aware: false, ..Profile::linux_6_18() };
+    let c = Config {
+        pacing: true,
+        initcwnd: 4,
+        segments: 16,
+        rtt_ms: 8,
+        cc_us_per_ms: 500,
+        rtt_extra_ms: vec![3, 6],
+        hystart_low_window: 2,
+        ..bulk(4, 8)
+    };
+    let not_aware = Profile {
+        name: "6.18-not-pacing-aware".into(),
+        hystart_pacing_aware: false,
+        ..Profile::linux_6_18()
+    };
     assert!(violated(&c, not_aware, "I15c").is_some());
     assert_eq!(violated(&c, Profile::linux_6_18(), "I15c"), None);
 }
-
 
 /// 30927520dbae (v4.3): after idle the epoch was not shifted, so the curve ran on.
 #[test]
@@ -121,16 +161,33 @@ fn epoch_start_in_the_future_i16() {
 
 #[test]
 fn ssthresh_floor_i12_i17() {
-    let c = Config { sack: SackMode::Sack, segments: 3, initcwnd: 2, max_tlps: 0, max_tsq: 0, ..Config::default() };
+    let c = Config {
+        sack: SackMode::Sack,
+        segments: 3,
+        initcwnd: 2,
+        max_tlps: 0,
+        max_tsq: 0,
+        ..Config::default()
+    };
     for id in ["I12", "I17"] {
-        assert!(violated(&c, mutant(Mutant::CubicNoSsthreshFloor), id).is_some(), "{id}");
+        assert!(
+            violated(&c, mutant(Mutant::CubicNoSsthreshFloor), id).is_some(),
+            "{id}"
+        );
         assert_eq!(violated(&c, Profile::linux_6_18(), id), None, "{id}");
     }
 }
 
 #[test]
 fn rto_resets_cubic_i18() {
-    let c = Config { sack: SackMode::Sack, segments: 4, initcwnd: 4, max_tlps: 0, max_tsq: 0, ..Config::default() };
+    let c = Config {
+        sack: SackMode::Sack,
+        segments: 4,
+        initcwnd: 4,
+        max_tlps: 0,
+        max_tsq: 0,
+        ..Config::default()
+    };
     assert!(violated(&c, mutant(Mutant::CubicNoLossReset), "I18").is_some());
     assert_eq!(violated(&c, Profile::linux_6_18(), "I18"), None);
 }
@@ -142,20 +199,33 @@ fn rto_resets_cubic_i18() {
 fn cnt_floor_i16() {
     use trc_model::cc::Cc;
     use trc_model::sender::Cx;
-    let c = Config { sack: SackMode::Sack, ..Config::default() };
-    for (p, expect_fail) in [(mutant(Mutant::CubicNoCntFloor), true), (Profile::linux_6_18(), false)] {
+    let c = Config {
+        sack: SackMode::Sack,
+        ..Config::default()
+    };
+    for (p, expect_fail) in [
+        (mutant(Mutant::CubicNoCntFloor), true),
+        (Profile::linux_6_18(), false),
+    ] {
         let model = TcpModel::new(c.clone(), p.clone());
         let mut s = model.initial(true);
         s.now = 10_000;
         let cx = Cx::new(&model.cfg, &model.profile, s.now, false);
         let w = s.sender.window(&cx);
-        let Cc::Cubic(cu) = &mut s.sender.cc else { panic!("cubic") };
+        let Cc::Cubic(cu) = &mut s.sender.cc else {
+            panic!("cubic")
+        };
         cu.epoch_start = w.p.jiffies(0);
         cu.bic_k = 0;
         cu.bic_origin_point = w.cwnd;
         cu.bictcp_update(&w, w.cwnd, 1);
         let cnt = cu.cnt;
         let i16 = trc_properties::select(&["I16".into()]).unwrap();
-        assert_eq!(!(i16[0].holds)(&model, &s), expect_fail, "{}: cnt {cnt}", p.name);
+        assert_eq!(
+            !(i16[0].holds)(&model, &s),
+            expect_fail,
+            "{}: cnt {cnt}",
+            p.name
+        );
     }
 }

@@ -33,8 +33,22 @@ struct Row {
     value: &'static str,
 }
 
-const fn row(file: &'static str, test: &'static str, mention: &'static str, profile: fn() -> Profile, field: &'static str, value: &'static str) -> Row {
-    Row { file, test, mention, profile, field, value }
+const fn row(
+    file: &'static str,
+    test: &'static str,
+    mention: &'static str,
+    profile: fn() -> Profile,
+    field: &'static str,
+    value: &'static str,
+) -> Row {
+    Row {
+        file,
+        test,
+        mention,
+        profile,
+        field,
+        value,
+    }
 }
 
 #[rustfmt::skip]
@@ -125,14 +139,29 @@ fn values_of(field: &str, default: &Value) -> Vec<Value> {
         Value::String(_) => {
             let mut m = to_map(&Profile::linux_6_18());
             m.insert(field.into(), Value::String("no-such-variant".into()));
-            let err = serde_json::from_value::<Profile>(Value::Object(m)).expect_err(field).to_string();
-            let (_, expected) = err.split_once("expected").unwrap_or_else(|| panic!("{field}: {err}"));
-            let vs: Vec<Value> = expected.split('`').skip(1).step_by(2).map(|v| Value::String(v.into())).collect();
-            assert!(vs.len() >= 2 && vs.contains(default), "{field}: cannot read the variants off {err:?}");
+            let err = serde_json::from_value::<Profile>(Value::Object(m))
+                .expect_err(field)
+                .to_string();
+            let (_, expected) = err
+                .split_once("expected")
+                .unwrap_or_else(|| panic!("{field}: {err}"));
+            let vs: Vec<Value> = expected
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(|v| Value::String(v.into()))
+                .collect();
+            assert!(
+                vs.len() >= 2 && vs.contains(default),
+                "{field}: cannot read the variants off {err:?}"
+            );
             for v in &vs {
                 let mut m = to_map(&Profile::linux_6_18());
                 m.insert(field.into(), v.clone());
-                assert!(serde_json::from_value::<Profile>(Value::Object(m)).is_ok(), "{field} = {v}");
+                assert!(
+                    serde_json::from_value::<Profile>(Value::Object(m)).is_ok(),
+                    "{field} = {v}"
+                );
             }
             vs
         }
@@ -143,7 +172,9 @@ fn values_of(field: &str, default: &Value) -> Vec<Value> {
 /// The body of top-level `#[test] fn name` in `src` (up to its closing `}` at column 0).
 fn test_body<'a>(src: &'a str, file: &str, name: &str) -> &'a str {
     let head = format!("#[test]\nfn {name}(");
-    let start = src.find(&head).unwrap_or_else(|| panic!("{file}: no `#[test] fn {name}`"));
+    let start = src
+        .find(&head)
+        .unwrap_or_else(|| panic!("{file}: no `#[test] fn {name}`"));
     let body = &src[start + head.len()..];
     &body[..body.find("\n}\n").unwrap_or(body.len())]
 }
@@ -158,20 +189,49 @@ fn rows_are_real_failing_matrix_cases() {
             f => panic!("unknown test file {f}"),
         };
         let body = test_body(src, r.file, r.test);
-        assert!(body.contains(r.mention), "{}::{} does not mention `{}`", r.file, r.test, r.mention);
-        assert!(body.contains(".is_some()") || body.contains("expect_fail"), "{}::{} expects no violation", r.file, r.test);
-        let default = points.get(r.field).unwrap_or_else(|| panic!("{}: `{}` is not a decision point", r.test, r.field));
+        assert!(
+            body.contains(r.mention),
+            "{}::{} does not mention `{}`",
+            r.file,
+            r.test,
+            r.mention
+        );
+        assert!(
+            body.contains(".is_some()") || body.contains("expect_fail"),
+            "{}::{} expects no violation",
+            r.file,
+            r.test
+        );
+        let default = points
+            .get(r.field)
+            .unwrap_or_else(|| panic!("{}: `{}` is not a decision point", r.test, r.field));
         let p = (r.profile)();
         let v = to_map(&p).remove(r.field).unwrap();
-        assert_eq!(show(&v), r.value, "{}: profile {} has {} = {}", r.test, p.name, r.field, show(&v));
-        assert_ne!(&v, default, "{}: {} = {} is linux-6.18's value", r.test, r.field, r.value);
+        assert_eq!(
+            show(&v),
+            r.value,
+            "{}: profile {} has {} = {}",
+            r.test,
+            p.name,
+            r.field,
+            show(&v)
+        );
+        assert_ne!(
+            &v, default,
+            "{}: {} = {} is linux-6.18's value",
+            r.test, r.field, r.value
+        );
     }
 }
 
 #[test]
 fn every_decision_point_value_has_a_matrix_row() {
     let points = decision_points();
-    assert!(points.len() >= 17, "decision points: {:?}", points.keys().collect::<Vec<_>>());
+    assert!(
+        points.len() >= 17,
+        "decision points: {:?}",
+        points.keys().collect::<Vec<_>>()
+    );
     let builtins = Profile::builtin();
     let mut missing = Vec::new();
     let mut listed = Vec::new();
@@ -181,22 +241,42 @@ fn every_decision_point_value_has_a_matrix_row() {
                 continue;
             }
             let value = show(&v);
-            let rows = ROWS.iter().filter(|r| r.field == field && r.value == value).count();
+            let rows = ROWS
+                .iter()
+                .filter(|r| r.field == field && r.value == value)
+                .count();
             let gap = GAPS.iter().find(|g| g.0 == field && g.1 == value);
             match (rows, gap) {
                 (0, None) => {
-                    let set_by: Vec<_> = builtins.iter().filter(|p| to_map(p).get(field) == Some(&v)).map(|p| p.name.clone()).collect();
-                    missing.push(format!("{field} = {value} (set by: {})", if set_by.is_empty() { "no built-in profile".into() } else { set_by.join(", ") }));
+                    let set_by: Vec<_> = builtins
+                        .iter()
+                        .filter(|p| to_map(p).get(field) == Some(&v))
+                        .map(|p| p.name.clone())
+                        .collect();
+                    missing.push(format!(
+                        "{field} = {value} (set by: {})",
+                        if set_by.is_empty() {
+                            "no built-in profile".into()
+                        } else {
+                            set_by.join(", ")
+                        }
+                    ));
                 }
                 (0, Some(_)) => listed.push((field.clone(), value)),
-                (_, Some(g)) => panic!("{field} = {value} has a matrix row now: remove it from GAPS ({})", g.2),
+                (_, Some(g)) => panic!(
+                    "{field} = {value} has a matrix row now: remove it from GAPS ({})",
+                    g.2
+                ),
                 (_, None) => {}
             }
         }
     }
     assert!(missing.is_empty(), "decision-point values with no matrix row (add a failing row to matrix.rs/cubic.rs and ROWS, or an entry with its reason to GAPS):\n  {}", missing.join("\n  "));
     for (field, value, why) in GAPS {
-        assert!(listed.iter().any(|(f, v)| f == field && v == value), "GAPS entry {field} = {value} ({why}) is not a non-default decision-point value");
+        assert!(
+            listed.iter().any(|(f, v)| f == field && v == value),
+            "GAPS entry {field} = {value} ({why}) is not a non-default decision-point value"
+        );
     }
     eprintln!("decision-point values without a matrix row (GAPS):");
     for (field, value, why) in GAPS {

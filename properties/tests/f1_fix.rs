@@ -16,7 +16,13 @@ use common::{cfg, run_property, signatures};
 
 /// The bounds of issue #19's no-RTO F1 trace: SACK, no RTO, no TLP, no TSQ, 2-deep reordering.
 fn no_rto() -> Config {
-    Config { max_rtos: 0, max_tlps: 0, max_tsq: 0, max_reorder: 2, ..cfg(SackMode::Sack, true) }
+    Config {
+        max_rtos: 0,
+        max_tlps: 0,
+        max_tsq: 0,
+        max_reorder: 2,
+        ..cfg(SackMode::Sack, true)
+    }
 }
 
 /// Every I1 signature on `profile` under `c` (`common::signatures`).
@@ -29,11 +35,24 @@ fn i1_signatures(c: &Config, profile: Profile) -> BTreeMap<String, (u64, usize)>
 #[test]
 fn no_rto_form_gone_on_the_fix() {
     let base = i1_signatures(&no_rto(), Profile::linux_6_18());
-    let ts: Vec<_> = base.iter().filter(|(k, _)| k.ends_with(":ts-echo")).collect();
-    assert!(!ts.is_empty(), "linux-6.18 shows F1 without an RTO: {base:?}");
-    assert!(base.keys().any(|k| k.starts_with("I1:tcp_try_undo_recovery:Recovery:ts-echo")), "{base:?}");
+    let ts: Vec<_> = base
+        .iter()
+        .filter(|(k, _)| k.ends_with(":ts-echo"))
+        .collect();
+    assert!(
+        !ts.is_empty(),
+        "linux-6.18 shows F1 without an RTO: {base:?}"
+    );
+    assert!(
+        base.keys()
+            .any(|k| k.starts_with("I1:tcp_try_undo_recovery:Recovery:ts-echo")),
+        "{base:?}"
+    );
     let fix = i1_signatures(&no_rto(), Profile::linux_7_2_f1_fix());
-    assert!(fix.is_empty(), "the fix: I1 holds at the no-RTO bounds, found {fix:?}");
+    assert!(
+        fix.is_empty(),
+        "the fix: I1 holds at the no-RTO bounds, found {fix:?}"
+    );
 }
 
 /// The Loss form at the default bounds: without TLPs the fix has no `ts-echo` signature at
@@ -49,15 +68,39 @@ fn loss_form_gone_without_tlp_and_no_new_signature() {
     let base = i1_signatures(&cfg(SackMode::Sack, true), Profile::linux_6_18());
     let fix = i1_signatures(&cfg(SackMode::Sack, true), Profile::linux_7_2_f1_fix());
     let new: Vec<_> = fix.keys().filter(|k| !base.contains_key(*k)).collect();
-    assert!(new.is_empty(), "the fix adds no I1 signature at the default bounds: {new:?}");
-    let (n6, nf) = (base["I1:tcp_try_undo_loss:Loss:ts-echo"], fix["I1:tcp_try_undo_loss:Loss:ts-echo"]);
-    assert!(nf.0 < n6.0 && nf.1 > n6.1, "fewer and longer ts-echo traces on the fix: {nf:?} vs {n6:?}");
-    let no_tlp = Config { tlp: false, ..cfg(SackMode::Sack, true) };
+    assert!(
+        new.is_empty(),
+        "the fix adds no I1 signature at the default bounds: {new:?}"
+    );
+    let (n6, nf) = (
+        base["I1:tcp_try_undo_loss:Loss:ts-echo"],
+        fix["I1:tcp_try_undo_loss:Loss:ts-echo"],
+    );
+    assert!(
+        nf.0 < n6.0 && nf.1 > n6.1,
+        "fewer and longer ts-echo traces on the fix: {nf:?} vs {n6:?}"
+    );
+    let no_tlp = Config {
+        tlp: false,
+        ..cfg(SackMode::Sack, true)
+    };
     let base_nt = i1_signatures(&no_tlp, Profile::linux_6_18());
-    assert_eq!(base_nt.get("I1:tcp_try_undo_loss:Loss:ts-echo").map(|x| x.1), Some(7), "{base_nt:?}");
+    assert_eq!(
+        base_nt
+            .get("I1:tcp_try_undo_loss:Loss:ts-echo")
+            .map(|x| x.1),
+        Some(7),
+        "{base_nt:?}"
+    );
     let fix_nt = i1_signatures(&no_tlp, Profile::linux_7_2_f1_fix());
-    assert!(fix_nt.keys().all(|k| !k.ends_with(":ts-echo")), "{fix_nt:?}");
-    assert!(fix_nt.keys().all(|k| base.contains_key(k)), "{fix_nt:?} vs {base:?}");
+    assert!(
+        fix_nt.keys().all(|k| !k.ends_with(":ts-echo")),
+        "{fix_nt:?}"
+    );
+    assert!(
+        fix_nt.keys().all(|k| base.contains_key(k)),
+        "{fix_nt:?} vs {base:?}"
+    );
 }
 
 /// Every other property but the missed-undo ones holds on the fix at the default bounds, in
@@ -70,7 +113,12 @@ fn no_property_newly_violated() {
             if (s.id == "I1" && sack == SackMode::Sack) || s.id.starts_with("I20") {
                 continue; // the accepted signatures, compared above; the missed undos
             }
-            assert_eq!(run_property(&cfg(sack, true), Profile::linux_7_2_f1_fix(), s.id, 2).0, None, "{} {sack:?}", s.id);
+            assert_eq!(
+                run_property(&cfg(sack, true), Profile::linux_7_2_f1_fix(), s.id, 2).0,
+                None,
+                "{} {sack:?}",
+                s.id
+            );
         }
     }
 }
@@ -81,16 +129,50 @@ fn no_property_newly_violated() {
 #[test]
 fn spurious_episode_still_undone_by_timestamp() {
     fn no_ts_undo(_: &TcpModel, s: &State) -> bool {
-        !s.sender.ghost.ev.undos.iter().any(|u| u.evidence & evidence::TS_ECHO != 0)
+        !s.sender
+            .ghost
+            .ev
+            .undos
+            .iter()
+            .any(|u| u.evidence & evidence::TS_ECHO != 0)
     }
-    let model = TcpModel::new(no_rto(), Profile::linux_7_2_f1_fix()).with_properties(vec![stateright::Property::always("no ts undo", no_ts_undo)]);
-    let r = check(&model, &Options { threads: 2, ..Options::default() }, None);
-    let path = r.properties[0].path.as_ref().expect("the fix still undoes by timestamp");
+    let model = TcpModel::new(no_rto(), Profile::linux_7_2_f1_fix())
+        .with_properties(vec![stateright::Property::always("no ts undo", no_ts_undo)]);
+    let r = check(
+        &model,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+        None,
+    );
+    let path = r.properties[0]
+        .path
+        .as_ref()
+        .expect("the fix still undoes by timestamp");
     let last = replay(&model, path).pop().unwrap().1;
-    let u = last.sender.ghost.ev.undos.iter().find(|u| u.evidence & evidence::TS_ECHO != 0).copied().unwrap();
-    assert!(matches!(u.kind, UndoKind::Full | UndoKind::Partial), "{u:?}");
-    assert_eq!(u.evidence & evidence::RETRANS_ZERO, 0, "by the echo, not by DSACKs: {u:?}");
-    assert!(u.ssthresh_after > u.ssthresh_before && u.cwnd_after >= u.cwnd_before, "the reduction is taken back: {u:?}");
+    let u = last
+        .sender
+        .ghost
+        .ev
+        .undos
+        .iter()
+        .find(|u| u.evidence & evidence::TS_ECHO != 0)
+        .copied()
+        .unwrap();
+    assert!(
+        matches!(u.kind, UndoKind::Full | UndoKind::Partial),
+        "{u:?}"
+    );
+    assert_eq!(
+        u.evidence & evidence::RETRANS_ZERO,
+        0,
+        "by the echo, not by DSACKs: {u:?}"
+    );
+    assert!(
+        u.ssthresh_after > u.ssthresh_before && u.cwnd_after >= u.cwnd_before,
+        "the reduction is taken back: {u:?}"
+    );
 }
 
 /// The rework an independent review proposed (`linux-7.2-f1-fix-head-only`: the echo proves the
@@ -103,8 +185,19 @@ fn spurious_episode_still_undone_by_timestamp() {
 #[test]
 fn head_only_rework_is_not_the_fix() {
     let reorder = signatures(&no_rto(), Profile::linux_7_2_f1_fix_head_only(), "I20");
-    assert_eq!(reorder.get("I20:Recovery:undo_retrans-2").map(|x| x.1), Some(6), "{reorder:?}");
+    assert_eq!(
+        reorder.get("I20:Recovery:undo_retrans-2").map(|x| x.1),
+        Some(6),
+        "{reorder:?}"
+    );
     assert!(signatures(&no_rto(), Profile::linux_6_18(), "I20").is_empty());
-    let f1 = i1_signatures(&cfg(SackMode::Sack, true), Profile::linux_7_2_f1_fix_head_only());
-    assert_eq!(f1.get("I1:tcp_try_undo_loss:Loss:ts-echo").map(|x| x.1), Some(9), "{f1:?}");
+    let f1 = i1_signatures(
+        &cfg(SackMode::Sack, true),
+        Profile::linux_7_2_f1_fix_head_only(),
+    );
+    assert_eq!(
+        f1.get("I1:tcp_try_undo_loss:Loss:ts-echo").map(|x| x.1),
+        Some(9),
+        "{f1:?}"
+    );
 }

@@ -21,7 +21,12 @@ fn f9_bounds() -> Config {
 #[test]
 fn f9_gone_on_the_fix() {
     let base = signatures(&f9_bounds(), Profile::linux_6_18(), "I2");
-    assert!(base.contains_key("I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0"), "F9 on linux-6.18: {base:?}");
+    assert!(
+        base.contains_key(
+            "I2:tcp_enter_recovery:from-Loss:after-tcp_enter_loss:icsk_retransmits-0"
+        ),
+        "F9 on linux-6.18: {base:?}"
+    );
     let fix = signatures(&f9_bounds(), Profile::linux_7_2_f9_fix(), "I2");
     assert!(fix.is_empty(), "I2 holds on the fix: {fix:?}");
 }
@@ -33,12 +38,21 @@ fn no_new_signature() {
     let mut bounds = vec![f9_bounds()];
     for sack in [SackMode::Sack, SackMode::NoSack] {
         bounds.push(cfg(sack, true));
-        bounds.push(Config { max_rtos: 2, max_tlps: 1, ..cfg(sack, true) });
+        bounds.push(Config {
+            max_rtos: 2,
+            max_tlps: 1,
+            ..cfg(sack, true)
+        });
     }
     for c in &bounds {
         let base = all_signatures(c, Profile::linux_6_18());
         let fix = all_signatures(c, Profile::linux_7_2_f9_fix());
         let new: Vec<_> = fix.difference(&base).collect();
-        assert!(new.is_empty(), "{:?} rtos {}: new on the fix {new:?}", c.sack, c.max_rtos);
+        assert!(
+            new.is_empty(),
+            "{:?} rtos {}: new on the fix {new:?}",
+            c.sack,
+            c.max_rtos
+        );
     }
 }

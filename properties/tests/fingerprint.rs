@@ -17,7 +17,10 @@ fn same(cfg: Config, profile: Profile, ids: &[&str], reduce: bool) {
         model = model.with_reduce(trc_properties::reductions(&specs));
     }
     for threads in [1, 2] {
-        let opts = Options { threads, ..Options::default() };
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
         let mut a = check(&model, &opts, None);
         let mut b = check_with(&model, &opts, None, State::fingerprint);
         a.elapsed = Default::default();
@@ -28,21 +31,43 @@ fn same(cfg: Config, profile: Profile, ids: &[&str], reduce: bool) {
 
 #[test]
 fn sack_default_all_properties() {
-    let all: Vec<String> = trc_properties::catalogue().iter().map(|s| s.id.to_string()).collect();
+    let all: Vec<String> = trc_properties::catalogue()
+        .iter()
+        .map(|s| s.id.to_string())
+        .collect();
     let all: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
-    same(Config { sack: SackMode::Sack, segments: 5, initcwnd: 5, ..Config::default() }, Profile::linux_6_18(), &all, false);
+    same(
+        Config {
+            sack: SackMode::Sack,
+            segments: 5,
+            initcwnd: 5,
+            ..Config::default()
+        },
+        Profile::linux_6_18(),
+        &all,
+        false,
+    );
 }
 
 #[test]
 fn e37ab7_non_sack_with_and_without_reductions() {
-    let cfg = Config { sack: SackMode::NoSack, ..Config::default() };
+    let cfg = Config {
+        sack: SackMode::NoSack,
+        ..Config::default()
+    };
     same(cfg.clone(), Profile::linux_6_15(), &["I1"], false);
     same(cfg, Profile::linux_6_15(), &["I1"], true);
 }
 
 #[test]
 fn reno_and_no_timestamps() {
-    let cfg = Config { cc: CcKind::Reno, timestamps: false, segments: 5, initcwnd: 5, ..Config::default() };
+    let cfg = Config {
+        cc: CcKind::Reno,
+        timestamps: false,
+        segments: 5,
+        initcwnd: 5,
+        ..Config::default()
+    };
     same(cfg, Profile::linux_6_18(), &["I5", "I14"], false);
 }
 
@@ -51,6 +76,11 @@ fn reno_and_no_timestamps() {
 /// same states, SACK (old ACKs with SACK/DSACK blocks) and non-SACK.
 #[test]
 fn old_acks_held_ack_is_fingerprinted() {
-    let cfg = Config { segments: 5, initcwnd: 4, max_old_acks: 1, ..Config::default() };
+    let cfg = Config {
+        segments: 5,
+        initcwnd: 4,
+        max_old_acks: 1,
+        ..Config::default()
+    };
     same(cfg, Profile::linux_6_18(), &["I1", "I5"], false);
 }

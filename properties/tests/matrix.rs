@@ -20,18 +20,41 @@ fn violated(cfg: &Config, profile: Profile, id: &str, threads: usize) -> Option<
 #[test]
 fn e37ab7_non_sack_spurious_undo_i1() {
     let c = cfg(SackMode::NoSack, true);
-    assert!(violated(&c, Profile::linux_6_15(), "I1", 2).is_some(), "6.15 (e37ab7 without d0fa59) undoes a real non-SACK recovery");
-    assert!(violated(&c, Profile::linux_5_1(), "I1", 2).is_some(), "the pre-2019 packet_delayed had the same bug");
-    assert_eq!(violated(&c, Profile::linux_6_18(), "I1", 2), None, "d0fa59897e04 fixed it");
-    assert_eq!(violated(&c, Profile::linux_6_6(), "I1", 2), None, "bc9f38 never treats a zero stamp as delayed");
+    assert!(
+        violated(&c, Profile::linux_6_15(), "I1", 2).is_some(),
+        "6.15 (e37ab7 without d0fa59) undoes a real non-SACK recovery"
+    );
+    assert!(
+        violated(&c, Profile::linux_5_1(), "I1", 2).is_some(),
+        "the pre-2019 packet_delayed had the same bug"
+    );
+    assert_eq!(
+        violated(&c, Profile::linux_6_18(), "I1", 2),
+        None,
+        "d0fa59897e04 fixed it"
+    );
+    assert_eq!(
+        violated(&c, Profile::linux_6_6(), "I1", 2),
+        None,
+        "bc9f38 never treats a zero stamp as delayed"
+    );
 }
 
 #[test]
 fn bc9f38_tsq_held_recovery_not_undone_i1p() {
     let c = cfg(SackMode::Sack, true);
     assert!(violated(&c, Profile::linux_6_6(), "I1p", 2).is_some());
-    for p in [Profile::linux_6_18(), Profile::linux_6_15(), Profile::linux_5_1()] {
-        assert_eq!(violated(&c, p.clone(), "I1p", 2), None, "{} has e37ab7's (or the pre-2019) zero-stamp rule", p.name);
+    for p in [
+        Profile::linux_6_18(),
+        Profile::linux_6_15(),
+        Profile::linux_5_1(),
+    ] {
+        assert_eq!(
+            violated(&c, p.clone(), "I1p", 2),
+            None,
+            "{} has e37ab7's (or the pre-2019) zero-stamp rule",
+            p.name
+        );
     }
 }
 
@@ -59,16 +82,31 @@ fn f686dc2_non_sack_hold_in_loss_i14() {
 /// Every property's verdict for `profile` under `cfg` in one exploration (id, shortest length).
 fn verdicts(cfg: &Config, profile: Profile) -> Vec<(&'static str, Option<usize>)> {
     let specs = trc_properties::catalogue();
-    let model = TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let report = check(&model, &Options { threads: 2, ..Options::default() }, None);
-    specs.iter().zip(&report.properties).map(|(s, p)| (s.id, p.path.as_ref().map(|x| x.actions.len()))).collect()
+    let model =
+        TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
+    let report = check(
+        &model,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+        None,
+    );
+    specs
+        .iter()
+        .zip(&report.properties)
+        .map(|(s, p)| (s.id, p.path.as_ref().map(|x| x.actions.len())))
+        .collect()
 }
 
 /// Asserts that `profile` violates `id` and no other property under `cfg`.
 fn fails_only(cfg: &Config, profile: Profile, id: &str) {
     let name = profile.name.clone();
     let v = verdicts(cfg, profile);
-    assert!(v.iter().any(|(i, l)| *i == id && l.is_some()), "{name} must violate {id}: {v:?}");
+    assert!(
+        v.iter().any(|(i, l)| *i == id && l.is_some()),
+        "{name} must violate {id}: {v:?}"
+    );
     let others: Vec<_> = v.iter().filter(|(i, l)| *i != id && l.is_some()).collect();
     assert!(others.is_empty(), "{name} violates only {id}: {others:?}");
 }
@@ -77,16 +115,32 @@ fn fails_only(cfg: &Config, profile: Profile, id: &str) {
 /// RTO the accepted F4..F8 (all after an RTO) and F1 (Eifel) cannot occur, so I1 is the
 /// revert's own violation: the DSACK of a TLP copy that `tcp_init_undo` did not count.
 fn tlp_dsack() -> Config {
-    Config { max_rtos: 0, max_tsq: 0, ..cfg(SackMode::Sack, false) }
+    Config {
+        max_rtos: 0,
+        max_tsq: 0,
+        ..cfg(SackMode::Sack, false)
+    }
 }
 
 #[test]
 fn f0ec986_tlp_dsack_undo_i1() {
     let c = tlp_dsack();
-    assert_eq!(violated(&c, Profile::pre_0ec986(), "I1", 2), Some(8), "the uncounted TLP copy's DSACK undoes a real recovery");
-    assert!(violated(&c, Profile::linux_6_6(), "I1", 2).is_some(), "6.6 predates 0ec986ed7bab");
+    assert_eq!(
+        violated(&c, Profile::pre_0ec986(), "I1", 2),
+        Some(8),
+        "the uncounted TLP copy's DSACK undoes a real recovery"
+    );
+    assert!(
+        violated(&c, Profile::linux_6_6(), "I1", 2).is_some(),
+        "6.6 predates 0ec986ed7bab"
+    );
     fails_only(&c, Profile::pre_0ec986(), "I1");
-    assert!(verdicts(&c, Profile::linux_6_18()).iter().all(|(_, l)| l.is_none()), "0ec986ed7bab fixed it; nothing else fails here");
+    assert!(
+        verdicts(&c, Profile::linux_6_18())
+            .iter()
+            .all(|(_, l)| l.is_none()),
+        "0ec986ed7bab fixed it; nothing else fails here"
+    );
     // At the default bounds the revert's signature is new against linux-6.18 (signatures.rs,
     // f1_and_the_0ec986_revert_have_different_signatures).
 }
@@ -94,7 +148,12 @@ fn f0ec986_tlp_dsack_undo_i1() {
 /// The bounds of configs/d9157f-frto-dsack.toml: SACK, no timestamps (Eifel would undo on the
 /// first ACK after the RTO), no loss, deliveries may overtake two older ones, no TLP.
 fn frto_dsack() -> Config {
-    Config { max_losses: 0, max_reorder: 2, max_tlps: 0, ..cfg(SackMode::Sack, false) }
+    Config {
+        max_losses: 0,
+        max_reorder: 2,
+        max_tlps: 0,
+        ..cfg(SackMode::Sack, false)
+    }
 }
 
 #[test]
@@ -104,12 +163,23 @@ fn d9157f_dsack_ends_frto_missed_undo_i19() {
     // counted as a dupack ends F-RTO (3a); never-retransmitted data SACKed proves the RTO
     // spurious, but nothing undoes: the episode ends in Open with the reduced cwnd.
     assert_eq!(violated(&c, Profile::pre_d9157f(), "I19", 2), Some(10));
-    assert!(violated(&c, Profile::linux_5_1(), "I19", 2).is_some(), "5.1 predates d9157f6806d1");
+    assert!(
+        violated(&c, Profile::linux_5_1(), "I19", 2).is_some(),
+        "5.1 predates d9157f6806d1"
+    );
     fails_only(&c, Profile::pre_d9157f(), "I19");
-    assert!(verdicts(&c, Profile::linux_6_18()).iter().all(|(_, l)| l.is_none()), "d9157f6806d1 fixed it; nothing else fails here");
+    assert!(
+        verdicts(&c, Profile::linux_6_18())
+            .iter()
+            .all(|(_, l)| l.is_none()),
+        "d9157f6806d1 fixed it; nothing else fails here"
+    );
     // At the default bounds (timestamps on) Eifel undoes first: the revert's verdicts are 6.18's.
     for sack in [SackMode::Sack, SackMode::NoSack] {
-        assert_eq!(violated(&cfg(sack, true), Profile::pre_d9157f(), "I19", 2), None);
+        assert_eq!(
+            violated(&cfg(sack, true), Profile::pre_d9157f(), "I19", 2),
+            None
+        );
     }
 }
 
@@ -124,7 +194,10 @@ fn d9157f_dsack_ends_frto_missed_undo_i19() {
 ///   docs/findings.md, not kernel-confirmed). I2 still fails on its mutant (every_property_can_fail).
 #[test]
 fn i1p_and_i2_property_fixes_at_segments_7() {
-    let c = Config { segments: 7, ..cfg(SackMode::Sack, true) };
+    let c = Config {
+        segments: 7,
+        ..cfg(SackMode::Sack, true)
+    };
     assert_eq!(violated(&c, Profile::linux_6_18(), "I1p", 2), None);
     assert_eq!(violated(&c, Profile::linux_6_18(), "I2", 2), Some(15));
 }
@@ -134,13 +207,21 @@ fn linux_6_18_default_bounds() {
     // Non-SACK: every property holds. SACK: only the accepted I1 findings (docs/findings.md).
     let c = cfg(SackMode::NoSack, true);
     for s in trc_properties::catalogue() {
-        assert_eq!(violated(&c, Profile::linux_6_18(), s.id, 2), None, "{}", s.id);
+        assert_eq!(
+            violated(&c, Profile::linux_6_18(), s.id, 2),
+            None,
+            "{}",
+            s.id
+        );
     }
     let c = cfg(SackMode::Sack, true);
     for s in trc_properties::catalogue() {
         let v = violated(&c, Profile::linux_6_18(), s.id, 2);
         if s.id == "I1" {
-            assert!(v.is_some(), "the Eifel-undo finding is expected (baseline.toml)");
+            assert!(
+                v.is_some(),
+                "the Eifel-undo finding is expected (baseline.toml)"
+            );
         } else {
             assert_eq!(v, None, "{}", s.id);
         }
@@ -149,7 +230,11 @@ fn linux_6_18_default_bounds() {
 
 #[test]
 fn every_property_can_fail() {
-    let small = Config { segments: 4, initcwnd: 4, ..cfg(SackMode::Both, true) };
+    let small = Config {
+        segments: 4,
+        initcwnd: 4,
+        ..cfg(SackMode::Both, true)
+    };
     let cases = [
         ("I2", Mutant::EnterLossAlwaysReduce),
         ("I5", Mutant::LeakRetransOut),
@@ -159,8 +244,15 @@ fn every_property_can_fail() {
         ("I19", Mutant::FrtoNoUndo),
     ];
     for (id, m) in cases {
-        assert!(violated(&small, mutant(m), id, 2).is_some(), "{id} must fail under {m:?}");
-        assert_eq!(violated(&small, Profile::linux_6_18(), id, 2), None, "{id} holds on 6.18");
+        assert!(
+            violated(&small, mutant(m), id, 2).is_some(),
+            "{id} must fail under {m:?}"
+        );
+        assert_eq!(
+            violated(&small, Profile::linux_6_18(), id, 2),
+            None,
+            "{id} holds on 6.18"
+        );
     }
     // I1, I1p, I14 fail on historical profiles (tests above); I3 on the pre-8b8a321ff72c PRR (model/tests).
 }
@@ -169,9 +261,24 @@ fn every_property_can_fail() {
 fn same_counterexample_whatever_the_thread_count() {
     let c = cfg(SackMode::Both, true);
     let specs = trc_properties::catalogue();
-    let model = TcpModel::new(c, Profile::linux_6_15()).with_properties(trc_properties::properties(&specs));
-    let r1 = check(&model, &Options { threads: 1, ..Options::default() }, None);
-    let r2 = check(&model, &Options { threads: 2, ..Options::default() }, None);
+    let model =
+        TcpModel::new(c, Profile::linux_6_15()).with_properties(trc_properties::properties(&specs));
+    let r1 = check(
+        &model,
+        &Options {
+            threads: 1,
+            ..Options::default()
+        },
+        None,
+    );
+    let r2 = check(
+        &model,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+        None,
+    );
     assert_eq!(r1.unique_states, r2.unique_states);
     for (a, b) in r1.properties.iter().zip(&r2.properties) {
         assert_eq!(a.verdict, b.verdict);
@@ -185,8 +292,15 @@ fn same_counterexample_whatever_the_thread_count() {
 fn i3_fails_on_pre_8b8a321_prr() {
     use trc_model::sender::Cx;
     use trc_model::state::CaState;
-    let c = Config { segments: 4, initcwnd: 4, ..Config::default() };
-    for (p, expect_fail) in [(Profile::pre_8b8a321(), true), (Profile::linux_6_18(), false)] {
+    let c = Config {
+        segments: 4,
+        initcwnd: 4,
+        ..Config::default()
+    };
+    for (p, expect_fail) in [
+        (Profile::pre_8b8a321(), true),
+        (Profile::linux_6_18(), false),
+    ] {
         let model = TcpModel::new(c.clone(), p.clone());
         let mut s = model.initial(true);
         // Recovery with everything marked lost and nothing in flight.
@@ -202,6 +316,12 @@ fn i3_fails_on_pre_8b8a321_prr() {
         let cx = Cx::new(&model.cfg, &model.profile, 100, false);
         snd.tcp_cwnd_reduction(&cx, 0, 0, 0);
         let i3 = trc_properties::select(&["I3".into()]).unwrap();
-        assert_eq!(!(i3[0].holds)(&model, &s), expect_fail, "{}: cwnd {}", p.name, s.sender.cwnd);
+        assert_eq!(
+            !(i3[0].holds)(&model, &s),
+            expect_fail,
+            "{}: cwnd {}",
+            p.name,
+            s.sender.cwnd
+        );
     }
 }

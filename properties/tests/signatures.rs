@@ -29,13 +29,23 @@ fn i1_signatures_in(profile: Profile, sack: SackMode, ts: bool) -> BTreeMap<Stri
 fn f1_and_the_0ec986_revert_have_different_signatures() {
     let base = i1_signatures(Profile::linux_6_18(), true);
     // F1 (docs/findings.md): the shortest I1 violation, 7 events, Eifel undo in Loss.
-    assert_eq!(base.get("I1:tcp_try_undo_loss:Loss:ts-echo").map(|x| x.1), Some(7), "{base:?}");
+    assert_eq!(
+        base.get("I1:tcp_try_undo_loss:Loss:ts-echo").map(|x| x.1),
+        Some(7),
+        "{base:?}"
+    );
     // 6.18 counts an in-flight TLP copy in tcp_init_undo: no violation rests on ignoring it.
-    assert!(base.keys().all(|k| !k.contains("dsack-tlp-uncounted")), "{base:?}");
+    assert!(
+        base.keys().all(|k| !k.contains("dsack-tlp-uncounted")),
+        "{base:?}"
+    );
     let pre = i1_signatures(Profile::pre_0ec986(), true);
     let new: Vec<&String> = pre.keys().filter(|k| !base.contains_key(*k)).collect();
     assert_eq!(new, vec!["I1:tcp_try_undo_dsack:Recovery:undo-retrans-zero+dsack-pre-episode+dsack-tlp-uncounted"], "{pre:?}");
-    assert!(pre.contains_key("I1:tcp_try_undo_loss:Loss:ts-echo"), "F1 is on the revert too");
+    assert!(
+        pre.contains_key("I1:tcp_try_undo_loss:Loss:ts-echo"),
+        "F1 is on the revert too"
+    );
 }
 
 /// da34ac7626b5's bug (an undo in Loss on a dupack) has the same timestamp evidence as F1's Loss
@@ -46,7 +56,12 @@ fn da34ac_undo_on_dupack_is_not_f1() {
     let base = i1_signatures_in(Profile::linux_6_18(), SackMode::NoSack, true);
     assert!(base.keys().all(|k| !k.contains("dupack")), "{base:?}");
     let pre = i1_signatures_in(Profile::pre_da34ac(), SackMode::NoSack, true);
-    assert_eq!(pre.get("I1:tcp_try_undo_loss:Loss:ts-echo+dupack").map(|x| x.1), Some(3), "{pre:?}");
+    assert_eq!(
+        pre.get("I1:tcp_try_undo_loss:Loss:ts-echo+dupack")
+            .map(|x| x.1),
+        Some(3),
+        "{pre:?}"
+    );
     assert!(!base.contains_key("I1:tcp_try_undo_loss:Loss:ts-echo+dupack"));
 }
 
@@ -62,8 +77,18 @@ fn evidence_names_the_undo_rule() {
     }
     let model = TcpModel::new(cfg(SackMode::Both, true), Profile::linux_6_18())
         .with_properties(vec![stateright::Property::always("no undo", no_undo)]);
-    let r = check(&model, &Options { threads: 2, ..Options::default() }, None);
-    let path = r.properties[0].path.as_ref().expect("linux-6.18 undoes within the default bounds");
+    let r = check(
+        &model,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+        None,
+    );
+    let path = r.properties[0]
+        .path
+        .as_ref()
+        .expect("linux-6.18 undoes within the default bounds");
     let last = replay(&model, path).pop().unwrap().1;
     let u = last.sender.ghost.ev.undos[0];
     let e = u.evidence;
@@ -71,7 +96,10 @@ fn evidence_names_the_undo_rule() {
         UndoKind::Frto => assert_eq!(e, evidence::FRTO),
         UndoKind::Dsack => assert!(e & evidence::RETRANS_ZERO != 0),
         UndoKind::Partial => assert!(e & (evidence::TS_ECHO | evidence::NO_STAMP) != 0),
-        _ => assert!(e & (evidence::RETRANS_ZERO | evidence::TS_ECHO | evidence::NO_STAMP) != 0, "{u:?}"),
+        _ => assert!(
+            e & (evidence::RETRANS_ZERO | evidence::TS_ECHO | evidence::NO_STAMP) != 0,
+            "{u:?}"
+        ),
     }
     assert_ne!(e, 0, "every undo records its evidence");
 }

@@ -12,12 +12,17 @@ use std::process::Command;
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("testkit sits in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testkit sits in the workspace")
+        .to_path_buf()
 }
 
 /// `../shared` (or `$TRC_SHARED`), if present.
 pub fn shared() -> Result<PathBuf, String> {
-    let p = std::env::var_os("TRC_SHARED").map(PathBuf::from).unwrap_or_else(|| workspace().join("../shared"));
+    let p = std::env::var_os("TRC_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("../shared"));
     if p.join("vendor").is_dir() {
         Ok(p)
     } else {
@@ -27,7 +32,9 @@ pub fn shared() -> Result<PathBuf, String> {
 
 /// Where helpers keep what they unpack and build (under the cargo target directory).
 fn cache() -> PathBuf {
-    let t = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
+    let t = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
     t.join("trc-testkit")
 }
 
@@ -45,16 +52,27 @@ fn tarball() -> Result<PathBuf, String> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("packetdrill-") && n.ends_with(".tar.gz")))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("packetdrill-") && n.ends_with(".tar.gz"))
+        })
         .collect();
     found.sort();
-    found.pop().ok_or_else(|| format!("no packetdrill-*.tar.gz in {}", dir.display()))
+    found
+        .pop()
+        .ok_or_else(|| format!("no packetdrill-*.tar.gz in {}", dir.display()))
 }
 
 /// The unpacked packetdrill source tree (`.../packetdrill`), unpacked once.
 pub fn packetdrill_tree() -> Result<PathBuf, String> {
     let tar = tarball()?;
-    let stem = tar.file_name().unwrap().to_string_lossy().trim_end_matches(".tar.gz").to_string();
+    let stem = tar
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_end_matches(".tar.gz")
+        .to_string();
     let dest = cache().join(&stem);
     let root = dest.join("packetdrill");
     locked("unpack", || {
@@ -62,7 +80,13 @@ pub fn packetdrill_tree() -> Result<PathBuf, String> {
             return Ok(());
         }
         std::fs::create_dir_all(&dest).map_err(|e| e.to_string())?;
-        let st = Command::new("tar").arg("-xzf").arg(&tar).arg("-C").arg(&dest).status().map_err(|e| format!("tar: {e}"))?;
+        let st = Command::new("tar")
+            .arg("-xzf")
+            .arg(&tar)
+            .arg("-C")
+            .arg(&dest)
+            .status()
+            .map_err(|e| format!("tar: {e}"))?;
         if !st.success() {
             return Err(format!("tar -xzf {} failed", tar.display()));
         }
@@ -86,13 +110,29 @@ pub fn packetdrill_binary() -> Result<PathBuf, String> {
             return Ok(());
         }
         for tool in ["gcc", "make", "bison", "flex"] {
-            if Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().map(|o| !o.status.success()).unwrap_or(true) {
-                return Err(format!("{tool} is not installed (needed to build packetdrill; .ci/run installs it)"));
+            if Command::new("sh")
+                .arg("-c")
+                .arg(format!("command -v {tool}"))
+                .output()
+                .map(|o| !o.status.success())
+                .unwrap_or(true)
+            {
+                return Err(format!(
+                    "{tool} is not installed (needed to build packetdrill; .ci/run installs it)"
+                ));
             }
         }
-        let out = Command::new("sh").arg("-c").arg("./configure >/dev/null && make -j2 >/dev/null").current_dir(&src).output().map_err(|e| e.to_string())?;
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("./configure >/dev/null && make -j2 >/dev/null")
+            .current_dir(&src)
+            .output()
+            .map_err(|e| e.to_string())?;
         if !out.status.success() || !bin.is_file() {
-            return Err(format!("building packetdrill failed: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "building packetdrill failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         Ok(())
     })?;
@@ -103,14 +143,31 @@ pub fn packetdrill_binary() -> Result<PathBuf, String> {
 /// bytes, after the `Type:` line and a blank line).
 pub fn seed_attachment(name: &str) -> Result<String, String> {
     let dir = shared()?.join("seeds");
-    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+    for e in std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+    {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-        let Some(i) = text.find(&format!(": {name} --]")) else { continue };
+        let Some(i) = text.find(&format!(": {name} --]")) else {
+            continue;
+        };
         let rest = &text[i..];
-        let Some(ty) = rest.find("[-- Type:") else { continue };
-        let line_end = rest[ty..].find('\n').map(|n| ty + n + 1).unwrap_or(rest.len());
-        let size: usize = rest[ty..line_end].split("Size:").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0);
-        let body = rest[line_end..].strip_prefix('\n').unwrap_or(&rest[line_end..]);
+        let Some(ty) = rest.find("[-- Type:") else {
+            continue;
+        };
+        let line_end = rest[ty..]
+            .find('\n')
+            .map(|n| ty + n + 1)
+            .unwrap_or(rest.len());
+        let size: usize = rest[ty..line_end]
+            .split("Size:")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let body = rest[line_end..]
+            .strip_prefix('\n')
+            .unwrap_or(&rest[line_end..]);
         let bytes = body.as_bytes();
         return Ok(String::from_utf8_lossy(&bytes[..size.min(bytes.len())]).into_owned());
     }

@@ -49,7 +49,17 @@ impl Driver {
     /// model time 0 and the first flight is sent (as `TcpModel::initial`).
     pub fn start(cfg: Config, profile: Profile, sack_ok: bool) -> Driver {
         let snd = Sender::new(&cfg, sack_ok);
-        let mut d = Driver { cfg, profile, snd, now: 0, tsq_full: false, out: VecDeque::new(), counters: MibTotals::default(), last_mib: MibDelta::default(), armed: None };
+        let mut d = Driver {
+            cfg,
+            profile,
+            snd,
+            now: 0,
+            tsq_full: false,
+            out: VecDeque::new(),
+            counters: MibTotals::default(),
+            last_mib: MibDelta::default(),
+            armed: None,
+        };
         d.run(0, |s, cx| s.tcp_write_xmit(cx));
         d
     }
@@ -58,9 +68,16 @@ impl Driver {
         self.run_timer(now, None, f)
     }
 
-    fn run_timer(&mut self, now: u32, timer: Option<TimerKind>, f: impl FnOnce(&mut Sender, &mut Cx)) -> Vec<Sent> {
+    fn run_timer(
+        &mut self,
+        now: u32,
+        timer: Option<TimerKind>,
+        f: impl FnOnce(&mut Sender, &mut Cx),
+    ) -> Vec<Sent> {
         let timer_jiffies = match self.armed {
-            Some((t, at)) if timer.is_some() => ms_to_jiffies(t.deadline.saturating_sub(at), self.cfg.hz),
+            Some((t, at)) if timer.is_some() => {
+                ms_to_jiffies(t.deadline.saturating_sub(at), self.cfg.hz)
+            }
             _ => 0,
         };
         let before = self.snd.timer;
@@ -75,7 +92,17 @@ impl Driver {
         if self.snd.timer != before || timer.is_some() {
             self.armed = self.snd.timer.map(|t| (t, now));
         }
-        let sent: Vec<Sent> = cx.out.iter().map(|t| Sent { seg: t.seg, rtx: t.rtx, at: now, timer, timer_jiffies }).collect();
+        let sent: Vec<Sent> = cx
+            .out
+            .iter()
+            .map(|t| Sent {
+                seg: t.seg,
+                rtx: t.rtx,
+                at: now,
+                timer,
+                timer_jiffies,
+            })
+            .collect();
         self.out.extend(sent.iter().copied());
         sent
     }
@@ -99,7 +126,9 @@ impl Driver {
     pub fn fire_late(&mut self, late_ms: u32) -> Option<(TimerKind, Vec<Sent>)> {
         let tm = self.snd.timer?;
         let at = (tm.deadline + late_ms).max(self.now);
-        let sent = self.run_timer(at, Some(tm.kind), |s, cx| s.tcp_write_timer_handler(cx, tm.kind));
+        let sent = self.run_timer(at, Some(tm.kind), |s, cx| {
+            s.tcp_write_timer_handler(cx, tm.kind)
+        });
         Some((tm.kind, sent))
     }
 

@@ -9,9 +9,9 @@
 use crate::driver::{Driver, Sent};
 use crate::{seq_bytes, MSS};
 use serde::{Deserialize, Serialize};
+use stateright::Model;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use stateright::Model;
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::sender::ack::AckSeg;
 use trc_model::state::{CaState, TimerKind};
@@ -68,14 +68,20 @@ pub struct Exported {
 }
 
 /// The states along a path: `(action, state)` with `None` for the initial state.
-pub fn states(model: &TcpModel, init_index: usize, actions: &[Action]) -> Result<Vec<(Option<Action>, State)>, String> {
+pub fn states(
+    model: &TcpModel,
+    init_index: usize,
+    actions: &[Action],
+) -> Result<Vec<(Option<Action>, State)>, String> {
     let mut inits = model.init_states();
     if init_index >= inits.len() {
         return Err(format!("init index {init_index} out of range"));
     }
     let mut out = vec![(None, inits.swap_remove(init_index))];
     for (i, a) in actions.iter().enumerate() {
-        let next = model.next_state(&out.last().unwrap().1, *a).ok_or_else(|| format!("action {i} ({a}) does not apply"))?;
+        let next = model
+            .next_state(&out.last().unwrap().1, *a)
+            .ok_or_else(|| format!("action {i} ({a}) does not apply"))?;
         out.push((Some(*a), next));
     }
     Ok(out)
@@ -86,7 +92,12 @@ pub fn describe(prev: &State, a: &Action) -> String {
     let pk = |i: u16| {
         let p = prev.flight[i as usize];
         let (s, e) = (seq_bytes(p.seg as u32), seq_bytes(p.seg as u32 + 1));
-        format!("seg {} ({s}:{e}, {} sent at {} ms)", p.seg as u32 + 1, if p.rtx { "retransmission" } else { "original" }, p.sent)
+        format!(
+            "seg {} ({s}:{e}, {} sent at {} ms)",
+            p.seg as u32 + 1,
+            if p.rtx { "retransmission" } else { "original" },
+            p.sent
+        )
     };
     match a {
         Action::Deliver { pkt } => format!("{} is delivered; its ACK arrives", pk(*pkt)),
@@ -99,14 +110,23 @@ pub fn describe(prev: &State, a: &Action) -> String {
         Action::TsqFill => "the host queue fills (TSQ)".into(),
         Action::TsqDrain => "the host queue drains (TSQ)".into(),
         Action::Write => "the application writes one segment".into(),
-        Action::DeliverAckHeld { pkt } => format!("{} is delivered; the network holds its ACK", pk(*pkt)),
+        Action::DeliverAckHeld { pkt } => {
+            format!("{} is delivered; the network holds its ACK", pk(*pkt))
+        }
         Action::OldAck => {
             let h = &prev.held_ack;
-            let blocks: Vec<String> = h.blocks[..h.n as usize].iter().map(|&(s, e)| format!("{}:{}", seq_bytes(s as u32), seq_bytes(e as u32))).collect();
+            let blocks: Vec<String> = h.blocks[..h.n as usize]
+                .iter()
+                .map(|&(s, e)| format!("{}:{}", seq_bytes(s as u32), seq_bytes(e as u32)))
+                .collect();
             format!(
                 "the held ACK (ack {}{}) arrives after a newer one, below snd_una: an old ACK",
                 seq_bytes(h.ack as u32),
-                if blocks.is_empty() { String::new() } else { format!(", SACK {}", blocks.join(" ")) },
+                if blocks.is_empty() {
+                    String::new()
+                } else {
+                    format!(", SACK {}", blocks.join(" "))
+                },
             )
         }
         #[allow(unreachable_patterns)]
@@ -123,7 +143,12 @@ fn decisions(snd: &trc_model::Sender) -> impl PartialEq + std::fmt::Debug {
         snd.snd_una,
         snd.snd_nxt,
         snd.high_seq,
-        (snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out),
+        (
+            snd.packets_out,
+            snd.sacked_out,
+            snd.lost_out,
+            snd.retrans_out,
+        ),
         // Re-timing can change how often a segment is retransmitted without changing any tag
         // (RACK's `tcp_rack_sent_after` ties on the ms clock: a retransmission made by a later
         // event in the same ms as a higher segment's send counts as sent before it, is marked lost
@@ -133,7 +158,12 @@ fn decisions(snd: &trc_model::Sender) -> impl PartialEq + std::fmt::Debug {
         snd.undo_marker,
         snd.timer.map(|t| t.kind),
         // (segment, tags) of the tagged segments only: short enough to print at any size.
-        snd.segs.iter().enumerate().filter(|(_, s)| s.tags != 0).map(|(i, s)| (i, s.tags)).collect::<Vec<_>>(),
+        snd.segs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.tags != 0)
+            .map(|(i, s)| (i, s.tags))
+            .collect::<Vec<_>>(),
     )
 }
 
@@ -205,7 +235,14 @@ impl Ctx<'_> {
     /// one packet per segment and sets PSH only on the segment that ends an application write
     /// (`tcp_push` → `tcp_mark_push` on the write queue's tail); a line's flags are those of its
     /// last packet, as packetdrill merges them.
-    fn out_lines(&mut self, e: &mut Emitter, first_at: Option<(i64, i64)>, t_us: i64, sent: &[Sent], ts_label: u32) {
+    fn out_lines(
+        &mut self,
+        e: &mut Emitter,
+        first_at: Option<(i64, i64)>,
+        t_us: i64,
+        sent: &[Sent],
+        ts_label: u32,
+    ) {
         let mut runs: Vec<(u32, u32, bool)> = Vec::new();
         for s in sent {
             match runs.last_mut() {
@@ -216,9 +253,17 @@ impl Ctx<'_> {
         for (i, (a, b, rtx)) in runs.iter().enumerate() {
             let (sa, sb) = (seq_bytes(*a), seq_bytes(*b));
             let psh = self.write_ends.contains(b);
-            let opts = if self.ts { format!(" <nop,nop,TS val {ts_label} ecr {}>", self.peer_ts) } else { String::new() };
+            let opts = if self.ts {
+                format!(" <nop,nop,TS val {ts_label} ecr {}>", self.peer_ts)
+            } else {
+                String::new()
+            };
             let what = if *rtx { "retransmission" } else { "new data" };
-            let text = format!("> {} {sa}:{sb}({}) ack 1{opts}   // {what}", if psh { "P." } else { "." }, sb - sa);
+            let text = format!(
+                "> {} {sa}:{sb}({}) ack 1{opts}   // {what}",
+                if psh { "P." } else { "." },
+                sb - sa
+            );
             match (i, first_at) {
                 (0, Some((s, end))) => e.range(s, end, &text),
                 _ => e.line(t_us, &text),
@@ -232,23 +277,49 @@ impl Ctx<'_> {
     /// whose TS clock did not tick between sending the two. The model's receiver has no TS
     /// clock; with a tick between them the kernel's PAWS check (`tcp_validate_incoming`) would
     /// discard the late ACK, which is an ACK loss (`--ack-losses`).
-    fn ack_line(&mut self, ack: &AckSeg, ece: bool, old: bool, ts_map: &BTreeMap<u32, u32>) -> String {
+    fn ack_line(
+        &mut self,
+        ack: &AckSeg,
+        ece: bool,
+        old: bool,
+        ts_map: &BTreeMap<u32, u32>,
+    ) -> String {
         let m = &self.model.cfg;
         let a = seq_bytes(ack.ack.wrapping_sub(m.isn));
-        let blocks: Vec<String> = ack.sacks.iter().map(|(s, e)| format!("{}:{}", seq_bytes(s.wrapping_sub(m.isn)), seq_bytes(e.wrapping_sub(m.isn)))).collect();
+        let blocks: Vec<String> = ack
+            .sacks
+            .iter()
+            .map(|(s, e)| {
+                format!(
+                    "{}:{}",
+                    seq_bytes(s.wrapping_sub(m.isn)),
+                    seq_bytes(e.wrapping_sub(m.isn))
+                )
+            })
+            .collect();
         let mut opts = Vec::new();
         if let (true, Some(ecr)) = (self.ts, ack.tsecr) {
             if !old {
                 self.peer_ts += 1;
             }
-            let lbl = ts_map.get(&ecr).copied().unwrap_or_else(|| label(ecr, m.ts_base));
+            let lbl = ts_map
+                .get(&ecr)
+                .copied()
+                .unwrap_or_else(|| label(ecr, m.ts_base));
             opts.push(format!("nop,nop,TS val {} ecr {lbl}", self.peer_ts));
         }
         if self.sack && !blocks.is_empty() {
             opts.push(format!("nop,nop,sack {}", blocks.join(" ")));
         }
-        let opts = if opts.is_empty() { String::new() } else { format!(" <{}>", opts.join(",")) };
-        format!("< {} 1:1(0) ack {a} win 320{opts}", if ece { "E." } else { "." })
+        let opts = if opts.is_empty() {
+            String::new()
+        } else {
+            format!(" <{}>", opts.join(","))
+        };
+        format!(
+            "< {} 1:1(0) ack {a} win 320{opts}",
+            if ece { "E." } else { "." }
+        )
     }
 }
 
@@ -257,11 +328,37 @@ impl Ctx<'_> {
 pub const COUNTEREXAMPLE_GAP_MS: u32 = 3;
 
 /// Exports the counterexample `actions` from `init_index` (violating `subject.id`).
-pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], subject: Subject, gap_ms: u32) -> Result<Exported, String> {
-    match export_with(model, init_index, actions, subject, Spacing { gap_ms, margin_ms: 0 }, Variant::default()) {
+pub fn export(
+    model: &TcpModel,
+    init_index: usize,
+    actions: &[Action],
+    subject: Subject,
+    gap_ms: u32,
+) -> Result<Exported, String> {
+    match export_with(
+        model,
+        init_index,
+        actions,
+        subject,
+        Spacing {
+            gap_ms,
+            margin_ms: 0,
+        },
+        Variant::default(),
+    ) {
         Ok(x) => Ok(x),
         Err(why) if gap_ms > 0 => {
-            let mut x = export_with(model, init_index, actions, subject, Spacing { gap_ms: 0, margin_ms: 0 }, Variant::default())?;
+            let mut x = export_with(
+                model,
+                init_index,
+                actions,
+                subject,
+                Spacing {
+                    gap_ms: 0,
+                    margin_ms: 0,
+                },
+                Variant::default(),
+            )?;
             x.pkt = x.pkt.replacen(
                 "// timing:",
                 &format!("// timing: exact model times (spacing ACKs {gap_ms} ms apart changed the sender's decisions: {why});\n// timing (kernel): events at the same model ms are 0 ms apart, a real kernel may process them differently;\n// timing:"),
@@ -279,12 +376,31 @@ pub fn export(model: &TcpModel, init_index: usize, actions: &[Action], subject: 
 /// is a race a real kernel (HZ=250) may decide the other way, so the walk is refused
 /// (`Err((step, why))`) instead of falling back to exact times. So is a CUBIC walk whose re-timed
 /// run decides differently with the jiffy ticks elsewhere ([`jiffy_phase_independent`]).
-pub fn export_walk(model: &TcpModel, init_index: usize, actions: &[Action], name: &str, gap_ms: u32, margin_ms: u32) -> Result<Exported, (usize, String)> {
+pub fn export_walk(
+    model: &TcpModel,
+    init_index: usize,
+    actions: &[Action],
+    name: &str,
+    gap_ms: u32,
+    margin_ms: u32,
+) -> Result<Exported, (usize, String)> {
     let step_of = |e: String| {
-        let step = e.strip_prefix("step ").and_then(|r| r.split(':').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+        let step = e
+            .strip_prefix("step ")
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
         (step, e)
     };
-    let x = export_with(model, init_index, actions, walk(name), Spacing { gap_ms, margin_ms }, Variant::default()).map_err(step_of)?;
+    let x = export_with(
+        model,
+        init_index,
+        actions,
+        walk(name),
+        Spacing { gap_ms, margin_ms },
+        Variant::default(),
+    )
+    .map_err(step_of)?;
     jiffy_phase_independent(model, init_index, actions, gap_ms, margin_ms).map_err(step_of)?;
     timer_slack_independent(model, init_index, actions, gap_ms, margin_ms).map_err(step_of)?;
     Ok(x)
@@ -292,7 +408,11 @@ pub fn export_walk(model: &TcpModel, init_index: usize, actions: &[Action], name
 
 /// A walk's subject (no property).
 fn walk(name: &str) -> Subject<'_> {
-    Subject { id: "", name, statement: "" }
+    Subject {
+        id: "",
+        name,
+        statement: "",
+    }
 }
 
 /// How the re-timed run of [`export_with`] departs from the nominal one, to test that the
@@ -322,8 +442,17 @@ pub const TIMER_LATE_MS: u32 = 10;
 /// re-timed run must decide the same with every sending timer [`TIMER_LATE_MS`] late (a RACK
 /// threshold is crossed at most once as the lateness grows). The ACK and write margins are
 /// checked with the nominal times (this run's are the lateness closer to an absolute timer).
-fn timer_slack_independent(model: &TcpModel, init_index: usize, actions: &[Action], gap_ms: u32, margin_ms: u32) -> Result<(), String> {
-    let v = Variant { timer_late_ms: TIMER_LATE_MS, ..Variant::default() };
+fn timer_slack_independent(
+    model: &TcpModel,
+    init_index: usize,
+    actions: &[Action],
+    gap_ms: u32,
+    margin_ms: u32,
+) -> Result<(), String> {
+    let v = Variant {
+        timer_late_ms: TIMER_LATE_MS,
+        ..Variant::default()
+    };
     export_with(model, init_index, actions, walk("late"), Spacing { gap_ms, margin_ms: margin_ms.saturating_sub(TIMER_LATE_MS) }, v)
         .map_err(|e| format!("{e} [with the timers firing {TIMER_LATE_MS} ms late, as a HZ=250 kernel may: the decision depends on timer slack]"))?;
     Ok(())
@@ -341,14 +470,23 @@ fn timer_slack_independent(model: &TcpModel, init_index: usize, actions: &[Actio
 /// model's phase; there cnt stays 2 and cwnd grows to 4, in the other phases cnt is recomputed
 /// (20: the cubic target is below cwnd) and cwnd stays 3, as the kernel did in 4 of 4 runs of
 /// the script (with the two ACKs 0.5 ms apart it grew to 4 in 5 of 6).
-fn jiffy_phase_independent(model: &TcpModel, init_index: usize, actions: &[Action], gap_ms: u32, margin_ms: u32) -> Result<(), String> {
+fn jiffy_phase_independent(
+    model: &TcpModel,
+    init_index: usize,
+    actions: &[Action],
+    gap_ms: u32,
+    margin_ms: u32,
+) -> Result<(), String> {
     if model.cfg.cc != trc_model::CcKind::Cubic {
         return Ok(());
     }
     let tick_us = 1_000_000 / model.cfg.hz;
     for ms in 1..tick_us / 1000 {
         let phase = (model.cfg.jiffy_phase_us + ms * 1000) % tick_us;
-        let v = Variant { jiffy_phase_us: phase, ..Variant::default() };
+        let v = Variant {
+            jiffy_phase_us: phase,
+            ..Variant::default()
+        };
         export_with(model, init_index, actions, walk("phase"), Spacing { gap_ms, margin_ms }, v)
             .map_err(|e| format!("{e} [with the jiffy ticks {ms} ms later than the model's: CUBIC's per-jiffy decisions depend on the phase]"))?;
     }
@@ -384,7 +522,14 @@ struct Spacing {
 /// steps: [`Exporter::header`], [`Exporter::handshake`], [`Exporter::first_flight`], then per
 /// step [`Exporter::emit_step`] (one of `deliver`, `timer`, `write`, `tsq`) and
 /// [`Exporter::recheck`] (the re-timed run must decide as the trace), then [`Exporter::finish`].
-fn export_with(model: &TcpModel, init_index: usize, actions: &[Action], subject: Subject, sp: Spacing, v: Variant) -> Result<Exported, String> {
+fn export_with(
+    model: &TcpModel,
+    init_index: usize,
+    actions: &[Action],
+    subject: Subject,
+    sp: Spacing,
+    v: Variant,
+) -> Result<Exported, String> {
     let path = states(model, init_index, actions)?;
     let mut x = Exporter::new(model, &path, subject, sp, v);
     x.header();
@@ -462,7 +607,13 @@ struct Emitted {
 }
 
 impl<'a> Exporter<'a> {
-    fn new(model: &'a TcpModel, path: &'a [(Option<Action>, State)], subject: Subject<'a>, sp: Spacing, v: Variant) -> Exporter<'a> {
+    fn new(
+        model: &'a TcpModel,
+        path: &'a [(Option<Action>, State)],
+        subject: Subject<'a>,
+        sp: Spacing,
+        v: Variant,
+    ) -> Exporter<'a> {
         let cfg = &model.cfg;
         let init = &path[0].1;
         let (sack, ts) = (init.sender.sack_ok, init.sender.ts_ok);
@@ -474,9 +625,25 @@ impl<'a> Exporter<'a> {
             subject,
             sp,
             v,
-            cx: Ctx { model, sack, ts, write_ends: write_ends(cfg.segments as u32, path), peer_ts: PEER_TS_BASE },
-            d: Driver::start(trc_model::Config { jiffy_phase_us: v.jiffy_phase_us, ..cfg.clone() }, model.profile.clone(), sack),
-            e: Emitter { out: String::new(), prev_us: 0 },
+            cx: Ctx {
+                model,
+                sack,
+                ts,
+                write_ends: write_ends(cfg.segments as u32, path),
+                peer_ts: PEER_TS_BASE,
+            },
+            d: Driver::start(
+                trc_model::Config {
+                    jiffy_phase_us: v.jiffy_phase_us,
+                    ..cfg.clone()
+                },
+                model.profile.clone(),
+                sack,
+            ),
+            e: Emitter {
+                out: String::new(),
+                prev_us: 0,
+            },
             model_only: model_only_notes(path),
             vstep: path.len() - 1,
             ts_map,
@@ -502,7 +669,10 @@ impl<'a> Exporter<'a> {
             e.comment(&format!("trc counterexample: {}", s.name));
             e.comment(&format!("property {}: {}", s.id, s.statement));
         }
-        e.comment(&format!("profile {} ({})", m.profile.name, m.profile.description));
+        e.comment(&format!(
+            "profile {} ({})",
+            m.profile.name, m.profile.description
+        ));
         e.comment(&format!(
             "connection: {}, {}, MSS {MSS}, {:?}, RTT {} ms, initcwnd {}, {} segment(s) written at t=0{}; F-RTO {}, TLP {}",
             if self.cx.sack { "SACK" } else { "no SACK" },
@@ -518,7 +688,10 @@ impl<'a> Exporter<'a> {
         e.comment(&format!("model segment k = bytes {}+{MSS}k .. {}+{MSS}(k+1); TS vals are labels (the runner maps them to the kernel's)", 1, 1));
         let vstep = self.vstep;
         if s.is_walk() {
-            e.comment(&format!("{vstep} steps; the asserts after each step are the model's prediction for {}", m.profile.name));
+            e.comment(&format!(
+                "{vstep} steps; the asserts after each step are the model's prediction for {}",
+                m.profile.name
+            ));
         } else {
             e.comment(&format!("the property breaks at step {vstep} (the last one); the asserts after each step are the model's prediction for {}", m.profile.name));
         }
@@ -546,7 +719,13 @@ impl<'a> Exporter<'a> {
             trc_model::CcKind::Reno => "reno",
             _ => "cubic",
         };
-        e.line(0, &format!("setsockopt(3, IPPROTO_TCP, TCP_CONGESTION, \"{cc}\", {}) = 0", cc.len()));
+        e.line(
+            0,
+            &format!(
+                "setsockopt(3, IPPROTO_TCP, TCP_CONGESTION, \"{cc}\", {}) = 0",
+                cc.len()
+            ),
+        );
         e.line(0, "listen(3, 1) = 0");
         e.comment("one MSS per skb, as the model has it: the kernel then sends one packet per segment, PSH on a write's last");
         e.line(0, "`ip link set dev tun0 gso_max_segs 1`");
@@ -561,11 +740,29 @@ impl<'a> Exporter<'a> {
         }
         e.comment("sysctls as configured; the route's initcwnd is the model's initial window (read at the SYN)");
         e.line(0, &format!("`sysctl -q {}`", sysctls.join(" ")));
-        e.line(0, &format!("`ip route change 192.0.2.1 via 192.168.0.1 dev tun0 initcwnd {}`", cfg.initcwnd));
+        e.line(
+            0,
+            &format!(
+                "`ip route change 192.0.2.1 via 192.168.0.1 dev tun0 initcwnd {}`",
+                cfg.initcwnd
+            ),
+        );
         let (syn, synack, ack) = match (self.cx.sack, self.cx.ts) {
-            (true, true) => ("<mss 1012,sackOK,TS val 100 ecr 0,nop,wscale 7>", "<mss 1460,sackOK,TS val 100 ecr 100,nop,wscale 8>", " <nop,nop,TS val 150 ecr 100>"),
-            (false, true) => ("<mss 1012,nop,nop,TS val 100 ecr 0,nop,wscale 7>", "<mss 1460,nop,nop,TS val 100 ecr 100,nop,wscale 8>", " <nop,nop,TS val 150 ecr 100>"),
-            (true, false) => ("<mss 1000,sackOK,nop,nop,nop,wscale 7>", "<mss 1460,nop,nop,sackOK,nop,wscale 8>", ""),
+            (true, true) => (
+                "<mss 1012,sackOK,TS val 100 ecr 0,nop,wscale 7>",
+                "<mss 1460,sackOK,TS val 100 ecr 100,nop,wscale 8>",
+                " <nop,nop,TS val 150 ecr 100>",
+            ),
+            (false, true) => (
+                "<mss 1012,nop,nop,TS val 100 ecr 0,nop,wscale 7>",
+                "<mss 1460,nop,nop,TS val 100 ecr 100,nop,wscale 8>",
+                " <nop,nop,TS val 150 ecr 100>",
+            ),
+            (true, false) => (
+                "<mss 1000,sackOK,nop,nop,nop,wscale 7>",
+                "<mss 1460,nop,nop,sackOK,nop,wscale 8>",
+                "",
+            ),
             (false, false) => ("<mss 1000,nop,wscale 7>", "<mss 1460,nop,wscale 8>", ""),
         };
         e.line(0, &format!("< S 0:0(0) win 32792 {syn}"));
@@ -580,40 +777,97 @@ impl<'a> Exporter<'a> {
     fn first_flight(&mut self) -> Result<(), String> {
         let cfg = &self.model.cfg;
         let t0 = self.at(0);
-        self.e.comment(&format!("step 0 (t=0 ms): the application writes {} segments; the first flight leaves", cfg.segments));
-        self.e.line(t0, &format!("write(4, ..., {}) = {}", cfg.segments as u32 * MSS, cfg.segments as u32 * MSS));
+        self.e.comment(&format!(
+            "step 0 (t=0 ms): the application writes {} segments; the first flight leaves",
+            cfg.segments
+        ));
+        self.e.line(
+            t0,
+            &format!(
+                "write(4, ..., {}) = {}",
+                cfg.segments as u32 * MSS,
+                cfg.segments as u32 * MSS
+            ),
+        );
         let first: Vec<Sent> = self.d.out.drain(..).collect();
-        self.cx.out_lines(&mut self.e, None, t0, &first, label(cfg.ts_base, cfg.ts_base));
+        self.cx.out_lines(
+            &mut self.e,
+            None,
+            t0,
+            &first,
+            label(cfg.ts_base, cfg.ts_base),
+        );
         let init = &self.path[0].1;
         if decisions(&self.d.snd) != decisions(&init.sender) {
             return Err("initial flight differs".into());
         }
         asserts(&mut self.e, t0, &self.d);
-        self.steps.push(TraceStep { index: 0, action: None, event: "initial state: the first flight is sent".into(), script_ms: Some(0), state: init.clone(), mib: self.d.counters.clone() });
+        self.steps.push(TraceStep {
+            index: 0,
+            action: None,
+            event: "initial state: the first flight is sent".into(),
+            script_ms: Some(0),
+            state: init.clone(),
+            mib: self.d.counters.clone(),
+        });
         Ok(())
     }
 
     /// One step of the trace: its lines, the re-timed run's check, and its asserts.
-    fn emit_step(&mut self, idx: usize, prev: &State, a: Action, next: &State) -> Result<(), String> {
+    fn emit_step(
+        &mut self,
+        idx: usize,
+        prev: &State,
+        a: Action,
+        next: &State,
+    ) -> Result<(), String> {
         let desc = describe(prev, &a);
         let m = next.now;
-        let brk = if idx == self.vstep && !self.subject.is_walk() { format!("   <-- {} breaks here", self.subject.id) } else { String::new() };
+        let brk = if idx == self.vstep && !self.subject.is_walk() {
+            format!("   <-- {} breaks here", self.subject.id)
+        } else {
+            String::new()
+        };
         let out = match a {
             Action::Drop { .. } => {
-                self.e.comment(&format!("step {idx} (model t={m} ms): {desc}: it is never ACKed{brk}"));
-                Emitted { t: self.last_t + (m - self.last_m), script_ms: None, quiet: false }
+                self.e.comment(&format!(
+                    "step {idx} (model t={m} ms): {desc}: it is never ACKed{brk}"
+                ));
+                Emitted {
+                    t: self.last_t + (m - self.last_m),
+                    script_ms: None,
+                    quiet: false,
+                }
             }
             Action::DeliverAckLost { .. } => {
-                self.e.comment(&format!("step {idx} (model t={m} ms): {desc} (nothing reaches the sender){brk}"));
-                Emitted { t: self.last_t + (m - self.last_m), script_ms: None, quiet: false }
+                self.e.comment(&format!(
+                    "step {idx} (model t={m} ms): {desc} (nothing reaches the sender){brk}"
+                ));
+                Emitted {
+                    t: self.last_t + (m - self.last_m),
+                    script_ms: None,
+                    quiet: false,
+                }
             }
             Action::DeliverAckHeld { .. } => {
                 self.e.comment(&format!("step {idx} (model t={m} ms): {desc} (it reaches the sender later, after a newer one){brk}"));
-                Emitted { t: self.last_t + (m - self.last_m), script_ms: None, quiet: false }
+                Emitted {
+                    t: self.last_t + (m - self.last_m),
+                    script_ms: None,
+                    quiet: false,
+                }
             }
             Action::Deliver { pkt } | Action::DeliverEce { pkt } => {
                 let (_, ack) = self.model.ack_for(prev, pkt as usize);
-                self.inbound_ack(idx, ack, matches!(a, Action::DeliverEce { .. }), false, m, &desc, &brk)?
+                self.inbound_ack(
+                    idx,
+                    ack,
+                    matches!(a, Action::DeliverEce { .. }),
+                    false,
+                    m,
+                    &desc,
+                    &brk,
+                )?
             }
             Action::OldAck => {
                 let ack = prev.held_ack.ack_seg(&self.model.cfg, prev.sender.ts_ok);
@@ -629,9 +883,15 @@ impl<'a> Exporter<'a> {
             }
             Action::Rto | Action::Tlp | Action::Reo => self.timer(idx, a, m, &desc, &brk)?,
             Action::Write => self.write(idx, m, &desc, &brk)?,
-            Action::TsqFill | Action::TsqDrain => self.tsq(idx, matches!(a, Action::TsqFill), m, &desc, &brk),
+            Action::TsqFill | Action::TsqDrain => {
+                self.tsq(idx, matches!(a, Action::TsqFill), m, &desc, &brk)
+            }
             #[allow(unreachable_patterns)]
-            _ => return Err(format!("step {idx}: {desc}: this event is not exported yet")),
+            _ => {
+                return Err(format!(
+                    "step {idx}: {desc}: this event is not exported yet"
+                ))
+            }
         };
         self.recheck(idx, next)?;
         if out.script_ms.is_some() && !(out.quiet && idx != self.vstep) {
@@ -641,7 +901,14 @@ impl<'a> Exporter<'a> {
             self.last_t = out.t;
             self.last_m = m;
         }
-        self.steps.push(TraceStep { index: idx, action: Some(a), event: desc, script_ms: out.script_ms, state: next.clone(), mib: self.d.counters.clone() });
+        self.steps.push(TraceStep {
+            index: idx,
+            action: Some(a),
+            event: desc,
+            script_ms: out.script_ms,
+            state: next.clone(),
+            mib: self.d.counters.clone(),
+        });
         Ok(())
     }
 
@@ -656,10 +923,21 @@ impl<'a> Exporter<'a> {
     /// An inbound ACK (a delivery's, or the held one arriving late): its line (spaced, off the
     /// timers' deadlines), then what the sender sent.
     #[allow(clippy::too_many_arguments)]
-    fn inbound_ack(&mut self, idx: usize, ack: AckSeg, ece: bool, old: bool, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
+    fn inbound_ack(
+        &mut self,
+        idx: usize,
+        ack: AckSeg,
+        ece: bool,
+        old: bool,
+        m: u32,
+        desc: &str,
+        brk: &str,
+    ) -> Result<Emitted, String> {
         let cfg = &self.model.cfg;
         let mut t = self.last_t + (m - self.last_m).max(self.sp.gap_ms);
-        if self.sp.gap_ms > 0 && acks_retransmission_at_min_rtt(&self.d.snd, &ack, t, cfg.rtt_ms, cfg.isn) {
+        if self.sp.gap_ms > 0
+            && acks_retransmission_at_min_rtt(&self.d.snd, &ack, t, cfg.rtt_ms, cfg.isn)
+        {
             t += RACK_TIE_MS;
         }
         let margin = self.sp.margin_ms;
@@ -678,52 +956,101 @@ impl<'a> Exporter<'a> {
         }
         let mut ack2 = ack.clone();
         ack2.ece = ece;
-        ack2.tsecr = ack.tsecr.map(|ecr| retimed_tsecr(ecr, &self.ts_map, cfg.ts_base));
-        self.e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
+        ack2.tsecr = ack
+            .tsecr
+            .map(|ecr| retimed_tsecr(ecr, &self.ts_map, cfg.ts_base));
+        self.e
+            .comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
         let text = self.cx.ack_line(&ack, ece, old, &self.ts_map);
         let at = self.at(t);
         self.e.line(at, &text);
         let sent = self.d.ack(t, &ack2);
         self.map_ts(&sent, m, t);
-        self.cx.out_lines(&mut self.e, None, at, &sent, label(t + cfg.ts_base, cfg.ts_base));
+        self.cx.out_lines(
+            &mut self.e,
+            None,
+            at,
+            &sent,
+            label(t + cfg.ts_base, cfg.ts_base),
+        );
         self.d.out.clear();
-        Ok(Emitted { t, script_ms: Some(t), quiet: false })
+        Ok(Emitted {
+            t,
+            script_ms: Some(t),
+            quiet: false,
+        })
     }
 
     /// A timer expiry: at the re-timed run's deadline (plus the variant's lateness if it sends),
     /// its transmissions as a `~` range.
-    fn timer(&mut self, idx: usize, a: Action, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
+    fn timer(
+        &mut self,
+        idx: usize,
+        a: Action,
+        m: u32,
+        desc: &str,
+        brk: &str,
+    ) -> Result<Emitted, String> {
         let base = self.model.cfg.ts_base;
-        let Some(tm) = self.d.timer() else { return Err(format!("step {idx}: no timer armed in the re-timed run")) };
+        let Some(tm) = self.d.timer() else {
+            return Err(format!("step {idx}: no timer armed in the re-timed run"));
+        };
         let want = match a {
             Action::Rto => TimerKind::Rto,
             Action::Tlp => TimerKind::Tlp,
             _ => TimerKind::Reo,
         };
         if tm.kind != want {
-            return Err(format!("step {idx}: {:?} timer armed, the trace fires {want:?}", tm.kind));
+            return Err(format!(
+                "step {idx}: {:?} timer armed, the trace fires {want:?}",
+                tm.kind
+            ));
         }
         let mut t = tm.deadline.max(self.last_t);
-        self.e.comment(&format!("step {idx} (model t={m} ms): {desc} (deadline {t} ms after the first write){brk}"));
+        self.e.comment(&format!(
+            "step {idx} (model t={m} ms): {desc} (deadline {t} ms after the first write){brk}"
+        ));
         // A late expiry only moves the script's clock if it sends something (the runner
         // re-synchronises on the send); a quiet one fires at its deadline here.
-        let late = if self.v.timer_late_ms > 0 && self.d.clone().fire().is_some_and(|(_, s)| !s.is_empty()) { self.v.timer_late_ms } else { 0 };
+        let late = if self.v.timer_late_ms > 0
+            && self.d.clone().fire().is_some_and(|(_, s)| !s.is_empty())
+        {
+            self.v.timer_late_ms
+        } else {
+            0
+        };
         t += late;
         let (_, sent) = self.d.fire_late(late).unwrap();
         let quiet = sent.is_empty();
         if quiet {
-            self.e.comment("(nothing is sent; the state is asserted after the next event)");
+            self.e
+                .comment("(nothing is sent; the state is asserted after the next event)");
             self.quiet_timer = Some(t);
         } else {
             self.map_ts(&sent, m, t);
             let at = self.at(t);
             // As late as the kernel's jiffies and timer wheel may make it (a level-1 RTO: up to
             // 8 jiffies), at least 5 ms.
-            let spread = sent.iter().map(|s| self.d.timer_spread_us(s)).max().unwrap_or(0).max(5000);
-            self.cx.out_lines(&mut self.e, Some((at, at + spread)), at, &sent, label(t + base, base));
+            let spread = sent
+                .iter()
+                .map(|s| self.d.timer_spread_us(s))
+                .max()
+                .unwrap_or(0)
+                .max(5000);
+            self.cx.out_lines(
+                &mut self.e,
+                Some((at, at + spread)),
+                at,
+                &sent,
+                label(t + base, base),
+            );
         }
         self.d.out.clear();
-        Ok(Emitted { t, script_ms: Some(t), quiet })
+        Ok(Emitted {
+            t,
+            script_ms: Some(t),
+            quiet,
+        })
     }
 
     /// A one-segment application write and what it sends.
@@ -745,38 +1072,62 @@ impl<'a> Exporter<'a> {
                 return Err(format!("step {idx}: the write at {t} ms is within {margin} ms of a timer expiry that sent nothing ({q} ms)"));
             }
         }
-        self.e.comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
+        self.e
+            .comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
         let at = self.at(t);
         self.e.line(at, &format!("write(4, ..., {MSS}) = {MSS}"));
         let sent = self.d.write(t, 1);
         self.map_ts(&sent, m, t);
-        self.cx.out_lines(&mut self.e, None, at, &sent, label(t + base, base));
+        self.cx
+            .out_lines(&mut self.e, None, at, &sent, label(t + base, base));
         self.d.out.clear();
-        Ok(Emitted { t, script_ms: Some(t), quiet: false })
+        Ok(Emitted {
+            t,
+            script_ms: Some(t),
+            quiet: false,
+        })
     }
 
     /// A model-only host-queue event (a `:` no-op line on a kernel).
     fn tsq(&mut self, idx: usize, fill: bool, m: u32, desc: &str, brk: &str) -> Emitted {
         let base = self.model.cfg.ts_base;
         let t = self.last_t + (m - self.last_m);
-        self.e.comment(&format!("step {idx} (model t={m} ms): {desc} — model-only, a no-op on a real kernel{brk}"));
+        self.e.comment(&format!(
+            "step {idx} (model t={m} ms): {desc} — model-only, a no-op on a real kernel{brk}"
+        ));
         let at = self.at(t);
-        self.e.line(at, if fill { "`: trc-model-only tsq-fill`" } else { "`: trc-model-only tsq-drain`" });
+        self.e.line(
+            at,
+            if fill {
+                "`: trc-model-only tsq-fill`"
+            } else {
+                "`: trc-model-only tsq-drain`"
+            },
+        );
         if fill {
             self.d.tsq_fill(t);
         } else {
             let sent = self.d.tsq_drain(t);
             self.map_ts(&sent, m, t);
-            self.cx.out_lines(&mut self.e, None, at, &sent, label(t + base, base));
+            self.cx
+                .out_lines(&mut self.e, None, at, &sent, label(t + base, base));
         }
         self.d.out.clear();
-        Emitted { t, script_ms: Some(t), quiet: false }
+        Emitted {
+            t,
+            script_ms: Some(t),
+            quiet: false,
+        }
     }
 
     /// The re-timed run must reach the trace's decisions at every step.
     fn recheck(&self, idx: usize, next: &State) -> Result<(), String> {
         if decisions(&self.d.snd) != decisions(&next.sender) {
-            return Err(format!("step {idx}: the re-timed run decides differently ({:?} vs {:?})", decisions(&self.d.snd), decisions(&next.sender)));
+            return Err(format!(
+                "step {idx}: the re-timed run decides differently ({:?} vs {:?})",
+                decisions(&self.d.snd),
+                decisions(&next.sender)
+            ));
         }
         Ok(())
     }
@@ -785,10 +1136,19 @@ impl<'a> Exporter<'a> {
     /// ending with a timer that sent nothing asserts `margin_ms` after its deadline, once the
     /// kernel's late timer has surely fired (seed 1 scenario 914), provided nothing else is due
     /// by then.
-    fn step_asserts(&mut self, idx: usize, t: u32, quiet: bool, next: &State) -> Result<(), String> {
+    fn step_asserts(
+        &mut self,
+        idx: usize,
+        t: u32,
+        quiet: bool,
+        next: &State,
+    ) -> Result<(), String> {
         let s = self.subject;
         if idx == self.vstep && !s.is_walk() {
-            self.e.comment(&format!("*** {} breaks at step {idx}: {}", s.id, s.statement));
+            self.e.comment(&format!(
+                "*** {} breaks at step {idx}: {}",
+                s.id, s.statement
+            ));
             for n in crate::notes(next) {
                 self.e.comment(&format!("*** model: {n}"));
             }
@@ -823,7 +1183,12 @@ impl<'a> Exporter<'a> {
             steps: self.steps,
         };
         let dot = crate::dot(&trace);
-        Exported { pkt: self.e.out, trace, dot, spaced: self.sp.gap_ms > 0 }
+        Exported {
+            pkt: self.e.out,
+            trace,
+            dot,
+            spaced: self.sp.gap_ms > 0,
+        }
     }
 }
 
@@ -860,23 +1225,53 @@ pub const RACK_TIE_MS: u32 = 1;
 /// (seed 1 scenarios 510 and 932: the ACK of the REO-timer retransmission at +50 ms leaves the
 /// kernel without RACK marks until the RTO; at +50.2 ms it agrees with the model). The exporter
 /// moves such an ACK [`RACK_TIE_MS`] later; the re-timed model run checks that no decision changes.
-fn acks_retransmission_at_min_rtt(snd: &trc_model::Sender, ack: &AckSeg, t: u32, rtt_ms: u32, isn: u32) -> bool {
+fn acks_retransmission_at_min_rtt(
+    snd: &trc_model::Sender,
+    ack: &AckSeg,
+    t: u32,
+    rtt_ms: u32,
+    isn: u32,
+) -> bool {
     use trc_model::seq::{after, before};
     use trc_model::state::tag;
     let (una, nxt) = (snd.snd_una.wrapping_sub(isn), snd.snd_nxt.wrapping_sub(isn));
     (una..nxt).any(|i| {
-        let Some(s) = snd.segs.get(i as usize) else { return false };
+        let Some(s) = snd.segs.get(i as usize) else {
+            return false;
+        };
         let seq = isn.wrapping_add(i);
-        let covered = after(ack.ack, seq) || ack.sacks.iter().any(|&(l, r)| !before(seq, l) && !after(seq.wrapping_add(1), r));
-        s.tags & tag::RETRANS != 0 && s.tags & tag::S == 0 && s.xmit.wrapping_add(rtt_ms) == t && covered
+        let covered = after(ack.ack, seq)
+            || ack
+                .sacks
+                .iter()
+                .any(|&(l, r)| !before(seq, l) && !after(seq.wrapping_add(1), r));
+        s.tags & tag::RETRANS != 0
+            && s.tags & tag::S == 0
+            && s.xmit.wrapping_add(rtt_ms) == t
+            && covered
     })
 }
 
 fn asserts(e: &mut Emitter, t_us: i64, d: &Driver) {
     let s = &d.snd;
-    e.line(t_us, &format!("%{{ assert tcpi_ca_state == {}, tcpi_ca_state }}%", ca_name(s.ca_state)));
-    e.line(t_us, &format!("%{{ assert tcpi_snd_cwnd == {}, tcpi_snd_cwnd }}%", s.cwnd));
-    e.line(t_us, &format!("%{{ assert tcpi_snd_ssthresh == {}, tcpi_snd_ssthresh }}%", s.ssthresh));
+    e.line(
+        t_us,
+        &format!(
+            "%{{ assert tcpi_ca_state == {}, tcpi_ca_state }}%",
+            ca_name(s.ca_state)
+        ),
+    );
+    e.line(
+        t_us,
+        &format!("%{{ assert tcpi_snd_cwnd == {}, tcpi_snd_cwnd }}%", s.cwnd),
+    );
+    e.line(
+        t_us,
+        &format!(
+            "%{{ assert tcpi_snd_ssthresh == {}, tcpi_snd_ssthresh }}%",
+            s.ssthresh
+        ),
+    );
 }
 
 #[cfg(test)]
@@ -886,7 +1281,11 @@ mod tests {
 
     #[test]
     fn rack_tie_is_an_ack_of_a_retransmission_exactly_one_rtt_after_it() {
-        let cfg = trc_model::Config { segments: 4, initcwnd: 4, ..Default::default() };
+        let cfg = trc_model::Config {
+            segments: 4,
+            initcwnd: 4,
+            ..Default::default()
+        };
         let isn = cfg.isn;
         let mut s = trc_model::Sender::new(&cfg, true);
         s.snd_una = isn;
@@ -896,20 +1295,67 @@ mod tests {
             seg.tags = if i == 1 { tag::RETRANS } else { 0 };
         }
         s.segs[1].xmit = 64; // retransmitted by the REO timer at 64 ms
-        let ack = |ack: u32, sacks: Vec<(u32, u32)>| AckSeg { ack, sacks: sacks.into(), ece: false, tsecr: None };
+        let ack = |ack: u32, sacks: Vec<(u32, u32)>| AckSeg {
+            ack,
+            sacks: sacks.into(),
+            ece: false,
+            tsecr: None,
+        };
         // Cumulative ACK covering it, one RTT after the retransmission: the tie.
-        assert!(acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 114, 50, isn));
+        assert!(acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn + 2, vec![]),
+            114,
+            50,
+            isn
+        ));
         // SACKed instead.
-        assert!(acks_retransmission_at_min_rtt(&s, &ack(isn, vec![(isn + 1, isn + 2)]), 114, 50, isn));
+        assert!(acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn, vec![(isn + 1, isn + 2)]),
+            114,
+            50,
+            isn
+        ));
         // Not a tie: later or earlier than one RTT, not covered, or not a retransmission.
-        assert!(!acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 115, 50, isn));
-        assert!(!acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 113, 50, isn));
-        assert!(!acks_retransmission_at_min_rtt(&s, &ack(isn + 1, vec![(isn + 2, isn + 3)]), 114, 50, isn));
+        assert!(!acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn + 2, vec![]),
+            115,
+            50,
+            isn
+        ));
+        assert!(!acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn + 2, vec![]),
+            113,
+            50,
+            isn
+        ));
+        assert!(!acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn + 1, vec![(isn + 2, isn + 3)]),
+            114,
+            50,
+            isn
+        ));
         s.segs[1].tags = 0;
-        assert!(!acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 114, 50, isn));
+        assert!(!acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn + 2, vec![]),
+            114,
+            50,
+            isn
+        ));
         // Already SACKed before: not newly covered.
         s.segs[1].tags = tag::RETRANS | tag::S;
-        assert!(!acks_retransmission_at_min_rtt(&s, &ack(isn + 2, vec![]), 114, 50, isn));
+        assert!(!acks_retransmission_at_min_rtt(
+            &s,
+            &ack(isn + 2, vec![]),
+            114,
+            50,
+            isn
+        ));
     }
 
     #[test]
@@ -933,18 +1379,63 @@ mod tests {
             ..Default::default()
         };
         let model = TcpModel::new(cfg.clone(), trc_model::Profile::linux_6_18());
-        let (d, l) = (|pkt| Action::Deliver { pkt }, |pkt| Action::DeliverAckLost { pkt });
-        let walk = [Action::Drop { pkt: 1 }, d(0), d(2), Action::Drop { pkt: 2 }, Action::Rto, l(1), l(0), d(0), d(0), d(0)];
+        let (d, l) = (
+            |pkt| Action::Deliver { pkt },
+            |pkt| Action::DeliverAckLost { pkt },
+        );
+        let walk = [
+            Action::Drop { pkt: 1 },
+            d(0),
+            d(2),
+            Action::Drop { pkt: 2 },
+            Action::Rto,
+            l(1),
+            l(0),
+            d(0),
+            d(0),
+            d(0),
+        ];
         assert!(export_walk(&model, 0, &walk[..9], "t", 3, 15).is_ok());
         let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
         assert_eq!(step, 10, "{why}");
         assert!(why.contains("jiffy"), "{why}");
         // The model's own phase exports it (cwnd 4); one ms later the ticks split the two ACKs.
-        let phase = |jiffy_phase_us| Variant { jiffy_phase_us, ..Variant::default() };
-        assert!(export_with(&model, 0, &walk, super::walk("t"), Spacing { gap_ms: 3, margin_ms: 15 }, phase(0)).is_ok());
-        assert!(export_with(&model, 0, &walk, super::walk("t"), Spacing { gap_ms: 3, margin_ms: 15 }, phase(1000)).is_err());
+        let phase = |jiffy_phase_us| Variant {
+            jiffy_phase_us,
+            ..Variant::default()
+        };
+        assert!(export_with(
+            &model,
+            0,
+            &walk,
+            super::walk("t"),
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15
+            },
+            phase(0)
+        )
+        .is_ok());
+        assert!(export_with(
+            &model,
+            0,
+            &walk,
+            super::walk("t"),
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15
+            },
+            phase(1000)
+        )
+        .is_err());
         // Reno has no jiffy clock: not refused for that.
-        let reno = TcpModel::new(trc_model::Config { cc: trc_model::CcKind::Reno, ..cfg }, trc_model::Profile::linux_6_18());
+        let reno = TcpModel::new(
+            trc_model::Config {
+                cc: trc_model::CcKind::Reno,
+                ..cfg
+            },
+            trc_model::Profile::linux_6_18(),
+        );
         assert!(jiffy_phase_independent(&reno, 0, &walk, 3, 15).is_ok());
     }
 
@@ -973,13 +1464,43 @@ mod tests {
         let d = |pkt| Action::Deliver { pkt };
         let drop = |pkt| Action::Drop { pkt };
         let lost = |pkt| Action::DeliverAckLost { pkt };
-        let walk = [lost(0), d(1), Action::Reo, Action::Rto, d(0), drop(3), d(0), d(0), d(0), d(1), drop(3), drop(0), drop(0), Action::Reo, lost(0), d(0), Action::Write, d(1)];
+        let walk = [
+            lost(0),
+            d(1),
+            Action::Reo,
+            Action::Rto,
+            d(0),
+            drop(3),
+            d(0),
+            d(0),
+            d(0),
+            d(1),
+            drop(3),
+            drop(0),
+            drop(0),
+            Action::Reo,
+            lost(0),
+            d(0),
+            Action::Write,
+            d(1),
+        ];
         assert!(export_walk(&model, 0, &walk[..17], "t", 3, 15).is_ok());
         let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
         assert_eq!(step, 18, "{why}");
         assert!(why.contains("re-timed run decides differently"), "{why}");
         // The exact-time script (no re-timing) still exports.
-        assert!(export(&model, 0, &walk, Subject { id: "t", name: "t", statement: "" }, 0).is_ok());
+        assert!(export(
+            &model,
+            0,
+            &walk,
+            Subject {
+                id: "t",
+                name: "t",
+                statement: ""
+            },
+            0
+        )
+        .is_ok());
         let mut m = BTreeMap::new();
         m.insert(517, label(532, 1));
         assert_eq!(retimed_tsecr(517, &m, 1), 532);
@@ -1006,13 +1527,53 @@ mod tests {
         };
         let model = TcpModel::new(cfg, trc_model::Profile::linux_6_18());
         let d = |pkt| Action::Deliver { pkt };
-        let walk = [d(2), Action::DeliverAckLost { pkt: 0 }, Action::Reo, d(2), Action::Reo, d(1), d(1), d(2), Action::Reo, d(0), d(2), d(0), d(0), d(0)];
+        let walk = [
+            d(2),
+            Action::DeliverAckLost { pkt: 0 },
+            Action::Reo,
+            d(2),
+            Action::Reo,
+            d(1),
+            d(1),
+            d(2),
+            Action::Reo,
+            d(0),
+            d(2),
+            d(0),
+            d(0),
+            d(0),
+        ];
         assert!(export_walk(&model, 0, &walk[..13], "t", 3, 15).is_ok());
         let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
         assert_eq!(step, 14, "{why}");
         assert!(why.contains("timer slack"), "{why}");
-        let late = |timer_late_ms| Variant { timer_late_ms, ..Variant::default() };
-        assert!(export_with(&model, 0, &walk, super::walk("t"), Spacing { gap_ms: 3, margin_ms: 15 }, late(0)).is_ok());
-        assert!(export_with(&model, 0, &walk, super::walk("t"), Spacing { gap_ms: 3, margin_ms: 5 }, late(TIMER_LATE_MS)).is_err());
+        let late = |timer_late_ms| Variant {
+            timer_late_ms,
+            ..Variant::default()
+        };
+        assert!(export_with(
+            &model,
+            0,
+            &walk,
+            super::walk("t"),
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15
+            },
+            late(0)
+        )
+        .is_ok());
+        assert!(export_with(
+            &model,
+            0,
+            &walk,
+            super::walk("t"),
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 5
+            },
+            late(TIMER_LATE_MS)
+        )
+        .is_err());
     }
 }

@@ -34,10 +34,22 @@ pub fn notes(s: &State) -> Vec<String> {
     let ev = &s.sender.ghost.ev;
     let mut n = Vec::new();
     for u in &ev.undos {
-        n.push(format!("undo {:?}: cwnd {}→{}, ssthresh {}→{} (prior_cwnd {}, prior_ssthresh {})", u.kind, u.cwnd_before, u.cwnd_after, u.ssthresh_before, u.ssthresh_after, u.prior_cwnd, u.prior_ssthresh));
+        n.push(format!(
+            "undo {:?}: cwnd {}→{}, ssthresh {}→{} (prior_cwnd {}, prior_ssthresh {})",
+            u.kind,
+            u.cwnd_before,
+            u.cwnd_after,
+            u.ssthresh_before,
+            u.ssthresh_after,
+            u.prior_cwnd,
+            u.prior_ssthresh
+        ));
     }
     for r in &ev.reductions {
-        n.push(format!("ssthresh reduction ({:?} from {:?})", r.kind, r.from));
+        n.push(format!(
+            "ssthresh reduction ({:?} from {:?})",
+            r.kind, r.from
+        ));
     }
     if ev.nonsack_hold {
         n.push("non-SACK hold at snd_una == high_seq".into());
@@ -56,19 +68,46 @@ fn dot_escape(s: &str) -> String {
 /// high_seq), one edge per event; the violating state is red.
 pub fn dot(t: &export::TraceFile) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "digraph \"{}-{}\" {{", dot_escape(&t.property), dot_escape(&t.profile.name));
-    let _ = writeln!(o, "  label=\"{} on {}\"; labelloc=t; rankdir=TB; node [shape=box, fontname=monospace];", dot_escape(&t.property_name), dot_escape(&t.profile.name));
+    let _ = writeln!(
+        o,
+        "digraph \"{}-{}\" {{",
+        dot_escape(&t.property),
+        dot_escape(&t.profile.name)
+    );
+    let _ = writeln!(
+        o,
+        "  label=\"{} on {}\"; labelloc=t; rankdir=TB; node [shape=box, fontname=monospace];",
+        dot_escape(&t.property_name),
+        dot_escape(&t.profile.name)
+    );
     for st in &t.steps {
         let x = &st.state.sender;
         let lbl = format!(
             "{}: t={} ms\\n{:?} cwnd {} ssthresh {}\\nsnd_una {} snd_nxt {} high_seq {}",
-            st.index, st.state.now, x.ca_state, x.cwnd, x.ssthresh, x.snd_una, x.snd_nxt, x.high_seq
+            st.index,
+            st.state.now,
+            x.ca_state,
+            x.cwnd,
+            x.ssthresh,
+            x.snd_una,
+            x.snd_nxt,
+            x.high_seq
         );
-        let style = if st.index == t.violation_step { ", color=red, penwidth=2" } else { "" };
+        let style = if st.index == t.violation_step {
+            ", color=red, penwidth=2"
+        } else {
+            ""
+        };
         let _ = writeln!(o, "  s{} [label=\"{}\"{}];", st.index, lbl, style);
     }
     for w in t.steps.windows(2) {
-        let _ = writeln!(o, "  s{} -> s{} [label=\"{}\"];", w[0].index, w[1].index, dot_escape(&w[1].event));
+        let _ = writeln!(
+            o,
+            "  s{} -> s{} [label=\"{}\"];",
+            w[0].index,
+            w[1].index,
+            dot_escape(&w[1].event)
+        );
     }
     let _ = writeln!(o, "}}");
     o
@@ -78,8 +117,14 @@ pub fn dot(t: &export::TraceFile) -> String {
 /// renamed over `path` (an existing file is replaced whole or not at all).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let base = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let base = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -96,7 +141,16 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// `s` with every character that is not a letter, a digit, `.`, `_`, `+` or `-` replaced by
 /// `_`, and no leading `.` (a file name in the directory it is written to, never a path).
 pub fn file_safe(s: &str) -> String {
-    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') { c } else { '_' }).collect();
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     if out.starts_with('.') || out.is_empty() {
         out.insert(0, '_');
     }
@@ -110,14 +164,23 @@ pub fn remove_stale_tmp(dir: &Path) -> usize {
     if !Path::new("/proc/self").exists() {
         return 0;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     let mut removed = 0;
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some((_, pid)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")) else { continue };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
-        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() && std::fs::remove_file(e.path()).is_ok() {
+        let Some((_, pid)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !Path::new("/proc").join(pid.to_string()).exists()
+            && std::fs::remove_file(e.path()).is_ok()
+        {
             removed += 1;
         }
     }

@@ -73,7 +73,9 @@ impl Manifest {
 
 /// Line of the `*** <id> breaks at step N` comment in an exported script (1-based).
 pub fn break_line(pkt: &str) -> Option<u32> {
-    pkt.lines().position(|l| l.starts_with("// ***") && l.contains("breaks at step")).map(|i| i as u32 + 1)
+    pkt.lines()
+        .position(|l| l.starts_with("// ***") && l.contains("breaks at step"))
+        .map(|i| i as u32 + 1)
 }
 
 /// Whether a replay reproduces the violation: every line run and every check passed.
@@ -107,14 +109,26 @@ pub enum Saved {
 pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut m = Manifest::load(dir)?;
-    let file = format!("{}-{}-{}.pkt", x.trace.property, x.trace.profile.name, if x.trace.sack { "sack" } else { "nosack" });
-    if let Some(e) = m.regressions.iter().find(|e| e.script == file || (e.property == x.trace.property && e.violated_on.contains(&x.trace.profile.name) && script_sack(dir, e) == Some(x.trace.sack))) {
+    let file = format!(
+        "{}-{}-{}.pkt",
+        x.trace.property,
+        x.trace.profile.name,
+        if x.trace.sack { "sack" } else { "nosack" }
+    );
+    if let Some(e) = m.regressions.iter().find(|e| {
+        e.script == file
+            || (e.property == x.trace.property
+                && e.violated_on.contains(&x.trace.profile.name)
+                && script_sack(dir, e) == Some(x.trace.sack))
+    }) {
         return Ok(Saved::AlreadyPresent(e.name.clone()));
     }
     let (violated_on, holds_on) = classify(&x.pkt, &file)?;
     let path = dir.join(&file);
     // The corpus keeps the gtests' layout: `../common/defaults.sh` (counterexamples/common/).
-    let pkt = x.pkt.replacen(crate::EXPORT_INIT, "`../common/defaults.sh`", 1);
+    let pkt = x
+        .pkt
+        .replacen(crate::EXPORT_INIT, "`../common/defaults.sh`", 1);
     crate::write_atomic(&path, pkt.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     m.regressions.push(Entry {
         name: file.trim_end_matches(".pkt").to_string(),
@@ -158,8 +172,22 @@ pub fn check_entry(dir: &Path, e: &Entry) -> Vec<String> {
             };
             let r = replay(&script, &e.script, &p, &ReplayOptions::default());
             if reproduces(&r) != want {
-                let f = r.first_failure().map(|l| format!("first failure line {}: {} (model {})", l.line, l.text, l.actual.clone().unwrap_or_default())).unwrap_or_else(|| "no failure".into());
-                bad.push(format!("{} on {n}: expected the violation to {}reproduce; {f}", e.name, if want { "" } else { "not " }));
+                let f = r
+                    .first_failure()
+                    .map(|l| {
+                        format!(
+                            "first failure line {}: {} (model {})",
+                            l.line,
+                            l.text,
+                            l.actual.clone().unwrap_or_default()
+                        )
+                    })
+                    .unwrap_or_else(|| "no failure".into());
+                bad.push(format!(
+                    "{} on {n}: expected the violation to {}reproduce; {f}",
+                    e.name,
+                    if want { "" } else { "not " }
+                ));
             } else if !want && p.name == "linux-6.18" {
                 // 6.18 has every fix: its replay must go wrong exactly where the bug shows
                 // (other profiles may diverge earlier on their own decision points).

@@ -19,7 +19,10 @@ use std::collections::BTreeMap;
 use trc_model::sender::ack::AckSeg;
 use trc_model::{CcKind, Config, Profile};
 use trc_pkt::ast::{Expr, Packet, Script, StatementKind, Syscall};
-use trc_pkt::engine::{self, Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, Settings, SysCtx, SysResult, Unknown};
+use trc_pkt::engine::{
+    self, Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, Settings, SysCtx,
+    SysResult, Unknown,
+};
 use trc_pkt::report::{LineResult, Report, Status};
 use trc_pkt::wire::{self, WireOption, ACK, ECE, FIN, RST, SYN};
 
@@ -59,10 +62,15 @@ impl ReplayReport {
     }
 
     pub fn render(&self) -> String {
-        let mut o = format!("trc replay: {} on profile {}\n", self.script.file, self.profile);
+        let mut o = format!(
+            "trc replay: {} on profile {}\n",
+            self.script.file, self.profile
+        );
         o.push_str(&self.script.render());
         for u in &self.unmatched {
-            o.push_str(&format!("note: model transmission not matched by any line: {u}\n"));
+            o.push_str(&format!(
+                "note: model transmission not matched by any line: {u}\n"
+            ));
         }
         o
     }
@@ -99,7 +107,20 @@ struct Sysctls {
 impl Default for Sysctls {
     /// A fresh network namespace (and CUBIC's module defaults).
     fn default() -> Self {
-        Sysctls { sack: true, ts: true, frto: true, tlp: true, dsack: true, reordering: 3, max_reordering: 300, ecn: 2, slow_start_after_idle: true, hystart: true, hystart_detect: 3, hystart_low_window: 16 }
+        Sysctls {
+            sack: true,
+            ts: true,
+            frto: true,
+            tlp: true,
+            dsack: true,
+            reordering: 3,
+            max_reordering: 300,
+            ecn: 2,
+            slow_start_after_idle: true,
+            hystart: true,
+            hystart_detect: 3,
+            hystart_low_window: 16,
+        }
     }
 }
 
@@ -107,7 +128,14 @@ impl Sysctls {
     /// What packetdrill's `defaults.sh` leaves (the gtests' and trc's own): a fresh namespace
     /// with `tcp_ecn=0` and `tcp_slow_start_after_idle=0`; module parameters untouched.
     fn after_defaults_sh(&self) -> Sysctls {
-        Sysctls { ecn: 0, slow_start_after_idle: false, hystart: self.hystart, hystart_detect: self.hystart_detect, hystart_low_window: self.hystart_low_window, ..Sysctls::default() }
+        Sysctls {
+            ecn: 0,
+            slow_start_after_idle: false,
+            hystart: self.hystart,
+            hystart_detect: self.hystart_detect,
+            hystart_low_window: self.hystart_low_window,
+            ..Sysctls::default()
+        }
     }
 }
 
@@ -192,12 +220,20 @@ struct ModelBackend<'a> {
 }
 
 /// Replays `script` on `profile`.
-pub fn replay(script: &Script, file: &str, profile: &Profile, opts: &ReplayOptions) -> ReplayReport {
+pub fn replay(
+    script: &Script,
+    file: &str,
+    profile: &Profile,
+    opts: &ReplayOptions,
+) -> ReplayReport {
     let mut b = ModelBackend::new(profile, script);
     let (report, unmatched) = match Settings::resolve(script, file, &opts.packetdrill) {
         Ok(settings) => {
             let r = engine::run(script, file, settings, &mut b);
-            let u = b.d.as_ref().map(|d| d.out.iter().map(|s| fmt_sent(s, b.hs.mss)).collect()).unwrap_or_default();
+            let u =
+                b.d.as_ref()
+                    .map(|d| d.out.iter().map(|s| fmt_sent(s, b.hs.mss)).collect())
+                    .unwrap_or_default();
             (r, u)
         }
         Err(e) => {
@@ -207,11 +243,21 @@ pub fn replay(script: &Script, file: &str, profile: &Profile, opts: &ReplayOptio
             (r, Vec::new())
         }
     };
-    ReplayReport { script: report, profile: profile.name.clone(), config: b.config.clone(), sack: b.config.as_ref().map(|_| b.hs.sack_ok), unmatched }
+    ReplayReport {
+        script: report,
+        profile: profile.name.clone(),
+        config: b.config.clone(),
+        sack: b.config.as_ref().map(|_| b.hs.sack_ok),
+        unmatched,
+    }
 }
 
 /// Parses and replays a file; `Err` is a malformed script (`file:line:col: ...`) or I/O error.
-pub fn replay_file(path: &std::path::Path, profile: &Profile, opts: &ReplayOptions) -> Result<ReplayReport, String> {
+pub fn replay_file(
+    path: &std::path::Path,
+    profile: &Profile,
+    opts: &ReplayOptions,
+) -> Result<ReplayReport, String> {
     let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let name = path.display().to_string();
     let script = trc_pkt::parse(&src, &name).map_err(|e| e.to_string())?;
@@ -225,12 +271,32 @@ fn stop(why: impl Into<String>) -> Halt {
 impl<'a> ModelBackend<'a> {
     fn new(profile: &'a Profile, script: &Script) -> ModelBackend<'a> {
         let total_bytes = script_write_bytes(script);
-        ModelBackend { profile, sys: Sysctls::default(), initcwnd: 10, cc: CcKind::Cubic, hs: Handshake { mss: 536, ..Default::default() }, total_bytes, d: None, w0_us: 0, now_us: 0, nstat_base: Default::default(), config: None, teardown: None }
+        ModelBackend {
+            profile,
+            sys: Sysctls::default(),
+            initcwnd: 10,
+            cc: CcKind::Cubic,
+            hs: Handshake {
+                mss: 536,
+                ..Default::default()
+            },
+            total_bytes,
+            d: None,
+            w0_us: 0,
+            now_us: 0,
+            nstat_base: Default::default(),
+            config: None,
+            teardown: None,
+        }
     }
 
     /// Model ms of script µs `t_us` (rounded to the nearest ms).
     fn model_ms(&self, t_us: i64) -> u32 {
-        ((t_us.saturating_sub(self.w0_us).clamp(0, u32::MAX as i64 * 1000 - 500) + 500) / 1000) as u32
+        ((t_us
+            .saturating_sub(self.w0_us)
+            .clamp(0, u32::MAX as i64 * 1000 - 500)
+            + 500)
+            / 1000) as u32
     }
 
     /// Fires the pending timer while its deadline is before model time `t`.
@@ -264,7 +330,10 @@ impl<'a> ModelBackend<'a> {
 
     /// The MIB counters so far.
     fn counters(&self) -> trc_model::mib::MibTotals {
-        self.d.as_ref().map(|d| d.counters.clone()).unwrap_or_default()
+        self.d
+            .as_ref()
+            .map(|d| d.counters.clone())
+            .unwrap_or_default()
     }
 
     /// The first write: the model starts with the whole script's data (it tracks segments
@@ -273,7 +342,10 @@ impl<'a> ModelBackend<'a> {
         let mss = self.hs.mss;
         let total = u32::try_from(self.total_bytes / mss as i64).unwrap_or(u32::MAX);
         if total > trc_model::config::MAX_SEGMENTS {
-            return Err(stop(format!("{total} segments of data: the model tracks at most {}", trc_model::config::MAX_SEGMENTS)));
+            return Err(stop(format!(
+                "{total} segments of data: the model tracks at most {}",
+                trc_model::config::MAX_SEGMENTS
+            )));
         }
         let cfg = Config {
             segments: segs as u16,
@@ -292,24 +364,34 @@ impl<'a> ModelBackend<'a> {
             hystart_detect: self.sys.hystart_detect,
             hystart_low_window: self.sys.hystart_low_window,
             cc: self.cc,
-            sack: if self.hs.sack_ok { trc_model::SackMode::Sack } else { trc_model::SackMode::NoSack },
+            sack: if self.hs.sack_ok {
+                trc_model::SackMode::Sack
+            } else {
+                trc_model::SackMode::NoSack
+            },
             ..Config::default()
         };
         model_config_ok(&cfg)?;
         self.w0_us = self.now_us;
         self.config = Some(cfg.clone());
         self.d = Some(Driver::start(cfg, self.profile.clone(), self.hs.sack_ok));
-        Ok(Outcome1::applied(Some(format!("{segs} segment(s) written; model time 0"))))
+        Ok(Outcome1::applied(Some(format!(
+            "{segs} segment(s) written; model time 0"
+        ))))
     }
 
     fn write(&mut self, n: i64) -> Result<SysResult, Halt> {
         if !self.hs.accepted {
-            return Err(stop("write before the connection is established and accepted"));
+            return Err(stop(
+                "write before the connection is established and accepted",
+            ));
         }
         write_size_ok(n)?;
         let mss = self.hs.mss as i64;
         if n <= 0 || n % mss != 0 {
-            return Err(stop(format!("write of {n} bytes is not a whole number of {mss}-byte (MSS) segments")));
+            return Err(stop(format!(
+                "write of {n} bytes is not a whole number of {mss}-byte (MSS) segments"
+            )));
         }
         let segs = (n / mss) as u32;
         if self.d.is_none() {
@@ -318,7 +400,9 @@ impl<'a> ModelBackend<'a> {
         let t = self.model_ms(self.now_us);
         self.fire_before(t);
         self.d.as_mut().unwrap().write(t, segs);
-        Ok(SysResult::Other(Outcome1::applied(Some(format!("{segs} segment(s) written")))))
+        Ok(SysResult::Other(Outcome1::applied(Some(format!(
+            "{segs} segment(s) written"
+        )))))
     }
 
     /// `connect()`: an active open. Like the passive one, the handshake is the script's input:
@@ -330,18 +414,34 @@ impl<'a> ModelBackend<'a> {
         }
         self.hs.active = true;
         self.hs.syn_us = Some(self.now_us);
-        Ok(SysResult::Other(Outcome1::applied(Some("active open: the SYN leaves now".into()))))
+        Ok(SysResult::Other(Outcome1::applied(Some(
+            "active open: the SYN leaves now".into(),
+        ))))
     }
 
     /// Active open: the peer's SYN-ACK negotiates what our SYN offered.
     /// The peer's SYN or SYN-ACK: its window scale and first (unscaled) window.
     fn peer_window_of_syn(&mut self, p: &LivePacket) {
-        self.hs.snd_wscale = p.options.iter().find_map(|o| if let WireOption::WScale { shift } = o { Some((*shift).min(14)) } else { None }).unwrap_or(0);
+        self.hs.snd_wscale = p
+            .options
+            .iter()
+            .find_map(|o| {
+                if let WireOption::WScale { shift } = o {
+                    Some((*shift).min(14))
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(0);
         self.hs.max_window = u32::from(p.win);
     }
 
     fn synack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
-        let syn = self.hs.syn_us.filter(|_| self.hs.active && self.hs.rtt_ms.is_none()).ok_or_else(|| stop("inbound SYN-ACK without our SYN"))?;
+        let syn = self
+            .hs
+            .syn_us
+            .filter(|_| self.hs.active && self.hs.rtt_ms.is_none())
+            .ok_or_else(|| stop("inbound SYN-ACK without our SYN"))?;
         self.peer_window_of_syn(p);
         let mut mss = 536u32;
         let (mut sack, mut ts) = (false, false);
@@ -366,7 +466,11 @@ impl<'a> ModelBackend<'a> {
         Ok(Outcome1::applied(Some(format!(
             "active open: {}, {}, {}MSS {}, RTT {rtt} ms",
             if self.hs.sack_ok { "SACK" } else { "no SACK" },
-            if self.hs.ts_ok { "timestamps" } else { "no timestamps" },
+            if self.hs.ts_ok {
+                "timestamps"
+            } else {
+                "no timestamps"
+            },
             if self.hs.ecn { "ECN, " } else { "" },
             self.hs.mss
         ))))
@@ -374,8 +478,23 @@ impl<'a> ModelBackend<'a> {
 
     /// The handshake packets the replay plays along with (not checked: the model starts
     /// established).
-    fn handshake_packet(&self, at_us: i64, flags: u8, seq: u32, ack: u32, options: Vec<WireOption>) -> Next {
-        Next::Packet(control_packet(at_us, flags, seq, ack, options, None, Some(HANDSHAKE_APPLIED.into())))
+    fn handshake_packet(
+        &self,
+        at_us: i64,
+        flags: u8,
+        seq: u32,
+        ack: u32,
+        options: Vec<WireOption>,
+    ) -> Next {
+        Next::Packet(control_packet(
+            at_us,
+            flags,
+            seq,
+            ack,
+            options,
+            None,
+            Some(HANDSHAKE_APPLIED.into()),
+        ))
     }
 
     /// `close()` of the connection: a FIN goes out at once if everything written is
@@ -385,7 +504,9 @@ impl<'a> ModelBackend<'a> {
             return Err(stop("a second close() is not modelled"));
         }
         if self.hs.rtt_ms.is_none() {
-            return Err(stop("close() before the connection is established is not modelled"));
+            return Err(stop(
+                "close() before the connection is established is not modelled",
+            ));
         }
         let fin_seq = match self.d.as_ref() {
             // Nothing written: the FIN is the first byte of sequence space.
@@ -398,8 +519,14 @@ impl<'a> ModelBackend<'a> {
                 1 + (s.write_seq.wrapping_sub(d.cfg.isn)) * self.hs.mss
             }
         };
-        self.teardown = Some(Teardown { closed_us: self.now_us, fin_seq, ..Default::default() });
-        Ok(SysResult::Other(Outcome1::applied(Some("orderly close: everything written is acknowledged, the FIN leaves now".into()))))
+        self.teardown = Some(Teardown {
+            closed_us: self.now_us,
+            fin_seq,
+            ..Default::default()
+        });
+        Ok(SysResult::Other(Outcome1::applied(Some(
+            "orderly close: everything written is acknowledged, the FIN leaves now".into(),
+        ))))
     }
 
     /// The TS option of a segment the sender sends now (its TSval is the model's clock).
@@ -411,9 +538,19 @@ impl<'a> ModelBackend<'a> {
         // nothing was written.
         let (base, ms) = match self.d.as_ref() {
             Some(d) => (d.cfg.ts_base, self.model_ms(at_us)),
-            None => (Config::default().ts_base, ((at_us - self.hs.syn_us.unwrap_or(0)).max(0) / 1000) as u32),
+            None => (
+                Config::default().ts_base,
+                ((at_us - self.hs.syn_us.unwrap_or(0)).max(0) / 1000) as u32,
+            ),
         };
-        vec![WireOption::Nop, WireOption::Nop, WireOption::Timestamp { val: ms.wrapping_add(base), ecr: 0 }]
+        vec![
+            WireOption::Nop,
+            WireOption::Nop,
+            WireOption::Timestamp {
+                val: ms.wrapping_add(base),
+                ecr: 0,
+            },
+        ]
     }
 
     /// The teardown's outbound segments: the FIN after `close()`, the ACK of the peer's FIN.
@@ -432,11 +569,23 @@ impl<'a> ModelBackend<'a> {
                     t.last_ack_sent = true;
                     (at, ACK, t.fin_seq.wrapping_add(1), ack.wrapping_add(1))
                 }
-                _ => return Ok(Next::OutOfScope("pure ACKs from the sender are not modelled".into())),
+                _ => {
+                    return Ok(Next::OutOfScope(
+                        "pure ACKs from the sender are not modelled".into(),
+                    ))
+                }
             }
         };
         let options = self.ts_option(at_us);
-        Ok(Next::Packet(control_packet(at_us, flags, seq, ack, options, Some("orderly close".into()), None)))
+        Ok(Next::Packet(control_packet(
+            at_us,
+            flags,
+            seq,
+            ack,
+            options,
+            Some("orderly close".into()),
+            None,
+        )))
     }
 
     /// An inbound segment after `close()`: the ACK of our FIN, the peer's FIN.
@@ -444,20 +593,30 @@ impl<'a> ModelBackend<'a> {
         let now = self.now_us;
         let t = self.teardown.as_mut().unwrap();
         if p.flags & RST != 0 || p.payload_len > 0 {
-            return Err(stop("data or RST from the peer after close() is not modelled"));
+            return Err(stop(
+                "data or RST from the peer after close() is not modelled",
+            ));
         }
         if !t.fin_sent {
-            return Err(stop("a segment from the peer before the FIN left is not modelled"));
+            return Err(stop(
+                "a segment from the peer before the FIN left is not modelled",
+            ));
         }
         if p.ack != t.fin_seq.wrapping_add(1) {
-            return Err(stop(format!("after close(), an ACK of {} rather than of the FIN ({}) is not modelled", p.ack, t.fin_seq.wrapping_add(1))));
+            return Err(stop(format!(
+                "after close(), an ACK of {} rather than of the FIN ({}) is not modelled",
+                p.ack,
+                t.fin_seq.wrapping_add(1)
+            )));
         }
         if p.flags & FIN != 0 {
             if t.peer_fin_us.is_some() {
                 return Err(stop("a repeated FIN from the peer is not modelled"));
             }
             t.peer_fin_us = Some(now);
-            return Ok(Outcome1::applied(Some("the peer's FIN: the sender ACKs it".into())));
+            return Ok(Outcome1::applied(Some(
+                "the peer's FIN: the sender ACKs it".into(),
+            )));
         }
         Ok(Outcome1::applied(Some("the peer ACKs the FIN".into())))
     }
@@ -489,11 +648,26 @@ impl<'a> ModelBackend<'a> {
     fn getsockopt(&mut self, s: &Syscall) -> Result<SysResult, Halt> {
         match (s.args.get(2), s.args.get(3)) {
             (Some(Expr::Word(w)), Some(Expr::Str(want))) if w == "TCP_CONGESTION" => {
-                let have = if self.cc == CcKind::Reno { "reno" } else { "cubic" };
-                let problems = if want == have { vec![] } else { vec![format!("value \"{have}\", expected \"{want}\"")] };
-                Ok(SysResult::Returned { ret: 0, errno: 0, notes: vec![], problems })
+                let have = if self.cc == CcKind::Reno {
+                    "reno"
+                } else {
+                    "cubic"
+                };
+                let problems = if want == have {
+                    vec![]
+                } else {
+                    vec![format!("value \"{have}\", expected \"{want}\"")]
+                };
+                Ok(SysResult::Returned {
+                    ret: 0,
+                    errno: 0,
+                    notes: vec![],
+                    problems,
+                })
             }
-            _ => Ok(SysResult::Other(Outcome1::out_of_scope("getsockopt results other than TCP_CONGESTION are not modelled"))),
+            _ => Ok(SysResult::Other(Outcome1::out_of_scope(
+                "getsockopt results other than TCP_CONGESTION are not modelled",
+            ))),
         }
     }
 
@@ -516,7 +690,16 @@ impl<'a> ModelBackend<'a> {
         self.hs.mss = negotiated_mss(mss, self.hs.ts_ok);
         self.hs.remote_isn = p.seq;
         self.hs.syn_us = Some(self.now_us);
-        Outcome1::applied(Some(format!("passive open: {}, {}, MSS {}", if self.hs.sack_ok { "SACK" } else { "no SACK" }, if self.hs.ts_ok { "timestamps" } else { "no timestamps" }, self.hs.mss)))
+        Outcome1::applied(Some(format!(
+            "passive open: {}, {}, MSS {}",
+            if self.hs.sack_ok { "SACK" } else { "no SACK" },
+            if self.hs.ts_ok {
+                "timestamps"
+            } else {
+                "no timestamps"
+            },
+            self.hs.mss
+        )))
     }
 
     /// RFC 5961 5.2 in `tcp_ack()`: an ACK more than `min(max_window, bytes_acked)` below
@@ -536,8 +719,15 @@ impl<'a> ModelBackend<'a> {
     /// An ACK for the running model: segments from bytes, SACK blocks, the TS echo.
     fn data_ack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
         let mss = self.hs.mss;
-        let to_seq = |b: u32| -> Option<u32> { (b.wrapping_sub(1) % mss == 0).then(|| 1 + b.wrapping_sub(1) / mss) };
-        let ack = to_seq(p.ack).ok_or_else(|| stop(format!("ack {} is not on a {mss}-byte segment boundary", p.ack)))?;
+        let to_seq = |b: u32| -> Option<u32> {
+            (b.wrapping_sub(1) % mss == 0).then(|| 1 + b.wrapping_sub(1) / mss)
+        };
+        let ack = to_seq(p.ack).ok_or_else(|| {
+            stop(format!(
+                "ack {} is not on a {mss}-byte segment boundary",
+                p.ack
+            ))
+        })?;
         let mut sacks = Vec::new();
         let mut tsecr = None;
         for o in &p.options {
@@ -546,7 +736,11 @@ impl<'a> ModelBackend<'a> {
                     for (s, e) in blocks {
                         match (to_seq(*s), to_seq(*e)) {
                             (Some(s), Some(e)) => sacks.push((s, e)),
-                            _ => return Err(stop(format!("SACK block {s}:{e} is not on {mss}-byte segment boundaries"))),
+                            _ => {
+                                return Err(stop(format!(
+                                    "SACK block {s}:{e} is not on {mss}-byte segment boundaries"
+                                )))
+                            }
                         }
                     }
                 }
@@ -554,7 +748,12 @@ impl<'a> ModelBackend<'a> {
                 _ => {}
             }
         }
-        let seg = AckSeg { ack, sacks: sacks.into(), ece: p.flags & ECE != 0, tsecr };
+        let seg = AckSeg {
+            ack,
+            sacks: sacks.into(),
+            ece: p.flags & ECE != 0,
+            tsecr,
+        };
         let t = self.model_ms(self.now_us);
         self.fire_before(t);
         self.d.as_mut().unwrap().ack(t, &seg);
@@ -572,7 +771,11 @@ impl<'a> ModelBackend<'a> {
             let ok = |o: &Outcome1| o.status != Status::Fail;
             match sep {
                 Sep::And if !ok(&last) || last.status == Status::OutOfScope => continue,
-                Sep::Or if last.status == Status::OutOfScope => return Err(stop(format!("`{simple}` runs only if a command the model cannot evaluate failed"))),
+                Sep::Or if last.status == Status::OutOfScope => {
+                    return Err(stop(format!(
+                        "`{simple}` runs only if a command the model cannot evaluate failed"
+                    )))
+                }
                 Sep::Or if ok(&last) => continue,
                 _ => {}
             }
@@ -591,14 +794,20 @@ impl<'a> ModelBackend<'a> {
                     self.sync_cfg();
                     Outcome1::applied(None)
                 }
-                Effect::ModuleParam { module, param, value } => {
+                Effect::ModuleParam {
+                    module,
+                    param,
+                    value,
+                } => {
                     notes.push(self.module_param(&module, &param, &value)?);
                     self.sync_cfg();
                     Outcome1::applied(None)
                 }
                 Effect::InitCwnd(n) => {
                     if self.hs.syn_us.is_some() {
-                        Outcome1::out_of_scope("initcwnd changed after the SYN has no effect on this connection")
+                        Outcome1::out_of_scope(
+                            "initcwnd changed after the SYN has no effect on this connection",
+                        )
                     } else {
                         self.initcwnd = n.max(1);
                         notes.push(format!("initcwnd {n}"));
@@ -609,7 +818,12 @@ impl<'a> ModelBackend<'a> {
                     self.nstat_base = self.counters();
                     Outcome1::applied(None)
                 }
-                Effect::NstatCheck { counter, value, zeros, absolute } => {
+                Effect::NstatCheck {
+                    counter,
+                    value,
+                    zeros,
+                    absolute,
+                } => {
                     let o = self.nstat_check(&counter, value, zeros, absolute);
                     // nstat (without -s) prints and also takes a new baseline.
                     self.nstat_base = self.counters();
@@ -631,7 +845,8 @@ impl<'a> ModelBackend<'a> {
             };
             last = o;
         }
-        last.notes.extend(notes.into_iter().filter(|n| !n.is_empty()));
+        last.notes
+            .extend(notes.into_iter().filter(|n| !n.is_empty()));
         Ok(last)
     }
 
@@ -655,17 +870,30 @@ impl<'a> ModelBackend<'a> {
             // Bit 0: RACK (always on since 6.17); 0x4 (no dupthresh) means nothing once RACK is
             // the only detector; 0x2 (static reordering window) is not modelled.
             "tcp_recovery" if n >= 0 && n & 2 == 0 => {}
-            "tcp_recovery" => return Err(stop("net.ipv4.tcp_recovery with a static RACK reordering window (0x2) is not modelled")),
+            "tcp_recovery" => return Err(stop(
+                "net.ipv4.tcp_recovery with a static RACK reordering window (0x2) is not modelled",
+            )),
             "tcp_ecn" if (0..=2).contains(&n) => self.sys.ecn = n,
-            "tcp_ecn" => return Err(stop(format!("net.ipv4.tcp_ecn={n}: AccECN is not modelled"))),
+            "tcp_ecn" => {
+                return Err(stop(format!(
+                    "net.ipv4.tcp_ecn={n}: AccECN is not modelled"
+                )))
+            }
             "tcp_slow_start_after_idle" => self.sys.slow_start_after_idle = n != 0,
             "tcp_congestion_control" => {
                 self.cc = match v.trim() {
                     "cubic" => CcKind::Cubic,
                     "reno" => CcKind::Reno,
-                    other => return Err(stop(format!("congestion control \"{other}\" is not modelled (cubic, reno)"))),
+                    other => {
+                        return Err(stop(format!(
+                            "congestion control \"{other}\" is not modelled (cubic, reno)"
+                        )))
+                    }
                 };
-                return Ok(Some(format!("namespace default congestion control {}", v.trim())));
+                return Ok(Some(format!(
+                    "namespace default congestion control {}",
+                    v.trim()
+                )));
             }
             "tcp_early_retrans" | "tcp_reordering" | "tcp_max_reordering" => return Err(bad()),
             other => {
@@ -680,22 +908,41 @@ impl<'a> ModelBackend<'a> {
 
     /// `echo V > /sys/module/M/parameters/P`: CUBIC's HyStart parameters; anything else stops.
     fn module_param(&mut self, module: &str, param: &str, value: &str) -> Result<String, Halt> {
-        let n: i64 = value.trim().parse().map_err(|_| stop(format!("{module}.{param}={value}: not a number")))?;
+        let n: i64 = value
+            .trim()
+            .parse()
+            .map_err(|_| stop(format!("{module}.{param}={value}: not a number")))?;
         match (module, param) {
             ("tcp_cubic", "hystart") => self.sys.hystart = n != 0,
-            ("tcp_cubic", "hystart_detect") if (0..=3).contains(&n) => self.sys.hystart_detect = n as u8,
+            ("tcp_cubic", "hystart_detect") if (0..=3).contains(&n) => {
+                self.sys.hystart_detect = n as u8
+            }
             ("tcp_cubic", "hystart_low_window") if n >= 0 => self.sys.hystart_low_window = n as u32,
-            _ => return Err(stop(format!("module parameter {module}.{param} is not modelled"))),
+            _ => {
+                return Err(stop(format!(
+                    "module parameter {module}.{param} is not modelled"
+                )))
+            }
         }
-        Ok(format!("{module}.{param} = {n} (a machine-wide setting on a real kernel)"))
+        Ok(format!(
+            "{module}.{param} = {n} (a machine-wide setting on a real kernel)"
+        ))
     }
 
     /// `nstat | grep NAME [| grep -q " N "]`: the counter's increase since the last `nstat`
     /// (`-a`: since the start) is N, or (without N) its line is printed — non-zero, or any
     /// value with `-z`.
-    fn nstat_check(&self, counter: &str, value: Option<i64>, zeros: bool, absolute: bool) -> Outcome1 {
+    fn nstat_check(
+        &self,
+        counter: &str,
+        value: Option<i64>,
+        zeros: bool,
+        absolute: bool,
+    ) -> Outcome1 {
         let Some(m) = trc_model::mib::Mib::from_name(counter) else {
-            return Outcome1::out_of_scope(format!("{counter} is not a counter the model maintains"));
+            return Outcome1::out_of_scope(format!(
+                "{counter} is not a counter the model maintains"
+            ));
         };
         let now = self.counters();
         let since = if absolute { 0 } else { self.nstat_base.get(m) };
@@ -707,7 +954,11 @@ impl<'a> ModelBackend<'a> {
             None if zeros => "any value".into(),
             None => "non-zero".into(),
         };
-        let when = if absolute { "since the start" } else { "since the last nstat" };
+        let when = if absolute {
+            "since the start"
+        } else {
+            "since the last nstat"
+        };
         if ok {
             let mut o = Outcome1::pass();
             o.notes.push(format!("{counter} = {delta} {when}"));
@@ -715,13 +966,18 @@ impl<'a> ModelBackend<'a> {
         } else if !printed {
             Outcome1::fail(format!("{counter} did not move {when}, so nstat does not print it (the script expects {want})"))
         } else {
-            Outcome1::fail(format!("{counter} = {delta} {when}, the script expects {want}"))
+            Outcome1::fail(format!(
+                "{counter} = {delta} {when}, the script expects {want}"
+            ))
         }
     }
 
     fn model_only(&mut self, ev: &str) -> Result<String, Halt> {
         let t = self.model_ms(self.now_us);
-        let d = self.d.as_mut().ok_or_else(|| stop("model-only event before any data was written"))?;
+        let d = self
+            .d
+            .as_mut()
+            .ok_or_else(|| stop("model-only event before any data was written"))?;
         match ev {
             "tsq-fill" => d.tsq_fill(t),
             "tsq-drain" => {
@@ -736,7 +992,18 @@ impl<'a> ModelBackend<'a> {
     fn captured(&self, s: Sent) -> Captured {
         let d = self.d.as_ref().unwrap();
         let mss = self.hs.mss;
-        let options = if self.hs.ts_ok { vec![WireOption::Nop, WireOption::Nop, WireOption::Timestamp { val: s.at.wrapping_add(d.cfg.ts_base), ecr: 0 }] } else { vec![] };
+        let options = if self.hs.ts_ok {
+            vec![
+                WireOption::Nop,
+                WireOption::Nop,
+                WireOption::Timestamp {
+                    val: s.at.wrapping_add(d.cfg.ts_base),
+                    ecr: 0,
+                },
+            ]
+        } else {
+            vec![]
+        };
         Captured {
             at_us: self.w0_us + s.at as i64 * 1000,
             spread_us: d.timer_spread_us(&s),
@@ -749,8 +1016,16 @@ impl<'a> ModelBackend<'a> {
             tos: if self.hs.ecn && !s.rtx { 0x02 } else { 0 },
             options,
             payload_len: mss,
-            unknown: Unknown { psh: true, win: true, tos: false },
-            note: Some(if s.rtx { "model: retransmission".into() } else { "model: new data".into() }),
+            unknown: Unknown {
+                psh: true,
+                win: true,
+                tos: false,
+            },
+            note: Some(if s.rtx {
+                "model: retransmission".into()
+            } else {
+                "model: new data".into()
+            }),
             applied: None,
         }
     }
@@ -784,12 +1059,16 @@ impl Backend for ModelBackend<'_> {
                 return self.synack(p);
             }
             if self.hs.active {
-                return Err(stop("an inbound SYN after connect() (simultaneous open) is not modelled"));
+                return Err(stop(
+                    "an inbound SYN after connect() (simultaneous open) is not modelled",
+                ));
             }
             if self.hs.rtt_ms.is_some() {
                 // Its MSS would re-slice data the model already holds in segments of the first
                 // (found by the fuzzer: writes in a smaller MSS overran the model's segments).
-                return Err(stop("an inbound SYN after the handshake (a second connection) is not modelled"));
+                return Err(stop(
+                    "an inbound SYN after the handshake (a second connection) is not modelled",
+                ));
             }
             return Ok(self.syn(p));
         }
@@ -797,17 +1076,23 @@ impl Backend for ModelBackend<'_> {
             return Err(stop("FIN/RST from the peer is not modelled"));
         }
         if p.payload_len > 0 {
-            return Err(stop("data from the peer is not modelled (the model's peer only ACKs)"));
+            return Err(stop(
+                "data from the peer is not modelled (the model's peer only ACKs)",
+            ));
         }
         if self.hs.rtt_ms.is_none() {
             // The handshake's last ACK: its delay from the SYN is the path RTT.
             let syn = self.hs.syn_us.ok_or_else(|| stop("ACK before any SYN"))?;
             let rtt = ((self.now_us - syn + 500) / 1000).max(1) as u32;
             self.hs.rtt_ms = Some(rtt);
-            return Ok(Outcome1::applied(Some(format!("handshake complete: RTT {rtt} ms"))));
+            return Ok(Outcome1::applied(Some(format!(
+                "handshake complete: RTT {rtt} ms"
+            ))));
         }
         if self.d.is_none() {
-            return Ok(Outcome1::out_of_scope("ACK before any data was written: ignored by the model"));
+            return Ok(Outcome1::out_of_scope(
+                "ACK before any data was written: ignored by the model",
+            ));
         }
         if p.flags & ACK == 0 {
             return Err(stop("inbound segment without ACK"));
@@ -816,7 +1101,10 @@ impl Backend for ModelBackend<'_> {
             return Err(stop("zero window is not modelled"));
         }
         let too_old = self.too_old_ack(p);
-        self.hs.max_window = self.hs.max_window.max(u32::from(p.win) << self.hs.snd_wscale);
+        self.hs.max_window = self
+            .hs
+            .max_window
+            .max(u32::from(p.win) << self.hs.snd_wscale);
         if let Some(why) = too_old {
             return Err(stop(why));
         }
@@ -827,14 +1115,36 @@ impl Backend for ModelBackend<'_> {
         if self.hs.active && expect.flags.syn && !self.hs.synack_sent {
             // Our SYN (`synack_sent` marks the handshake's first outbound packet as consumed).
             self.hs.synack_sent = true;
-            let options = if self.sys.ts { vec![WireOption::Timestamp { val: Config::default().ts_base, ecr: 0 }] } else { vec![] };
-            let flags = SYN | if self.sys.ecn == 1 { ECE | wire::CWR } else { 0 };
+            let options = if self.sys.ts {
+                vec![WireOption::Timestamp {
+                    val: Config::default().ts_base,
+                    ecr: 0,
+                }]
+            } else {
+                vec![]
+            };
+            let flags = SYN
+                | if self.sys.ecn == 1 {
+                    ECE | wire::CWR
+                } else {
+                    0
+                };
             return Ok(self.handshake_packet(self.hs.syn_us.unwrap(), flags, 0, 0, options));
         }
-        if let Some(at) = self.hs.final_ack_us.filter(|_| expect.len == 0 && !expect.flags.syn && !expect.flags.fin) {
+        if let Some(at) = self
+            .hs
+            .final_ack_us
+            .filter(|_| expect.len == 0 && !expect.flags.syn && !expect.flags.fin)
+        {
             self.hs.final_ack_us = None;
             let options = self.ts_option(at);
-            return Ok(self.handshake_packet(at, ACK, 1, self.hs.remote_isn.wrapping_add(1), options));
+            return Ok(self.handshake_packet(
+                at,
+                ACK,
+                1,
+                self.hs.remote_isn.wrapping_add(1),
+                options,
+            ));
         }
         if expect.flags.syn {
             if self.hs.syn_us.is_none() || self.hs.synack_sent {
@@ -844,20 +1154,42 @@ impl Backend for ModelBackend<'_> {
             let at_us = self.hs.syn_us.unwrap();
             // Its TS val only stands for the SYN-ACK's (the peer's echo of it is mapped, not
             // read: the model measures the RTT from the handshake's timing).
-            let options = if self.hs.ts_ok { vec![WireOption::Timestamp { val: Config::default().ts_base, ecr: 0 }] } else { vec![] };
-            return Ok(Next::Packet(control_packet(at_us, SYN | ACK, 0, self.hs.remote_isn.wrapping_add(1), options, None, Some(HANDSHAKE_APPLIED.into()))));
+            let options = if self.hs.ts_ok {
+                vec![WireOption::Timestamp {
+                    val: Config::default().ts_base,
+                    ecr: 0,
+                }]
+            } else {
+                vec![]
+            };
+            return Ok(Next::Packet(control_packet(
+                at_us,
+                SYN | ACK,
+                0,
+                self.hs.remote_isn.wrapping_add(1),
+                options,
+                None,
+                Some(HANDSHAKE_APPLIED.into()),
+            )));
         }
         if self.teardown.is_some() && !expect.flags.rst && expect.len == 0 {
             return self.teardown_outbound(expect);
         }
         if expect.flags.fin || expect.flags.rst {
-            return Err(stop("FIN/RST from the sender is not modelled (only the FIN of an orderly close)"));
+            return Err(stop(
+                "FIN/RST from the sender is not modelled (only the FIN of an orderly close)",
+            ));
         }
         if expect.len == 0 {
-            return Ok(Next::OutOfScope("pure ACKs from the sender are not modelled".into()));
+            return Ok(Next::OutOfScope(
+                "pure ACKs from the sender are not modelled".into(),
+            ));
         }
-        let Some(d) = self.d.as_mut() else { return Err(stop("outbound segment before any data was written")) };
-        let end_ms = ((deadline_us.saturating_sub(self.w0_us)).clamp(0, u32::MAX as i64 * 1000) / 1000) as u32;
+        let Some(d) = self.d.as_mut() else {
+            return Err(stop("outbound segment before any data was written"));
+        };
+        let end_ms = ((deadline_us.saturating_sub(self.w0_us)).clamp(0, u32::MAX as i64 * 1000)
+            / 1000) as u32;
         for _ in 0..64 {
             if !d.out.is_empty() {
                 break;
@@ -869,7 +1201,9 @@ impl Backend for ModelBackend<'_> {
                 _ => break,
             }
         }
-        let Some(s) = d.out.pop_front() else { return Ok(Next::Timeout) };
+        let Some(s) = d.out.pop_front() else {
+            return Ok(Next::Timeout);
+        };
         let c = self.captured(s);
         self.now_us = self.now_us.max(c.at_us);
         Ok(Next::Packet(c))
@@ -893,7 +1227,10 @@ impl Backend for ModelBackend<'_> {
                 Some(Expr::Int(n)) => self.write(*n),
                 _ => Err(stop("write size is not a literal")),
             },
-            "fcntl" | "ioctl" => Ok(SysResult::Other(Outcome1::out_of_scope(format!("{} results are not modelled", s.name)))),
+            "fcntl" | "ioctl" => Ok(SysResult::Other(Outcome1::out_of_scope(format!(
+                "{} results are not modelled",
+                s.name
+            )))),
             other => Err(stop(format!("system call `{other}` is not modelled"))),
         }
     }
@@ -945,10 +1282,12 @@ fn script_write_bytes(script: &Script) -> i64 {
         .statements
         .iter()
         .filter_map(|st| match &st.kind {
-            StatementKind::Syscall(s) if matches!(s.name.as_str(), "write" | "send") => match s.args.get(2) {
-                Some(Expr::Int(n)) if *n > 0 => Some(*n),
-                _ => None,
-            },
+            StatementKind::Syscall(s) if matches!(s.name.as_str(), "write" | "send") => {
+                match s.args.get(2) {
+                    Some(Expr::Int(n)) if *n > 0 => Some(*n),
+                    _ => None,
+                }
+            }
             _ => None,
         })
         .fold(0i64, i64::saturating_add)
@@ -956,7 +1295,15 @@ fn script_write_bytes(script: &Script) -> i64 {
 
 /// A `tcp_reordering` / `tcp_max_reordering` value the model holds (`Config`'s range).
 fn reordering_sysctl(name: &str, n: i64) -> Result<u32, Halt> {
-    u32::try_from(n).ok().filter(|v| (1..=trc_model::config::MAX_REORDERING).contains(v)).ok_or_else(|| stop(format!("{name}={n}: the model holds 1 to {}", trc_model::config::MAX_REORDERING)))
+    u32::try_from(n)
+        .ok()
+        .filter(|v| (1..=trc_model::config::MAX_REORDERING).contains(v))
+        .ok_or_else(|| {
+            stop(format!(
+                "{name}={n}: the model holds 1 to {}",
+                trc_model::config::MAX_REORDERING
+            ))
+        })
 }
 
 /// Script time `since_w0_us` after the first write within the model's clock
@@ -964,7 +1311,11 @@ fn reordering_sysctl(name: &str, n: i64) -> Result<u32, Halt> {
 fn model_time_ok(since_w0_us: i64) -> Result<(), Halt> {
     let max = trc_model::config::MAX_HORIZON_MS;
     if since_w0_us > max as i64 * 1000 {
-        return Err(stop(format!("script time {:.3} s after the first write: the model's clock runs for at most {} s", since_w0_us as f64 / 1e6, max / 1000)));
+        return Err(stop(format!(
+            "script time {:.3} s after the first write: the model's clock runs for at most {} s",
+            since_w0_us as f64 / 1e6,
+            max / 1000
+        )));
     }
     Ok(())
 }
@@ -972,25 +1323,65 @@ fn model_time_ok(since_w0_us: i64) -> Result<(), Halt> {
 /// A write's size within [`MAX_WRITE_BYTES`].
 fn write_size_ok(n: i64) -> Result<(), Halt> {
     if n > MAX_WRITE_BYTES {
-        return Err(stop(format!("write of {n} bytes: the model replays writes of at most {MAX_WRITE_BYTES} bytes")));
+        return Err(stop(format!(
+            "write of {n} bytes: the model replays writes of at most {MAX_WRITE_BYTES} bytes"
+        )));
     }
     Ok(())
 }
 
 /// The configuration the script leads to must be one the model accepts (`Config::validate`).
 fn model_config_ok(cfg: &Config) -> Result<(), Halt> {
-    cfg.validate().map_err(|e| stop(format!("the script's connection is outside the model's bounds: {e}")))
+    cfg.validate().map_err(|e| {
+        stop(format!(
+            "the script's connection is outside the model's bounds: {e}"
+        ))
+    })
 }
 
 fn fmt_sent(s: &Sent, mss: u32) -> String {
-    format!("{}:{}({}) {} at {} ms", 1 + s.seg * mss, 1 + (s.seg + 1) * mss, mss, if s.rtx { "retransmission" } else { "new data" }, s.at)
+    format!(
+        "{}:{}({}) {} at {} ms",
+        1 + s.seg * mss,
+        1 + (s.seg + 1) * mss,
+        mss,
+        if s.rtx { "retransmission" } else { "new data" },
+        s.at
+    )
 }
 
 /// Why the handshake's packets are applied, not checked.
-const HANDSHAKE_APPLIED: &str = "the model starts established: the handshake is the script's input, not something it checks";
+const HANDSHAKE_APPLIED: &str =
+    "the model starts established: the handshake is the script's input, not something it checks";
 
 /// A packet without payload whose window, PSH and TOS the model does not know (the handshake's,
 /// an orderly close's).
-fn control_packet(at_us: i64, flags: u8, seq: u32, ack: u32, options: Vec<WireOption>, note: Option<String>, applied: Option<String>) -> Captured {
-    Captured { at_us, spread_us: 0, flags, seq, ack, win: 0, urg: 0, tos: 0, options, payload_len: 0, unknown: Unknown { psh: true, win: true, tos: true }, note, applied }
+fn control_packet(
+    at_us: i64,
+    flags: u8,
+    seq: u32,
+    ack: u32,
+    options: Vec<WireOption>,
+    note: Option<String>,
+    applied: Option<String>,
+) -> Captured {
+    Captured {
+        at_us,
+        spread_us: 0,
+        flags,
+        seq,
+        ack,
+        win: 0,
+        urg: 0,
+        tos: 0,
+        options,
+        payload_len: 0,
+        unknown: Unknown {
+            psh: true,
+            win: true,
+            tos: true,
+        },
+        note,
+        applied,
+    }
 }

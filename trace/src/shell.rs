@@ -12,7 +12,11 @@ pub enum Effect {
     /// Sysctls set (`net.ipv4.tcp_sack`, value).
     Sysctl(Vec<(String, String)>),
     /// `echo V > /sys/module/M/parameters/P`: a module parameter (machine-wide on a kernel).
-    ModuleParam { module: String, param: String, value: String },
+    ModuleParam {
+        module: String,
+        param: String,
+        value: String,
+    },
     /// The route's `initcwnd`.
     InitCwnd(u32),
     /// `nstat -n` (or any `nstat` whose output is thrown away): a new baseline.
@@ -21,7 +25,12 @@ pub enum Effect {
     /// `nstat | grep -q NAME` (`None`: the counter's line is printed at all). `zeros`: `-z`,
     /// counters at 0 are printed too; `absolute`: `-a`, values since the namespace was made
     /// rather than since the last `nstat`. `nstat` without `-s` also takes a new baseline.
-    NstatCheck { counter: String, value: Option<i64>, zeros: bool, absolute: bool },
+    NstatCheck {
+        counter: String,
+        value: Option<i64>,
+        zeros: bool,
+        absolute: bool,
+    },
     /// `sleep S`: the script's clock moves on (µs).
     Sleep(i64),
     /// `: trc-model-only EVENT` (exported model-only events, no-ops on a kernel).
@@ -144,12 +153,20 @@ fn words(cmd: &str) -> Vec<String> {
 /// The effect of one simple command.
 pub fn interpret(cmd: &str) -> Effect {
     let w = words(cmd);
-    let Some(first) = w.first().map(String::as_str) else { return Effect::None(String::new()) };
+    let Some(first) = w.first().map(String::as_str) else {
+        return Effect::None(String::new());
+    };
     let name = first.rsplit('/').next().unwrap_or(first);
     match name {
         _ if name.ends_with("defaults.sh") => Effect::Defaults,
         "sysctl" => sysctl(&w[1..]),
-        "set_sysctls.py" => Effect::Sysctl(w[1..].iter().filter_map(|a| a.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+        "set_sysctls.py" => Effect::Sysctl(
+            w[1..]
+                .iter()
+                .filter_map(|a| a.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
         "ip" => ip(&w[1..], cmd),
         "tc" => tc(&w[1..], cmd),
         "nstat" => nstat(cmd),
@@ -157,17 +174,31 @@ pub fn interpret(cmd: &str) -> Effect {
             Some(s) if s >= 0.0 && s < 3600.0 => Effect::Sleep((s * 1e6) as i64),
             _ => Effect::NotModelled(format!("`{cmd}`: an unreadable sleep")),
         },
-        ":" if w.get(1).map(String::as_str) == Some("trc-model-only") => Effect::ModelOnly(w.get(2).cloned().unwrap_or_default()),
+        ":" if w.get(1).map(String::as_str) == Some("trc-model-only") => {
+            Effect::ModelOnly(w.get(2).cloned().unwrap_or_default())
+        }
         ":" | "true" => Effect::None(String::new()),
         "echo" => echo(&w[1..], cmd),
-        "ss" | "cat" | "ls" | "printf" => Effect::None(format!("`{name}`: no effect on the connection")),
-        _ if first.starts_with("/tmp/sysctl_restore_") => Effect::None("restores the sysctls set_sysctls.py changed".into()),
-        _ => Effect::NotModelled(format!("shell command `{}` is not modelled and may change the connection's behaviour", cmd.lines().next().unwrap_or(""))),
+        "ss" | "cat" | "ls" | "printf" => {
+            Effect::None(format!("`{name}`: no effect on the connection"))
+        }
+        _ if first.starts_with("/tmp/sysctl_restore_") => {
+            Effect::None("restores the sysctls set_sysctls.py changed".into())
+        }
+        _ => Effect::NotModelled(format!(
+            "shell command `{}` is not modelled and may change the connection's behaviour",
+            cmd.lines().next().unwrap_or("")
+        )),
     }
 }
 
 fn sysctl(args: &[String]) -> Effect {
-    let set: Vec<(String, String)> = args.iter().filter(|a| !a.starts_with('-')).filter_map(|a| a.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let set: Vec<(String, String)> = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     if set.is_empty() {
         Effect::None("sysctl read: no effect".into())
     } else {
@@ -177,37 +208,89 @@ fn sysctl(args: &[String]) -> Effect {
 
 fn ip(args: &[String], cmd: &str) -> Effect {
     // `ip link set dev tun0 gso_max_segs 1`: one MSS per skb, the model's own assumption.
-    let gso = args.iter().position(|a| a == "gso_max_segs").and_then(|i| args.get(i + 1));
+    let gso = args
+        .iter()
+        .position(|a| a == "gso_max_segs")
+        .and_then(|i| args.get(i + 1));
     if args.first().map(String::as_str) == Some("link") && gso.is_some() {
         return match gso.map(String::as_str) {
-            Some("1") if args.len() == 6 => Effect::None("one MSS per skb: what the model assumes".into()),
-            _ => Effect::NotModelled(format!("`{cmd}`: multi-segment skbs (TSO/GSO sizes) are not modelled")),
+            Some("1") if args.len() == 6 => {
+                Effect::None("one MSS per skb: what the model assumes".into())
+            }
+            _ => Effect::NotModelled(format!(
+                "`{cmd}`: multi-segment skbs (TSO/GSO sizes) are not modelled"
+            )),
         };
     }
-    let route = args.first().is_some_and(|a| "route".starts_with(a.as_str()) && a.len() >= 1 && a.starts_with('r'));
+    let route = args
+        .first()
+        .is_some_and(|a| "route".starts_with(a.as_str()) && a.len() >= 1 && a.starts_with('r'));
     if !route {
-        return Effect::NotModelled(format!("`{cmd}`: only `ip route ... initcwnd N` is modelled"));
+        return Effect::NotModelled(format!(
+            "`{cmd}`: only `ip route ... initcwnd N` is modelled"
+        ));
     }
-    let attrs: Vec<&str> = args.iter().map(String::as_str).filter(|a| ["advmss", "mtu", "window", "rtt", "rttvar", "ssthresh", "cwnd", "reordering", "hoplimit", "rto_min", "features", "quickack", "fastopen_no_cookie", "congctl"].contains(a)).collect();
+    let attrs: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| {
+            [
+                "advmss",
+                "mtu",
+                "window",
+                "rtt",
+                "rttvar",
+                "ssthresh",
+                "cwnd",
+                "reordering",
+                "hoplimit",
+                "rto_min",
+                "features",
+                "quickack",
+                "fastopen_no_cookie",
+                "congctl",
+            ]
+            .contains(a)
+        })
+        .collect();
     if !attrs.is_empty() {
-        return Effect::NotModelled(format!("`{cmd}`: route attribute {} is not modelled", attrs.join(", ")));
+        return Effect::NotModelled(format!(
+            "`{cmd}`: route attribute {} is not modelled",
+            attrs.join(", ")
+        ));
     }
-    match args.iter().position(|a| a == "initcwnd").and_then(|i| args.get(i + 1)).and_then(|v| v.parse::<u32>().ok()) {
+    match args
+        .iter()
+        .position(|a| a == "initcwnd")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse::<u32>().ok())
+    {
         Some(n) => Effect::InitCwnd(n),
-        None if args.iter().any(|a| a == "show" || a == "list" || a == "get") => Effect::None("route lookup: no effect".into()),
-        None => Effect::NotModelled(format!("`{cmd}`: route changes other than initcwnd are not modelled")),
+        None if args
+            .iter()
+            .any(|a| a == "show" || a == "list" || a == "get") =>
+        {
+            Effect::None("route lookup: no effect".into())
+        }
+        None => Effect::NotModelled(format!(
+            "`{cmd}`: route changes other than initcwnd are not modelled"
+        )),
     }
 }
 
 fn tc(args: &[String], cmd: &str) -> Effect {
     let has = |w: &str| args.iter().any(|a| a == w);
     if has("pfifo") && !has("limit") {
-        return Effect::None("a pfifo qdisc (what defaults.sh installs): no effect on the model".into());
+        return Effect::None(
+            "a pfifo qdisc (what defaults.sh installs): no effect on the model".into(),
+        );
     }
     if has("fq") {
         return Effect::NotModelled(format!("`{cmd}`: fq pacing is not modelled"));
     }
-    Effect::NotModelled(format!("`{cmd}`: qdisc changes (drops, delays, pacing) are not modelled"))
+    Effect::NotModelled(format!(
+        "`{cmd}`: qdisc changes (drops, delays, pacing) are not modelled"
+    ))
 }
 
 /// `nstat` in the forms tests use: `nstat -n` / `nstat > /dev/null` (a baseline), and
@@ -215,9 +298,25 @@ fn tc(args: &[String], cmd: &str) -> Effect {
 fn nstat(cmd: &str) -> Effect {
     let stages: Vec<Vec<String>> = cmd.split('|').map(words).collect();
     let head = &stages[0];
-    let flag = |short: &str, long: &str| head.iter().any(|a| a == short || a == long || (a.starts_with('-') && !a.starts_with("--") && a.contains(short.trim_start_matches('-'))));
-    let unread = || Effect::NotModelled(format!("`{cmd}`: an nstat pipeline the model does not read"));
-    if flag("-s", "--noupdate") || flag("-r", "--reset") || flag("-d", "--scan") || flag("-j", "--json") {
+    let flag = |short: &str, long: &str| {
+        head.iter().any(|a| {
+            a == short
+                || a == long
+                || (a.starts_with('-')
+                    && !a.starts_with("--")
+                    && a.contains(short.trim_start_matches('-')))
+        })
+    };
+    let unread = || {
+        Effect::NotModelled(format!(
+            "`{cmd}`: an nstat pipeline the model does not read"
+        ))
+    };
+    if flag("-s", "--noupdate")
+        || flag("-r", "--reset")
+        || flag("-d", "--scan")
+        || flag("-j", "--json")
+    {
         return unread();
     }
     if stages.len() == 1 {
@@ -229,24 +328,39 @@ fn nstat(cmd: &str) -> Effect {
             return None;
         }
         let opts: Vec<&String> = g[1..].iter().filter(|a| a.starts_with('-')).collect();
-        if opts.iter().any(|o| o.as_str() != "-q" && o.as_str() != "-w") {
+        if opts
+            .iter()
+            .any(|o| o.as_str() != "-q" && o.as_str() != "-w")
+        {
             return None;
         }
         let pat: Vec<&String> = g[1..].iter().filter(|a| !a.starts_with('-')).collect();
         match pat.as_slice() {
             [p] => Some((p.to_string(), false)),
             // `grep NAME > /dev/null`: output discarded, the status is what matters.
-            [p, r, d] if r.as_str() == ">" && d.as_str() == "/dev/null" => Some((p.to_string(), true)),
+            [p, r, d] if r.as_str() == ">" && d.as_str() == "/dev/null" => {
+                Some((p.to_string(), true))
+            }
             _ => None,
         }
     };
-    let Some((counter, _)) = stages.get(1).and_then(pattern) else { return unread() };
-    if !counter.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    let Some((counter, _)) = stages.get(1).and_then(pattern) else {
+        return unread();
+    };
+    if !counter
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
         return unread();
     }
     let value = match stages.get(2) {
         None => None,
-        Some(g) => match pattern(g).and_then(|(p, _)| p.trim().parse::<i64>().ok().filter(|_| p.starts_with(' ') && p.ends_with(' '))) {
+        Some(g) => match pattern(g).and_then(|(p, _)| {
+            p.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|_| p.starts_with(' ') && p.ends_with(' '))
+        }) {
             Some(v) => Some(v),
             None => return unread(),
         },
@@ -254,7 +368,12 @@ fn nstat(cmd: &str) -> Effect {
     if stages.len() > 3 {
         return unread();
     }
-    Effect::NstatCheck { counter, value, zeros: flag("-z", "--zeros"), absolute: flag("-a", "--ignore") }
+    Effect::NstatCheck {
+        counter,
+        value,
+        zeros: flag("-z", "--zeros"),
+        absolute: flag("-a", "--ignore"),
+    }
 }
 
 fn echo(args: &[String], cmd: &str) -> Effect {
@@ -263,8 +382,15 @@ fn echo(args: &[String], cmd: &str) -> Effect {
         if let Some(name) = target.strip_prefix("/proc/sys/") {
             return Effect::Sysctl(vec![(name.replace('/', "."), args[..i].join(" "))]);
         }
-        if let Some((module, param)) = target.strip_prefix("/sys/module/").and_then(|r| r.split_once("/parameters/")) {
-            return Effect::ModuleParam { module: module.into(), param: param.into(), value: args[..i].join(" ") };
+        if let Some((module, param)) = target
+            .strip_prefix("/sys/module/")
+            .and_then(|r| r.split_once("/parameters/"))
+        {
+            return Effect::ModuleParam {
+                module: module.into(),
+                param: param.into(),
+                value: args[..i].join(" "),
+            };
         }
         if target != "/dev/null" {
             return Effect::NotModelled(format!("`{cmd}`: writes a file the model does not know"));
@@ -280,32 +406,110 @@ mod tests {
     #[test]
     fn split_and_read_the_common_forms() {
         let cmds = simple_commands("../common/defaults.sh\nsysctl -q net.ipv4.tcp_sack=0  # no SACK\n  ; ip route change 192.0.2.1 dev tun0 initcwnd 5 && nstat -n");
-        assert_eq!(cmds, vec!["../common/defaults.sh", "sysctl -q net.ipv4.tcp_sack=0", "ip route change 192.0.2.1 dev tun0 initcwnd 5", "nstat -n"]);
+        assert_eq!(
+            cmds,
+            vec![
+                "../common/defaults.sh",
+                "sysctl -q net.ipv4.tcp_sack=0",
+                "ip route change 192.0.2.1 dev tun0 initcwnd 5",
+                "nstat -n"
+            ]
+        );
         assert_eq!(interpret(&cmds[0]), Effect::Defaults);
-        assert_eq!(interpret(&cmds[1]), Effect::Sysctl(vec![("net.ipv4.tcp_sack".into(), "0".into())]));
+        assert_eq!(
+            interpret(&cmds[1]),
+            Effect::Sysctl(vec![("net.ipv4.tcp_sack".into(), "0".into())])
+        );
         assert_eq!(interpret(&cmds[2]), Effect::InitCwnd(5));
         assert_eq!(interpret(&cmds[3]), Effect::NstatReset);
-        let check = |counter: &str, value, zeros, absolute| Effect::NstatCheck { counter: counter.into(), value, zeros, absolute };
-        assert_eq!(interpret("nstat | grep TcpExtTCPFullUndo | grep -q \" 1 \""), check("TcpExtTCPFullUndo", Some(1), false, false));
-        assert_eq!(interpret("nstat | grep TcpExtTCPHystartTrainDetect | grep -q ' 1 '"), check("TcpExtTCPHystartTrainDetect", Some(1), false, false));
-        assert_eq!(interpret("nstat | grep TcpExtTCPLossUndo > /dev/null"), check("TcpExtTCPLossUndo", None, false, false));
-        assert_eq!(interpret("nstat | grep -q TcpExtTCPSpuriousRTOs"), check("TcpExtTCPSpuriousRTOs", None, false, false));
-        assert_eq!(interpret("nstat -az | grep TcpRetransSegs | grep -q \" 0 \""), check("TcpRetransSegs", Some(0), true, true));
+        let check = |counter: &str, value, zeros, absolute| Effect::NstatCheck {
+            counter: counter.into(),
+            value,
+            zeros,
+            absolute,
+        };
+        assert_eq!(
+            interpret("nstat | grep TcpExtTCPFullUndo | grep -q \" 1 \""),
+            check("TcpExtTCPFullUndo", Some(1), false, false)
+        );
+        assert_eq!(
+            interpret("nstat | grep TcpExtTCPHystartTrainDetect | grep -q ' 1 '"),
+            check("TcpExtTCPHystartTrainDetect", Some(1), false, false)
+        );
+        assert_eq!(
+            interpret("nstat | grep TcpExtTCPLossUndo > /dev/null"),
+            check("TcpExtTCPLossUndo", None, false, false)
+        );
+        assert_eq!(
+            interpret("nstat | grep -q TcpExtTCPSpuriousRTOs"),
+            check("TcpExtTCPSpuriousRTOs", None, false, false)
+        );
+        assert_eq!(
+            interpret("nstat -az | grep TcpRetransSegs | grep -q \" 0 \""),
+            check("TcpRetransSegs", Some(0), true, true)
+        );
         assert_eq!(interpret("nstat > /dev/null"), Effect::NstatReset);
-        assert!(matches!(interpret("nstat | grep -i retrans"), Effect::NotModelled(_)));
-        assert!(matches!(interpret("nstat | grep 'TcpExt.*Undo'"), Effect::NotModelled(_)));
-        assert!(matches!(interpret("nstat -s | grep TcpRetransSegs"), Effect::NotModelled(_)));
-        assert_eq!(commands("a && b || c; d"), vec![(Sep::Seq, "a".into()), (Sep::And, "b".into()), (Sep::Or, "c".into()), (Sep::Seq, "d".into())]);
-        assert_eq!(simple_commands("sysctl -q net.ipv4.tcp_sack=0 \\\n  net.ipv4.tcp_dsack=0"), vec!["sysctl -q net.ipv4.tcp_sack=0   net.ipv4.tcp_dsack=0"]);
-        assert_eq!(interpret("../common/set_sysctls.py /proc/sys/net/ipv4/tcp_slow_start_after_idle=1"), Effect::Sysctl(vec![("/proc/sys/net/ipv4/tcp_slow_start_after_idle".into(), "1".into())]));
-        assert_eq!(interpret("echo 0 > /proc/sys/net/ipv4/tcp_frto"), Effect::Sysctl(vec![("net.ipv4.tcp_frto".into(), "0".into())]));
+        assert!(matches!(
+            interpret("nstat | grep -i retrans"),
+            Effect::NotModelled(_)
+        ));
+        assert!(matches!(
+            interpret("nstat | grep 'TcpExt.*Undo'"),
+            Effect::NotModelled(_)
+        ));
+        assert!(matches!(
+            interpret("nstat -s | grep TcpRetransSegs"),
+            Effect::NotModelled(_)
+        ));
+        assert_eq!(
+            commands("a && b || c; d"),
+            vec![
+                (Sep::Seq, "a".into()),
+                (Sep::And, "b".into()),
+                (Sep::Or, "c".into()),
+                (Sep::Seq, "d".into())
+            ]
+        );
+        assert_eq!(
+            simple_commands("sysctl -q net.ipv4.tcp_sack=0 \\\n  net.ipv4.tcp_dsack=0"),
+            vec!["sysctl -q net.ipv4.tcp_sack=0   net.ipv4.tcp_dsack=0"]
+        );
+        assert_eq!(
+            interpret("../common/set_sysctls.py /proc/sys/net/ipv4/tcp_slow_start_after_idle=1"),
+            Effect::Sysctl(vec![(
+                "/proc/sys/net/ipv4/tcp_slow_start_after_idle".into(),
+                "1".into()
+            )])
+        );
+        assert_eq!(
+            interpret("echo 0 > /proc/sys/net/ipv4/tcp_frto"),
+            Effect::Sysctl(vec![("net.ipv4.tcp_frto".into(), "0".into())])
+        );
         assert_eq!(interpret("sleep 0.2"), Effect::Sleep(200_000));
-        assert!(matches!(interpret("tc qdisc add dev tun0 root pfifo"), Effect::None(_)));
-        assert!(matches!(interpret("tc qdisc replace dev tun0 root pfifo limit 0"), Effect::NotModelled(_)));
-        assert!(matches!(interpret("ip route change 192.0.2.1 via 192.168.0.2 dev tun0 advmss 600 initcwnd 11"), Effect::NotModelled(_)));
+        assert!(matches!(
+            interpret("tc qdisc add dev tun0 root pfifo"),
+            Effect::None(_)
+        ));
+        assert!(matches!(
+            interpret("tc qdisc replace dev tun0 root pfifo limit 0"),
+            Effect::NotModelled(_)
+        ));
+        assert!(matches!(
+            interpret("ip route change 192.0.2.1 via 192.168.0.2 dev tun0 advmss 600 initcwnd 11"),
+            Effect::NotModelled(_)
+        ));
         assert!(matches!(interpret("rm -rf /tmp/x"), Effect::NotModelled(_)));
-        assert_eq!(interpret(": trc-model-only tsq-fill"), Effect::ModelOnly("tsq-fill".into()));
-        assert!(matches!(interpret("ip link set dev tun0 gso_max_segs 1"), Effect::None(_)));
-        assert!(matches!(interpret("ip link set dev tun0 gso_max_segs 4"), Effect::NotModelled(_)));
+        assert_eq!(
+            interpret(": trc-model-only tsq-fill"),
+            Effect::ModelOnly("tsq-fill".into())
+        );
+        assert!(matches!(
+            interpret("ip link set dev tun0 gso_max_segs 1"),
+            Effect::None(_)
+        ));
+        assert!(matches!(
+            interpret("ip link set dev tun0 gso_max_segs 4"),
+            Effect::NotModelled(_)
+        ));
     }
 }

@@ -6,15 +6,24 @@ use trc_model::profile::{Profile, SacktagNestedDsack};
 use trc_pkt::report::Verdict;
 
 fn script(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../counterexamples")
+        .join(rel)
 }
 
 fn verdict(rel: &str, p: &Profile) -> Verdict {
-    trc_trace::replay::replay_file(&script(rel), p, &Default::default()).unwrap().script.verdict
+    trc_trace::replay::replay_file(&script(rel), p, &Default::default())
+        .unwrap()
+        .script
+        .verdict
 }
 
 fn f3_fix() -> Profile {
-    Profile { name: "f3-fix".into(), sacktag_nested_dsack: SacktagNestedDsack::SkipAfterNull, ..Profile::linux_6_18() }
+    Profile {
+        name: "f3-fix".into(),
+        sacktag_nested_dsack: SacktagNestedDsack::SkipAfterNull,
+        ..Profile::linux_6_18()
+    }
 }
 
 /// linux-6.18 passes F3's script (the DSACK counted twice: TcpExtTCPDSACKUndo, then Recovery is
@@ -26,9 +35,19 @@ fn f3_fix() -> Profile {
 fn f3_fix_counts_the_nested_dsack_once() {
     let twice = "regressions/diff-nested-dsack-counted-twice.pkt";
     let cached = "regressions/diff-nested-dsack-cached-block.pkt";
-    assert!(matches!(verdict(twice, &Profile::linux_6_18()), Verdict::Passed { .. }));
-    assert!(matches!(verdict(twice, &f3_fix()), Verdict::Failed { line: 90, .. }), "{:?}", verdict(twice, &f3_fix()));
-    assert!(matches!(verdict(cached, &Profile::linux_6_18()), Verdict::Passed { .. }));
+    assert!(matches!(
+        verdict(twice, &Profile::linux_6_18()),
+        Verdict::Passed { .. }
+    ));
+    assert!(
+        matches!(verdict(twice, &f3_fix()), Verdict::Failed { line: 90, .. }),
+        "{:?}",
+        verdict(twice, &f3_fix())
+    );
+    assert!(matches!(
+        verdict(cached, &Profile::linux_6_18()),
+        Verdict::Passed { .. }
+    ));
     assert!(matches!(verdict(cached, &f3_fix()), Verdict::Passed { .. }));
 }
 
@@ -38,9 +57,23 @@ fn f3_fix_counts_the_nested_dsack_once() {
 fn f1_fix_on_the_f1_scripts() {
     let fix = Profile::linux_7_2_f1_fix();
     let no_rto = "findings/f1-eifel-undo-no-rto.pkt";
-    assert!(matches!(verdict(no_rto, &Profile::linux_6_18()), Verdict::Passed { .. }));
-    assert!(matches!(verdict(no_rto, &fix), Verdict::Failed { line: 47, .. }), "{:?}", verdict(no_rto, &fix));
+    assert!(matches!(
+        verdict(no_rto, &Profile::linux_6_18()),
+        Verdict::Passed { .. }
+    ));
+    assert!(
+        matches!(verdict(no_rto, &fix), Verdict::Failed { line: 47, .. }),
+        "{:?}",
+        verdict(no_rto, &fix)
+    );
     let loss = "findings/i1-eifel-undo-after-real-loss.pkt";
-    assert!(matches!(verdict(loss, &Profile::linux_6_18()), Verdict::Passed { .. }));
-    assert!(matches!(verdict(loss, &fix), Verdict::Failed { .. }), "{:?}", verdict(loss, &fix));
+    assert!(matches!(
+        verdict(loss, &Profile::linux_6_18()),
+        Verdict::Passed { .. }
+    ));
+    assert!(
+        matches!(verdict(loss, &fix), Verdict::Failed { .. }),
+        "{:?}",
+        verdict(loss, &fix)
+    );
 }

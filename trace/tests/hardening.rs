@@ -13,13 +13,22 @@ fn script(syn_opts: &str, rest: &str) -> String {
 
 fn run(src: &str) -> ReplayReport {
     let s = trc_pkt::parse(src, "t.pkt").unwrap_or_else(|e| panic!("{e}\n{src}"));
-    replay(&s, "t.pkt", &Profile::linux_6_18(), &ReplayOptions::default())
+    replay(
+        &s,
+        "t.pkt",
+        &Profile::linux_6_18(),
+        &ReplayOptions::default(),
+    )
 }
 
 /// The MSS the model negotiated (from the SYN line's note).
 fn mss(r: &ReplayReport) -> String {
     let l = r.lines().iter().find(|l| l.line == 5).unwrap();
-    l.notes.iter().find_map(|n| n.split("MSS ").nth(1)).unwrap_or_else(|| panic!("{}", r.render())).to_string()
+    l.notes
+        .iter()
+        .find_map(|n| n.split("MSS ").nth(1))
+        .unwrap_or_else(|| panic!("{}", r.render()))
+        .to_string()
 }
 
 #[test]
@@ -46,7 +55,10 @@ fn negative_writes_do_not_lift_the_segment_cap() {
     // total back under the cap: the cap counts what was written, so the model never starts.
     let big = (trc_model::config::MAX_SEGMENTS as i64 + 1) * 1000;
     let back = big - 1000;
-    let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", &format!("   +0 write(4, ..., {big}) = {big}\n   +0 write(4, ..., -{back}) = -{back}\n")));
+    let r = run(&script(
+        "mss 1000,sackOK,nop,nop,nop,wscale 7",
+        &format!("   +0 write(4, ..., {big}) = {big}\n   +0 write(4, ..., -{back}) = -{back}\n"),
+    ));
     assert_eq!(r.exit_code(), 3, "{}", r.render());
     assert!(r.config.is_none(), "no model was started: {:?}", r.config);
     let (line, why) = r.script.stopped.clone().unwrap();
@@ -57,7 +69,10 @@ fn negative_writes_do_not_lift_the_segment_cap() {
 #[test]
 fn huge_writes_are_refused_not_truncated() {
     for n in ["4294968000", "9223372036854775000", "1099511627776000"] {
-        let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", &format!("   +0 write(4, ..., {n}) = {n}\n   +0 write(4, ..., {n}) = {n}\n")));
+        let r = run(&script(
+            "mss 1000,sackOK,nop,nop,nop,wscale 7",
+            &format!("   +0 write(4, ..., {n}) = {n}\n   +0 write(4, ..., {n}) = {n}\n"),
+        ));
         assert_eq!(r.exit_code(), 3, "{}", r.render());
         let (line, why) = r.script.stopped.clone().unwrap();
         assert_eq!(line, 9, "{why}");
@@ -67,8 +82,16 @@ fn huge_writes_are_refused_not_truncated() {
 
 #[test]
 fn every_started_model_has_a_valid_config() {
-    for w in [&["1000"][..], &["24000"], &["6000", "18000"], &["1000", "0", "-1000", "1000"]] {
-        let writes: String = w.iter().map(|n| format!("   +0 write(4, ..., {n}) = {n}\n")).collect();
+    for w in [
+        &["1000"][..],
+        &["24000"],
+        &["6000", "18000"],
+        &["1000", "0", "-1000", "1000"],
+    ] {
+        let writes: String = w
+            .iter()
+            .map(|n| format!("   +0 write(4, ..., {n}) = {n}\n"))
+            .collect();
         let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", &writes));
         let cfg = r.config.clone().unwrap_or_else(|| panic!("{}", r.render()));
         cfg.validate().unwrap();
@@ -80,8 +103,13 @@ fn extreme_times_do_not_overflow() {
     // The largest time a script may write, many times over: the model's clock (1 h) stops the
     // replay at the line that goes beyond it.
     let far = "+1000000";
-    let acks: String = (0..12).map(|_| format!("{far} < . 1:1(0) ack 1001 win 320\n")).collect();
-    let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", &format!("   +0 write(4, ..., 1000) = 1000\n{acks}{far} > . 1:1001(1000) ack 1\n")));
+    let acks: String = (0..12)
+        .map(|_| format!("{far} < . 1:1(0) ack 1001 win 320\n"))
+        .collect();
+    let r = run(&script(
+        "mss 1000,sackOK,nop,nop,nop,wscale 7",
+        &format!("   +0 write(4, ..., 1000) = 1000\n{acks}{far} > . 1:1001(1000) ack 1\n"),
+    ));
     assert_eq!(r.exit_code(), 3, "{}", r.render());
     let (line, why) = r.script.stopped.clone().unwrap();
     assert_eq!(line, 10, "{why}");
@@ -90,8 +118,13 @@ fn extreme_times_do_not_overflow() {
     let r = run(&format!("0 `sleep 1`\n{shells}"));
     assert!(matches!(r.exit_code(), 0 | 1 | 3), "{}", r.render());
     // Beyond the largest: a parse error with the position.
-    let e = trc_pkt::parse("0 `true`\n+1000000.000001 `true`\n", "t.pkt").unwrap_err().to_string();
-    assert!(e.starts_with("t.pkt:2:") && e.contains("at most 1000000"), "{e}");
+    let e = trc_pkt::parse("0 `true`\n+1000000.000001 `true`\n", "t.pkt")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.pkt:2:") && e.contains("at most 1000000"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -108,7 +141,10 @@ fn a_second_syn_does_not_reslice_the_data() {
     assert_eq!(line, 10, "{why}");
     assert!(why.contains("second connection"), "{why}");
     // Before the first write too (the MSS of the first handshake stays).
-    let r = run(&script("mss 1000,sackOK,nop,nop,nop,wscale 7", "   +0 < S 0:0(0) win 32792 <mss 100>\n   +0 write(4, ..., 1000) = 1000\n"));
+    let r = run(&script(
+        "mss 1000,sackOK,nop,nop,nop,wscale 7",
+        "   +0 < S 0:0(0) win 32792 <mss 100>\n   +0 write(4, ..., 1000) = 1000\n",
+    ));
     assert_eq!(r.exit_code(), 3, "{}", r.render());
     assert_eq!(r.script.stopped.clone().unwrap().0, 9);
 }

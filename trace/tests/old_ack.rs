@@ -2,8 +2,8 @@
 //! back and delivered below `snd_una`) exports to a script whose replay agrees with the model
 //! line by line; the late ACK is an ordinary inbound packetdrill line.
 
-use std::collections::{HashSet, VecDeque};
 use stateright::Model;
+use std::collections::{HashSet, VecDeque};
 use trc_engine::{check_with, Classified, Options, StateHooks};
 use trc_model::config::SackMode;
 use trc_model::model::{Action, State, TcpModel};
@@ -15,7 +15,12 @@ use trc_trace::replay::{replay, ReplayOptions};
 /// A shortest kernel-runnable path (no TSQ or ECE events) whose last step is an old ACK that
 /// carries a DSACK and undoes a cwnd reduction: a DSACK that arrives late, below `snd_una`.
 fn late_dsack_undo(model: &TcpModel) -> (usize, Vec<Action>) {
-    let runnable = |a: &Action| !matches!(a, Action::TsqFill | Action::TsqDrain | Action::DeliverEce { .. });
+    let runnable = |a: &Action| {
+        !matches!(
+            a,
+            Action::TsqFill | Action::TsqDrain | Action::DeliverEce { .. }
+        )
+    };
     let mut seen = HashSet::new();
     let mut q = VecDeque::new();
     for (i, s) in model.init_states().into_iter().enumerate() {
@@ -26,11 +31,17 @@ fn late_dsack_undo(model: &TcpModel) -> (usize, Vec<Action>) {
         let mut acts = Vec::new();
         model.actions(&s, &mut acts);
         for a in acts.into_iter().filter(runnable) {
-            let Some(n) = model.next_state(&s, a) else { continue };
+            let Some(n) = model.next_state(&s, a) else {
+                continue;
+            };
             let mut p = path.clone();
             p.push(a);
             let h = &s.held_ack;
-            let dsack = h.n > 0 && (h.blocks[0].0 < h.ack || (h.n > 1 && h.blocks[1].0 <= h.blocks[0].0 && h.blocks[0].1 <= h.blocks[1].1));
+            let dsack = h.n > 0
+                && (h.blocks[0].0 < h.ack
+                    || (h.n > 1
+                        && h.blocks[1].0 <= h.blocks[0].0
+                        && h.blocks[0].1 <= h.blocks[1].1));
             if a == Action::OldAck && dsack && !n.sender.ghost.ev.undos.is_empty() {
                 return (i, p);
             }
@@ -47,25 +58,59 @@ fn late_dsack_undo(model: &TcpModel) -> (usize, Vec<Action>) {
 /// inbound ACK below the one before it.
 #[test]
 fn old_ack_with_dsack_exports_and_replays() {
-    let cfg = Config { sack: SackMode::Sack, max_old_acks: 1, ..Config::default() };
+    let cfg = Config {
+        sack: SackMode::Sack,
+        max_old_acks: 1,
+        ..Config::default()
+    };
     let model = TcpModel::new(cfg, Profile::linux_6_18());
     let (init, path) = late_dsack_undo(&model);
     assert_eq!(path.last(), Some(&Action::OldAck));
-    let x = export_walk(&model, init, &path, "late DSACK below snd_una", 3, 0).unwrap_or_else(|(step, e)| panic!("step {step}: {e}"));
+    let x = export_walk(&model, init, &path, "late DSACK below snd_una", 3, 0)
+        .unwrap_or_else(|(step, e)| panic!("step {step}: {e}"));
     assert!(x.trace.kernel_runnable, "{}", x.pkt);
     // The last inbound ACK line acknowledges less than an earlier one, and carries the DSACK.
     let acks: Vec<(u32, &str)> = x
         .pkt
         .lines()
         .filter(|l| l.contains("< . 1:1(0) ack "))
-        .map(|l| (l.split("ack ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap(), l))
+        .map(|l| {
+            (
+                l.split("ack ")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
+                l,
+            )
+        })
         .collect();
     let (last, line) = *acks.last().unwrap();
-    assert!(acks.iter().any(|(a, _)| *a > last), "the old ACK is below an earlier one:\n{}", x.pkt);
-    assert!(line.contains("sack "), "the old ACK carries its SACK blocks: {line}");
+    assert!(
+        acks.iter().any(|(a, _)| *a > last),
+        "the old ACK is below an earlier one:\n{}",
+        x.pkt
+    );
+    assert!(
+        line.contains("sack "),
+        "the old ACK carries its SACK blocks: {line}"
+    );
     let script = trc_pkt::parse(&x.pkt, "old-ack.pkt").unwrap_or_else(|e| panic!("{e}\n{}", x.pkt));
-    let r = replay(&script, "old-ack.pkt", &model.profile, &ReplayOptions::default());
-    assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}\n{}", x.pkt, r.render());
+    let r = replay(
+        &script,
+        "old-ack.pkt",
+        &model.profile,
+        &ReplayOptions::default(),
+    );
+    assert!(
+        matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }),
+        "{}\n{}",
+        x.pkt,
+        r.render()
+    );
     if let Ok(dir) = std::env::var("TRC_OLD_ACK_OUT") {
         trc_trace::write_export(std::path::Path::new(&dir), &x).unwrap();
     }
@@ -74,14 +119,22 @@ fn old_ack_with_dsack_exports_and_replays() {
 /// The default budget keeps ACKs monotone: no state holds an ACK, and no action uses one.
 #[test]
 fn budget_zero_never_holds_an_ack() {
-    let model = TcpModel::new(Config { segments: 4, ..Config::default() }, Profile::linux_6_18());
+    let model = TcpModel::new(
+        Config {
+            segments: 4,
+            ..Config::default()
+        },
+        Profile::linux_6_18(),
+    );
     let mut seen = HashSet::new();
     let mut q: VecDeque<State> = model.init_states().into();
     while let Some(s) = q.pop_front() {
         assert!(!s.held_ack.held);
         let mut acts = Vec::new();
         model.actions(&s, &mut acts);
-        assert!(!acts.iter().any(|a| matches!(a, Action::DeliverAckHeld { .. } | Action::OldAck)));
+        assert!(!acts
+            .iter()
+            .any(|a| matches!(a, Action::DeliverAckHeld { .. } | Action::OldAck)));
         for a in acts {
             if let Some(n) = model.next_state(&s, a) {
                 if seen.insert(n.fingerprint()) && seen.len() < 20_000 {
@@ -97,18 +150,36 @@ fn budget_zero_never_holds_an_ack() {
 /// OLD_ACK path (snd_una unchanged).
 #[test]
 fn held_ack_is_released_only_below_snd_una() {
-    let cfg = Config { sack: SackMode::Sack, max_old_acks: 1, ..Config::default() };
+    let cfg = Config {
+        sack: SackMode::Sack,
+        max_old_acks: 1,
+        ..Config::default()
+    };
     let model = TcpModel::new(cfg.clone(), Profile::linux_6_18());
     let s0 = model.init_states().remove(0);
     // Segment 1 arrives first; its ACK (ack of segment 0, SACK of segment 1) is held.
     let (_, want) = model.ack_for(&s0, 1);
-    let s1 = model.next_state(&s0, Action::DeliverAckHeld { pkt: 1 }).unwrap();
+    let s1 = model
+        .next_state(&s0, Action::DeliverAckHeld { pkt: 1 })
+        .unwrap();
     assert_eq!(s1.held_ack.ack_seg(&cfg, s1.sender.ts_ok), want);
-    assert_eq!((s1.budget.old_acks, s1.sender.sacked_out), (0, 0), "the sender saw nothing");
+    assert_eq!(
+        (s1.budget.old_acks, s1.sender.sacked_out),
+        (0, 0),
+        "the sender saw nothing"
+    );
     let mut acts = Vec::new();
     model.actions(&s1, &mut acts);
-    assert!(!acts.contains(&Action::OldAck), "not old yet: snd_una is still its ack");
-    assert!(!acts.iter().any(|a| matches!(a, Action::DeliverAckHeld { .. })), "budget spent, one held at a time");
+    assert!(
+        !acts.contains(&Action::OldAck),
+        "not old yet: snd_una is still its ack"
+    );
+    assert!(
+        !acts
+            .iter()
+            .any(|a| matches!(a, Action::DeliverAckHeld { .. })),
+        "budget spent, one held at a time"
+    );
     // Segment 0 arrives: snd_una passes the held ACK, which may now arrive.
     let s2 = model.next_state(&s1, Action::Deliver { pkt: 0 }).unwrap();
     acts.clear();
@@ -123,13 +194,35 @@ fn held_ack_is_released_only_below_snd_una() {
 /// Every signature of `id`'s violations at `cfg`, with its shortest path.
 fn signatures(cfg: Config, id: &str) -> (TcpModel, Vec<(String, trc_engine::Path<Action>)>) {
     let specs = trc_properties::select(&[id.to_string()]).unwrap();
-    let model = TcpModel::new(cfg, Profile::linux_6_18()).with_properties(trc_properties::properties(&specs));
+    let model = TcpModel::new(cfg, Profile::linux_6_18())
+        .with_properties(trc_properties::properties(&specs));
     let hooks = Classified {
-        hooks: StateHooks { fingerprint: State::fingerprint, next_state_into: TcpModel::next_state_into, drop_is_noop: State::is_plain },
+        hooks: StateHooks {
+            fingerprint: State::fingerprint,
+            next_state_into: TcpModel::next_state_into,
+            drop_is_noop: State::is_plain,
+        },
         classify: trc_properties::signature::classifier(&specs),
     };
-    let report = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
-    let out = report.properties[0].classes.iter().map(|c| (trc_properties::signature::describe(id, c.class), c.path.clone())).collect();
+    let report = check_with(
+        &model,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+        None,
+        hooks,
+    );
+    let out = report.properties[0]
+        .classes
+        .iter()
+        .map(|c| {
+            (
+                trc_properties::signature::describe(id, c.class),
+                c.path.clone(),
+            )
+        })
+        .collect();
     (model, out)
 }
 
@@ -140,21 +233,48 @@ fn signatures(cfg: Config, id: &str) -> (TcpModel, Vec<(String, trc_engine::Path
 /// the path.
 #[test]
 fn triage_one_signature_needs_an_old_ack() {
-    let (model, old) = signatures(Config { max_old_acks: 1, ..Config::default() }, "I1");
-    let (_, lost) = signatures(Config { max_ack_losses: 1, ..Config::default() }, "I1");
+    let (model, old) = signatures(
+        Config {
+            max_old_acks: 1,
+            ..Config::default()
+        },
+        "I1",
+    );
+    let (_, lost) = signatures(
+        Config {
+            max_ack_losses: 1,
+            ..Config::default()
+        },
+        "I1",
+    );
     let lost: HashSet<&String> = lost.iter().map(|(s, _)| s).collect();
-    let extra: Vec<&(String, trc_engine::Path<Action>)> = old.iter().filter(|(s, _)| !lost.contains(s)).collect();
-    assert!(old.len() > extra.len() && lost.iter().all(|s| old.iter().any(|(o, _)| o == *s)), "every ACK-loss signature is reached");
-    assert_eq!(extra.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), vec!["I1:tcp_try_undo_dsack:Disorder:undo-retrans-zero+dsack-forgotten"]);
+    let extra: Vec<&(String, trc_engine::Path<Action>)> =
+        old.iter().filter(|(s, _)| !lost.contains(s)).collect();
+    assert!(
+        old.len() > extra.len() && lost.iter().all(|s| old.iter().any(|(o, _)| o == *s)),
+        "every ACK-loss signature is reached"
+    );
+    assert_eq!(
+        extra.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(),
+        vec!["I1:tcp_try_undo_dsack:Disorder:undo-retrans-zero+dsack-forgotten"]
+    );
     let path = &extra[0].1;
     let steps = states(&model, path.init_index, &path.actions).unwrap();
     for (a, s) in steps.iter().skip(1) {
         let snd = &s.sender;
         println!("   {:<40} t={:>5} {:?} cwnd {} una {} out/sacked/lost/retrans {}/{}/{}/{} undo_retrans {}", a.unwrap().to_string(), s.now, snd.ca_state, snd.cwnd, snd.snd_una, snd.packets_out, snd.sacked_out, snd.lost_out, snd.retrans_out, snd.undo_retrans);
     }
-    let i = path.actions.iter().position(|a| *a == Action::OldAck).expect("the path uses the old ACK");
+    let i = path
+        .actions
+        .iter()
+        .position(|a| *a == Action::OldAck)
+        .expect("the path uses the old ACK");
     let (before, after) = (&steps[i].1.sender, &steps[i + 1].1.sender);
-    assert_eq!((before.ca_state, after.ca_state), (CaState::Open, CaState::Disorder), "the old ACK's tcp_fastretrans_alert → tcp_try_keep_open");
+    assert_eq!(
+        (before.ca_state, after.ca_state),
+        (CaState::Open, CaState::Disorder),
+        "the old ACK's tcp_fastretrans_alert → tcp_try_keep_open"
+    );
     assert_eq!(before.snd_una, after.snd_una);
 }
 
@@ -185,14 +305,26 @@ fn replay_refuses_an_ack_older_than_the_peer_window() {
     let run = |win: u32, old_ack: u32| {
         let text = script(win, old_ack);
         let s = trc_pkt::parse(&text, "old.pkt").unwrap_or_else(|e| panic!("{e}\n{text}"));
-        replay(&s, "old.pkt", &Profile::linux_6_18(), &ReplayOptions::default())
+        replay(
+            &s,
+            "old.pkt",
+            &Profile::linux_6_18(),
+            &ReplayOptions::default(),
+        )
     };
     // 3000 bytes below snd_una 4001, within the 32792-byte window: processed, every check passes.
     let r = run(32792, 1001);
-    assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render());
+    assert!(
+        matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }),
+        "{}",
+        r.render()
+    );
     // The same ACK with a 2000-byte window is too old.
     let r = run(2000, 1001);
     let text = r.render();
-    assert!(!matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{text}");
+    assert!(
+        !matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }),
+        "{text}"
+    );
     assert!(text.contains("RFC 5961"), "{text}");
 }

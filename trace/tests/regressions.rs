@@ -20,7 +20,6 @@ fn manifest_replays_on_the_model() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-
 /// The hand-written kernel corpus and the findings' scripts hold on the 6.18 kernel; the model's
 /// linux-6.18 replay must pass them too, every line run and checked.
 #[test]
@@ -33,7 +32,12 @@ fn kernel_corpus_replays_on_linux_6_18() {
             if p.extension().is_none_or(|x| x != "pkt") {
                 continue;
             }
-            let r = trc_trace::replay::replay_file(&p, &trc_model::Profile::linux_6_18(), &Default::default()).unwrap();
+            let r = trc_trace::replay::replay_file(
+                &p,
+                &trc_model::Profile::linux_6_18(),
+                &Default::default(),
+            )
+            .unwrap();
             // A script hand-timed on the kernel where the model cannot follow its timers (the
             // model's srtt is constant) says so: `// trc-replay: incomplete (why)` — the replay
             // must contradict none of the checks it makes and leave some out — or
@@ -44,14 +48,36 @@ fn kernel_corpus_replays_on_linux_6_18() {
             let marker = text.lines().find_map(|l| l.strip_prefix("// trc-replay: "));
             match marker {
                 Some(m) if m.starts_with("incomplete (") => {
-                    assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Incomplete { .. }), "{}: marked incomplete\n{}", p.display(), r.render());
+                    assert!(
+                        matches!(
+                            r.script.verdict,
+                            trc_pkt::report::Verdict::Incomplete { .. }
+                        ),
+                        "{}: marked incomplete\n{}",
+                        p.display(),
+                        r.render()
+                    );
                 }
                 Some(m) if m.starts_with("diverges at line ") => {
-                    let line: u32 = m["diverges at line ".len()..].split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("{}: bad trc-replay line: {m}", p.display()));
-                    assert_eq!(r.script.failed_line(), Some(line), "{}: marked as diverging at line {line}\n{}", p.display(), r.render());
+                    let line: u32 = m["diverges at line ".len()..]
+                        .split_whitespace()
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or_else(|| panic!("{}: bad trc-replay line: {m}", p.display()));
+                    assert_eq!(
+                        r.script.failed_line(),
+                        Some(line),
+                        "{}: marked as diverging at line {line}\n{}",
+                        p.display(),
+                        r.render()
+                    );
                 }
                 Some(m) => panic!("{}: unknown trc-replay line: {m}", p.display()),
-                None => assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{}", r.render()),
+                None => assert!(
+                    matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }),
+                    "{}",
+                    r.render()
+                ),
             }
             n += 1;
         }

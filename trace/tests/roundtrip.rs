@@ -12,32 +12,77 @@ use trc_trace::replay::{replay, ReplayOptions, ReplayReport};
 
 /// Shortest counterexample of `id` on `profile`, exported.
 fn exported(sack: SackMode, profile: Profile, id: &str) -> Exported {
-    let cfg = Config { sack, ..Config::default() };
+    let cfg = Config {
+        sack,
+        ..Config::default()
+    };
     let specs = trc_properties::select(&[id.to_string()]).unwrap();
     let model = TcpModel::new(cfg, profile).with_properties(trc_properties::properties(&specs));
-    let report = check(&model, &Options { threads: 2, fail_fast: true, ..Options::default() }, None);
+    let report = check(
+        &model,
+        &Options {
+            threads: 2,
+            fail_fast: true,
+            ..Options::default()
+        },
+        None,
+    );
     let p = &report.properties[0];
-    assert_eq!(p.verdict, Verdict::Violated, "{id} must be violated on {}", model.profile.name);
+    assert_eq!(
+        p.verdict,
+        Verdict::Violated,
+        "{id} must be violated on {}",
+        model.profile.name
+    );
     let path = p.path.as_ref().unwrap();
-    export(&model, path.init_index, &path.actions, Subject { id: specs[0].id, name: specs[0].name, statement: specs[0].statement }, 3).unwrap()
+    export(
+        &model,
+        path.init_index,
+        &path.actions,
+        Subject {
+            id: specs[0].id,
+            name: specs[0].name,
+            statement: specs[0].statement,
+        },
+        3,
+    )
+    .unwrap()
 }
 
 fn replay_on(x: &Exported, profile: &Profile) -> ReplayReport {
-    let script = trc_pkt::parse(&x.pkt, "exported.pkt").unwrap_or_else(|e| panic!("{e}\n{}", x.pkt));
+    let script =
+        trc_pkt::parse(&x.pkt, "exported.pkt").unwrap_or_else(|e| panic!("{e}\n{}", x.pkt));
     replay(&script, "exported.pkt", profile, &ReplayOptions::default())
 }
 
 fn round_trip(sack: SackMode, profile: Profile, id: &str, runnable: bool) {
     let x = exported(sack, profile.clone(), id);
     assert_eq!(x.trace.kernel_runnable, runnable, "{}", x.pkt);
-    assert!(x.pkt.contains("model-only") != runnable || runnable, "header names model-only events");
+    assert!(
+        x.pkt.contains("model-only") != runnable || runnable,
+        "header names model-only events"
+    );
     let r = replay_on(&x, &profile);
-    assert!(matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }), "{} on {}:\n{}\n{}", id, profile.name, x.pkt, r.render());
+    assert!(
+        matches!(r.script.verdict, trc_pkt::report::Verdict::Passed { .. }),
+        "{} on {}:\n{}\n{}",
+        id,
+        profile.name,
+        x.pkt,
+        r.render()
+    );
     assert!(x.spaced, "ACKs could be spaced for the kernel");
     let r = replay_on(&x, &Profile::linux_6_18());
-    let f = r.first_failure().unwrap_or_else(|| panic!("{id} must fail on linux-6.18:\n{}", r.render()));
+    let f = r
+        .first_failure()
+        .unwrap_or_else(|| panic!("{id} must fail on linux-6.18:\n{}", r.render()));
     let brk = break_line(&x.pkt).unwrap();
-    assert!(f.line > brk, "{id}: linux-6.18 fails at line {} before the break (line {brk}):\n{}", f.line, r.render());
+    assert!(
+        f.line > brk,
+        "{id}: linux-6.18 fails at line {} before the break (line {brk}):\n{}",
+        f.line,
+        r.render()
+    );
     // The JSON trace round-trips through serde.
     let json = serde_json::to_string(&x.trace).unwrap();
     let back: trc_trace::export::TraceFile = serde_json::from_str(&json).unwrap();

@@ -42,13 +42,21 @@ pub struct KernelSpec {
 impl KernelSpec {
     pub fn parse(s: &str) -> Result<KernelSpec, Error> {
         let t = s.strip_prefix("debian:").unwrap_or(s);
-        let bad = || Error::Usage(format!("{s}: expected debian:SUITE, debian:VERSION-SUITE or debian:VERSION (e.g. debian:sid, debian:6.12-trixie)"));
+        let bad = || {
+            Error::Usage(format!("{s}: expected debian:SUITE, debian:VERSION-SUITE or debian:VERSION (e.g. debian:sid, debian:6.12-trixie)"))
+        };
         if t.is_empty() {
             return Err(bad());
         }
-        let suite_ok = |x: &str| x.starts_with(|c: char| c.is_ascii_lowercase()) && x.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        let suite_ok = |x: &str| {
+            x.starts_with(|c: char| c.is_ascii_lowercase())
+                && x.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        };
         if t.starts_with(|c: char| c.is_ascii_digit()) {
-            let n = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+            let n = t
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(t.len());
             let (v, rest) = t.split_at(n);
             if v.ends_with('.') {
                 return Err(bad());
@@ -60,9 +68,15 @@ impl KernelSpec {
                     _ => return Err(bad()),
                 },
             };
-            Ok(KernelSpec { version: Some(v.to_string()), suite })
+            Ok(KernelSpec {
+                version: Some(v.to_string()),
+                suite,
+            })
         } else if suite_ok(t) {
-            Ok(KernelSpec { version: None, suite: Some(t.to_string()) })
+            Ok(KernelSpec {
+                version: None,
+                suite: Some(t.to_string()),
+            })
         } else {
             Err(bad())
         }
@@ -93,7 +107,9 @@ pub fn mirror_from_deb822(text: &str) -> Option<String> {
             if line.starts_with('#') || line.starts_with(char::is_whitespace) {
                 continue;
             }
-            let Some((k, v)) = line.split_once(':') else { continue };
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
             let v = v.trim();
             match k.trim().to_ascii_lowercase().as_str() {
                 "uris" => uris = v.split_whitespace().next().map(str::to_string),
@@ -104,7 +120,12 @@ pub fn mirror_from_deb822(text: &str) -> Option<String> {
             }
         }
         let Some(u) = uris else { continue };
-        if enabled && types.split_whitespace().any(|t| t == "deb") && !suites.contains("-security") && !u.contains("security") && u.contains("://") {
+        if enabled
+            && types.split_whitespace().any(|t| t == "deb")
+            && !suites.contains("-security")
+            && !u.contains("security")
+            && u.contains("://")
+        {
             return Some(u.trim_end_matches('/').to_string());
         }
     }
@@ -142,16 +163,29 @@ pub fn mirror_from_one_line(text: &str) -> Option<String> {
 /// The machine's Debian mirror, read from its apt sources now.
 pub fn host_mirror() -> Result<String, Error> {
     let mut files: Vec<PathBuf> = std::fs::read_dir("/etc/apt/sources.list.d")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "sources")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "sources"))
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     for f in &files {
-        if let Some(m) = std::fs::read_to_string(f).ok().as_deref().and_then(mirror_from_deb822) {
+        if let Some(m) = std::fs::read_to_string(f)
+            .ok()
+            .as_deref()
+            .and_then(mirror_from_deb822)
+        {
             return Ok(m);
         }
     }
     for f in ["/etc/apt/sources.list"] {
-        if let Some(m) = std::fs::read_to_string(f).ok().as_deref().and_then(mirror_from_one_line) {
+        if let Some(m) = std::fs::read_to_string(f)
+            .ok()
+            .as_deref()
+            .and_then(mirror_from_one_line)
+        {
             return Ok(m);
         }
     }
@@ -167,7 +201,10 @@ pub struct PrivateApt {
 
 /// `sources.list` text for `suites` on `mirror`.
 pub fn sources_list(mirror: &str, suites: &[String]) -> String {
-    suites.iter().map(|s| format!("deb [signed-by={KEYRING}] {mirror} {s} main\n")).collect()
+    suites
+        .iter()
+        .map(|s| format!("deb [signed-by={KEYRING}] {mirror} {s} main\n"))
+        .collect()
 }
 
 /// `apt.conf` text for the private directory `d`.
@@ -204,16 +241,28 @@ impl PrivateApt {
     /// Writes the configuration for `suites` under `dir` (the mirror read from the machine now).
     pub fn setup(dir: &Path, suites: &[String]) -> Result<PrivateApt, Error> {
         let mirror = host_mirror()?;
-        for d in ["lists/partial", "cache/archives/partial", "state", "etc/apt.conf.d", "etc/preferences.d", "debs"] {
+        for d in [
+            "lists/partial",
+            "cache/archives/partial",
+            "state",
+            "etc/apt.conf.d",
+            "etc/preferences.d",
+            "debs",
+        ] {
             std::fs::create_dir_all(dir.join(d)).map_err(|e| io_err(dir.join(d).display(), e))?;
         }
         let status = dir.join("state/status");
         if !status.exists() {
             write_atomic(&status, b"")?;
         }
-        write_atomic(&dir.join("sources.list"), sources_list(&mirror, suites).as_bytes())?;
+        write_atomic(
+            &dir.join("sources.list"),
+            sources_list(&mirror, suites).as_bytes(),
+        )?;
         write_atomic(&dir.join("apt.conf"), apt_conf(dir).as_bytes())?;
-        Ok(PrivateApt { dir: dir.to_path_buf() })
+        Ok(PrivateApt {
+            dir: dir.to_path_buf(),
+        })
     }
 
     fn cmd(&self, tool: &str) -> Command {
@@ -223,7 +272,10 @@ impl PrivateApt {
             .env("LC_ALL", "C")
             .env("DEBIAN_FRONTEND", "noninteractive")
             .arg("-o")
-            .arg(format!("Dir::Etc::sourcelist={}", d.join("sources.list").display()))
+            .arg(format!(
+                "Dir::Etc::sourcelist={}",
+                d.join("sources.list").display()
+            ))
             .args(["-o", "Dir::Etc::sourceparts=-"])
             .arg("-o")
             .arg(format!("Dir::State::Lists={}", d.join("lists").display()))
@@ -241,15 +293,29 @@ impl PrivateApt {
         }
         let out = c.output().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Missing(format!("{tool} is not installed (Debian's apt is needed to fetch a Debian kernel)"))
+                Error::Missing(format!(
+                    "{tool} is not installed (Debian's apt is needed to fetch a Debian kernel)"
+                ))
             } else {
                 Error::Failed(format!("{tool}: {e}"))
             }
         })?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
-            let tail: Vec<&str> = err.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
-            return Err(Error::Failed(format!("{tool} {} failed ({}): {}", args.join(" "), out.status, tail.join(" | "))));
+            let tail: Vec<&str> = err
+                .lines()
+                .rev()
+                .take(6)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            return Err(Error::Failed(format!(
+                "{tool} {} failed ({}): {}",
+                args.join(" "),
+                out.status,
+                tail.join(" | ")
+            )));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -259,8 +325,14 @@ impl PrivateApt {
     pub fn update_if_stale(&self, suites: &[String], force: bool) -> Result<bool, Error> {
         let stamp = self.dir.join("state/updated");
         let want = suites.join(" ");
-        let fresh = std::fs::read_to_string(&stamp).ok().is_some_and(|s| s.trim() == want)
-            && std::fs::metadata(&stamp).and_then(|m| m.modified()).ok().and_then(|t| SystemTime::now().duration_since(t).ok()).is_some_and(|age| age < LISTS_MAX_AGE);
+        let fresh = std::fs::read_to_string(&stamp)
+            .ok()
+            .is_some_and(|s| s.trim() == want)
+            && std::fs::metadata(&stamp)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age < LISTS_MAX_AGE);
         if fresh && !force {
             return Ok(false);
         }
@@ -285,7 +357,10 @@ pub fn parse_madison(text: &str) -> Vec<(String, String, String)> {
 /// Whether `pkg` is a kernel package of the flavour for `version` (`linux-KIND-ABI` where ABI
 /// starts with the version followed by `.`, `-` or `+`, or with any digit if no version).
 pub fn candidate_abi<'a>(pkg: &'a str, kind: &str, version: Option<&str>) -> Option<&'a str> {
-    let abi = pkg.strip_prefix("linux-")?.strip_prefix(kind)?.strip_prefix('-')?;
+    let abi = pkg
+        .strip_prefix("linux-")?
+        .strip_prefix(kind)?
+        .strip_prefix('-')?;
     if !abi.ends_with(&format!("-{FLAVOUR}")) || !abi.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
@@ -308,7 +383,12 @@ pub struct FetchOptions {
 }
 
 /// See [`crate::fetch_debian_kernel`].
-pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn FnMut(&str)) -> Result<KernelImage, Error> {
+pub fn fetch(
+    spec: &KernelSpec,
+    cache: &Path,
+    o: &FetchOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<KernelImage, Error> {
     let mut suites: Vec<String> = SUITES.iter().map(|s| s.to_string()).collect();
     if let Some(s) = &spec.suite {
         if !suites.contains(s) {
@@ -316,7 +396,9 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
         }
     }
     if !Path::new(KEYRING).exists() {
-        return Err(Error::Missing(format!("{KEYRING} is missing (apt-get install debian-archive-keyring)")));
+        return Err(Error::Missing(format!(
+            "{KEYRING} is missing (apt-get install debian-archive-keyring)"
+        )));
     }
     for tool in ["dpkg-deb"] {
         if Command::new(tool).arg("--version").output().is_err() {
@@ -326,14 +408,22 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
     let apt = PrivateApt::setup(&cache.join("apt"), &suites)?;
     let t = std::time::Instant::now();
     if apt.update_if_stale(&suites, o.refresh)? {
-        log(&format!("apt-get update ({}): {:.1} s", suites.join(" "), t.elapsed().as_secs_f64()));
+        log(&format!(
+            "apt-get update ({}): {:.1} s",
+            suites.join(" "),
+            t.elapsed().as_secs_f64()
+        ));
     }
     let in_suite = |s: &str| spec.suite.as_deref().is_none_or(|w| w == s);
     // (version, package, abi, suite)
     let mut best: Option<(String, String, String, String)> = None;
     for kind in ["binary", "image"] {
         let names = apt.run("apt-cache", &["pkgnames", &format!("linux-{kind}-")], None)?;
-        let pkgs: Vec<&str> = names.lines().map(str::trim).filter(|p| candidate_abi(p, kind, spec.version.as_deref()).is_some()).collect();
+        let pkgs: Vec<&str> = names
+            .lines()
+            .map(str::trim)
+            .filter(|p| candidate_abi(p, kind, spec.version.as_deref()).is_some())
+            .collect();
         if pkgs.is_empty() {
             continue;
         }
@@ -343,8 +433,13 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
             if !in_suite(&s) || !pkgs.contains(&p.as_str()) {
                 continue;
             }
-            if best.as_ref().is_none_or(|b| debver::compare(&v, &b.0).is_gt()) {
-                let abi = candidate_abi(&p, kind, None).unwrap_or_default().to_string();
+            if best
+                .as_ref()
+                .is_none_or(|b| debver::compare(&v, &b.0).is_gt())
+            {
+                let abi = candidate_abi(&p, kind, None)
+                    .unwrap_or_default()
+                    .to_string();
                 best = Some((v, p, abi, s));
             }
         }
@@ -355,7 +450,10 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
     let Some((version, pkg, abi, suite)) = best else {
         return Err(Error::Failed(format!(
             "no linux-binary-*-{FLAVOUR} or linux-image-*-{FLAVOUR}{} in {}",
-            spec.version.as_deref().map(|v| format!(" for {v}")).unwrap_or_default(),
+            spec.version
+                .as_deref()
+                .map(|v| format!(" for {v}"))
+                .unwrap_or_default(),
             spec.suite.as_deref().unwrap_or("sid, trixie or bookworm")
         )));
     };
@@ -366,7 +464,10 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
         if let Ok(img) = KernelImage::from_dir(&out) {
             if img.package_version.as_deref() == Some(version.as_str()) {
                 link(&kdir, &spec.link_name(), &abi)?;
-                log(&format!("{suite}: {pkg}={version} already in {}", out.display()));
+                log(&format!(
+                    "{suite}: {pkg}={version} already in {}",
+                    out.display()
+                ));
                 return Ok(img);
             }
         }
@@ -390,19 +491,41 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
     let mut args = vec!["-q", "download"];
     args.extend(pkgs.iter().map(String::as_str));
     apt.run("apt-get", &args, Some(&debs))?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&debs).map_err(|e| io_err(debs.display(), e))?.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "deb")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&debs)
+        .map_err(|e| io_err(debs.display(), e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
     files.sort();
-    let bytes: u64 = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
-    log(&format!("downloaded {} packages, {:.1} MB, in {:.1} s", files.len(), bytes as f64 / 1e6, t.elapsed().as_secs_f64()));
+    let bytes: u64 = files
+        .iter()
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    log(&format!(
+        "downloaded {} packages, {:.1} MB, in {:.1} s",
+        files.len(),
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    ));
     let tmp = kdir.join(format!(".{abi}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let guard = crate::RemoveOnDrop(tmp.clone());
     let root = tmp.join("root");
     std::fs::create_dir_all(&root).map_err(|e| io_err(root.display(), e))?;
     for f in &files {
-        let st = Command::new("dpkg-deb").arg("-x").arg(f).arg(&root).status().map_err(|e| io_err("dpkg-deb", e))?;
+        let st = Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(f)
+            .arg(&root)
+            .status()
+            .map_err(|e| io_err("dpkg-deb", e))?;
         if !st.success() {
-            return Err(Error::Failed(format!("dpkg-deb -x {} failed ({st})", f.display())));
+            return Err(Error::Failed(format!(
+                "dpkg-deb -x {} failed ({st})",
+                f.display()
+            )));
         }
     }
     let img = lay_out(&tmp, &abi, &suite, &version, &pkgs)?;
@@ -421,29 +544,52 @@ pub fn fetch(spec: &KernelSpec, cache: &Path, o: &FetchOptions, log: &mut dyn Fn
 
 /// The newest `linux-source-X.Y` package of `suite` (`sid`, `trixie`, `bookworm`): its name and
 /// version, through trc's private apt state under `cache/apt`.
-pub fn source_package(suite: &str, cache: &Path, log: &mut dyn FnMut(&str)) -> Result<(String, String), Error> {
+pub fn source_package(
+    suite: &str,
+    cache: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Result<(String, String), Error> {
     let mut suites: Vec<String> = SUITES.iter().map(|s| s.to_string()).collect();
     if !suites.iter().any(|s| s == suite) {
         suites.push(suite.to_string());
     }
     if !Path::new(KEYRING).exists() {
-        return Err(Error::Missing(format!("{KEYRING} is missing (apt-get install debian-archive-keyring)")));
+        return Err(Error::Missing(format!(
+            "{KEYRING} is missing (apt-get install debian-archive-keyring)"
+        )));
     }
     let apt = PrivateApt::setup(&cache.join("apt"), &suites)?;
     let t = std::time::Instant::now();
     if apt.update_if_stale(&suites, false)? {
-        log(&format!("apt-get update ({}): {:.1} s", suites.join(" "), t.elapsed().as_secs_f64()));
+        log(&format!(
+            "apt-get update ({}): {:.1} s",
+            suites.join(" "),
+            t.elapsed().as_secs_f64()
+        ));
     }
     let names = apt.run("apt-cache", &["pkgnames", "linux-source-"], None)?;
-    let pkgs: Vec<&str> = names.lines().map(str::trim).filter(|p| p.strip_prefix("linux-source-").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))).collect();
+    let pkgs: Vec<&str> = names
+        .lines()
+        .map(str::trim)
+        .filter(|p| {
+            p.strip_prefix("linux-source-")
+                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .collect();
     if pkgs.is_empty() {
-        return Err(Error::Failed(format!("no linux-source-* package in {suite}")));
+        return Err(Error::Failed(format!(
+            "no linux-source-* package in {suite}"
+        )));
     }
     let mut args = vec!["madison"];
     args.extend(pkgs.iter().copied());
     let mut best: Option<(String, String)> = None;
     for (p, v, s) in parse_madison(&apt.run("apt-cache", &args, None)?) {
-        if s == suite && best.as_ref().is_none_or(|b| debver::compare(&v, &b.1).is_gt()) {
+        if s == suite
+            && best
+                .as_ref()
+                .is_none_or(|b| debver::compare(&v, &b.1).is_gt())
+        {
             best = Some((p, v));
         }
     }
@@ -452,28 +598,56 @@ pub fn source_package(suite: &str, cache: &Path, log: &mut dyn FnMut(&str)) -> R
 
 /// Downloads `pkg=version` into `dir` (a fresh directory): the `.deb`'s path.
 pub fn download(pkg: &str, version: &str, cache: &Path, dir: &Path) -> Result<PathBuf, Error> {
-    let apt = PrivateApt { dir: cache.join("apt") };
+    let apt = PrivateApt {
+        dir: cache.join("apt"),
+    };
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir.display(), e))?;
-    apt.run("apt-get", &["-q", "download", &format!("{pkg}={version}")], Some(dir))?;
+    apt.run(
+        "apt-get",
+        &["-q", "download", &format!("{pkg}={version}")],
+        Some(dir),
+    )?;
     std::fs::read_dir(dir)
         .map_err(|e| io_err(dir.display(), e))?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .ok_or_else(|| Error::Failed(format!("apt-get download {pkg}={version}: no .deb in {}", dir.display())))
+        .ok_or_else(|| {
+            Error::Failed(format!(
+                "apt-get download {pkg}={version}: no .deb in {}",
+                dir.display()
+            ))
+        })
 }
 
 /// Finds vmlinuz, the modules directory, config and System.map in either package layout
 /// (`boot/` + `usr/lib/modules/ABI`, or all in `usr/lib/modules/ABI/`), links them at the top
 /// of `dir` and writes `image.json`.
-fn lay_out(dir: &Path, abi: &str, suite: &str, version: &str, pkgs: &[String]) -> Result<KernelImage, Error> {
+fn lay_out(
+    dir: &Path,
+    abi: &str,
+    suite: &str,
+    version: &str,
+    pkgs: &[String],
+) -> Result<KernelImage, Error> {
     let root = dir.join("root");
     let first = |c: &[String]| c.iter().find(|p| root.join(p).exists()).cloned();
-    let modules = first(&[format!("usr/lib/modules/{abi}"), format!("lib/modules/{abi}")]).ok_or_else(|| Error::Failed(format!("no lib/modules/{abi} in the packages")))?;
-    let vmlinuz = first(&[format!("boot/vmlinuz-{abi}"), format!("{modules}/vmlinuz")]).ok_or_else(|| Error::Failed("no vmlinuz in the packages".into()))?;
+    let modules = first(&[
+        format!("usr/lib/modules/{abi}"),
+        format!("lib/modules/{abi}"),
+    ])
+    .ok_or_else(|| Error::Failed(format!("no lib/modules/{abi} in the packages")))?;
+    let vmlinuz = first(&[format!("boot/vmlinuz-{abi}"), format!("{modules}/vmlinuz")])
+        .ok_or_else(|| Error::Failed("no vmlinuz in the packages".into()))?;
     let config = first(&[format!("boot/config-{abi}"), format!("{modules}/config")]);
-    let smap = first(&[format!("boot/System.map-{abi}"), format!("{modules}/System.map")]);
-    let sl = |target: &str, name: &str| std::os::unix::fs::symlink(format!("root/{target}"), dir.join(name)).map_err(|e| io_err(dir.join(name).display(), e));
+    let smap = first(&[
+        format!("boot/System.map-{abi}"),
+        format!("{modules}/System.map"),
+    ]);
+    let sl = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(format!("root/{target}"), dir.join(name))
+            .map_err(|e| io_err(dir.join(name).display(), e))
+    };
     sl(&vmlinuz, "vmlinuz")?;
     sl(&modules, "modules")?;
     if let Some(c) = &config {
@@ -482,8 +656,18 @@ fn lay_out(dir: &Path, abi: &str, suite: &str, version: &str, pkgs: &[String]) -
     if let Some(s) = &smap {
         sl(s, "System.map")?;
     }
-    let info = crate::ImageInfo { release: abi.into(), suite: Some(suite.into()), package_version: Some(version.into()), packages: pkgs.to_vec() };
-    write_atomic(&dir.join("image.json"), serde_json::to_string_pretty(&info).unwrap_or_default().as_bytes())?;
+    let info = crate::ImageInfo {
+        release: abi.into(),
+        suite: Some(suite.into()),
+        package_version: Some(version.into()),
+        packages: pkgs.to_vec(),
+    };
+    write_atomic(
+        &dir.join("image.json"),
+        serde_json::to_string_pretty(&info)
+            .unwrap_or_default()
+            .as_bytes(),
+    )?;
     KernelImage::from_dir(dir)
 }
 
@@ -505,10 +689,16 @@ mod tests {
     #[test]
     fn deb822_mirror() {
         let t = "Types: deb\n# http://snapshot.example/archive/debian/20250520T000000Z\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n";
-        assert_eq!(mirror_from_deb822(t).as_deref(), Some("http://mirror.example/debian"));
+        assert_eq!(
+            mirror_from_deb822(t).as_deref(),
+            Some("http://mirror.example/debian")
+        );
         // The security stanza first: skipped; a disabled stanza and a deb-src-only stanza too.
         let t = "Types: deb\nURIs: http://sec.example/debian-security\nSuites: trixie-security\n\nTypes: deb-src\nURIs: http://src.example/debian\nSuites: trixie\n\nEnabled: no\nTypes: deb\nURIs: http://off.example/debian\nSuites: trixie\n\nTypes: deb deb-src\nURIs: https://on.example/debian https://second.example/debian\nSuites: trixie\n";
-        assert_eq!(mirror_from_deb822(t).as_deref(), Some("https://on.example/debian"));
+        assert_eq!(
+            mirror_from_deb822(t).as_deref(),
+            Some("https://on.example/debian")
+        );
         assert_eq!(mirror_from_deb822("Types: deb\nSuites: sid\n"), None);
         assert_eq!(mirror_from_deb822(""), None);
     }
@@ -516,9 +706,18 @@ mod tests {
     #[test]
     fn one_line_mirror() {
         let t = "# comment\ndeb-src http://src.example/debian bookworm main\ndeb http://security.example/debian-security bookworm-security main\ndeb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main\n";
-        assert_eq!(mirror_from_one_line(t).as_deref(), Some("http://mirror.example/debian"));
-        assert_eq!(mirror_from_one_line("deb [ arch=amd64 ] http://m.example/debian sid main").as_deref(), Some("http://m.example/debian"));
-        assert_eq!(mirror_from_one_line("deb cdrom:[Debian]/ bookworm main"), None);
+        assert_eq!(
+            mirror_from_one_line(t).as_deref(),
+            Some("http://mirror.example/debian")
+        );
+        assert_eq!(
+            mirror_from_one_line("deb [ arch=amd64 ] http://m.example/debian sid main").as_deref(),
+            Some("http://m.example/debian")
+        );
+        assert_eq!(
+            mirror_from_one_line("deb cdrom:[Debian]/ bookworm main"),
+            None
+        );
         assert_eq!(mirror_from_one_line(""), None);
     }
 
@@ -538,32 +737,94 @@ mod tests {
         let p = |s: &str| KernelSpec::parse(s).map(|k| (k.version, k.suite));
         assert_eq!(p("debian:sid").unwrap(), (None, Some("sid".into())));
         assert_eq!(p("trixie").unwrap(), (None, Some("trixie".into())));
-        assert_eq!(p("debian:7.2-sid").unwrap(), (Some("7.2".into()), Some("sid".into())));
-        assert_eq!(p("6.1-bookworm-backports").unwrap(), (Some("6.1".into()), Some("bookworm-backports".into())));
+        assert_eq!(
+            p("debian:7.2-sid").unwrap(),
+            (Some("7.2".into()), Some("sid".into()))
+        );
+        assert_eq!(
+            p("6.1-bookworm-backports").unwrap(),
+            (Some("6.1".into()), Some("bookworm-backports".into()))
+        );
         assert_eq!(p("6.12.117").unwrap(), (Some("6.12.117".into()), None));
-        for bad in ["", "debian:", "Sid", "7.-sid", "7.2_sid", "sid main", "debian:../x", "7.2-"] {
+        for bad in [
+            "",
+            "debian:",
+            "Sid",
+            "7.-sid",
+            "7.2_sid",
+            "sid main",
+            "debian:../x",
+            "7.2-",
+        ] {
             assert!(p(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(KernelSpec::parse("debian:7.2-sid").unwrap().link_name(), "7.2-sid");
+        assert_eq!(
+            KernelSpec::parse("debian:7.2-sid").unwrap().link_name(),
+            "7.2-sid"
+        );
     }
 
     #[test]
     fn candidates_and_madison() {
-        assert_eq!(candidate_abi("linux-binary-7.2.13+deb14-cloud-amd64", "binary", None), Some("7.2.13+deb14-cloud-amd64"));
-        assert_eq!(candidate_abi("linux-binary-7.2.13+deb14-cloud-amd64", "binary", Some("7.2")), Some("7.2.13+deb14-cloud-amd64"));
-        assert_eq!(candidate_abi("linux-binary-7.2.13+deb14-cloud-amd64", "binary", Some("7.20")), None);
-        assert_eq!(candidate_abi("linux-binary-unsigned-7.2.13+deb14-cloud-amd64", "binary", None), None);
-        assert_eq!(candidate_abi("linux-image-6.12.117+deb13-cloud-amd64-dbg", "image", None), None);
-        assert_eq!(candidate_abi("linux-image-cloud-amd64", "image", None), None);
-        assert_eq!(candidate_abi("linux-image-6.1.0-50-cloud-amd64", "image", Some("6.1")), Some("6.1.0-50-cloud-amd64"));
-        assert_eq!(candidate_abi("linux-image-6.1.0-50-amd64", "image", None), None);
+        assert_eq!(
+            candidate_abi("linux-binary-7.2.13+deb14-cloud-amd64", "binary", None),
+            Some("7.2.13+deb14-cloud-amd64")
+        );
+        assert_eq!(
+            candidate_abi(
+                "linux-binary-7.2.13+deb14-cloud-amd64",
+                "binary",
+                Some("7.2")
+            ),
+            Some("7.2.13+deb14-cloud-amd64")
+        );
+        assert_eq!(
+            candidate_abi(
+                "linux-binary-7.2.13+deb14-cloud-amd64",
+                "binary",
+                Some("7.20")
+            ),
+            None
+        );
+        assert_eq!(
+            candidate_abi(
+                "linux-binary-unsigned-7.2.13+deb14-cloud-amd64",
+                "binary",
+                None
+            ),
+            None
+        );
+        assert_eq!(
+            candidate_abi("linux-image-6.12.117+deb13-cloud-amd64-dbg", "image", None),
+            None
+        );
+        assert_eq!(
+            candidate_abi("linux-image-cloud-amd64", "image", None),
+            None
+        );
+        assert_eq!(
+            candidate_abi("linux-image-6.1.0-50-cloud-amd64", "image", Some("6.1")),
+            Some("6.1.0-50-cloud-amd64")
+        );
+        assert_eq!(
+            candidate_abi("linux-image-6.1.0-50-amd64", "image", None),
+            None
+        );
         let m = "linux-image-6.12.117+deb13-cloud-amd64 | 6.12.117-1 | http://m.example/debian trixie/main amd64 Packages\n\
                  linux-image-6.1.0-50-cloud-amd64 |  6.1.176-1 | http://m.example/debian bookworm/main amd64 Packages\n";
         assert_eq!(
             parse_madison(m),
             vec![
-                ("linux-image-6.12.117+deb13-cloud-amd64".into(), "6.12.117-1".into(), "trixie".into()),
-                ("linux-image-6.1.0-50-cloud-amd64".into(), "6.1.176-1".into(), "bookworm".into())
+                (
+                    "linux-image-6.12.117+deb13-cloud-amd64".into(),
+                    "6.12.117-1".into(),
+                    "trixie".into()
+                ),
+                (
+                    "linux-image-6.1.0-50-cloud-amd64".into(),
+                    "6.1.176-1".into(),
+                    "bookworm".into()
+                )
             ]
         );
         assert!(parse_madison("garbage\n").is_empty());

@@ -46,9 +46,15 @@ pub struct Writer<W: Write> {
 }
 
 fn check_name(name: &str) -> io::Result<()> {
-    let bad = name.is_empty() || name.contains('\0') || name.starts_with('/') || name.split('/').any(|c| c == ".." || c.is_empty());
+    let bad = name.is_empty()
+        || name.contains('\0')
+        || name.starts_with('/')
+        || name.split('/').any(|c| c == ".." || c.is_empty());
     if bad {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("cpio: bad entry name {name:?}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cpio: bad entry name {name:?}"),
+        ));
     }
     Ok(())
 }
@@ -69,8 +75,21 @@ impl<W: Write> Writer<W> {
         self.put(&[0u8; 3][..n])
     }
 
-    fn header(&mut self, name: &str, mode: u32, nlink: u32, mtime: u32, size: usize, rdev: (u32, u32)) -> io::Result<()> {
-        let size = u32::try_from(size).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("cpio: {name} is larger than 4 GiB")))?;
+    fn header(
+        &mut self,
+        name: &str,
+        mode: u32,
+        nlink: u32,
+        mtime: u32,
+        size: usize,
+        rdev: (u32, u32),
+    ) -> io::Result<()> {
+        let size = u32::try_from(size).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cpio: {name} is larger than 4 GiB"),
+            )
+        })?;
         let ino = if name == TRAILER { 0 } else { self.ino };
         self.ino += 1;
         let namesize = name.len() as u32 + 1;
@@ -95,22 +114,47 @@ impl<W: Write> Writer<W> {
     }
 
     pub fn dir(&mut self, name: &str, perm: u32) -> io::Result<()> {
-        self.entry(&Entry { name: name.into(), mode: S_IFDIR | (perm & 0o7777), mtime: 0, data: Vec::new(), rdev: (0, 0) })
+        self.entry(&Entry {
+            name: name.into(),
+            mode: S_IFDIR | (perm & 0o7777),
+            mtime: 0,
+            data: Vec::new(),
+            rdev: (0, 0),
+        })
     }
 
     pub fn file(&mut self, name: &str, perm: u32, mtime: u32, data: &[u8]) -> io::Result<()> {
         check_name(name)?;
-        self.header(name, S_IFREG | (perm & 0o7777), 1, mtime, data.len(), (0, 0))?;
+        self.header(
+            name,
+            S_IFREG | (perm & 0o7777),
+            1,
+            mtime,
+            data.len(),
+            (0, 0),
+        )?;
         self.put(data)?;
         self.pad()
     }
 
     pub fn symlink(&mut self, name: &str, target: &str) -> io::Result<()> {
-        self.entry(&Entry { name: name.into(), mode: S_IFLNK | 0o777, mtime: 0, data: target.as_bytes().to_vec(), rdev: (0, 0) })
+        self.entry(&Entry {
+            name: name.into(),
+            mode: S_IFLNK | 0o777,
+            mtime: 0,
+            data: target.as_bytes().to_vec(),
+            rdev: (0, 0),
+        })
     }
 
     pub fn char_device(&mut self, name: &str, perm: u32, major: u32, minor: u32) -> io::Result<()> {
-        self.entry(&Entry { name: name.into(), mode: S_IFCHR | (perm & 0o7777), mtime: 0, data: Vec::new(), rdev: (major, minor) })
+        self.entry(&Entry {
+            name: name.into(),
+            mode: S_IFCHR | (perm & 0o7777),
+            mtime: 0,
+            data: Vec::new(),
+            rdev: (major, minor),
+        })
     }
 
     /// Writes the trailer and returns the inner writer.
@@ -140,7 +184,9 @@ pub fn read(b: &[u8]) -> Result<Vec<Entry>, String> {
         if p >= b.len() {
             return Ok(out);
         }
-        let h = b.get(p..p + HEADER_LEN).ok_or_else(|| format!("cpio: truncated header at {p}"))?;
+        let h = b
+            .get(p..p + HEADER_LEN)
+            .ok_or_else(|| format!("cpio: truncated header at {p}"))?;
         if &h[..6] != MAGIC {
             return Err(format!("cpio: no newc magic at offset {p}"));
         }
@@ -154,18 +200,30 @@ pub fn read(b: &[u8]) -> Result<Vec<Entry>, String> {
             return Err(format!("cpio: empty name at offset {p}"));
         }
         let name_start = p + HEADER_LEN;
-        let name = b.get(name_start..name_start + namesize - 1).ok_or("cpio: truncated name")?;
+        let name = b
+            .get(name_start..name_start + namesize - 1)
+            .ok_or("cpio: truncated name")?;
         if b.get(name_start + namesize - 1) != Some(&0) {
             return Err(format!("cpio: name at offset {p} is not NUL-terminated"));
         }
-        let name = String::from_utf8(name.to_vec()).map_err(|_| "cpio: name is not UTF-8".to_string())?;
+        let name =
+            String::from_utf8(name.to_vec()).map_err(|_| "cpio: name is not UTF-8".to_string())?;
         let data_start = align(name_start + namesize - p) + p;
-        let data = b.get(data_start..data_start + size).ok_or_else(|| format!("cpio: {name}: truncated data"))?.to_vec();
+        let data = b
+            .get(data_start..data_start + size)
+            .ok_or_else(|| format!("cpio: {name}: truncated data"))?
+            .to_vec();
         p = align(data_start + size - p) + p;
         if name == TRAILER {
             continue;
         }
-        out.push(Entry { name, mode, mtime, data, rdev });
+        out.push(Entry {
+            name,
+            mode,
+            mtime,
+            data,
+            rdev,
+        });
     }
 }
 
@@ -191,7 +249,18 @@ mod tests {
         assert_eq!(b.len() % 4, 0);
         let e = read(&b).unwrap();
         let names: Vec<&str> = e.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, ["usr", "usr/bin", "usr/bin/a", "usr/bin/empty", "usr/bin/four", "bin", "console"]);
+        assert_eq!(
+            names,
+            [
+                "usr",
+                "usr/bin",
+                "usr/bin/a",
+                "usr/bin/empty",
+                "usr/bin/four",
+                "bin",
+                "console"
+            ]
+        );
         assert_eq!(e[2].data, b"hello");
         assert_eq!(e[2].mode, S_IFREG | 0o755);
         assert_eq!(e[2].mtime, 1_700_000_000);
@@ -217,7 +286,12 @@ mod tests {
         assert_eq!(&b[110..116], b"ab\0\0\0\0");
         assert_eq!(&b[116..120], b"xyz\0");
         assert_eq!(&b[120..126], b"070701", "the trailer follows");
-        assert!(std::str::from_utf8(&b[120..230]).unwrap().ends_with("0000000b00000000"), "TRAILER!!! + NUL = 11");
+        assert!(
+            std::str::from_utf8(&b[120..230])
+                .unwrap()
+                .ends_with("0000000b00000000"),
+            "TRAILER!!! + NUL = 11"
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::cmp::Ordering;
 
 fn split(v: &str) -> (u64, &str, &str) {
     let (epoch, rest) = match v.split_once(':') {
-        Some((e, r)) if e.chars().all(|c| c.is_ascii_digit()) && !e.is_empty() => (e.parse().unwrap_or(0), r),
+        Some((e, r)) if e.chars().all(|c| c.is_ascii_digit()) && !e.is_empty() => {
+            (e.parse().unwrap_or(0), r)
+        }
         _ => (0, v),
     };
     match rest.rsplit_once('-') {
@@ -53,8 +55,12 @@ fn part(a: &str, b: &str) -> Ordering {
         while j < b.len() && b[j].is_ascii_digit() {
             j += 1;
         }
-        let na = std::str::from_utf8(&a[si..i]).unwrap_or("").trim_start_matches('0');
-        let nb = std::str::from_utf8(&b[sj..j]).unwrap_or("").trim_start_matches('0');
+        let na = std::str::from_utf8(&a[si..i])
+            .unwrap_or("")
+            .trim_start_matches('0');
+        let nb = std::str::from_utf8(&b[sj..j])
+            .unwrap_or("")
+            .trim_start_matches('0');
         let c = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
         if c != Ordering::Equal {
             return c;
@@ -67,7 +73,9 @@ fn part(a: &str, b: &str) -> Ordering {
 pub fn compare(a: &str, b: &str) -> Ordering {
     let (ea, ua, ra) = split(a);
     let (eb, ub, rb) = split(b);
-    ea.cmp(&eb).then_with(|| part(ua, ub)).then_with(|| part(ra, rb))
+    ea.cmp(&eb)
+        .then_with(|| part(ua, ub))
+        .then_with(|| part(ra, rb))
 }
 
 #[cfg(test)]

@@ -8,11 +8,18 @@ use std::path::Path;
 /// The release (`uname -r`) a bzImage was built as: the first word of the string the setup
 /// header's `kernel_version` field points to (offset 0x20e, relative to 0x200).
 pub fn bzimage_release(path: &Path) -> Result<String, Error> {
-    let mut f = std::fs::File::open(path).map_err(|e| Error::Missing(format!("{}: {e}", path.display())))?;
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| Error::Missing(format!("{}: {e}", path.display())))?;
     let mut b = vec![0u8; 0x8000];
-    let n = read_up_to(&mut f, &mut b).map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
+    let n = read_up_to(&mut f, &mut b)
+        .map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
     b.truncate(n);
-    release_from_header(&b).ok_or_else(|| Error::Usage(format!("{}: not a bzImage (no x86 boot header with a kernel version)", path.display())))
+    release_from_header(&b).ok_or_else(|| {
+        Error::Usage(format!(
+            "{}: not a bzImage (no x86 boot header with a kernel version)",
+            path.display()
+        ))
+    })
 }
 
 fn read_up_to(f: &mut impl std::io::Read, b: &mut [u8]) -> std::io::Result<usize> {
@@ -77,7 +84,10 @@ mod tests {
         b[0x20e..0x210].copy_from_slice(&0x0500u16.to_le_bytes());
         let s = b"7.2.13+deb14-cloud-amd64 (debian-kernel@lists.debian.org) #1 SMP\0";
         b[0x700..0x700 + s.len()].copy_from_slice(s);
-        assert_eq!(release_from_header(&b).as_deref(), Some("7.2.13+deb14-cloud-amd64"));
+        assert_eq!(
+            release_from_header(&b).as_deref(),
+            Some("7.2.13+deb14-cloud-amd64")
+        );
         b[0x202] = b'X';
         assert_eq!(release_from_header(&b), None);
         assert_eq!(release_from_header(&[0; 16]), None);
@@ -86,10 +96,18 @@ mod tests {
     #[test]
     fn elf_kinds() {
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        assert_eq!(is_dynamic(&me), Some(true), "the test binary links libc dynamically");
+        assert_eq!(
+            is_dynamic(&me),
+            Some(true),
+            "the test binary links libc dynamically"
+        );
         assert_eq!(is_dynamic(b"#!/bin/sh\n"), None);
         if let Ok(bb) = std::fs::read("/bin/busybox") {
-            if std::process::Command::new("/bin/busybox").arg("true").status().is_ok() {
+            if std::process::Command::new("/bin/busybox")
+                .arg("true")
+                .status()
+                .is_ok()
+            {
                 // Debian's busybox-static (the plain busybox package is dynamic).
                 let _ = is_dynamic(&bb).unwrap();
             }

@@ -43,18 +43,35 @@ fn send(r: &Record) {
 }
 
 fn uptime() -> f64 {
-    std::fs::read_to_string("/proc/uptime").ok().and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())).unwrap_or(0.0)
+    std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0.0)
 }
 
 fn cstr(s: &str) -> std::ffi::CString {
     std::ffi::CString::new(s).unwrap_or_default()
 }
 
-fn mount(src: &str, target: &str, fstype: &str, flags: libc::c_ulong, data: &str) -> Result<(), String> {
+fn mount(
+    src: &str,
+    target: &str,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: &str,
+) -> Result<(), String> {
     let _ = std::fs::create_dir_all(target);
     let (s, t, f, d) = (cstr(src), cstr(target), cstr(fstype), cstr(data));
     // SAFETY: valid NUL-terminated strings for the duration of the call.
-    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, d.as_ptr() as *const libc::c_void) };
+    let r = unsafe {
+        libc::mount(
+            s.as_ptr(),
+            t.as_ptr(),
+            f.as_ptr(),
+            flags,
+            d.as_ptr() as *const libc::c_void,
+        )
+    };
     if r != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EBUSY) {
@@ -67,8 +84,17 @@ fn mount(src: &str, target: &str, fstype: &str, flags: libc::c_ulong, data: &str
 /// Loads the manifest's modules in its order (dependencies first) with `load` (path,
 /// compressed): each one's outcome. A failed load does not stop the others (a module the
 /// kernel has built in fails with EEXIST, and tun's absence is reported separately).
-pub fn load_modules(b: &BaseManifest, load: &mut dyn FnMut(&str, bool) -> Result<(), String>) -> Vec<ModuleLoad> {
-    b.modules.iter().map(|m| ModuleLoad { name: m.name.clone(), error: load(&m.path, m.compressed).err() }).collect()
+pub fn load_modules(
+    b: &BaseManifest,
+    load: &mut dyn FnMut(&str, bool) -> Result<(), String>,
+) -> Vec<ModuleLoad> {
+    b.modules
+        .iter()
+        .map(|m| ModuleLoad {
+            name: m.name.clone(),
+            error: load(&m.path, m.compressed).err(),
+        })
+        .collect()
 }
 
 /// `finit_module` of one module file (`MODULE_INIT_COMPRESSED_FILE` for a compressed one).
@@ -77,8 +103,15 @@ fn load_module(path: &str, compressed: bool) -> Result<(), String> {
     use std::os::fd::AsRawFd as _;
     let params = cstr("");
     let flags: libc::c_int = if compressed { 4 } else { 0 }; // MODULE_INIT_COMPRESSED_FILE
-    // SAFETY: a valid fd and a NUL-terminated parameter string.
-    let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), params.as_ptr(), flags) };
+                                                             // SAFETY: a valid fd and a NUL-terminated parameter string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_finit_module,
+            f.as_raw_fd(),
+            params.as_ptr(),
+            flags,
+        )
+    };
     if r != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EEXIST) {
@@ -103,7 +136,11 @@ fn lo_up() -> Result<(), String> {
         if fd < 0 {
             return Err(format!("socket: {}", std::io::Error::last_os_error()));
         }
-        let mut ifr = IfreqFlags { name: [0; libc::IFNAMSIZ], flags: 0, _pad: [0; 22] };
+        let mut ifr = IfreqFlags {
+            name: [0; libc::IFNAMSIZ],
+            flags: 0,
+            _pad: [0; 22],
+        };
         ifr.name[..2].copy_from_slice(b"lo");
         let mut r = libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut ifr);
         if r == 0 {
@@ -124,7 +161,9 @@ fn find_port() -> Option<PathBuf> {
     for _ in 0..30 {
         if let Ok(rd) = std::fs::read_dir("/sys/class/virtio-ports") {
             for e in rd.filter_map(|e| e.ok()) {
-                if std::fs::read_to_string(e.path().join("name")).is_ok_and(|n| n.trim() == proto::PORT_NAME) {
+                if std::fs::read_to_string(e.path().join("name"))
+                    .is_ok_and(|n| n.trim() == proto::PORT_NAME)
+                {
                     let dev = Path::new("/dev").join(e.file_name());
                     if dev.exists() {
                         return Some(dev);
@@ -157,9 +196,15 @@ pub fn main() -> i32 {
     }
     let r = std::panic::catch_unwind(run);
     if let Err(p) = r {
-        let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
         say(&format!("fatal: panic: {msg}"));
-        send(&Record::Fatal { message: format!("the guest's init panicked: {msg}") });
+        send(&Record::Fatal {
+            message: format!("the guest's init panicked: {msg}"),
+        });
     }
     // Let the port drain (guest time: free under -icount sleep=off).
     std::thread::sleep(Duration::from_millis(500));
@@ -180,9 +225,27 @@ fn run() {
     for (src, t, fs, fl, d) in [
         ("proc", "/proc", "proc", nosuid, ""),
         ("sysfs", "/sys", "sysfs", nosuid, ""),
-        ("devtmpfs", "/dev", "devtmpfs", libc::MS_NOSUID as libc::c_ulong, "mode=0755"),
-        ("tmpfs", "/tmp", "tmpfs", (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong, "mode=1777"),
-        ("tmpfs", "/run", "tmpfs", (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong, "mode=0755"),
+        (
+            "devtmpfs",
+            "/dev",
+            "devtmpfs",
+            libc::MS_NOSUID as libc::c_ulong,
+            "mode=0755",
+        ),
+        (
+            "tmpfs",
+            "/tmp",
+            "tmpfs",
+            (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong,
+            "mode=1777",
+        ),
+        (
+            "tmpfs",
+            "/run",
+            "tmpfs",
+            (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong,
+            "mode=0755",
+        ),
     ] {
         if let Err(e) = mount(src, t, fs, fl, d) {
             notes.push(e);
@@ -194,14 +257,24 @@ fn run() {
             Ok(f) => *OUT.lock().unwrap_or_else(|p| p.into_inner()) = Some(f),
             Err(e) => notes.push(format!("{}: {e}; results on the console", p.display())),
         },
-        None => notes.push(format!("no virtio port named {}: results on the console", proto::PORT_NAME)),
+        None => notes.push(format!(
+            "no virtio port named {}: results on the console",
+            proto::PORT_NAME
+        )),
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
-    let base: Option<BaseManifest> = std::fs::read("/etc/trc-vm/base.json").ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let base: Option<BaseManifest> = std::fs::read("/etc/trc-vm/base.json")
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     let mut modules = Vec::new();
     if let Some(b) = &base {
         if b.release != release {
-            notes.push(format!("the initramfs was built for {}, the kernel is {release}", b.release));
+            notes.push(format!(
+                "the initramfs was built for {}, the kernel is {release}",
+                b.release
+            ));
         }
         modules = load_modules(b, &mut load_module);
     } else {
@@ -214,12 +287,32 @@ fn run() {
         notes.push("no /dev/net/tun: the kernel has no tun (module or built in)".into());
     }
     let up = uptime();
-    say(&format!("booted {release} at {up:.2} s; modules: {}", modules.iter().map(|m| format!("{}{}", m.name, if m.error.is_some() { " (failed)" } else { "" })).collect::<Vec<_>>().join(" ")));
+    say(&format!(
+        "booted {release} at {up:.2} s; modules: {}",
+        modules
+            .iter()
+            .map(|m| format!(
+                "{}{}",
+                m.name,
+                if m.error.is_some() { " (failed)" } else { "" }
+            ))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
     for n in &notes {
         say(&format!("note: {n}"));
     }
-    send(&Record::Boot { release, uptime_s: up, modules, port: port.is_some(), notes });
-    let job: Job = match std::fs::read("/t/job.json").map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+    send(&Record::Boot {
+        release,
+        uptime_s: up,
+        modules,
+        port: port.is_some(),
+        notes,
+    });
+    let job: Job = match std::fs::read("/t/job.json")
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
         Ok(j) => j,
         Err(e) => return fatal(format!("/t/job.json: {e}")),
     };
@@ -236,7 +329,10 @@ fn run() {
     for (i, s) in job.scripts.iter().enumerate() {
         let t0 = uptime();
         say(&format!("[{}/{n}] {}", i + 1, s.name));
-        send(&Record::Begin { index: i, uptime_s: t0 });
+        send(&Record::Begin {
+            index: i,
+            uptime_s: t0,
+        });
         let (report, error, stuck) = run_with_limit(s, &job);
         let rc = match (&report, &error) {
             (_, Some((k, _))) => k.exit_code(),
@@ -250,11 +346,26 @@ fn run() {
             (None, Some((_, m))) => m.clone(),
             _ => String::new(),
         };
-        say(&format!("[{}/{n}] rc={rc} {what} ({:.2} s)", i + 1, t1 - t0));
-        send(&Record::Result { index: i, uptime_s: t1, guest_s: t1 - t0, rc, report: report.map(Box::new), error, impact: None });
+        say(&format!(
+            "[{}/{n}] rc={rc} {what} ({:.2} s)",
+            i + 1,
+            t1 - t0
+        ));
+        send(&Record::Result {
+            index: i,
+            uptime_s: t1,
+            guest_s: t1 - t0,
+            rc,
+            report: report.map(Box::new),
+            error,
+            impact: None,
+        });
         ran += 1;
         if stuck {
-            return fatal(format!("{}: the run did not stop after its time limit; the remaining scripts cannot run", s.name));
+            return fatal(format!(
+                "{}: the run did not stop after its time limit; the remaining scripts cannot run",
+                s.name
+            ));
         }
     }
     let up = uptime();
@@ -267,7 +378,10 @@ fn run_impact(ij: &crate::impact::ImpactJob) {
     for i in 0..ij.runs {
         let t0 = uptime();
         say(&format!("[{}/{}] impact run", i + 1, ij.runs));
-        send(&Record::Begin { index: i, uptime_s: t0 });
+        send(&Record::Begin {
+            index: i,
+            uptime_s: t0,
+        });
         let r = crate::impact::guest::run(&ij.params, i);
         let t1 = uptime();
         let (rc, impact, error) = match r {
@@ -289,11 +403,22 @@ fn run_impact(ij: &crate::impact::ImpactJob) {
                 (1, None, Some((ErrorKind::Error, e)))
             }
         };
-        send(&Record::Result { index: i, uptime_s: t1, guest_s: t1 - t0, rc, report: None, error, impact });
+        send(&Record::Result {
+            index: i,
+            uptime_s: t1,
+            guest_s: t1 - t0,
+            rc,
+            report: None,
+            error,
+            impact,
+        });
     }
     let up = uptime();
     say(&format!("done: {} impact runs at {up:.2} s", ij.runs));
-    send(&Record::Done { uptime_s: up, ran: ij.runs });
+    send(&Record::Done {
+        uptime_s: up,
+        ran: ij.runs,
+    });
 }
 
 type Outcome = (Option<trc_kernel::RunReport>, Option<(ErrorKind, String)>);
@@ -301,7 +426,12 @@ type Outcome = (Option<trc_kernel::RunReport>, Option<(ErrorKind, String)>);
 fn run_one(path: &Path, name: &str, job: &Job) -> Outcome {
     let src = match std::fs::read_to_string(path) {
         Ok(s) => s,
-        Err(e) => return (None, Some((ErrorKind::Error, format!("{}: {e}", path.display())))),
+        Err(e) => {
+            return (
+                None,
+                Some((ErrorKind::Error, format!("{}: {e}", path.display()))),
+            )
+        }
     };
     let script = match trc_pkt::parse(&src, name) {
         Ok(s) => s,
@@ -318,17 +448,31 @@ fn run_one(path: &Path, name: &str, job: &Job) -> Outcome {
 
 /// Runs one script under the job's limit (guest time): past it the run is asked to stop (as
 /// a SIGINT would); `stuck` when it does not within 10 s more.
-fn run_with_limit(s: &proto::JobScript, job: &Job) -> (Option<trc_kernel::RunReport>, Option<(ErrorKind, String)>, bool) {
+fn run_with_limit(
+    s: &proto::JobScript,
+    job: &Job,
+) -> (
+    Option<trc_kernel::RunReport>,
+    Option<(ErrorKind, String)>,
+    bool,
+) {
     let (tx, rx) = std::sync::mpsc::channel();
     let path = PathBuf::from(&s.guest_path);
     let name = s.name.clone();
     let j = job.clone();
-    let spawned = std::thread::Builder::new().name("trc-vm-script".into()).spawn(move || {
-        let r = std::panic::catch_unwind(|| run_one(&path, &name, &j)).unwrap_or_else(|_| (None, Some((ErrorKind::Error, "the run panicked".into()))));
-        let _ = tx.send(r);
-    });
+    let spawned = std::thread::Builder::new()
+        .name("trc-vm-script".into())
+        .spawn(move || {
+            let r = std::panic::catch_unwind(|| run_one(&path, &name, &j))
+                .unwrap_or_else(|_| (None, Some((ErrorKind::Error, "the run panicked".into()))));
+            let _ = tx.send(r);
+        });
     if let Err(e) = spawned {
-        return (None, Some((ErrorKind::Error, format!("cannot start a thread: {e}"))), false);
+        return (
+            None,
+            Some((ErrorKind::Error, format!("cannot start a thread: {e}"))),
+            false,
+        );
     }
     let limit = Duration::from_secs_f64(job.script_timeout_s.clamp(1.0, 86400.0));
     let out = match rx.recv_timeout(limit) {
@@ -337,10 +481,23 @@ fn run_with_limit(s: &proto::JobScript, job: &Job) -> (Option<trc_kernel::RunRep
             trc_kernel::sys::request_interrupt();
             match rx.recv_timeout(Duration::from_secs(10)) {
                 Ok((rep, err)) => {
-                    let msg = format!("stopped after the time limit of {} s (guest time)", job.script_timeout_s);
+                    let msg = format!(
+                        "stopped after the time limit of {} s (guest time)",
+                        job.script_timeout_s
+                    );
                     (rep, Some(err.unwrap_or((ErrorKind::Timeout, msg))), false)
                 }
-                Err(_) => (None, Some((ErrorKind::Timeout, format!("did not stop after the time limit of {} s (guest time)", job.script_timeout_s))), true),
+                Err(_) => (
+                    None,
+                    Some((
+                        ErrorKind::Timeout,
+                        format!(
+                            "did not stop after the time limit of {} s (guest time)",
+                            job.script_timeout_s
+                        ),
+                    )),
+                    true,
+                ),
             }
         }
     };

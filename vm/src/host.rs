@@ -107,12 +107,33 @@ impl VmSpec {
 /// Progress, as it happens.
 #[derive(Debug, Clone)]
 pub enum Event {
-    Initramfs { base: PathBuf, cached: bool, bytes: u64, seconds: f64 },
-    Starting { accel: AccelUsed },
-    KvmFailed { reason: String },
-    Booted { release: String, wall_s: f64, cpu_s: f64 },
-    ScriptBegin { index: usize, name: String },
-    ScriptEnd { index: usize, name: String, rc: i32, wall_s: f64 },
+    Initramfs {
+        base: PathBuf,
+        cached: bool,
+        bytes: u64,
+        seconds: f64,
+    },
+    Starting {
+        accel: AccelUsed,
+    },
+    KvmFailed {
+        reason: String,
+    },
+    Booted {
+        release: String,
+        wall_s: f64,
+        cpu_s: f64,
+    },
+    ScriptBegin {
+        index: usize,
+        name: String,
+    },
+    ScriptEnd {
+        index: usize,
+        name: String,
+        rc: i32,
+        wall_s: f64,
+    },
     Note(String),
 }
 
@@ -131,9 +152,15 @@ pub enum ScriptOutcome {
     /// It ran (its report may still say failed or incomplete).
     Ran { report: Box<trc_kernel::RunReport> },
     /// The guest could not run it, or stopped it at the time limit (then with the report so far).
-    Error { kind: ErrorKind, message: String, report: Option<Box<trc_kernel::RunReport>> },
+    Error {
+        kind: ErrorKind,
+        message: String,
+        report: Option<Box<trc_kernel::RunReport>>,
+    },
     /// An impact run's measurements ([`run_impact_in_vm_with`]).
-    Measured { result: Box<crate::impact::ImpactRun> },
+    Measured {
+        result: Box<crate::impact::ImpactRun>,
+    },
     /// No result came back (the VM died or timed out first).
     Missing,
 }
@@ -212,8 +239,16 @@ impl VmRun {
 
 /// qemu, found: `$TRC_QEMU`, or `qemu-system-x86_64` on PATH.
 pub fn find_qemu(explicit: Option<&Path>) -> Result<PathBuf, Error> {
-    if let Some(p) = explicit.map(Path::to_path_buf).or_else(|| std::env::var_os("TRC_QEMU").filter(|s| !s.is_empty()).map(PathBuf::from)) {
-        return if p.is_file() { Ok(p) } else { Err(Error::Missing(format!("{}: qemu not found", p.display()))) };
+    if let Some(p) = explicit.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os("TRC_QEMU")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    }) {
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::Missing(format!("{}: qemu not found", p.display())))
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     for d in std::env::split_paths(&path) {
@@ -226,7 +261,10 @@ pub fn find_qemu(explicit: Option<&Path>) -> Result<PathBuf, Error> {
 }
 
 fn loadavg() -> f64 {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())).unwrap_or(0.0)
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0.0)
 }
 
 /// qemu's CPU time so far (user + system, all threads), from `/proc/PID/stat`.
@@ -242,7 +280,11 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
 
 /// Whether `/dev/kvm` can be opened read-write.
 pub fn kvm_available() -> bool {
-    std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm").is_ok()
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok()
 }
 
 /// Kills and reaps qemu when dropped.
@@ -286,7 +328,10 @@ fn reader(mut r: impl std::io::Read + Send + 'static, tx: mpsc::Sender<Msg>, err
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
                     let v = b[..n].to_vec();
-                    if tx.send(if err { Msg::Err(v) } else { Msg::Out(v) }).is_err() {
+                    if tx
+                        .send(if err { Msg::Err(v) } else { Msg::Out(v) })
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -322,22 +367,69 @@ struct Attempt {
 }
 
 fn qemu_args(spec: &VmSpec, initrd: &Path, port: &Path, accel: AccelUsed) -> Vec<String> {
-    let mut a: Vec<String> = ["-nographic", "-no-reboot", "-nic", "none", "-no-user-config"].iter().map(|s| s.to_string()).collect();
+    let mut a: Vec<String> = [
+        "-nographic",
+        "-no-reboot",
+        "-nic",
+        "none",
+        "-no-user-config",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     a.extend(["-m".into(), spec.memory_mb.to_string()]);
-    a.extend(["-kernel".into(), spec.kernel.display().to_string(), "-initrd".into(), initrd.display().to_string()]);
-    a.extend(["-append".into(), "console=ttyS0 quiet panic=-1 -- kernel guest".into()]);
+    a.extend([
+        "-kernel".into(),
+        spec.kernel.display().to_string(),
+        "-initrd".into(),
+        initrd.display().to_string(),
+    ]);
+    a.extend([
+        "-append".into(),
+        "console=ttyS0 quiet panic=-1 -- kernel guest".into(),
+    ]);
     match accel {
-        AccelUsed::TcgIcount => a.extend(["-accel", "tcg", "-icount", "shift=0,sleep=off", "-cpu", "max", "-smp", "1"].iter().map(|s| s.to_string())),
+        AccelUsed::TcgIcount => a.extend(
+            [
+                "-accel",
+                "tcg",
+                "-icount",
+                "shift=0,sleep=off",
+                "-cpu",
+                "max",
+                "-smp",
+                "1",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        ),
         AccelUsed::Kvm => {
-            a.extend(["-accel", "kvm", "-cpu", "host,-arch-capabilities", "-smp", "1"].iter().map(|s| s.to_string()));
+            a.extend(
+                [
+                    "-accel",
+                    "kvm",
+                    "-cpu",
+                    "host,-arch-capabilities",
+                    "-smp",
+                    "1",
+                ]
+                .iter()
+                .map(|s| s.to_string()),
+            );
             if Path::new(QBOOT).exists() {
                 a.extend(["-bios".into(), QBOOT.into()]);
             }
         }
     }
     a.extend(["-device".into(), "virtio-serial-pci".into()]);
-    a.extend(["-chardev".into(), format!("file,id=trcres,path={}", port.display())]);
-    a.extend(["-device".into(), format!("virtserialport,chardev=trcres,name={}", proto::PORT_NAME)]);
+    a.extend([
+        "-chardev".into(),
+        format!("file,id=trcres,path={}", port.display()),
+    ]);
+    a.extend([
+        "-device".into(),
+        format!("virtserialport,chardev=trcres,name={}", proto::PORT_NAME),
+    ]);
     a
 }
 
@@ -347,11 +439,34 @@ const BOOT_CPU_S: f64 = 180.0;
 const BOOT_WALL: Duration = Duration::from_secs(900);
 const STALL_CPU_S: f64 = 60.0;
 const STALL_WALL: Duration = Duration::from_secs(600);
-const KVM_SIGNS: &[&str] = &["KVM internal error", "emulation failure", "failed to set MSR", "kvm_buf_set_msrs"];
+const KVM_SIGNS: &[&str] = &[
+    "KVM internal error",
+    "emulation failure",
+    "failed to set MSR",
+    "kvm_buf_set_msrs",
+];
 
-fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelUsed, names: &[String], events: &mut dyn FnMut(&Event)) -> Attempt {
+fn attempt(
+    spec: &VmSpec,
+    qemu: &Path,
+    initrd: &Path,
+    port: &Path,
+    accel: AccelUsed,
+    names: &[String],
+    events: &mut dyn FnMut(&Event),
+) -> Attempt {
     let n = names.len();
-    let mut at = Attempt { end: End::Timeout, boot: None, begins: vec![None; n], results: vec![None; n], total: Timing::default(), console: Vec::new(), stderr: String::new(), damaged: 0, fatal: None };
+    let mut at = Attempt {
+        end: End::Timeout,
+        boot: None,
+        begins: vec![None; n],
+        results: vec![None; n],
+        total: Timing::default(),
+        console: Vec::new(),
+        stderr: String::new(),
+        damaged: 0,
+        fatal: None,
+    };
     if let Err(e) = std::fs::write(port, b"") {
         at.end = End::Fatal(format!("{}: {e}", port.display()));
         return at;
@@ -366,7 +481,10 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
             return at;
         }
     };
-    let mut q = Qemu { child, exited: None };
+    let mut q = Qemu {
+        child,
+        exited: None,
+    };
     let pid = q.child.id();
     let (tx, rx) = mpsc::channel();
     if let Some(o) = q.child.stdout.take() {
@@ -398,7 +516,16 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
                         console_mode = true;
                     }
                     if console_mode {
-                        handle(r, &mut at, &mut seen, &mut got_done, t0, last_cpu, names, events);
+                        handle(
+                            r,
+                            &mut at,
+                            &mut seen,
+                            &mut got_done,
+                            t0,
+                            last_cpu,
+                            names,
+                            events,
+                        );
                         last_progress = (Instant::now(), last_cpu);
                     }
                 }
@@ -419,7 +546,16 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
             let mut b = Vec::new();
             if f.read_to_end(&mut b).is_ok() && !b.is_empty() {
                 for r in port_dec.push_records(&b) {
-                    handle(r, &mut at, &mut seen, &mut got_done, t0, last_cpu, names, events);
+                    handle(
+                        r,
+                        &mut at,
+                        &mut seen,
+                        &mut got_done,
+                        t0,
+                        last_cpu,
+                        names,
+                        events,
+                    );
                     last_progress = (Instant::now(), last_cpu);
                 }
             }
@@ -441,16 +577,32 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
             at.end = exit_end(st, got_done, &at.stderr);
             break;
         }
-        if let Some(end) = limit_reached(spec, accel, &at, t0.elapsed(), last_cpu, last_progress, got_done) {
+        if let Some(end) = limit_reached(
+            spec,
+            accel,
+            &at,
+            t0.elapsed(),
+            last_cpu,
+            last_progress,
+            got_done,
+        ) {
             at.end = end;
             break;
         }
     }
-    at.total = Timing { wall_s: t0.elapsed().as_secs_f64(), cpu_s: last_cpu, guest_s: 0.0 };
+    at.total = Timing {
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: last_cpu,
+        guest_s: 0.0,
+    };
     q.kill();
     at.damaged = port_dec.damaged;
     if at.end != End::Done {
-        let on_console = at.console.iter().find(|l| l.contains("trc-vm: fatal:")).map(|l| l.trim().to_string());
+        let on_console = at
+            .console
+            .iter()
+            .find(|l| l.contains("trc-vm: fatal:"))
+            .map(|l| l.trim().to_string());
         if let Some(f) = at.fatal.clone().or(on_console) {
             at.end = End::Fatal(format!("the guest gave up: {f}"));
         }
@@ -459,9 +611,18 @@ fn attempt(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelU
 }
 
 /// The qemu command line for one attempt, its output piped, set to die with this thread.
-fn qemu_command(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: AccelUsed) -> Command {
+fn qemu_command(
+    spec: &VmSpec,
+    qemu: &Path,
+    initrd: &Path,
+    port: &Path,
+    accel: AccelUsed,
+) -> Command {
     let mut cmd = Command::new(qemu);
-    cmd.args(qemu_args(spec, initrd, port, accel)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.args(qemu_args(spec, initrd, port, accel))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; qemu dies with this thread.
     unsafe {
         cmd.pre_exec(|| {
@@ -476,11 +637,18 @@ fn qemu_command(spec: &VmSpec, qemu: &Path, initrd: &Path, port: &Path, accel: A
 
 /// Splits console bytes into lines (`line` holds the unfinished one) kept in `at.console`
 /// (bounded); the last line with a KVM failure sign in it, under KVM.
-fn console_lines(b: &[u8], line: &mut Vec<u8>, accel: AccelUsed, at: &mut Attempt) -> Option<String> {
+fn console_lines(
+    b: &[u8],
+    line: &mut Vec<u8>,
+    accel: AccelUsed,
+    at: &mut Attempt,
+) -> Option<String> {
     let mut kvm_sign = None;
     for &x in b {
         if x == b'\n' {
-            let l = String::from_utf8_lossy(line).trim_end_matches('\r').to_string();
+            let l = String::from_utf8_lossy(line)
+                .trim_end_matches('\r')
+                .to_string();
             if accel == AccelUsed::Kvm && KVM_SIGNS.iter().any(|s| l.contains(*s)) {
                 kvm_sign = Some(l.trim().to_string());
             }
@@ -517,33 +685,77 @@ fn exit_end(st: std::process::ExitStatus, got_done: bool, stderr: &str) -> End {
     if got_done {
         End::Done
     } else {
-        let tail: Vec<&str> = stderr.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
-        End::Exited(format!("qemu exited ({st}) before the guest was done {}", tail.join(" | ")).trim().to_string())
+        let tail: Vec<&str> = stderr
+            .lines()
+            .rev()
+            .take(3)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        End::Exited(
+            format!(
+                "qemu exited ({st}) before the guest was done {}",
+                tail.join(" | ")
+            )
+            .trim()
+            .to_string(),
+        )
     }
 }
 
 /// The run's time limit, the boot limits (wall under KVM; qemu CPU time and wall) and the
 /// stall limits after boot: the end of the attempt if one is passed.
-fn limit_reached(spec: &VmSpec, accel: AccelUsed, at: &Attempt, wall: Duration, last_cpu: f64, last_progress: (Instant, f64), got_done: bool) -> Option<End> {
+fn limit_reached(
+    spec: &VmSpec,
+    accel: AccelUsed,
+    at: &Attempt,
+    wall: Duration,
+    last_cpu: f64,
+    last_progress: (Instant, f64),
+    got_done: bool,
+) -> Option<End> {
     if spec.timeout.is_some_and(|t| wall > t) {
         return Some(End::Timeout);
     }
     if at.boot.is_none() {
         if accel == AccelUsed::Kvm && wall > KVM_BOOT_WALL {
-            return Some(End::BootTimeout(format!("no boot record within {} s under KVM", KVM_BOOT_WALL.as_secs())));
+            return Some(End::BootTimeout(format!(
+                "no boot record within {} s under KVM",
+                KVM_BOOT_WALL.as_secs()
+            )));
         }
         if last_cpu > BOOT_CPU_S || wall > BOOT_WALL {
             return Some(End::BootTimeout(format!("the guest did not reach /init within {last_cpu:.0} s of qemu CPU time ({:.0} s wall)", wall.as_secs_f64())));
         }
-    } else if !got_done && (last_cpu - last_progress.1 > STALL_CPU_S || last_progress.0.elapsed() > STALL_WALL) {
-        return Some(End::Stalled(format!("no word from the guest for {:.0} s of qemu CPU time ({:.0} s wall)", last_cpu - last_progress.1, last_progress.0.elapsed().as_secs_f64())));
+    } else if !got_done
+        && (last_cpu - last_progress.1 > STALL_CPU_S || last_progress.0.elapsed() > STALL_WALL)
+    {
+        return Some(End::Stalled(format!(
+            "no word from the guest for {:.0} s of qemu CPU time ({:.0} s wall)",
+            last_cpu - last_progress.1,
+            last_progress.0.elapsed().as_secs_f64()
+        )));
     }
     None
 }
 
 #[allow(clippy::too_many_arguments)]
-fn handle(r: Record, at: &mut Attempt, seen: &mut std::collections::HashSet<String>, done: &mut bool, t0: Instant, cpu: f64, names: &[String], events: &mut dyn FnMut(&Event)) {
-    let now = Timing { wall_s: t0.elapsed().as_secs_f64(), cpu_s: cpu, guest_s: 0.0 };
+fn handle(
+    r: Record,
+    at: &mut Attempt,
+    seen: &mut std::collections::HashSet<String>,
+    done: &mut bool,
+    t0: Instant,
+    cpu: f64,
+    names: &[String],
+    events: &mut dyn FnMut(&Event),
+) {
+    let now = Timing {
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: cpu,
+        guest_s: 0.0,
+    };
     let key = match &r {
         Record::Boot { .. } => "boot".to_string(),
         Record::Begin { index, .. } => format!("begin {index}"),
@@ -556,30 +768,65 @@ fn handle(r: Record, at: &mut Attempt, seen: &mut std::collections::HashSet<Stri
         return;
     }
     match r {
-        Record::Boot { release, uptime_s, modules, notes, .. } => {
+        Record::Boot {
+            release,
+            uptime_s,
+            modules,
+            notes,
+            ..
+        } => {
             let mut notes = notes;
             for m in &modules {
                 if let Some(e) = &m.error {
                     notes.push(format!("module {}: {e}", m.name));
                 }
             }
-            events(&Event::Booted { release: release.clone(), wall_s: now.wall_s, cpu_s: now.cpu_s });
-            at.boot = Some((Timing { guest_s: uptime_s, ..now }, release, notes, modules));
+            events(&Event::Booted {
+                release: release.clone(),
+                wall_s: now.wall_s,
+                cpu_s: now.cpu_s,
+            });
+            at.boot = Some((
+                Timing {
+                    guest_s: uptime_s,
+                    ..now
+                },
+                release,
+                notes,
+                modules,
+            ));
         }
         Record::Begin { index, uptime_s } => {
             if let Some(b) = at.begins.get_mut(index) {
                 *b = Some((Instant::now(), cpu));
                 let _ = uptime_s;
-                events(&Event::ScriptBegin { index, name: names[index].clone() });
+                events(&Event::ScriptBegin {
+                    index,
+                    name: names[index].clone(),
+                });
             }
         }
-        Record::Result { index, guest_s, rc, .. } if index < at.results.len() => {
+        Record::Result {
+            index, guest_s, rc, ..
+        } if index < at.results.len() => {
             let (wall, c) = match at.begins[index] {
                 Some((t, c)) => (t.elapsed().as_secs_f64(), cpu - c),
                 None => (0.0, 0.0),
             };
-            events(&Event::ScriptEnd { index, name: names[index].clone(), rc, wall_s: wall });
-            at.results[index] = Some((r, Timing { wall_s: wall, cpu_s: c, guest_s }));
+            events(&Event::ScriptEnd {
+                index,
+                name: names[index].clone(),
+                rc,
+                wall_s: wall,
+            });
+            at.results[index] = Some((
+                r,
+                Timing {
+                    wall_s: wall,
+                    cpu_s: c,
+                    guest_s,
+                },
+            ));
         }
         Record::Result { .. } | Record::Tick { .. } => {}
         Record::Fatal { message } => {
@@ -592,8 +839,26 @@ fn handle(r: Record, at: &mut Attempt, seen: &mut std::collections::HashSet<Stri
 
 fn kvm_probe_key(qemu: &Path) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(str::to_string)).unwrap_or_default();
-    let ver = Command::new(qemu).arg("--version").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string()).unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    let ver = Command::new(qemu)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default();
     format!("{} | {} | {}", host.trim(), ver.trim(), cpu.trim())
 }
 
@@ -606,20 +871,37 @@ struct KvmProbe {
 
 /// Where the machine-wide VM lock lives (`$TRC_VM_LOCK` overrides).
 fn lock_path() -> PathBuf {
-    std::env::var_os("TRC_VM_LOCK").filter(|s| !s.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp/trc-vm-run.lock"))
+    std::env::var_os("TRC_VM_LOCK")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/trc-vm-run.lock"))
 }
 
 /// Takes the exclusive `flock` that keeps VM runs serial machine-wide (released on drop or
 /// when the process dies), saying so if it has to wait.
 fn vm_lock(events: &mut dyn FnMut(&Event)) -> Result<std::fs::File, Error> {
     let path = lock_path();
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
     match f.try_lock() {
         Ok(()) => return Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => events(&Event::Note(format!("waiting for another VM run to finish ({})", path.display()))),
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::Failed(format!("{}: cannot lock: {e}", path.display()))),
+        Err(std::fs::TryLockError::WouldBlock) => events(&Event::Note(format!(
+            "waiting for another VM run to finish ({})",
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Error::Failed(format!(
+                "{}: cannot lock: {e}",
+                path.display()
+            )))
+        }
     }
-    f.lock().map_err(|e| Error::Failed(format!("{}: cannot lock: {e}", path.display())))?;
+    f.lock()
+        .map_err(|e| Error::Failed(format!("{}: cannot lock: {e}", path.display())))?;
     Ok(f)
 }
 
@@ -631,7 +913,11 @@ pub fn run_in_vm(spec: &VmSpec, scripts: &[PathBuf]) -> Result<VmRun, Error> {
 /// Boots `spec.kernel` and runs `scripts` in it, in order. Bad scripts or options are
 /// [`Error::Usage`] before anything boots; a missing qemu, busybox or kernel is
 /// [`Error::Missing`]. A VM that dies or hangs is a `VmRun` with `complete == false`.
-pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut(&Event)) -> Result<VmRun, Error> {
+pub fn run_in_vm_with(
+    spec: &VmSpec,
+    scripts: &[PathBuf],
+    events: &mut dyn FnMut(&Event),
+) -> Result<VmRun, Error> {
     if scripts.is_empty() {
         return Err(Error::Usage("no scripts to run".into()));
     }
@@ -641,17 +927,37 @@ pub fn run_in_vm_with(spec: &VmSpec, scripts: &[PathBuf], events: &mut dyn FnMut
     let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
     let load0 = loadavg();
     let tb = Instant::now();
-    let base = initramfs::base(&kernel, &spec.cache_dir, &BaseOptions { trc: spec.trc_binary.clone(), no_python: spec.no_python })?;
-    let job = Job { options: spec.options.clone(), scripts: Vec::new(), script_timeout_s: spec.script_timeout.as_secs_f64(), tick_s: 1.0, impact: None };
+    let base = initramfs::base(
+        &kernel,
+        &spec.cache_dir,
+        &BaseOptions {
+            trc: spec.trc_binary.clone(),
+            no_python: spec.no_python,
+        },
+    )?;
+    let job = Job {
+        options: spec.options.clone(),
+        scripts: Vec::new(),
+        script_timeout_s: spec.script_timeout.as_secs_f64(),
+        tick_s: 1.0,
+        impact: None,
+    };
     let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
-    let entries: Vec<(PathBuf, String)> = parsed.iter().map(|(p, n, _)| (p.clone(), n.clone())).collect();
+    let entries: Vec<(PathBuf, String)> = parsed
+        .iter()
+        .map(|(p, n, _)| (p.clone(), n.clone()))
+        .collect();
     boot(spec, &qemu, &base, &scripts_gz, tb, load0, &entries, events)
 }
 
 /// Boots `spec.kernel` with the runs of the impact experiment ([`crate::impact`]) instead of
 /// scripts: one [`ScriptRun`] per run, named `impact-N`, its outcome
 /// [`ScriptOutcome::Measured`]. Errors as [`run_in_vm_with`].
-pub fn run_impact_in_vm_with(spec: &VmSpec, ij: &crate::impact::ImpactJob, events: &mut dyn FnMut(&Event)) -> Result<VmRun, Error> {
+pub fn run_impact_in_vm_with(
+    spec: &VmSpec,
+    ij: &crate::impact::ImpactJob,
+    events: &mut dyn FnMut(&Event),
+) -> Result<VmRun, Error> {
     ij.params.validate().map_err(Error::Usage)?;
     if ij.runs == 0 {
         return Err(Error::Usage("no runs".into()));
@@ -660,38 +966,75 @@ pub fn run_impact_in_vm_with(spec: &VmSpec, ij: &crate::impact::ImpactJob, event
     let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
     let load0 = loadavg();
     let tb = Instant::now();
-    let base = initramfs::base(&kernel, &spec.cache_dir, &BaseOptions { trc: spec.trc_binary.clone(), no_python: spec.no_python })?;
+    let base = initramfs::base(
+        &kernel,
+        &spec.cache_dir,
+        &BaseOptions {
+            trc: spec.trc_binary.clone(),
+            no_python: spec.no_python,
+        },
+    )?;
     // With a modules directory, its absence is known here; without one (a built-in-only
     // kernel) the guest's `ip link add ... type veth` / `tc ... netem` says so.
     for m in ["veth", "sch_netem"] {
         if kernel.modules.is_some() && base.manifest.absent.iter().any(|a| a == m) {
-            return Err(Error::Missing(format!("{}: {m} is neither a module nor built in", kernel.release)));
+            return Err(Error::Missing(format!(
+                "{}: {m} is neither a module nor built in",
+                kernel.release
+            )));
         }
     }
-    let job = Job { options: spec.options.clone(), scripts: Vec::new(), script_timeout_s: spec.script_timeout.as_secs_f64(), tick_s: 1.0, impact: Some(ij.clone()) };
+    let job = Job {
+        options: spec.options.clone(),
+        scripts: Vec::new(),
+        script_timeout_s: spec.script_timeout.as_secs_f64(),
+        tick_s: 1.0,
+        impact: Some(ij.clone()),
+    };
     let mut tree = initramfs::Tree::new();
     let j = serde_json::to_vec_pretty(&job).map_err(|e| Error::Failed(e.to_string()))?;
     tree.file("t/job.json", 0o644, 0, initramfs::Data::Bytes(j))?;
     let scripts_gz = tree.to_gzip()?;
-    let entries: Vec<(PathBuf, String)> = (0..ij.runs).map(|i| (PathBuf::from(format!("impact-{i}")), format!("impact-{i}"))).collect();
+    let entries: Vec<(PathBuf, String)> = (0..ij.runs)
+        .map(|i| (PathBuf::from(format!("impact-{i}")), format!("impact-{i}")))
+        .collect();
     boot(spec, &qemu, &base, &scripts_gz, tb, load0, &entries, events)
 }
 
 /// Writes the run's initrd (base + `scripts_gz`), boots it and collects one result per entry.
 #[allow(clippy::too_many_arguments)]
-fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], tb: Instant, load0: f64, entries: &[(PathBuf, String)], events: &mut dyn FnMut(&Event)) -> Result<VmRun, Error> {
+fn boot(
+    spec: &VmSpec,
+    qemu: &Path,
+    base: &initramfs::Base,
+    scripts_gz: &[u8],
+    tb: Instant,
+    load0: f64,
+    entries: &[(PathBuf, String)],
+    events: &mut dyn FnMut(&Event),
+) -> Result<VmRun, Error> {
     let qemu = qemu.to_path_buf();
     // The run's files: CACHE/runs/PID-N/, removed on every exit path; those of a trc that was
     // killed (its PID gone) are removed here.
     remove_dead_runs(&spec.cache_dir);
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let rundir = spec.cache_dir.join("runs").join(format!("{}-{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)));
-    std::fs::create_dir_all(&rundir).map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
+    let rundir = spec.cache_dir.join("runs").join(format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&rundir)
+        .map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
     let _cleanup = RemoveOnDrop(rundir.clone());
     let initrd = rundir.join("initrd.gz");
     write_initrd(&initrd, &base.path, scripts_gz)?;
     let initramfs_s = tb.elapsed().as_secs_f64();
-    events(&Event::Initramfs { base: base.path.clone(), cached: base.cached, bytes: base.bytes + scripts_gz.len() as u64, seconds: initramfs_s });
+    events(&Event::Initramfs {
+        base: base.path.clone(),
+        cached: base.cached,
+        bytes: base.bytes + scripts_gz.len() as u64,
+        seconds: initramfs_s,
+    });
     for n in &base.notes {
         events(&Event::Note(n.clone()));
     }
@@ -704,20 +1047,39 @@ fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], t
     // The accelerator.
     let probe_file = spec.cache_dir.join("kvm-probe.json");
     let (try_kvm, mut kvm_fallback) = choose_kvm(spec.accel, &qemu, &probe_file)?;
-    let mut accel = if try_kvm { AccelUsed::Kvm } else { AccelUsed::TcgIcount };
+    let mut accel = if try_kvm {
+        AccelUsed::Kvm
+    } else {
+        AccelUsed::TcgIcount
+    };
     let mut at = attempt(spec, &qemu, &initrd, &port, accel, &names, events);
     if accel == AccelUsed::Kvm {
         let ok = at.end == End::Done;
         let reason = match &at.end {
             End::Done => String::new(),
-            End::KvmError(s) | End::Exited(s) | End::BootTimeout(s) | End::Stalled(s) | End::Fatal(s) => s.clone(),
+            End::KvmError(s)
+            | End::Exited(s)
+            | End::BootTimeout(s)
+            | End::Stalled(s)
+            | End::Fatal(s) => s.clone(),
             End::Timeout => "timed out".into(),
         };
-        let probe = KvmProbe { key: kvm_probe_key(&qemu), usable: ok, reason: reason.clone() };
-        let _ = crate::write_atomic(&probe_file, serde_json::to_string_pretty(&probe).unwrap_or_default().as_bytes());
+        let probe = KvmProbe {
+            key: kvm_probe_key(&qemu),
+            usable: ok,
+            reason: reason.clone(),
+        };
+        let _ = crate::write_atomic(
+            &probe_file,
+            serde_json::to_string_pretty(&probe)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
         if !ok && spec.accel == Accel::Auto {
             let reason = format!("{reason} (after {:.1} s)", at.total.wall_s);
-            events(&Event::KvmFailed { reason: reason.clone() });
+            events(&Event::KvmFailed {
+                reason: reason.clone(),
+            });
             kvm_fallback = Some(format!("KVM failed: {reason}"));
             accel = AccelUsed::TcgIcount;
             at = attempt(spec, &qemu, &initrd, &port, accel, &names, events);
@@ -726,7 +1088,10 @@ fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], t
 
     // The results.
     let runs = script_runs(entries, &mut at);
-    let complete = at.end == End::Done && runs.iter().all(|r| !matches!(r.outcome, ScriptOutcome::Missing));
+    let complete = at.end == End::Done
+        && runs
+            .iter()
+            .all(|r| !matches!(r.outcome, ScriptOutcome::Missing));
     let problem = run_problem(&at.end, complete, spec.timeout);
     let (boot, release, modules) = match &at.boot {
         Some((t, r, n, m)) => {
@@ -735,7 +1100,18 @@ fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], t
         }
         None => (Timing::default(), String::new(), Vec::new()),
     };
-    let qemu_version = Command::new(&qemu).arg("--version").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string()).unwrap_or_default();
+    let qemu_version = Command::new(&qemu)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default();
     Ok(VmRun {
         accelerator: accel,
         kvm_fallback,
@@ -760,12 +1136,16 @@ fn boot(spec: &VmSpec, qemu: &Path, base: &initramfs::Base, scripts_gz: &[u8], t
 
 /// Reads and parses `scripts` and resolves their settings with the run's defines: any bad one
 /// is [`Error::Usage`]. (path, name, script) each.
-fn parse_scripts(spec: &VmSpec, scripts: &[PathBuf]) -> Result<Vec<(PathBuf, String, trc_pkt::Script)>, Error> {
+fn parse_scripts(
+    spec: &VmSpec,
+    scripts: &[PathBuf],
+) -> Result<Vec<(PathBuf, String, trc_pkt::Script)>, Error> {
     let mut parsed = Vec::new();
     let mut cli = trc_kernel::run_all_defines();
     cli.extend(spec.options.packetdrill.iter().cloned());
     for p in scripts {
-        let src = std::fs::read_to_string(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
+        let src = std::fs::read_to_string(p)
+            .map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
         let name = p.display().to_string();
         let s = trc_pkt::parse(&src, &name).map_err(|e| Error::Usage(e.to_string()))?;
         trc_pkt::engine::Settings::resolve(&s, &name, &cli).map_err(Error::Usage)?;
@@ -782,7 +1162,13 @@ fn remove_dead_runs(cache: &Path) {
             let n = e.file_name().to_string_lossy().into_owned();
             if let Some(pid) = n.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
                 // Gone, or a zombie (dead, not yet reaped).
-                let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(|c| c != 'Z'))).unwrap_or(false);
+                let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit_once(')')
+                            .map(|(_, r)| r.trim_start().starts_with(|c| c != 'Z'))
+                    })
+                    .unwrap_or(false);
                 if pid != std::process::id() && !alive {
                     let _ = std::fs::remove_dir_all(e.path());
                 }
@@ -793,21 +1179,31 @@ fn remove_dead_runs(cache: &Path) {
 
 /// The run's initrd at `initrd`: the base archive followed by the scripts archive.
 fn write_initrd(initrd: &Path, base: &Path, scripts_gz: &[u8]) -> Result<(), Error> {
-    let mut out = std::fs::File::create(initrd).map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
-    let mut b = std::fs::File::open(base).map_err(|e| Error::Failed(format!("{}: {e}", base.display())))?;
-    std::io::copy(&mut b, &mut out).and_then(|_| out.write_all(scripts_gz)).map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
+    let mut out = std::fs::File::create(initrd)
+        .map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
+    let mut b =
+        std::fs::File::open(base).map_err(|e| Error::Failed(format!("{}: {e}", base.display())))?;
+    std::io::copy(&mut b, &mut out)
+        .and_then(|_| out.write_all(scripts_gz))
+        .map_err(|e| Error::Failed(format!("{}: {e}", initrd.display())))?;
     Ok(())
 }
 
 /// Whether to try KVM first, and why not when `--accel auto` falls back to TCG (no usable
 /// /dev/kvm, or the cached probe says KVM failed with this host, qemu and CPU). `--accel kvm`
 /// without /dev/kvm is [`Error::Missing`].
-fn choose_kvm(accel: Accel, qemu: &Path, probe_file: &Path) -> Result<(bool, Option<String>), Error> {
+fn choose_kvm(
+    accel: Accel,
+    qemu: &Path,
+    probe_file: &Path,
+) -> Result<(bool, Option<String>), Error> {
     match accel {
         Accel::TcgIcount => Ok((false, None)),
         Accel::Kvm => {
             if !kvm_available() {
-                return Err(Error::Missing("--accel kvm: /dev/kvm cannot be opened".into()));
+                return Err(Error::Missing(
+                    "--accel kvm: /dev/kvm cannot be opened".into(),
+                ));
             }
             Ok((true, None))
         }
@@ -816,9 +1212,18 @@ fn choose_kvm(accel: Accel, qemu: &Path, probe_file: &Path) -> Result<(bool, Opt
                 return Ok((false, Some("no usable /dev/kvm".to_string())));
             }
             let key = kvm_probe_key(qemu);
-            let cached: Option<KvmProbe> = std::fs::read(probe_file).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            let cached: Option<KvmProbe> = std::fs::read(probe_file)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
             match cached {
-                Some(p) if p.key == key && !p.usable => Ok((false, Some(format!("KVM failed before on this machine ({}); delete {} to try again", p.reason, probe_file.display())))),
+                Some(p) if p.key == key && !p.usable => Ok((
+                    false,
+                    Some(format!(
+                        "KVM failed before on this machine ({}); delete {} to try again",
+                        p.reason,
+                        probe_file.display()
+                    )),
+                )),
                 _ => Ok((true, None)),
             }
         }
@@ -831,9 +1236,22 @@ fn script_runs(entries: &[(PathBuf, String)], at: &mut Attempt) -> Vec<ScriptRun
     let mut runs = Vec::new();
     for (i, (p, name)) in entries.iter().enumerate() {
         let (outcome, rc, timing) = match at.results[i].take() {
-            Some((Record::Result { rc, report, error, impact, .. }, t)) => {
+            Some((
+                Record::Result {
+                    rc,
+                    report,
+                    error,
+                    impact,
+                    ..
+                },
+                t,
+            )) => {
                 let o = match (error, impact) {
-                    (Some((kind, message)), _) => ScriptOutcome::Error { kind, message, report },
+                    (Some((kind, message)), _) => ScriptOutcome::Error {
+                        kind,
+                        message,
+                        report,
+                    },
                     (None, Some(result)) => ScriptOutcome::Measured { result },
                     (None, None) => match report {
                         Some(report) => ScriptOutcome::Ran { report },
@@ -844,7 +1262,13 @@ fn script_runs(entries: &[(PathBuf, String)], at: &mut Attempt) -> Vec<ScriptRun
             }
             _ => (ScriptOutcome::Missing, 3, Timing::default()),
         };
-        runs.push(ScriptRun { path: p.clone(), name: name.clone(), rc, outcome, timing });
+        runs.push(ScriptRun {
+            path: p.clone(),
+            name: name.clone(),
+            rc,
+            outcome,
+            timing,
+        });
     }
     runs
 }
@@ -854,8 +1278,15 @@ fn run_problem(end: &End, complete: bool, timeout: Option<Duration>) -> Option<S
     match end {
         End::Done if complete => None,
         End::Done => Some("the guest finished without every result".into()),
-        End::Exited(s) | End::KvmError(s) | End::BootTimeout(s) | End::Stalled(s) | End::Fatal(s) => Some(s.clone()),
-        End::Timeout => Some(format!("the run took longer than {:.0} s", timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0))),
+        End::Exited(s)
+        | End::KvmError(s)
+        | End::BootTimeout(s)
+        | End::Stalled(s)
+        | End::Fatal(s) => Some(s.clone()),
+        End::Timeout => Some(format!(
+            "the run took longer than {:.0} s",
+            timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
+        )),
     }
 }
 
@@ -866,14 +1297,28 @@ mod tests {
     #[test]
     fn no_network_device_and_icount() {
         let spec = VmSpec::new(Path::new("/k/vmlinuz"), None);
-        let a = qemu_args(&spec, Path::new("/r/initrd.gz"), Path::new("/r/port"), AccelUsed::TcgIcount);
+        let a = qemu_args(
+            &spec,
+            Path::new("/r/initrd.gz"),
+            Path::new("/r/port"),
+            AccelUsed::TcgIcount,
+        );
         let s = a.join(" ");
         assert!(s.contains("-nic none"), "{s}");
         assert!(s.contains("-no-reboot") && s.contains("-nographic"));
         assert!(s.contains("-icount shift=0,sleep=off") && s.contains("-smp 1"));
         assert!(s.contains("name=trc.results"));
-        assert!(!s.contains("netdev") && !s.contains("-net "), "no network backend at all");
-        let k = qemu_args(&spec, Path::new("/r/initrd.gz"), Path::new("/r/port"), AccelUsed::Kvm).join(" ");
+        assert!(
+            !s.contains("netdev") && !s.contains("-net "),
+            "no network backend at all"
+        );
+        let k = qemu_args(
+            &spec,
+            Path::new("/r/initrd.gz"),
+            Path::new("/r/port"),
+            AccelUsed::Kvm,
+        )
+        .join(" ");
         assert!(k.contains("-accel kvm -cpu host,-arch-capabilities") && k.contains("-nic none"));
     }
 
@@ -892,7 +1337,16 @@ mod tests {
             boot: t,
             modules: Vec::new(),
             total: t,
-            scripts: rcs.iter().map(|&rc| ScriptRun { path: PathBuf::new(), name: String::new(), rc, outcome: ScriptOutcome::Missing, timing: t }).collect(),
+            scripts: rcs
+                .iter()
+                .map(|&rc| ScriptRun {
+                    path: PathBuf::new(),
+                    name: String::new(),
+                    rc,
+                    outcome: ScriptOutcome::Missing,
+                    timing: t,
+                })
+                .collect(),
             complete,
             problem: None,
             notes: Vec::new(),

@@ -57,7 +57,18 @@ pub struct ImpactParams {
 
 impl Default for ImpactParams {
     fn default() -> ImpactParams {
-        ImpactParams { rtt_ms: 40.0, loss_pct: 1.0, reorder_pct: 1.0, jitter_ms: 0.0, jitter_dist: None, rate_mbit: None, limit: 10_000, duration_s: 30.0, sample_ms: 10.0, cc: "cubic".into() }
+        ImpactParams {
+            rtt_ms: 40.0,
+            loss_pct: 1.0,
+            reorder_pct: 1.0,
+            jitter_ms: 0.0,
+            jitter_dist: None,
+            rate_mbit: None,
+            limit: 10_000,
+            duration_s: 30.0,
+            sample_ms: 10.0,
+            cc: "cubic".into(),
+        }
     }
 }
 
@@ -71,19 +82,34 @@ impl ImpactParams {
         if !pct(self.loss_pct) || !pct(self.reorder_pct) {
             return Err("--loss and --reorder are percentages in 0..50".into());
         }
-        if !(self.jitter_ms.is_finite() && self.jitter_ms >= 0.0 && self.jitter_ms <= self.rtt_ms * 5.0) {
+        if !(self.jitter_ms.is_finite()
+            && self.jitter_ms >= 0.0
+            && self.jitter_ms <= self.rtt_ms * 5.0)
+        {
             return Err("--jitter must be in 0..5*RTT ms".into());
         }
-        if self.jitter_dist.as_deref().is_some_and(|d| !["normal", "pareto", "paretonormal", "uniform"].contains(&d)) {
+        if self
+            .jitter_dist
+            .as_deref()
+            .is_some_and(|d| !["normal", "pareto", "paretonormal", "uniform"].contains(&d))
+        {
             return Err("--jitter-dist must be normal, pareto, paretonormal or uniform".into());
         }
         if self.rate_mbit.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
             return Err("--rate must be positive (Mbit/s)".into());
         }
-        if !(self.duration_s.is_finite() && (1.0..=3600.0).contains(&self.duration_s)) || !(self.sample_ms.is_finite() && (1.0..=1000.0).contains(&self.sample_ms)) {
+        if !(self.duration_s.is_finite() && (1.0..=3600.0).contains(&self.duration_s))
+            || !(self.sample_ms.is_finite() && (1.0..=1000.0).contains(&self.sample_ms))
+        {
             return Err("--duration must be 1..3600 s and --sample-ms 1..1000 ms".into());
         }
-        if self.limit == 0 || self.cc.is_empty() || !self.cc.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if self.limit == 0
+            || self.cc.is_empty()
+            || !self
+                .cc
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             return Err("--limit must be positive and --cc a congestion control name".into());
         }
         Ok(())
@@ -91,7 +117,12 @@ impl ImpactParams {
 
     /// The netem arguments of the data path (after `netem`).
     pub fn data_netem(&self) -> Vec<String> {
-        let mut a = vec!["limit".to_string(), self.limit.to_string(), "delay".into(), format!("{}us", (self.rtt_ms * 500.0).round() as u64)];
+        let mut a = vec![
+            "limit".to_string(),
+            self.limit.to_string(),
+            "delay".into(),
+            format!("{}us", (self.rtt_ms * 500.0).round() as u64),
+        ];
         if self.jitter_ms > 0.0 {
             a.push(format!("{}us", (self.jitter_ms * 1000.0).round() as u64));
             if let Some(d) = self.jitter_dist.as_deref().filter(|d| *d != "uniform") {
@@ -102,17 +133,29 @@ impl ImpactParams {
             a.extend(["reorder".into(), format!("{}%", self.reorder_pct)]);
         }
         if self.loss_pct > 0.0 {
-            a.extend(["loss".into(), "random".into(), format!("{}%", self.loss_pct)]);
+            a.extend([
+                "loss".into(),
+                "random".into(),
+                format!("{}%", self.loss_pct),
+            ]);
         }
         if let Some(r) = self.rate_mbit {
-            a.extend(["rate".into(), format!("{}kbit", (r * 1000.0).round() as u64)]);
+            a.extend([
+                "rate".into(),
+                format!("{}kbit", (r * 1000.0).round() as u64),
+            ]);
         }
         a
     }
 
     /// The netem arguments of the ACK path.
     pub fn ack_netem(&self) -> Vec<String> {
-        vec!["limit".into(), self.limit.to_string(), "delay".into(), format!("{}us", (self.rtt_ms * 500.0).round() as u64)]
+        vec![
+            "limit".into(),
+            self.limit.to_string(),
+            "delay".into(),
+            format!("{}us", (self.rtt_ms * 500.0).round() as u64),
+        ]
     }
 }
 
@@ -124,7 +167,13 @@ pub struct ImpactJob {
 }
 
 /// The undo counters, in this order in [`Sample::undo`].
-pub const UNDO_COUNTERS: [&str; 5] = ["TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPLossUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPSpuriousRTOs"];
+pub const UNDO_COUNTERS: [&str; 5] = [
+    "TcpExtTCPFullUndo",
+    "TcpExtTCPPartialUndo",
+    "TcpExtTCPLossUndo",
+    "TcpExtTCPDSACKUndo",
+    "TcpExtTCPSpuriousRTOs",
+];
 
 /// The counters reported per run (deltas over the run).
 pub const REPORTED_COUNTERS: &[&str] = &[
@@ -287,7 +336,9 @@ fn yes() -> bool {
 }
 
 fn short(c: &str) -> String {
-    c.trim_start_matches("TcpExt").trim_start_matches("TCP").to_string()
+    c.trim_start_matches("TcpExt")
+        .trim_start_matches("TCP")
+        .to_string()
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -325,7 +376,11 @@ fn classify(sent: &[TapSeg], dropped: &[bool]) -> Vec<(bool, bool)> {
             continue;
         }
         // A retransmission: the first copy that covers its first byte.
-        let orig = first.range(..=s.seq).next_back().filter(|(_, (e, _))| *e > s.seq).map(|(_, (_, j))| *j);
+        let orig = first
+            .range(..=s.seq)
+            .next_back()
+            .filter(|(_, (e, _))| *e > s.seq)
+            .map(|(_, (_, j))| *j);
         out.push((true, orig.is_some_and(|j| dropped[j])));
         if end > high {
             // Partly new data (a coalesced retransmission): its new part is an original.
@@ -339,12 +394,27 @@ fn classify(sent: &[TapSeg], dropped: &[bool]) -> Vec<(bool, bool)> {
 /// The summary and the undo events of a run from its samples and the two taps.
 /// `sent`: data segments on r0, `delivered`: on r1, both in time order.
 /// `captured`: the taps ran (else every event is [`UndoVerdict::NotCaptured`]).
-pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered: &[TapSeg], acks: &[TapAck], mss: u32, captured: bool) -> (ImpactSummary, Vec<UndoEvent>) {
+pub fn analyse(
+    p: &ImpactParams,
+    samples: &[Sample],
+    sent: &[TapSeg],
+    delivered: &[TapSeg],
+    acks: &[TapAck],
+    mss: u32,
+    captured: bool,
+) -> (ImpactSummary, Vec<UndoEvent>) {
     let got: HashSet<(u32, u32, u32)> = delivered.iter().map(|d| (d.seq, d.len, d.tsval)).collect();
-    let dropped: Vec<bool> = sent.iter().map(|s| !got.contains(&(s.seq, s.len, s.tsval))).collect();
+    let dropped: Vec<bool> = sent
+        .iter()
+        .map(|s| !got.contains(&(s.seq, s.len, s.tsval)))
+        .collect();
     let cls = classify(sent, &dropped);
     let dropped_n = dropped.iter().filter(|&&d| d).count() as u64;
-    let dropped_orig = dropped.iter().zip(&cls).filter(|(&d, (r, _))| d && !r).count() as u64;
+    let dropped_orig = dropped
+        .iter()
+        .zip(&cls)
+        .filter(|(&d, (r, _))| d && !r)
+        .count() as u64;
 
     // Which ACKs advanced the cumulative ACK.
     let mut high_ack: Option<u32> = None;
@@ -363,7 +433,9 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
     let mut events = Vec::new();
     let mut prev_event = 0usize;
     for k in 1..samples.len() {
-        let d: Vec<i64> = (0..5).map(|c| samples[k].undo[c] - samples[k - 1].undo[c]).collect();
+        let d: Vec<i64> = (0..5)
+            .map(|c| samples[k].undo[c] - samples[k - 1].undo[c])
+            .collect();
         if d.iter().all(|&x| x <= 0) {
             continue;
         }
@@ -400,7 +472,12 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
             acks.iter()
                 .zip(&advancing)
                 .map(|(a, adv)| (a.t_ns as f64 / 1e6, a, *adv))
-                .find(|(t, a, adv)| *adv && *t > tprev.max(first_rtx_t) && *t <= t1 && a.tsecr != 0 && (a.tsecr.wrapping_sub(f) as i32) < 0)
+                .find(|(t, a, adv)| {
+                    *adv && *t > tprev.max(first_rtx_t)
+                        && *t <= t1
+                        && a.tsecr != 0
+                        && (a.tsecr.wrapping_sub(f) as i32) < 0
+                })
                 .map(|(t, _, _)| t)
         });
         let echo_before = undo_ack.is_some();
@@ -428,7 +505,10 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
         } else {
             UndoVerdict::NoRetransmission
         };
-        let counters = (0..5).filter(|&c| d[c] > 0).map(|c| (short(UNDO_COUNTERS[c]), d[c])).collect();
+        let counters = (0..5)
+            .filter(|&c| d[c] > 0)
+            .map(|c| (short(UNDO_COUNTERS[c]), d[c]))
+            .collect();
         let mut trace = Vec::new();
         if verdict == UndoVerdict::AfterRealLoss {
             let from = t0 - p.rtt_ms;
@@ -436,7 +516,17 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
             for (i, (s, (r, _))) in sent.iter().zip(&cls).enumerate() {
                 let t = s.t_ns as f64 / 1e6;
                 if t >= from && t <= t1 {
-                    lines.push((t, format!("{t:.3} {} {}:{} tsval {}{}", if *r { "rtx" } else { "tx " }, s.seq, s.seq.wrapping_add(s.len), s.tsval, if dropped[i] { " DROPPED" } else { "" })));
+                    lines.push((
+                        t,
+                        format!(
+                            "{t:.3} {} {}:{} tsval {}{}",
+                            if *r { "rtx" } else { "tx " },
+                            s.seq,
+                            s.seq.wrapping_add(s.len),
+                            s.tsval,
+                            if dropped[i] { " DROPPED" } else { "" }
+                        ),
+                    ));
                 }
             }
             for a in acks {
@@ -471,19 +561,36 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
     let in_run: Vec<&Sample> = samples.iter().filter(|s| s.t_ms <= end_ms + 1e-9).collect();
     let last = in_run.last().copied().or(samples.last());
     let (bytes, segs, rtx, dur) = match last {
-        Some(s) => (s.bytes_acked, s.data_segs_out, s.total_retrans, s.t_ms / 1000.0),
+        Some(s) => (
+            s.bytes_acked,
+            s.data_segs_out,
+            s.total_retrans,
+            s.t_ms / 1000.0,
+        ),
         None => (0, 0, 0, 0.0),
     };
     let mut cw: Vec<f64> = in_run.iter().map(|s| s.cwnd as f64).collect();
-    let mean_cwnd = if cw.is_empty() { 0.0 } else { cw.iter().sum::<f64>() / cw.len() as f64 };
+    let mean_cwnd = if cw.is_empty() {
+        0.0
+    } else {
+        cw.iter().sum::<f64>() / cw.len() as f64
+    };
     let count = |v: UndoVerdict| events.iter().filter(|e| e.verdict == v).count();
     let summary = ImpactSummary {
         duration_s: dur,
         bytes_acked: bytes,
-        goodput_mbit: if dur > 0.0 { bytes as f64 * 8.0 / dur / 1e6 } else { 0.0 },
+        goodput_mbit: if dur > 0.0 {
+            bytes as f64 * 8.0 / dur / 1e6
+        } else {
+            0.0
+        },
         data_segs_out: segs,
         total_retrans: rtx,
-        retrans_rate: if segs > 0 { rtx as f64 / segs as f64 } else { 0.0 },
+        retrans_rate: if segs > 0 {
+            rtx as f64 / segs as f64
+        } else {
+            0.0
+        },
         mean_cwnd,
         median_cwnd: median(&mut cw),
         tap_sent: sent.len() as u64,
@@ -501,7 +608,10 @@ pub fn analyse(p: &ImpactParams, samples: &[Sample], sent: &[TapSeg], delivered:
         undos_after_real_loss: count(UndoVerdict::AfterRealLoss),
         undos_spurious: count(UndoVerdict::Spurious),
         undos_unplaced: count(UndoVerdict::NoRetransmission),
-        undos_after_real_loss_ts: events.iter().filter(|e| e.verdict == UndoVerdict::AfterRealLoss && e.echo_before_retransmission).count(),
+        undos_after_real_loss_ts: events
+            .iter()
+            .filter(|e| e.verdict == UndoVerdict::AfterRealLoss && e.echo_before_retransmission)
+            .count(),
         captured,
     };
     (summary, events)
@@ -550,16 +660,29 @@ pub fn parse_tcp(p: &[u8], wire_len: usize) -> Option<TcpHdr> {
                     break;
                 }
                 if k == 8 && l == 10 && i + 6 <= opts.len() {
-                    tsval = u32::from_be_bytes([opts[i + 2], opts[i + 3], opts[i + 4], opts[i + 5]]);
+                    tsval =
+                        u32::from_be_bytes([opts[i + 2], opts[i + 3], opts[i + 4], opts[i + 5]]);
                     if i + 10 <= opts.len() {
-                        tsecr = u32::from_be_bytes([opts[i + 6], opts[i + 7], opts[i + 8], opts[i + 9]]);
+                        tsecr = u32::from_be_bytes([
+                            opts[i + 6],
+                            opts[i + 7],
+                            opts[i + 8],
+                            opts[i + 9],
+                        ]);
                     }
                 }
                 i += l;
             }
         }
     }
-    Some(TcpHdr { seq, ack, len, tsval, tsecr, flags })
+    Some(TcpHdr {
+        seq,
+        ack,
+        len,
+        tsval,
+        tsecr,
+        flags,
+    })
 }
 
 /// The `dropped N` of `tc -s qdisc show` output for the netem qdisc.
@@ -571,7 +694,10 @@ pub fn netem_dropped(tc_output: &str) -> Option<u64> {
         }
         if in_netem {
             if let Some(i) = l.find("dropped ") {
-                return l[i + 8..].split(|c: char| !c.is_ascii_digit()).next().and_then(|x| x.parse().ok());
+                return l[i + 8..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .and_then(|x| x.parse().ok());
             }
         }
     }
@@ -593,9 +719,16 @@ pub mod guest {
     const PORT: u16 = 5201;
 
     fn sh(args: &[&str]) -> Result<String, String> {
-        let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
+        let out = Command::new(args[0])
+            .args(&args[1..])
+            .output()
+            .map_err(|e| format!("{}: {e}", args.join(" ")))?;
         if !out.status.success() {
-            return Err(format!("{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+            return Err(format!(
+                "{}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -607,14 +740,18 @@ pub mod guest {
     }
 
     fn realtime_ns() -> i64 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: a valid timespec.
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
         ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     }
 
     fn enter_netns(name: &str) -> Result<(), String> {
-        let f = std::fs::File::open(format!("/run/netns/{name}")).map_err(|e| format!("netns {name}: {e}"))?;
+        let f = std::fs::File::open(format!("/run/netns/{name}"))
+            .map_err(|e| format!("netns {name}: {e}"))?;
         // SAFETY: a valid namespace fd; affects the calling thread only.
         if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
             return Err(format!("setns {name}: {}", std::io::Error::last_os_error()));
@@ -660,7 +797,8 @@ pub mod guest {
         ip(&format!("-n {RCV} link set b0 up"))?;
         ip(&format!("-n {SND} route add default via 10.9.1.2"))?;
         ip(&format!("-n {RCV} route add default via 10.9.2.2"))?;
-        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").map_err(|e| format!("ip_forward: {e}"))?;
+        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1")
+            .map_err(|e| format!("ip_forward: {e}"))?;
         let mut d = vec!["tc", "qdisc", "replace", "dev", "r1", "root", "netem"];
         let dn = p.data_netem();
         d.extend(dn.iter().map(String::as_str));
@@ -689,24 +827,60 @@ pub mod guest {
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket calls on a fresh fd with properly sized arguments.
         unsafe {
-            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, proto as i32);
+            let fd = libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                proto as i32,
+            );
             if fd < 0 {
-                return Err(format!("AF_PACKET socket: {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "AF_PACKET socket: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
             let fd = OwnedFd::from_raw_fd(fd);
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
             sll.sll_family = libc::AF_PACKET as u16;
             sll.sll_protocol = proto;
             sll.sll_ifindex = idx;
-            if libc::bind(fd.as_raw_fd(), &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) != 0 {
-                return Err(format!("bind tap {dev}: {}", std::io::Error::last_os_error()));
+            if libc::bind(
+                fd.as_raw_fd(),
+                &sll as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            ) != 0
+            {
+                return Err(format!(
+                    "bind tap {dev}: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
             let big: libc::c_int = 256 << 20;
-            libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &big as *const _ as *const libc::c_void, 4);
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                &big as *const _ as *const libc::c_void,
+                4,
+            );
             let on: libc::c_int = 1;
-            libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const _ as *const libc::c_void, 4);
-            let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
-            libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32);
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                &on as *const _ as *const libc::c_void,
+                4,
+            );
+            let tv = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 100_000,
+            };
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                &tv as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::timeval>() as u32,
+            );
             Ok(fd)
         }
     }
@@ -720,7 +894,10 @@ pub mod guest {
         let mut cbuf = [0u64; 16];
         loop {
             let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            };
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_name = &mut sll as *mut _ as *mut libc::c_void;
             msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
@@ -741,8 +918,11 @@ pub mod guest {
             unsafe {
                 let mut c = libc::CMSG_FIRSTHDR(&msg);
                 while !c.is_null() {
-                    if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                        let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    if (*c).cmsg_level == libc::SOL_SOCKET
+                        && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                    {
+                        let t =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                         ts = t.tv_sec * 1_000_000_000 + t.tv_nsec;
                     }
                     c = libc::CMSG_NXTHDR(&msg, c);
@@ -761,7 +941,15 @@ pub mod guest {
         let mut st = [0u32; 2];
         let mut len = 8u32;
         // SAFETY: an 8-byte buffer for struct tpacket_stats.
-        unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut len) };
+        unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                st.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
         (out, st[1] as u64)
     }
 
@@ -782,7 +970,10 @@ pub mod guest {
         notes: Vec<String>,
     }
 
-    fn receiver(ready: std::sync::mpsc::Sender<Result<(), String>>, stop: Arc<AtomicBool>) -> Result<u64, String> {
+    fn receiver(
+        ready: std::sync::mpsc::Sender<Result<(), String>>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<u64, String> {
         let r = (|| -> Result<std::net::TcpListener, String> {
             enter_netns(RCV)?;
             std::net::TcpListener::bind(("10.9.2.1", PORT)).map_err(|e| format!("listen: {e}"))
@@ -806,7 +997,10 @@ pub mod guest {
             match c.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => total += n as u64,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
@@ -836,7 +1030,14 @@ pub mod guest {
         sa.sin_port = PORT.to_be();
         sa.sin_addr.s_addr = u32::from_be_bytes([10, 9, 2, 1]).to_be();
         // SAFETY: a valid sockaddr_in.
-        if unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) } != 0 {
+        if unsafe {
+            libc::connect(
+                fd,
+                &sa as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            )
+        } != 0
+        {
             return Err(format!("connect: {}", std::io::Error::last_os_error()));
         }
         if let Ok(cc) = trc_kernel::sys::get_congestion(fd) {
@@ -892,21 +1093,39 @@ pub mod guest {
         let drain = Instant::now();
         while drain.elapsed() < Duration::from_secs(10) {
             match trc_kernel::sys::tcp_info(fd) {
-                Ok((ti, _)) if ti.tcpi_unacked > 0 || ti.tcpi_notsent_bytes > 0 => std::thread::sleep(Duration::from_millis(20)),
+                Ok((ti, _)) if ti.tcpi_unacked > 0 || ti.tcpi_notsent_bytes > 0 => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 _ => break,
             }
         }
-        let mss = trc_kernel::sys::tcp_info(fd).map(|(t, _)| t.tcpi_snd_mss).unwrap_or(0);
+        let mss = trc_kernel::sys::tcp_info(fd)
+            .map(|(t, _)| t.tcpi_snd_mss)
+            .unwrap_or(0);
         stop.store(true, Ordering::SeqCst);
-        let samples = sampler.join().map_err(|_| "the sampler panicked".to_string())??;
+        let samples = sampler
+            .join()
+            .map_err(|_| "the sampler panicked".to_string())??;
         let mib_after = trc_kernel::sys::read_mib();
         drop(sock);
-        Ok(SenderOut { samples, mib_before, mib_after, t0_ns, mss, notes })
+        Ok(SenderOut {
+            samples,
+            mib_before,
+            mib_after,
+            t0_ns,
+            mss,
+            notes,
+        })
     }
 
     /// The data segments of the connection seen on a tap, with `pkttype` (PACKET_HOST for
     /// r0's ingress, PACKET_OUTGOING for r1's egress), relative to the sender's ISN; the ISN.
-    fn segments(raw: &[Raw], pkttype: u8, t0_ns: i64, isn: Option<u32>) -> (Vec<TapSeg>, Option<u32>) {
+    fn segments(
+        raw: &[Raw],
+        pkttype: u8,
+        t0_ns: i64,
+        isn: Option<u32>,
+    ) -> (Vec<TapSeg>, Option<u32>) {
         let mut isn = isn;
         let mut v = Vec::new();
         for (ts, pt, b, n) in raw {
@@ -926,7 +1145,12 @@ pub mod guest {
             if h.len == 0 {
                 continue;
             }
-            v.push(TapSeg { t_ns: ts - t0_ns, seq: h.seq.wrapping_sub(i).wrapping_sub(1), len: h.len, tsval: h.tsval });
+            v.push(TapSeg {
+                t_ns: ts - t0_ns,
+                seq: h.seq.wrapping_sub(i).wrapping_sub(1),
+                len: h.len,
+                tsval: h.tsval,
+            });
         }
         v.sort_by_key(|s| s.t_ns);
         (v, isn)
@@ -934,7 +1158,14 @@ pub mod guest {
 
     /// The sender's packets without payload (SYN included) on a tap with `pkttype`.
     fn nodata(raw: &[Raw], pkttype: u8) -> u64 {
-        raw.iter().filter(|(_, pt, b, n)| *pt == pkttype && b.len() >= 20 && b[12..16] == [10, 9, 1, 1] && parse_tcp(b, *n).is_some_and(|h| h.len == 0)).count() as u64
+        raw.iter()
+            .filter(|(_, pt, b, n)| {
+                *pt == pkttype
+                    && b.len() >= 20
+                    && b[12..16] == [10, 9, 1, 1]
+                    && parse_tcp(b, *n).is_some_and(|h| h.len == 0)
+            })
+            .count() as u64
     }
 
     /// The receiver's ACKs as the sender gets them: r0's egress (after the ACK path's netem).
@@ -942,8 +1173,18 @@ pub mod guest {
         let Some(i) = isn else { return Vec::new() };
         let mut v: Vec<TapAck> = raw
             .iter()
-            .filter(|(_, pt, b, _)| *pt == libc::PACKET_OUTGOING && b.len() >= 20 && b[12..16] == [10, 9, 2, 1])
-            .filter_map(|(ts, _, b, n)| parse_tcp(b, *n).filter(|h| h.flags & 0x10 != 0).map(|h| TapAck { t_ns: ts - t0_ns, ack: h.ack.wrapping_sub(i).wrapping_sub(1), tsecr: h.tsecr }))
+            .filter(|(_, pt, b, _)| {
+                *pt == libc::PACKET_OUTGOING && b.len() >= 20 && b[12..16] == [10, 9, 2, 1]
+            })
+            .filter_map(|(ts, _, b, n)| {
+                parse_tcp(b, *n)
+                    .filter(|h| h.flags & 0x10 != 0)
+                    .map(|h| TapAck {
+                        t_ns: ts - t0_ns,
+                        ack: h.ack.wrapping_sub(i).wrapping_sub(1),
+                        tsecr: h.tsecr,
+                    })
+            })
             .collect();
         v.sort_by_key(|a| a.t_ns);
         v
@@ -971,7 +1212,11 @@ pub mod guest {
     fn measure(p: &ImpactParams, index: usize) -> Result<ImpactRun, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tap_note = None;
-        let taps: Vec<_> = match ["r0", "r1"].iter().map(|d| tap_socket(d)).collect::<Result<Vec<_>, String>>() {
+        let taps: Vec<_> = match ["r0", "r1"]
+            .iter()
+            .map(|d| tap_socket(d))
+            .collect::<Result<Vec<_>, String>>()
+        {
             Ok(fds) => fds
                 .into_iter()
                 .map(|fd| {
@@ -987,13 +1232,18 @@ pub mod guest {
         let (tx, rx) = std::sync::mpsc::channel();
         let rs = stop.clone();
         let recv = std::thread::spawn(move || receiver(tx, rs));
-        rx.recv_timeout(Duration::from_secs(10)).map_err(|_| "the receiver did not start".to_string())??;
+        rx.recv_timeout(Duration::from_secs(10))
+            .map_err(|_| "the receiver did not start".to_string())??;
         // In a thread of its own: entering the sender's namespace is per thread.
         let sp = p.clone();
-        let snd = std::thread::spawn(move || sender(&sp)).join().map_err(|_| "the sender panicked".to_string())?;
+        let snd = std::thread::spawn(move || sender(&sp))
+            .join()
+            .map_err(|_| "the sender panicked".to_string())?;
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, Ordering::SeqCst);
-        let received = recv.join().map_err(|_| "the receiver panicked".to_string())?;
+        let received = recv
+            .join()
+            .map_err(|_| "the receiver panicked".to_string())?;
         let mut raws = Vec::new();
         for t in taps {
             raws.push(t.join().map_err(|_| "a tap panicked".to_string())?);
@@ -1015,14 +1265,29 @@ pub mod guest {
             notes.push("the taps did not see the SYN: no attribution".into());
         }
         let acks = acks(&raws[0].0, s.t0_ns, isn);
-        let (mut summary, events) = analyse(p, &s.samples, &sent, &delivered, &acks, s.mss, captured);
+        let (mut summary, events) =
+            analyse(p, &s.samples, &sent, &delivered, &acks, s.mss, captured);
         summary.tap_losses = raws[0].1 + raws[1].1;
         summary.tap_nodata_sent = nodata(&raws[0].0, libc::PACKET_HOST);
         summary.tap_nodata_delivered = nodata(&raws[1].0, libc::PACKET_OUTGOING);
-        summary.counters = REPORTED_COUNTERS.iter().map(|c| (c.to_string(), s.mib_after.get(*c).copied().unwrap_or(0) - s.mib_before.get(*c).copied().unwrap_or(0))).collect();
-        Ok(ImpactRun { index, summary, samples: s.samples, events, notes })
+        summary.counters = REPORTED_COUNTERS
+            .iter()
+            .map(|c| {
+                (
+                    c.to_string(),
+                    s.mib_after.get(*c).copied().unwrap_or(0)
+                        - s.mib_before.get(*c).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        Ok(ImpactRun {
+            index,
+            summary,
+            samples: s.samples,
+            events,
+            notes,
+        })
     }
-
 }
 
 #[cfg(test)]
@@ -1030,50 +1295,133 @@ mod tests {
     use super::*;
 
     fn seg(t_ms: i64, seq: u32, tsval: u32) -> TapSeg {
-        TapSeg { t_ns: t_ms * 1_000_000, seq, len: 1000, tsval }
+        TapSeg {
+            t_ns: t_ms * 1_000_000,
+            seq,
+            len: 1000,
+            tsval,
+        }
     }
 
     fn sample(t_ms: f64, ca: u8, cwnd: u32, undo: [i64; 5]) -> Sample {
-        Sample { t_ms, ca_state: ca, cwnd, ssthresh: 100, total_retrans: 0, data_segs_out: 10, bytes_acked: 10_000, unacked: 0, rtt_us: 40_000, undo }
+        Sample {
+            t_ms,
+            ca_state: ca,
+            cwnd,
+            ssthresh: 100,
+            total_retrans: 0,
+            data_segs_out: 10,
+            bytes_acked: 10_000,
+            unacked: 0,
+            rtt_us: 40_000,
+            undo,
+        }
     }
 
     #[test]
     fn an_undo_after_a_dropped_original_is_attributed_to_real_loss() {
         // Segments 0..4 sent at 0-4 ms; 3000 dropped by netem; 2000 delayed (still delivered);
         // both retransmitted at 50 ms; a full undo sampled at 100 ms, Recovery from 40 ms.
-        let sent = vec![seg(0, 0, 1), seg(1, 1000, 1), seg(2, 2000, 1), seg(3, 3000, 1), seg(4, 4000, 1), seg(50, 2000, 51), seg(51, 3000, 51)];
-        let delivered: Vec<TapSeg> = sent.iter().copied().filter(|s| !(s.seq == 3000 && s.tsval == 1)).collect();
-        let samples = vec![sample(30.0, 0, 10, [0; 5]), sample(40.0, 0, 10, [0; 5]), sample(60.0, 3, 5, [0; 5]), sample(100.0, 0, 10, [1, 0, 0, 0, 0])];
-        let p = ImpactParams { duration_s: 0.1, ..ImpactParams::default() };
+        let sent = vec![
+            seg(0, 0, 1),
+            seg(1, 1000, 1),
+            seg(2, 2000, 1),
+            seg(3, 3000, 1),
+            seg(4, 4000, 1),
+            seg(50, 2000, 51),
+            seg(51, 3000, 51),
+        ];
+        let delivered: Vec<TapSeg> = sent
+            .iter()
+            .copied()
+            .filter(|s| !(s.seq == 3000 && s.tsval == 1))
+            .collect();
+        let samples = vec![
+            sample(30.0, 0, 10, [0; 5]),
+            sample(40.0, 0, 10, [0; 5]),
+            sample(60.0, 3, 5, [0; 5]),
+            sample(100.0, 0, 10, [1, 0, 0, 0, 0]),
+        ];
+        let p = ImpactParams {
+            duration_s: 0.1,
+            ..ImpactParams::default()
+        };
         // The undo's ACK (at 90 ms) echoes TSval 1, before the first retransmission's 51.
-        let acks = vec![TapAck { t_ns: 90_000_000, ack: 5000, tsecr: 1 }];
+        let acks = vec![TapAck {
+            t_ns: 90_000_000,
+            ack: 5000,
+            tsecr: 1,
+        }];
         let (s, ev) = analyse(&p, &samples, &sent, &delivered, &acks, 1448, true);
-        assert_eq!((s.tap_sent, s.tap_delivered, s.tap_dropped, s.tap_dropped_originals), (7, 6, 1, 1));
+        assert_eq!(
+            (
+                s.tap_sent,
+                s.tap_delivered,
+                s.tap_dropped,
+                s.tap_dropped_originals
+            ),
+            (7, 6, 1, 1)
+        );
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].verdict, UndoVerdict::AfterRealLoss);
-        assert_eq!((ev[0].retransmissions, ev[0].originals_lost, ev[0].window_start_ms), (2, 1, 40.0));
+        assert_eq!(
+            (
+                ev[0].retransmissions,
+                ev[0].originals_lost,
+                ev[0].window_start_ms
+            ),
+            (2, 1, 40.0)
+        );
         assert_eq!((ev[0].cwnd_before, ev[0].cwnd_after), (5, 10));
         assert_eq!(ev[0].counters.get("FullUndo"), Some(&1));
         assert_eq!(s.undos_after_real_loss, 1);
         assert!(ev[0].echo_before_retransmission);
-        assert_eq!((ev[0].lost_seqs.clone(), s.undos_after_real_loss_ts), (vec![3000], 1));
+        assert_eq!(
+            (ev[0].lost_seqs.clone(), s.undos_after_real_loss_ts),
+            (vec![3000], 1)
+        );
     }
 
     #[test]
     fn an_undo_of_only_delayed_segments_is_spurious_and_one_without_retransmissions_is_unplaced() {
         let sent = vec![seg(0, 0, 1), seg(1, 1000, 1), seg(50, 1000, 51)];
         let delivered = sent.clone();
-        let samples = vec![sample(40.0, 0, 10, [0; 5]), sample(60.0, 3, 5, [0; 5]), sample(100.0, 0, 10, [0, 0, 0, 1, 0]), sample(200.0, 0, 10, [0, 1, 0, 1, 0])];
-        let p = ImpactParams { duration_s: 0.2, ..ImpactParams::default() };
+        let samples = vec![
+            sample(40.0, 0, 10, [0; 5]),
+            sample(60.0, 3, 5, [0; 5]),
+            sample(100.0, 0, 10, [0, 0, 0, 1, 0]),
+            sample(200.0, 0, 10, [0, 1, 0, 1, 0]),
+        ];
+        let p = ImpactParams {
+            duration_s: 0.2,
+            ..ImpactParams::default()
+        };
         // The first ACK echoes the retransmission: not a timestamp-based proof; the second
         // echoes an old TSval but is a duplicate ACK (no advance), which the undos do not judge.
-        let acks = vec![TapAck { t_ns: 90_000_000, ack: 2000, tsecr: 51 }, TapAck { t_ns: 95_000_000, ack: 2000, tsecr: 1 }];
+        let acks = vec![
+            TapAck {
+                t_ns: 90_000_000,
+                ack: 2000,
+                tsecr: 51,
+            },
+            TapAck {
+                t_ns: 95_000_000,
+                ack: 2000,
+                tsecr: 1,
+            },
+        ];
         let (s, ev) = analyse(&p, &samples, &sent, &delivered, &acks, 1448, true);
-        assert_eq!(ev.iter().map(|e| e.verdict).collect::<Vec<_>>(), [UndoVerdict::Spurious, UndoVerdict::NoRetransmission]);
+        assert_eq!(
+            ev.iter().map(|e| e.verdict).collect::<Vec<_>>(),
+            [UndoVerdict::Spurious, UndoVerdict::NoRetransmission]
+        );
         // The second event's window starts at the first event's sample (bounded by it).
         assert_eq!(ev[1].window_start_ms, 100.0);
         assert!(!ev[0].echo_before_retransmission);
-        assert_eq!((s.undos_spurious, s.undos_unplaced, s.tap_dropped), (1, 1, 0));
+        assert_eq!(
+            (s.undos_spurious, s.undos_unplaced, s.tap_dropped),
+            (1, 1, 0)
+        );
         assert!((s.goodput_mbit - 10_000.0 * 8.0 / 0.2 / 1e6).abs() < 1e-9);
     }
 
@@ -1081,8 +1429,23 @@ mod tests {
     fn a_lost_retransmission_is_not_an_original() {
         let sent = vec![seg(0, 0, 1), seg(10, 0, 11), seg(20, 0, 21)];
         let delivered = vec![seg(20, 0, 21)];
-        let (s, _) = analyse(&ImpactParams::default(), &[], &sent, &delivered, &[], 1448, true);
-        assert_eq!((s.tap_dropped, s.tap_dropped_originals, s.tap_dropped_retransmissions), (2, 1, 1));
+        let (s, _) = analyse(
+            &ImpactParams::default(),
+            &[],
+            &sent,
+            &delivered,
+            &[],
+            1448,
+            true,
+        );
+        assert_eq!(
+            (
+                s.tap_dropped,
+                s.tap_dropped_originals,
+                s.tap_dropped_retransmissions
+            ),
+            (2, 1, 1)
+        );
     }
 
     #[test]
@@ -1097,7 +1460,10 @@ mod tests {
         t[13] = 0x18;
         t[20..32].copy_from_slice(&[1, 1, 8, 10, 0, 0, 0, 42, 0, 0, 0, 9]);
         let h = parse_tcp(&p[..60], 152).unwrap();
-        assert_eq!((h.seq, h.len, h.tsval, h.tsecr, h.flags), (7, 100, 42, 9, 0x18));
+        assert_eq!(
+            (h.seq, h.len, h.tsval, h.tsecr, h.flags),
+            (7, 100, 42, 9, 0x18)
+        );
         assert_eq!(parse_tcp(&[0x60; 40], 40), None);
     }
 
@@ -1106,13 +1472,34 @@ mod tests {
         let out = "qdisc netem 8001: root refcnt 2 limit 10000 delay 20ms reorder 1% loss 1%\n Sent 1 bytes 2 pkt (dropped 37, overlimits 0 requeues 0)\n";
         assert_eq!(netem_dropped(out), Some(37));
         let p = ImpactParams::default();
-        assert_eq!(p.data_netem().join(" "), "limit 10000 delay 20000us reorder 1% loss random 1%");
+        assert_eq!(
+            p.data_netem().join(" "),
+            "limit 10000 delay 20000us reorder 1% loss random 1%"
+        );
         assert_eq!(p.ack_netem().join(" "), "limit 10000 delay 20000us");
         assert!(p.validate().is_ok());
-        assert!(ImpactParams { loss_pct: 60.0, ..p.clone() }.validate().is_err());
-        let j = ImpactParams { jitter_ms: 5.0, jitter_dist: Some("pareto".into()), reorder_pct: 0.0, ..p.clone() };
-        assert_eq!(j.data_netem().join(" "), "limit 10000 delay 20000us 5000us distribution pareto loss random 1%");
-        assert!(ImpactParams { jitter_dist: Some("zipf".into()), ..j }.validate().is_err());
+        assert!(ImpactParams {
+            loss_pct: 60.0,
+            ..p.clone()
+        }
+        .validate()
+        .is_err());
+        let j = ImpactParams {
+            jitter_ms: 5.0,
+            jitter_dist: Some("pareto".into()),
+            reorder_pct: 0.0,
+            ..p.clone()
+        };
+        assert_eq!(
+            j.data_netem().join(" "),
+            "limit 10000 delay 20000us 5000us distribution pareto loss random 1%"
+        );
+        assert!(ImpactParams {
+            jitter_dist: Some("zipf".into()),
+            ..j
+        }
+        .validate()
+        .is_err());
         assert_eq!(median_of([3.0, 1.0, 2.0, 10.0]), 2.5);
     }
 }

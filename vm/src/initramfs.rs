@@ -65,7 +65,12 @@ fn clean(p: &str) -> Result<String, Error> {
 pub fn guest_path(host: &Path) -> String {
     let s = host.to_string_lossy();
     let s = s.trim_start_matches('/');
-    for (from, to) in [("bin/", "usr/bin/"), ("sbin/", "usr/sbin/"), ("lib/", "usr/lib/"), ("lib64/", "usr/lib64/")] {
+    for (from, to) in [
+        ("bin/", "usr/bin/"),
+        ("sbin/", "usr/sbin/"),
+        ("lib/", "usr/lib/"),
+        ("lib64/", "usr/lib64/"),
+    ] {
         if let Some(rest) = s.strip_prefix(from) {
             return format!("{to}{rest}");
         }
@@ -91,7 +96,11 @@ impl Tree {
                     self.nodes.insert(acc.clone(), Node::Dir(0o755));
                 }
                 Some(Node::Dir(_)) => {}
-                Some(_) => return Err(Error::Failed(format!("initramfs: {acc} is not a directory (adding {p})"))),
+                Some(_) => {
+                    return Err(Error::Failed(format!(
+                        "initramfs: {acc} is not a directory (adding {p})"
+                    )))
+                }
             }
         }
         Ok(())
@@ -131,11 +140,20 @@ impl Tree {
 
     /// A host file (symlinks followed) at `guest`, with its permissions and mtime.
     pub fn host_file(&mut self, guest: &str, host: &Path) -> Result<(), Error> {
-        let m = std::fs::metadata(host).map_err(|e| Error::Failed(format!("{}: {e}", host.display())))?;
+        let m = std::fs::metadata(host)
+            .map_err(|e| Error::Failed(format!("{}: {e}", host.display())))?;
         if !m.is_file() {
-            return Err(Error::Failed(format!("{}: not a regular file", host.display())));
+            return Err(Error::Failed(format!(
+                "{}: not a regular file",
+                host.display()
+            )));
         }
-        self.file(guest, m.mode() & 0o7777, m.mtime().clamp(0, u32::MAX as i64) as u32, Data::Host(host.to_path_buf()))
+        self.file(
+            guest,
+            m.mode() & 0o7777,
+            m.mtime().clamp(0, u32::MAX as i64) as u32,
+            Data::Host(host.to_path_buf()),
+        )
     }
 
     /// Writes the archive (uncompressed) to `w`.
@@ -146,17 +164,27 @@ impl Tree {
             match n {
                 Node::Dir(perm) => c.dir(name, *perm).map_err(e)?,
                 Node::Symlink(t) => c.symlink(name, t).map_err(e)?,
-                Node::Char { perm, major, minor } => c.char_device(name, *perm, *major, *minor).map_err(e)?,
+                Node::Char { perm, major, minor } => {
+                    c.char_device(name, *perm, *major, *minor).map_err(e)?
+                }
                 Node::File { perm, mtime, data } => {
                     let bytes;
                     let d: &[u8] = match data {
                         Data::Bytes(b) => b,
                         Data::Host(p) => {
-                            bytes = std::fs::read(p).map_err(|x| Error::Failed(format!("{}: {x}", p.display())))?;
+                            bytes = std::fs::read(p)
+                                .map_err(|x| Error::Failed(format!("{}: {x}", p.display())))?;
                             &bytes
                         }
                     };
-                    c.entry(&Entry { name: name.clone(), mode: cpio::S_IFREG | perm, mtime: *mtime, data: d.to_vec(), rdev: (0, 0) }).map_err(e)?
+                    c.entry(&Entry {
+                        name: name.clone(),
+                        mode: cpio::S_IFREG | perm,
+                        mtime: *mtime,
+                        data: d.to_vec(),
+                        rdev: (0, 0),
+                    })
+                    .map_err(e)?
                 }
             }
         }
@@ -166,7 +194,9 @@ impl Tree {
     /// The archive, gzip-compressed (level 1: the kernel's inflate is not the bottleneck).
     pub fn to_gzip(&self) -> Result<Vec<u8>, Error> {
         let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        self.write_cpio(gz)?.finish().map_err(|e| Error::Failed(format!("gzip: {e}")))
+        self.write_cpio(gz)?
+            .finish()
+            .map_err(|e| Error::Failed(format!("gzip: {e}")))
     }
 
     /// Entry names, sorted.
@@ -183,9 +213,15 @@ pub fn ldd(bin: &Path) -> Result<Vec<PathBuf>, Error> {
     if crate::elf::is_dynamic(&head) != Some(true) {
         return Ok(Vec::new());
     }
-    let out = Command::new("ldd").arg(bin).output().map_err(|e| Error::Missing(format!("ldd (libc-bin) is needed to collect the libraries of {}: {e}", bin.display())))?;
+    let out = Command::new("ldd").arg(bin).output().map_err(|e| {
+        Error::Missing(format!(
+            "ldd (libc-bin) is needed to collect the libraries of {}: {e}",
+            bin.display()
+        ))
+    })?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let libs = parse_ldd(&text).map_err(|l| Error::Failed(format!("ldd {}: {l}", bin.display())))?;
+    let libs =
+        parse_ldd(&text).map_err(|l| Error::Failed(format!("ldd {}: {l}", bin.display())))?;
     Ok(libs)
 }
 
@@ -211,13 +247,18 @@ fn read_head(p: &Path, n: usize) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let f = std::fs::File::open(p).map_err(|e| Error::Failed(format!("{}: {e}", p.display())))?;
     let mut b = Vec::new();
-    f.take(n as u64).read_to_end(&mut b).map_err(|e| Error::Failed(format!("{}: {e}", p.display())))?;
+    f.take(n as u64)
+        .read_to_end(&mut b)
+        .map_err(|e| Error::Failed(format!("{}: {e}", p.display())))?;
     Ok(b)
 }
 
 /// A program on the host: the first of `/usr/sbin /usr/bin /sbin /bin` that has it.
 pub fn find_tool(name: &str) -> Option<PathBuf> {
-    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
 }
 
 /// Debian's static busybox.
@@ -228,10 +269,15 @@ pub fn find_busybox() -> Result<PathBuf, Error> {
             if crate::elf::is_dynamic(&read_head(p, 4096)?) == Some(false) {
                 return Ok(p.to_path_buf());
             }
-            return Err(Error::Missing(format!("{} is dynamically linked: install busybox-static (apt-get install busybox-static)", p.display())));
+            return Err(Error::Missing(format!(
+                "{} is dynamically linked: install busybox-static (apt-get install busybox-static)",
+                p.display()
+            )));
         }
     }
-    Err(Error::Missing("busybox is not installed: apt-get install busybox-static".into()))
+    Err(Error::Missing(
+        "busybox is not installed: apt-get install busybox-static".into(),
+    ))
 }
 
 /// Debian's python3 (the ELF, not a pyenv shim): `/usr/bin/python3` resolved.
@@ -270,7 +316,9 @@ pub fn python_files(python: &Path) -> Result<(String, Vec<PathBuf>), Error> {
     if let Some(mut i) = child.stdin.take() {
         let _ = i.write_all(input.as_bytes());
     }
-    let out = child.wait_with_output().map_err(|e| Error::Failed(format!("{}: {e}", python.display())))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::Failed(format!("{}: {e}", python.display())))?;
     let err = String::from_utf8_lossy(&out.stderr);
     let mut version = String::new();
     let mut files = Vec::new();
@@ -285,7 +333,11 @@ pub fn python_files(python: &Path) -> Result<(String, Vec<PathBuf>), Error> {
         }
     }
     if !out.status.success() || version.is_empty() {
-        return Err(Error::Failed(format!("{} cannot run the %{{ }}% driver: {}", python.display(), err.lines().last().unwrap_or(""))));
+        return Err(Error::Failed(format!(
+            "{} cannot run the %{{ }}% driver: {}",
+            python.display(),
+            err.lines().last().unwrap_or("")
+        )));
     }
     files.sort();
     files.dedup();
@@ -325,7 +377,8 @@ fn fnv(h: &mut u64, b: &[u8]) {
 pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base, Error> {
     let trc = match &o.trc {
         Some(p) => p.clone(),
-        None => std::env::current_exe().map_err(|e| Error::Failed(format!("cannot find the running trc binary: {e}")))?,
+        None => std::env::current_exe()
+            .map_err(|e| Error::Failed(format!("cannot find the running trc binary: {e}")))?,
     };
     let busybox = find_busybox()?;
     let mut notes = Vec::new();
@@ -337,11 +390,16 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
     let mut elves: Vec<PathBuf> = vec![trc.clone()];
     host.push(("usr/bin/busybox".into(), busybox.clone()));
     add_host_tools(&mut host, &mut elves, &mut notes)?;
-    let sh = std::fs::canonicalize("/bin/sh").map_err(|e| Error::Missing(format!("/bin/sh: {e}")))?;
+    let sh =
+        std::fs::canonicalize("/bin/sh").map_err(|e| Error::Missing(format!("/bin/sh: {e}")))?;
     let sh_guest = guest_path(&sh);
     host.push((sh_guest.clone(), sh.clone()));
     elves.push(sh.clone());
-    let python_version = if o.no_python { None } else { add_python(&mut tree, &mut host, &mut elves, &mut notes)? };
+    let python_version = if o.no_python {
+        None
+    } else {
+        add_python(&mut tree, &mut host, &mut elves, &mut notes)?
+    };
     for b in &elves {
         // At the path ldd names (the loader's), with the real file's contents.
         for l in ldd(b)? {
@@ -352,7 +410,10 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
     if !sel.modules.iter().any(|m| m.name == "tun") && !sel.builtin.iter().any(|m| m == "tun") {
         notes.push(match &kernel.modules {
             None => "no modules directory given: tun must be built into the kernel".to_string(),
-            Some(d) => format!("tun is neither a module in {} nor built in: runs will be skipped", d.display()),
+            Some(d) => format!(
+                "tun is neither a module in {} nor built in: runs will be skipped",
+                d.display()
+            ),
         });
     }
 
@@ -367,7 +428,13 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
         python: python_version,
     };
     if let Ok(m) = std::fs::metadata(&path) {
-        return Ok(Base { path, manifest, cached: true, bytes: m.len(), notes });
+        return Ok(Base {
+            path,
+            manifest,
+            cached: true,
+            bytes: m.len(),
+            notes,
+        });
     }
 
     // Build it.
@@ -378,7 +445,10 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
         }
     }
     if sh_guest != "usr/bin/sh" {
-        let target = Path::new(&sh_guest).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let target = Path::new(&sh_guest)
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         tree.symlink("usr/bin/sh", &target)?;
     }
     add_trc(&mut tree, &dir, &trc, &mut notes)?;
@@ -389,19 +459,44 @@ pub fn base(kernel: &KernelImage, cache: &Path, o: &BaseOptions) -> Result<Base,
     let gz = tree.to_gzip()?;
     write_atomic(&path, &gz)?;
     remove_older_bases(&dir, &path);
-    Ok(Base { path, manifest, cached: false, bytes: gz.len() as u64, notes })
+    Ok(Base {
+        path,
+        manifest,
+        cached: false,
+        bytes: gz.len() as u64,
+        notes,
+    })
 }
 
 /// The manifest's modules: where each of `sel` goes in the guest, in load order (dependencies
 /// first, as [`crate::modules::select`] ordered them).
 pub fn module_entries(sel: &crate::modules::Selection, release: &str) -> Vec<BaseModule> {
-    sel.modules.iter().map(|m| BaseModule { name: m.name.clone(), path: format!("/usr/lib/modules/{release}/{}.ko{}", m.name, if m.compressed { ".zst" } else { "" }), compressed: m.compressed }).collect()
+    sel.modules
+        .iter()
+        .map(|m| BaseModule {
+            name: m.name.clone(),
+            path: format!(
+                "/usr/lib/modules/{release}/{}.ko{}",
+                m.name,
+                if m.compressed { ".zst" } else { "" }
+            ),
+            compressed: m.compressed,
+        })
+        .collect()
 }
 
 /// Puts `sel`'s module files into `tree` at the paths of `entries` ([`module_entries`]).
-pub fn add_modules(tree: &mut Tree, sel: &crate::modules::Selection, entries: &[BaseModule]) -> Result<(), Error> {
+pub fn add_modules(
+    tree: &mut Tree,
+    sel: &crate::modules::Selection,
+    entries: &[BaseModule],
+) -> Result<(), Error> {
     for m in &sel.modules {
-        let g = entries.iter().find(|b| b.name == m.name).map(|b| b.path.clone()).unwrap_or_default();
+        let g = entries
+            .iter()
+            .find(|b| b.name == m.name)
+            .map(|b| b.path.clone())
+            .unwrap_or_default();
         tree.file(&g, 0o644, 0, Data::Bytes(m.data.clone()))?;
     }
     Ok(())
@@ -410,7 +505,20 @@ pub fn add_modules(tree: &mut Tree, sel: &crate::modules::Selection, entries: &[
 /// The guest's fixed skeleton: the top directories, the `/bin` -> `/usr/bin` style links, the
 /// console and null devices, and a root-only passwd and group.
 fn skeleton(tree: &mut Tree) -> Result<(), Error> {
-    for d in ["proc", "sys", "dev", "tmp", "run", "root", "etc/trc-vm", "t", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64"] {
+    for d in [
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "run",
+        "root",
+        "etc/trc-vm",
+        "t",
+        "usr/bin",
+        "usr/sbin",
+        "usr/lib",
+        "usr/lib64",
+    ] {
         tree.dir(d, if d == "tmp" { 0o1777 } else { 0o755 })?;
     }
     for d in ["bin", "sbin", "lib", "lib64"] {
@@ -418,30 +526,52 @@ fn skeleton(tree: &mut Tree) -> Result<(), Error> {
     }
     tree.char_device("dev/console", 0o600, 5, 1)?;
     tree.char_device("dev/null", 0o666, 1, 3)?;
-    tree.file("etc/passwd", 0o644, 0, Data::Bytes(b"root:x:0:0:root:/root:/bin/sh\n".to_vec()))?;
+    tree.file(
+        "etc/passwd",
+        0o644,
+        0,
+        Data::Bytes(b"root:x:0:0:root:/root:/bin/sh\n".to_vec()),
+    )?;
     tree.file("etc/group", 0o644, 0, Data::Bytes(b"root:x:0:\n".to_vec()))?;
     Ok(())
 }
 
 /// The host's ip (required), tc, nstat and sysctl, at their canonical guest paths; a missing
 /// optional one is a note.
-fn add_host_tools(host: &mut Vec<(String, PathBuf)>, elves: &mut Vec<PathBuf>, notes: &mut Vec<String>) -> Result<(), Error> {
-    let ip = find_tool("ip").ok_or_else(|| Error::Missing("iproute2's ip is not installed (the runner needs it in the guest)".into()))?;
-    for (name, p) in [("ip", Some(ip)), ("tc", find_tool("tc")), ("nstat", find_tool("nstat")), ("sysctl", find_tool("sysctl"))] {
+fn add_host_tools(
+    host: &mut Vec<(String, PathBuf)>,
+    elves: &mut Vec<PathBuf>,
+    notes: &mut Vec<String>,
+) -> Result<(), Error> {
+    let ip = find_tool("ip").ok_or_else(|| {
+        Error::Missing("iproute2's ip is not installed (the runner needs it in the guest)".into())
+    })?;
+    for (name, p) in [
+        ("ip", Some(ip)),
+        ("tc", find_tool("tc")),
+        ("nstat", find_tool("nstat")),
+        ("sysctl", find_tool("sysctl")),
+    ] {
         match p {
             Some(p) => {
                 let g = guest_path(&std::fs::canonicalize(&p).unwrap_or(p.clone()));
                 host.push((g, p.clone()));
                 elves.push(p);
             }
-            None => notes.push(format!("{name} is not installed on the host: not in the guest")),
+            None => notes.push(format!(
+                "{name} is not installed on the host: not in the guest"
+            )),
         }
     }
     // tc's delay distribution tables (netem `distribution normal|pareto|paretonormal`), where
     // iproute2 keeps them (/usr/lib/tc or /usr/lib/MULTIARCH/tc).
     let mut dirs = vec![PathBuf::from("/usr/lib/tc")];
     if let Ok(rd) = std::fs::read_dir("/usr/lib") {
-        let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path().join("tc")).filter(|p| p.is_dir()).collect();
+        let mut v: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("tc"))
+            .filter(|p| p.is_dir())
+            .collect();
         v.sort();
         dirs.extend(v);
     }
@@ -458,7 +588,12 @@ fn add_host_tools(host: &mut Vec<(String, PathBuf)>, elves: &mut Vec<PathBuf>, n
 
 /// The host's python3 with the files it loads at start-up, the prefix landmark and the basic
 /// encodings; its version, or `None` (with a note) when there is no usable python.
-fn add_python(tree: &mut Tree, host: &mut Vec<(String, PathBuf)>, elves: &mut Vec<PathBuf>, notes: &mut Vec<String>) -> Result<Option<String>, Error> {
+fn add_python(
+    tree: &mut Tree,
+    host: &mut Vec<(String, PathBuf)>,
+    elves: &mut Vec<PathBuf>,
+    notes: &mut Vec<String>,
+) -> Result<Option<String>, Error> {
     let Some(py) = find_python() else {
         notes.push("no Debian python3 (/usr/bin/python3) on the host: scripts with %{ }% blocks will fail in the guest".into());
         return Ok(None);
@@ -470,7 +605,10 @@ fn add_python(tree: &mut Tree, host: &mut Vec<(String, PathBuf)>, elves: &mut Ve
             return Ok(None);
         }
     };
-    let name = py.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = py
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     host.push((guest_path(&py), py.clone()));
     elves.push(py.clone());
     tree.symlink("usr/bin/python3", &name)?;
@@ -494,16 +632,38 @@ fn add_python(tree: &mut Tree, host: &mut Vec<(String, PathBuf)>, elves: &mut Ve
 }
 
 /// The base's cache key: format, kernel, the stats of every host file, the modules' sources.
-fn cache_key(kernel: &KernelImage, o: &BaseOptions, trc: &Path, host: &[(String, PathBuf)], sel: &crate::modules::Selection) -> u64 {
+fn cache_key(
+    kernel: &KernelImage,
+    o: &BaseOptions,
+    trc: &Path,
+    host: &[(String, PathBuf)],
+    sel: &crate::modules::Selection,
+) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
-    fnv(&mut h, format!("{FORMAT}\0{}\0{}\0", kernel.release, o.no_python).as_bytes());
-    let stat = |p: &Path| std::fs::metadata(p).map(|m| format!("{}:{}:{}:{}", m.len(), m.mtime(), m.mtime_nsec(), m.ino())).unwrap_or_default();
-    fnv(&mut h, format!("trc\0{}\0{}\0", trc.display(), stat(trc)).as_bytes());
+    fnv(
+        &mut h,
+        format!("{FORMAT}\0{}\0{}\0", kernel.release, o.no_python).as_bytes(),
+    );
+    let stat = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| format!("{}:{}:{}:{}", m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
+            .unwrap_or_default()
+    };
+    fnv(
+        &mut h,
+        format!("trc\0{}\0{}\0", trc.display(), stat(trc)).as_bytes(),
+    );
     for (g, p) in host {
-        fnv(&mut h, format!("{g}\0{}\0{}\0", p.display(), stat(p)).as_bytes());
+        fnv(
+            &mut h,
+            format!("{g}\0{}\0{}\0", p.display(), stat(p)).as_bytes(),
+        );
     }
     for m in &sel.modules {
-        fnv(&mut h, format!("{}\0{}\0{}\0", m.name, m.source.display(), stat(&m.source)).as_bytes());
+        fnv(
+            &mut h,
+            format!("{}\0{}\0{}\0", m.name, m.source.display(), stat(&m.source)).as_bytes(),
+        );
     }
     h
 }
@@ -513,14 +673,22 @@ fn cache_key(kernel: &KernelImage, o: &BaseOptions, trc: &Path, host: &[(String,
 fn add_trc(tree: &mut Tree, dir: &Path, trc: &Path, notes: &mut Vec<String>) -> Result<(), Error> {
     let stripped = dir.join(format!(".trc-stripped-{}", std::process::id()));
     let _rm = RemoveOnDrop(stripped.clone());
-    let trc_src = match Command::new("objcopy").arg("--strip-debug").arg(trc).arg(&stripped).status() {
+    let trc_src = match Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(trc)
+        .arg(&stripped)
+        .status()
+    {
         Ok(s) if s.success() => stripped.clone(),
         _ => {
-            notes.push("objcopy is not installed: trc goes into the initramfs with its debug info".into());
+            notes.push(
+                "objcopy is not installed: trc goes into the initramfs with its debug info".into(),
+            );
             trc.to_path_buf()
         }
     };
-    let data = std::fs::read(&trc_src).map_err(|e| Error::Failed(format!("{}: {e}", trc_src.display())))?;
+    let data = std::fs::read(&trc_src)
+        .map_err(|e| Error::Failed(format!("{}: {e}", trc_src.display())))?;
     tree.file("usr/bin/trc", 0o755, 0, Data::Bytes(data))?;
     tree.symlink("init", "usr/bin/trc")?;
     Ok(())
@@ -528,13 +696,30 @@ fn add_trc(tree: &mut Tree, dir: &Path, trc: &Path, notes: &mut Vec<String>) -> 
 
 /// busybox applets as links to busybox, where no real program is.
 fn add_busybox_applets(tree: &mut Tree, busybox: &Path) -> Result<(), Error> {
-    let list = Command::new(busybox).arg("--list-full").output().map_err(|e| Error::Failed(format!("{}: {e}", busybox.display())))?;
+    let list = Command::new(busybox)
+        .arg("--list-full")
+        .output()
+        .map_err(|e| Error::Failed(format!("{}: {e}", busybox.display())))?;
     for a in String::from_utf8_lossy(&list.stdout).lines() {
-        let Some((d, n)) = a.rsplit_once('/') else { continue };
-        let d = if d.ends_with("sbin") { "usr/sbin" } else { "usr/bin" };
+        let Some((d, n)) = a.rsplit_once('/') else {
+            continue;
+        };
+        let d = if d.ends_with("sbin") {
+            "usr/sbin"
+        } else {
+            "usr/bin"
+        };
         let g = format!("{d}/{n}");
-        let other = format!("{}/{n}", if d == "usr/sbin" { "usr/bin" } else { "usr/sbin" });
-        if !tree.contains(&g) && !tree.contains(&other) && !n.is_empty() && !n.contains(['/', '\0']) {
+        let other = format!(
+            "{}/{n}",
+            if d == "usr/sbin" {
+                "usr/bin"
+            } else {
+                "usr/sbin"
+            }
+        );
+        if !tree.contains(&g) && !tree.contains(&other) && !n.is_empty() && !n.contains(['/', '\0'])
+        {
             tree.symlink(&g, "/usr/bin/busybox")?;
         }
     }
@@ -560,11 +745,17 @@ fn remove_older_bases(dir: &Path, keep: &Path) {
 pub fn referenced_files(cmd: &str, dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
     for w in cmd.split(|c: char| c.is_whitespace() || ";|&<>()`'\"=$".contains(c)) {
-        if w.is_empty() || w.starts_with('/') || w.starts_with('-') || !(w.contains('/') || w.ends_with(".sh") || w.ends_with(".py")) {
+        if w.is_empty()
+            || w.starts_with('/')
+            || w.starts_with('-')
+            || !(w.contains('/') || w.ends_with(".sh") || w.ends_with(".py"))
+        {
             continue;
         }
         let p = dir.join(w);
-        if p.metadata().is_ok_and(|m| m.is_file() && m.len() < (1 << 20)) {
+        if p.metadata()
+            .is_ok_and(|m| m.is_file() && m.len() < (1 << 20))
+        {
             if let Ok(c) = std::fs::canonicalize(&p) {
                 v.push(c);
             }
@@ -575,7 +766,9 @@ pub fn referenced_files(cmd: &str, dir: &Path) -> Vec<PathBuf> {
 
 fn common_dir(paths: &[PathBuf]) -> PathBuf {
     let mut it = paths.iter().filter_map(|p| p.parent());
-    let Some(first) = it.next() else { return PathBuf::from("/") };
+    let Some(first) = it.next() else {
+        return PathBuf::from("/");
+    };
     let mut acc: Vec<std::path::Component> = first.components().collect();
     for p in it {
         let c: Vec<_> = p.components().collect();
@@ -587,12 +780,19 @@ fn common_dir(paths: &[PathBuf]) -> PathBuf {
 
 /// The scripts archive (gzip) and the job it carries. `scripts`: (host path, name in reports,
 /// parsed script).
-pub fn scripts_archive(scripts: &[(PathBuf, String, trc_pkt::Script)], mut job: Job) -> Result<(Vec<u8>, Job), Error> {
+pub fn scripts_archive(
+    scripts: &[(PathBuf, String, trc_pkt::Script)],
+    mut job: Job,
+) -> Result<(Vec<u8>, Job), Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut canon_scripts = Vec::new();
     for (p, _, s) in scripts {
-        let c = std::fs::canonicalize(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
-        let dir = c.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+        let c =
+            std::fs::canonicalize(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
+        let dir = c
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("/"));
         files.push(c.clone());
         canon_scripts.push(c);
         let mut todo: Vec<PathBuf> = Vec::new();
@@ -619,13 +819,25 @@ pub fn scripts_archive(scripts: &[(PathBuf, String, trc_pkt::Script)], mut job: 
     let root = common_dir(&files);
     let mut tree = Tree::new();
     let rel = |p: &Path| -> String {
-        let r = p.strip_prefix(&root).unwrap_or(p).to_string_lossy().trim_start_matches('/').to_string();
+        let r = p
+            .strip_prefix(&root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .trim_start_matches('/')
+            .to_string();
         format!("t/{r}")
     };
     for f in &files {
         tree.host_file(&rel(f), f)?;
     }
-    job.scripts = scripts.iter().zip(&canon_scripts).map(|((_, name, _), c)| JobScript { guest_path: format!("/{}", rel(c)), name: name.clone() }).collect();
+    job.scripts = scripts
+        .iter()
+        .zip(&canon_scripts)
+        .map(|((_, name, _), c)| JobScript {
+            guest_path: format!("/{}", rel(c)),
+            name: name.clone(),
+        })
+        .collect();
     let j = serde_json::to_vec_pretty(&job).map_err(|e| Error::Failed(e.to_string()))?;
     tree.file("t/job.json", 0o644, 0, Data::Bytes(j))?;
     Ok((tree.to_gzip()?, job))
@@ -637,8 +849,14 @@ mod tests {
 
     #[test]
     fn merged_usr_paths() {
-        assert_eq!(guest_path(Path::new("/lib/x86_64-linux-gnu/libc.so.6")), "usr/lib/x86_64-linux-gnu/libc.so.6");
-        assert_eq!(guest_path(Path::new("/lib64/ld-linux-x86-64.so.2")), "usr/lib64/ld-linux-x86-64.so.2");
+        assert_eq!(
+            guest_path(Path::new("/lib/x86_64-linux-gnu/libc.so.6")),
+            "usr/lib/x86_64-linux-gnu/libc.so.6"
+        );
+        assert_eq!(
+            guest_path(Path::new("/lib64/ld-linux-x86-64.so.2")),
+            "usr/lib64/ld-linux-x86-64.so.2"
+        );
         assert_eq!(guest_path(Path::new("/usr/sbin/ip")), "usr/sbin/ip");
         assert_eq!(guest_path(Path::new("/bin/dash")), "usr/bin/dash");
     }
@@ -646,23 +864,52 @@ mod tests {
     #[test]
     fn ldd_output() {
         let t = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
-        assert_eq!(parse_ldd(t).unwrap(), vec![PathBuf::from("/lib/x86_64-linux-gnu/libgcc_s.so.1"), PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]);
+        assert_eq!(
+            parse_ldd(t).unwrap(),
+            vec![
+                PathBuf::from("/lib/x86_64-linux-gnu/libgcc_s.so.1"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2")
+            ]
+        );
         assert!(parse_ldd("\tlibfoo.so => not found\n").is_err());
         let me = std::env::current_exe().unwrap();
         let libs = ldd(&me).unwrap();
-        assert!(libs.iter().any(|l| l.to_string_lossy().contains("libc.so")), "{libs:?}");
+        assert!(
+            libs.iter().any(|l| l.to_string_lossy().contains("libc.so")),
+            "{libs:?}"
+        );
     }
 
     #[test]
     fn tree_orders_parents_first() {
         let mut t = Tree::new();
-        t.file("usr/lib/x86_64-linux-gnu/libc.so.6", 0o755, 0, Data::Bytes(b"x".to_vec())).unwrap();
+        t.file(
+            "usr/lib/x86_64-linux-gnu/libc.so.6",
+            0o755,
+            0,
+            Data::Bytes(b"x".to_vec()),
+        )
+        .unwrap();
         t.symlink("lib", "usr/lib").unwrap();
         t.file("usr-x", 0o644, 0, Data::Bytes(Vec::new())).unwrap();
-        assert!(t.file("lib/x", 0o644, 0, Data::Bytes(Vec::new())).is_err(), "lib is a symlink");
+        assert!(
+            t.file("lib/x", 0o644, 0, Data::Bytes(Vec::new())).is_err(),
+            "lib is a symlink"
+        );
         assert!(t.file("../x", 0o644, 0, Data::Bytes(Vec::new())).is_err());
         let names = t.names();
-        assert_eq!(names, ["lib", "usr", "usr-x", "usr/lib", "usr/lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu/libc.so.6"]);
+        assert_eq!(
+            names,
+            [
+                "lib",
+                "usr",
+                "usr-x",
+                "usr/lib",
+                "usr/lib/x86_64-linux-gnu",
+                "usr/lib/x86_64-linux-gnu/libc.so.6"
+            ]
+        );
         let b = t.write_cpio(Vec::new()).unwrap();
         let e = cpio::read(&b).unwrap();
         assert_eq!(e.iter().map(|e| e.name.clone()).collect::<Vec<_>>(), names);
@@ -678,9 +925,25 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples");
         let dir = root.join("kernel");
         let v = referenced_files("../common/defaults.sh", &dir);
-        assert_eq!(v, vec![std::fs::canonicalize(root.join("common/defaults.sh")).unwrap()]);
-        assert!(referenced_files("sysctl -q net.ipv4.tcp_sack=0; /proc/x; ./nonexistent.sh", &dir).is_empty());
-        assert_eq!(common_dir(&[PathBuf::from("/a/b/k/x.pkt"), PathBuf::from("/a/b/common/d.sh")]), PathBuf::from("/a/b"));
-        assert_eq!(common_dir(&[PathBuf::from("/a/b/x.pkt")]), PathBuf::from("/a/b"));
+        assert_eq!(
+            v,
+            vec![std::fs::canonicalize(root.join("common/defaults.sh")).unwrap()]
+        );
+        assert!(referenced_files(
+            "sysctl -q net.ipv4.tcp_sack=0; /proc/x; ./nonexistent.sh",
+            &dir
+        )
+        .is_empty());
+        assert_eq!(
+            common_dir(&[
+                PathBuf::from("/a/b/k/x.pkt"),
+                PathBuf::from("/a/b/common/d.sh")
+            ]),
+            PathBuf::from("/a/b")
+        );
+        assert_eq!(
+            common_dir(&[PathBuf::from("/a/b/x.pkt")]),
+            PathBuf::from("/a/b")
+        );
     }
 }

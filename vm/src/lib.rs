@@ -34,7 +34,10 @@ pub mod proto;
 pub mod target;
 
 pub use apt::{FetchOptions, KernelSpec};
-pub use host::{run_impact_in_vm_with, run_in_vm, run_in_vm_with, Accel, AccelUsed, Event, ScriptOutcome, ScriptRun, VmRun, VmSpec};
+pub use host::{
+    run_impact_in_vm_with, run_in_vm, run_in_vm_with, Accel, AccelUsed, Event, ScriptOutcome,
+    ScriptRun, VmRun, VmSpec,
+};
 pub use proto::GuestOptions;
 
 /// Why something could not be done. The command line maps these to exit codes.
@@ -61,15 +64,23 @@ pub fn default_cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return PathBuf::from(d).join("trc");
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
     home.join(".cache/trc")
 }
 
 /// Writes `data` to `path` atomically: a temporary file in the same directory, then a rename.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let base = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let base = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -79,7 +90,10 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     })();
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
-        return Err(Error::Failed(format!("cannot write {}: {e}", path.display())));
+        return Err(Error::Failed(format!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
     }
     Ok(())
 }
@@ -129,14 +143,21 @@ impl KernelImage {
     pub fn from_dir(dir: &Path) -> Result<KernelImage> {
         let vmlinuz = dir.join("vmlinuz");
         if !vmlinuz.exists() {
-            return Err(Error::Missing(format!("{}: no vmlinuz (not a kernel directory from `trc kernel fetch`)", dir.display())));
+            return Err(Error::Missing(format!(
+                "{}: no vmlinuz (not a kernel directory from `trc kernel fetch`)",
+                dir.display()
+            )));
         }
-        let info: Option<ImageInfo> = std::fs::read(dir.join("image.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let info: Option<ImageInfo> = std::fs::read(dir.join("image.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
         let canon = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
         let modules = Some(dir.join("modules")).filter(|p| p.is_dir()).map(canon);
         let mut img = KernelImage::from_files(&canon(vmlinuz), modules.as_deref())?;
         img.config = Some(dir.join("config")).filter(|p| p.exists()).map(canon);
-        img.system_map = Some(dir.join("System.map")).filter(|p| p.exists()).map(canon);
+        img.system_map = Some(dir.join("System.map"))
+            .filter(|p| p.exists())
+            .map(canon);
         if let Some(i) = info {
             img.suite = i.suite;
             img.package_version = i.package_version;
@@ -150,27 +171,44 @@ impl KernelImage {
     /// bzImage's header; a modules directory for another release is refused.
     pub fn from_files(vmlinuz: &Path, modules: Option<&Path>) -> Result<KernelImage> {
         if !vmlinuz.exists() {
-            return Err(Error::Missing(format!("{}: no such kernel image", vmlinuz.display())));
+            return Err(Error::Missing(format!(
+                "{}: no such kernel image",
+                vmlinuz.display()
+            )));
         }
         let release = elf::bzimage_release(vmlinuz)?;
         if let Some(m) = modules {
             if !m.is_dir() {
-                return Err(Error::Usage(format!("{}: not a directory (expected lib/modules/{release})", m.display())));
+                return Err(Error::Usage(format!(
+                    "{}: not a directory (expected lib/modules/{release})",
+                    m.display()
+                )));
             }
-            let name = m.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let canon_name = std::fs::canonicalize(m).ok().and_then(|c| c.file_name().map(|s| s.to_string_lossy().into_owned())).unwrap_or_default();
+            let name = m
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let canon_name = std::fs::canonicalize(m)
+                .ok()
+                .and_then(|c| c.file_name().map(|s| s.to_string_lossy().into_owned()))
+                .unwrap_or_default();
             if name != release && canon_name != release {
                 // A parent such as `DIR/lib/modules`: step into RELEASE.
                 if m.join(&release).is_dir() {
                     return KernelImage::from_files(vmlinuz, Some(&m.join(&release)));
                 }
                 if m.join("lib/modules").join(&release).is_dir() {
-                    return KernelImage::from_files(vmlinuz, Some(&m.join("lib/modules").join(&release)));
+                    return KernelImage::from_files(
+                        vmlinuz,
+                        Some(&m.join("lib/modules").join(&release)),
+                    );
                 }
                 // A depmod'ed tree for another release is refused; a flat directory of modules
                 // is taken as it is (each module's vermagic is checked when it is read).
-                let release_like = |n: &str| n.starts_with(|c: char| c.is_ascii_digit()) && n.contains('.');
-                let depmod_tree = m.join("kernel").is_dir() || release_like(&name) || release_like(&canon_name);
+                let release_like =
+                    |n: &str| n.starts_with(|c: char| c.is_ascii_digit()) && n.contains('.');
+                let depmod_tree =
+                    m.join("kernel").is_dir() || release_like(&name) || release_like(&canon_name);
                 if depmod_tree || !modules::has_module_files(m) {
                     return Err(Error::Usage(format!("{}: modules directory is not for {release} (the kernel's release), and not a flat directory of .ko files", m.display())));
                 }
@@ -179,7 +217,12 @@ impl KernelImage {
             // cannot run anything.
             let mut configs = vec![m.join("config"), m.join(".config"), m.join("build/.config")];
             if let Some(d) = vmlinuz.parent() {
-                configs.extend([d.join("config"), d.join(".config"), d.join(format!("config-{release}")), d.join("../../../.config")]);
+                configs.extend([
+                    d.join("config"),
+                    d.join(".config"),
+                    d.join(format!("config-{release}")),
+                    d.join("../../../.config"),
+                ]);
             }
             if !modules::has_tun(m, &configs) {
                 return Err(Error::Usage(format!(
@@ -206,11 +249,21 @@ impl KernelImage {
 /// prefixed `debian:`. Into `cache_dir/kernels/RELEASE/`, with `cache_dir/kernels/SPEC` linking
 /// to it; the private apt state is `cache_dir/apt/`.
 pub fn fetch_debian_kernel(suite_or_version: &str, cache_dir: &Path) -> Result<KernelImage> {
-    fetch_debian_kernel_with(suite_or_version, cache_dir, &FetchOptions::default(), &mut |_| {})
+    fetch_debian_kernel_with(
+        suite_or_version,
+        cache_dir,
+        &FetchOptions::default(),
+        &mut |_| {},
+    )
 }
 
 /// [`fetch_debian_kernel`] with options and a progress log.
-pub fn fetch_debian_kernel_with(suite_or_version: &str, cache_dir: &Path, o: &FetchOptions, log: &mut dyn FnMut(&str)) -> Result<KernelImage> {
+pub fn fetch_debian_kernel_with(
+    suite_or_version: &str,
+    cache_dir: &Path,
+    o: &FetchOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<KernelImage> {
     let spec = KernelSpec::parse(suite_or_version)?;
     apt::fetch(&spec, cache_dir, o, log)
 }
@@ -220,7 +273,10 @@ pub fn cached_kernel(spec: &str, cache_dir: &Path) -> Result<KernelImage> {
     let s = KernelSpec::parse(spec)?;
     let dir = cache_dir.join("kernels").join(s.link_name());
     if !dir.exists() {
-        return Err(Error::Missing(format!("{spec}: not in {} (run `trc kernel fetch {spec}` first)", cache_dir.join("kernels").display())));
+        return Err(Error::Missing(format!(
+            "{spec}: not in {} (run `trc kernel fetch {spec}` first)",
+            cache_dir.join("kernels").display()
+        )));
     }
     KernelImage::from_dir(&dir)
 }

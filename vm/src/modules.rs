@@ -43,7 +43,9 @@ fn walk(dir: &Path, out: &mut BTreeMap<String, PathBuf>, depth: usize) {
     if depth > 8 {
         return;
     }
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
@@ -55,7 +57,8 @@ fn walk(dir: &Path, out: &mut BTreeMap<String, PathBuf>, depth: usize) {
             for ext in [".ko", ".ko.xz", ".ko.gz", ".ko.zst"] {
                 if let Some(stem) = n.strip_suffix(ext) {
                     // Module names use `_` and `-` interchangeably.
-                    out.entry(stem.replace('-', "_")).or_insert_with(|| p.clone());
+                    out.entry(stem.replace('-', "_"))
+                        .or_insert_with(|| p.clone());
                 }
             }
         }
@@ -69,11 +72,14 @@ pub fn load_file(p: &Path) -> Result<(Vec<u8>, bool), Error> {
     let bad = |e: String| Error::Failed(format!("{}: cannot decompress: {e}", p.display()));
     if name.ends_with(".xz") {
         let mut out = Vec::new();
-        lzma_rs::xz_decompress(&mut std::io::Cursor::new(&raw), &mut out).map_err(|e| bad(format!("{e:?}")))?;
+        lzma_rs::xz_decompress(&mut std::io::Cursor::new(&raw), &mut out)
+            .map_err(|e| bad(format!("{e:?}")))?;
         Ok((out, false))
     } else if name.ends_with(".gz") {
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| bad(e.to_string()))?;
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| bad(e.to_string()))?;
         Ok((out, false))
     } else if name.ends_with(".zst") {
         Ok((raw, true))
@@ -85,7 +91,9 @@ pub fn load_file(p: &Path) -> Result<(Vec<u8>, bool), Error> {
 /// The value of `key=` in a module's `.modinfo` strings (NUL-separated), if any.
 pub fn modinfo(ko: &[u8], key: &str) -> Option<String> {
     let pat = format!("{key}=");
-    ko.split(|&b| b == 0).find_map(|s| s.strip_prefix(pat.as_bytes())).map(|v| String::from_utf8_lossy(v).into_owned())
+    ko.split(|&b| b == 0)
+        .find_map(|s| s.strip_prefix(pat.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 /// `modules.dep` of `dir`: module name -> the names of the modules it needs (all of them, as
@@ -93,11 +101,19 @@ pub fn modinfo(ko: &[u8], key: &str) -> Option<String> {
 pub fn read_modules_dep(dir: &Path) -> BTreeMap<String, Vec<String>> {
     let name_of = |p: &str| -> Option<String> {
         let f = p.trim().rsplit('/').next()?;
-        [".ko", ".ko.xz", ".ko.gz", ".ko.zst"].iter().find_map(|e| f.strip_suffix(e)).map(|s| s.replace('-', "_"))
+        [".ko", ".ko.xz", ".ko.gz", ".ko.zst"]
+            .iter()
+            .find_map(|e| f.strip_suffix(e))
+            .map(|s| s.replace('-', "_"))
     };
     let mut out = BTreeMap::new();
-    for l in std::fs::read_to_string(dir.join("modules.dep")).unwrap_or_default().lines() {
-        let Some((m, deps)) = l.split_once(':') else { continue };
+    for l in std::fs::read_to_string(dir.join("modules.dep"))
+        .unwrap_or_default()
+        .lines()
+    {
+        let Some((m, deps)) = l.split_once(':') else {
+            continue;
+        };
         let Some(m) = name_of(m) else { continue };
         out.insert(m, deps.split_whitespace().filter_map(name_of).collect());
     }
@@ -107,7 +123,13 @@ pub fn read_modules_dep(dir: &Path) -> BTreeMap<String, Vec<String>> {
 /// Whether `dir/modules.builtin` lists module `name` (`-` and `_` alike) as built into the kernel.
 pub fn is_builtin(dir: &Path, name: &str) -> bool {
     let builtin = std::fs::read_to_string(dir.join("modules.builtin")).unwrap_or_default();
-    builtin.lines().any(|l| l.trim().rsplit('/').next().and_then(|f| f.strip_suffix(".ko")).is_some_and(|f| f.replace('-', "_") == name))
+    builtin.lines().any(|l| {
+        l.trim()
+            .rsplit('/')
+            .next()
+            .and_then(|f| f.strip_suffix(".ko"))
+            .is_some_and(|f| f.replace('-', "_") == name)
+    })
 }
 
 /// Whether `dir` holds module files: directly (a flat directory) or anywhere below.
@@ -129,7 +151,9 @@ pub fn has_tun(dir: &Path, configs: &[PathBuf]) -> bool {
     if is_builtin(dir, "tun") {
         return true;
     }
-    configs.iter().any(|c| std::fs::read_to_string(c).is_ok_and(|t| t.lines().any(|l| l.trim() == "CONFIG_TUN=y")))
+    configs.iter().any(|c| {
+        std::fs::read_to_string(c).is_ok_and(|t| t.lines().any(|l| l.trim() == "CONFIG_TUN=y"))
+    })
 }
 
 /// Finds [`WANTED`] (and their dependencies) under `dir` (`lib/modules/RELEASE`, or a flat
@@ -144,11 +168,20 @@ pub fn select(dir: Option<&Path>, release: &str) -> Result<Selection, Error> {
     let mut files = BTreeMap::new();
     walk(dir, &mut files, 0);
     let deps = read_modules_dep(dir);
-    fn add(n: &str, files: &BTreeMap<String, PathBuf>, deps: &BTreeMap<String, Vec<String>>, release: &str, sel: &mut Selection, depth: usize) -> Result<bool, Error> {
+    fn add(
+        n: &str,
+        files: &BTreeMap<String, PathBuf>,
+        deps: &BTreeMap<String, Vec<String>>,
+        release: &str,
+        sel: &mut Selection,
+        depth: usize,
+    ) -> Result<bool, Error> {
         if sel.modules.iter().any(|m| m.name == n) {
             return Ok(true);
         }
-        let Some(p) = files.get(n) else { return Ok(false) };
+        let Some(p) = files.get(n) else {
+            return Ok(false);
+        };
         if depth > 16 {
             return Err(Error::Failed(format!("module {n}: dependency loop")));
         }
@@ -158,10 +191,18 @@ pub fn select(dir: Option<&Path>, release: &str) -> Result<Selection, Error> {
             if let Some(v) = modinfo(&data, "vermagic") {
                 let r = v.split_whitespace().next().unwrap_or("");
                 if r != release {
-                    return Err(Error::Usage(format!("{}: built for {r}, but the kernel is {release}", p.display())));
+                    return Err(Error::Usage(format!(
+                        "{}: built for {r}, but the kernel is {release}",
+                        p.display()
+                    )));
                 }
             }
-            depends = modinfo(&data, "depends").unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(|s| s.replace('-', "_")).collect();
+            depends = modinfo(&data, "depends")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.replace('-', "_"))
+                .collect();
         }
         if let Some(d) = deps.get(n) {
             // depmod's list (every module needed, the direct ones included) is the authority.
@@ -169,10 +210,18 @@ pub fn select(dir: Option<&Path>, release: &str) -> Result<Selection, Error> {
         }
         for d in &depends {
             if !add(d, files, deps, release, sel, depth + 1)? {
-                return Err(Error::Failed(format!("module {n} needs {d}, which is not in the modules directory")));
+                return Err(Error::Failed(format!(
+                    "module {n} needs {d}, which is not in the modules directory"
+                )));
             }
         }
-        sel.modules.push(Module { name: n.to_string(), source: p.clone(), data, compressed, depends });
+        sel.modules.push(Module {
+            name: n.to_string(),
+            source: p.clone(),
+            data,
+            compressed,
+            depends,
+        });
         Ok(true)
     }
     for w in WANTED {
@@ -196,7 +245,10 @@ mod tests {
     fn modinfo_strings() {
         let ko = b"\x7fELF junk\0license=GPL\0depends=ifb,veth\0vermagic=7.2.13+deb14-cloud-amd64 SMP preempt mod_unload\0name=x\0";
         assert_eq!(modinfo(ko, "depends").as_deref(), Some("ifb,veth"));
-        assert_eq!(modinfo(ko, "vermagic").unwrap().split_whitespace().next(), Some("7.2.13+deb14-cloud-amd64"));
+        assert_eq!(
+            modinfo(ko, "vermagic").unwrap().split_whitespace().next(),
+            Some("7.2.13+deb14-cloud-amd64")
+        );
         assert_eq!(modinfo(ko, "alias"), None);
         assert_eq!(modinfo(b"depends=\0", "depends").as_deref(), Some(""));
     }
@@ -204,7 +256,11 @@ mod tests {
     fn fake_ko(dir: &Path, rel: &str, name: &str, depends: &str, release: &str) {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, format!("\x7fELF\0name={name}\0depends={depends}\0vermagic={release} SMP mod_unload\0")).unwrap();
+        std::fs::write(
+            &p,
+            format!("\x7fELF\0name={name}\0depends={depends}\0vermagic={release} SMP mod_unload\0"),
+        )
+        .unwrap();
     }
 
     fn fresh(name: &str) -> PathBuf {
@@ -225,7 +281,11 @@ mod tests {
         std::fs::write(d.join("modules.dep"), "kernel/drivers/net/tun.ko: kernel/net/core/tunhelper.ko\nkernel/net/core/tunhelper.ko:\nkernel/drivers/net/veth.ko:\n").unwrap();
         let sel = select(Some(&d), r).unwrap();
         let names: Vec<&str> = sel.modules.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(names, ["tunhelper", "tun", "veth"], "dependencies load first");
+        assert_eq!(
+            names,
+            ["tunhelper", "tun", "veth"],
+            "dependencies load first"
+        );
         assert_eq!(sel.absent, ["sch_netem", "ifb"]);
         assert!(has_tun(&d, &[]));
         let _ = std::fs::remove_dir_all(&d);
@@ -237,7 +297,10 @@ mod tests {
         let d = fresh("flat");
         fake_ko(&d, "veth.ko", "veth", "", r);
         assert!(has_module_files(&d));
-        assert!(!has_tun(&d, &[]), "no tun.ko and nothing says it is built in");
+        assert!(
+            !has_tun(&d, &[]),
+            "no tun.ko and nothing says it is built in"
+        );
         std::fs::write(d.join("modules.builtin"), "kernel/drivers/net/tun.ko\n").unwrap();
         assert!(has_tun(&d, &[]));
         std::fs::remove_file(d.join("modules.builtin")).unwrap();

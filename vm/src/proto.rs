@@ -30,13 +30,25 @@ pub struct GuestOptions {
 impl Default for GuestOptions {
     fn default() -> GuestOptions {
         let d = trc_kernel::RunOptions::default();
-        GuestOptions { sack: d.sack, timestamps: d.timestamps, cc: d.cc, packetdrill: d.packetdrill, no_shell: d.no_shell }
+        GuestOptions {
+            sack: d.sack,
+            timestamps: d.timestamps,
+            cc: d.cc,
+            packetdrill: d.packetdrill,
+            no_shell: d.no_shell,
+        }
     }
 }
 
 impl GuestOptions {
     pub fn from_run_options(o: &trc_kernel::RunOptions) -> GuestOptions {
-        GuestOptions { sack: o.sack, timestamps: o.timestamps, cc: o.cc.clone(), packetdrill: o.packetdrill.clone(), no_shell: o.no_shell }
+        GuestOptions {
+            sack: o.sack,
+            timestamps: o.timestamps,
+            cc: o.cc.clone(),
+            packetdrill: o.packetdrill.clone(),
+            no_shell: o.no_shell,
+        }
     }
 
     /// The runner's options for a script in `dir` (no signal handlers: the guest stops runs
@@ -134,7 +146,13 @@ impl ErrorKind {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Record {
     /// `/init` started: the kernel's release, its uptime, the module loads.
-    Boot { release: String, uptime_s: f64, modules: Vec<ModuleLoad>, port: bool, notes: Vec<String> },
+    Boot {
+        release: String,
+        uptime_s: f64,
+        modules: Vec<ModuleLoad>,
+        port: bool,
+        notes: Vec<String>,
+    },
     /// Script `index` (0-based) begins.
     Begin { index: usize, uptime_s: f64 },
     /// The guest is alive.
@@ -169,7 +187,9 @@ pub fn encode(json: &[u8]) -> Vec<u8> {
 
 /// One frame around a record.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    encode(&serde_json::to_vec(r).unwrap_or_else(|e| format!("{{\"type\":\"fatal\",\"message\":\"cannot encode a record: {e}\"}}").into_bytes()))
+    encode(&serde_json::to_vec(r).unwrap_or_else(|e| {
+        format!("{{\"type\":\"fatal\",\"message\":\"cannot encode a record: {e}\"}}").into_bytes()
+    }))
 }
 
 /// An incremental frame decoder: feed bytes as they come.
@@ -304,7 +324,13 @@ mod tests {
     #[test]
     fn records_and_a_report_round_trip() {
         let mut rep = trc_kernel::RunReport::new("counterexamples/kernel/tlp.pkt".into());
-        let mut l = trc_kernel::LineResult::new(7, 1, trc_kernel::LineKind::PacketOut, trc_kernel::Status::Fail, "+0 > . 1:1001(1000) ack 1".into());
+        let mut l = trc_kernel::LineResult::new(
+            7,
+            1,
+            trc_kernel::LineKind::PacketOut,
+            trc_kernel::Status::Fail,
+            "+0 > . 1:1001(1000) ack 1".into(),
+        );
         l.expected = Some("1:1001".into());
         l.offset_ms = Some(3.25);
         l.values.insert("tcpi_snd_cwnd".into(), "7".into());
@@ -313,12 +339,34 @@ mod tests {
         rep.counters.insert("TcpExtTCPFullUndo".into(), 1);
         rep.congestion_control = Some("cubic".into());
         rep.duration_ms = 812.5;
-        let r = Record::Result { index: 2, uptime_s: 10.5, guest_s: 0.9, rc: 1, report: Some(Box::new(rep.clone())), error: None, impact: None };
+        let r = Record::Result {
+            index: 2,
+            uptime_s: 10.5,
+            guest_s: 0.9,
+            rc: 1,
+            report: Some(Box::new(rep.clone())),
+            error: None,
+            impact: None,
+        };
         let frame = encode_record(&r);
         let got = Decoder::new().push_records(&frame);
-        let [Record::Result { index: 2, report: Some(back), rc: 1, .. }] = &got[..] else { panic!("{got:?}") };
+        let [Record::Result {
+            index: 2,
+            report: Some(back),
+            rc: 1,
+            ..
+        }] = &got[..]
+        else {
+            panic!("{got:?}")
+        };
         assert_eq!(back.render(), rep.render());
-        assert_eq!(serde_json::to_string(&**back).unwrap(), serde_json::to_string(&rep).unwrap());
-        assert_eq!(back.script.verdict, trc_kernel::Verdict::Failed { line: 7, failed: 1 });
+        assert_eq!(
+            serde_json::to_string(&**back).unwrap(),
+            serde_json::to_string(&rep).unwrap()
+        );
+        assert_eq!(
+            back.script.verdict,
+            trc_kernel::Verdict::Failed { line: 7, failed: 1 }
+        );
     }
 }

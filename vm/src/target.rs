@@ -27,7 +27,11 @@ pub struct Vm {
 
 impl Vm {
     pub fn new(img: &KernelImage, spec: VmSpec) -> Vm {
-        Vm { spec, release: img.release.clone(), name: None }
+        Vm {
+            spec,
+            release: img.release.clone(),
+            name: None,
+        }
     }
 }
 
@@ -37,12 +41,18 @@ pub fn reports(scripts: &[PathBuf], run: &VmRun) -> Vec<Result<RunReport, String
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let s = run.scripts.iter().find(|s| s.path == *p).or(run.scripts.get(i));
+            let s = run
+                .scripts
+                .iter()
+                .find(|s| s.path == *p)
+                .or(run.scripts.get(i));
             match s {
                 None => Err("no result from the VM".into()),
                 Some(s) => match (&s.outcome, s.report()) {
                     (ScriptOutcome::Ran { .. }, Some(r)) => Ok(r.clone()),
-                    (ScriptOutcome::Error { message, .. }, _) => Err(format!("in the VM: {message}")),
+                    (ScriptOutcome::Error { message, .. }, _) => {
+                        Err(format!("in the VM: {message}"))
+                    }
                     _ => Err("no result from the VM".into()),
                 },
             }
@@ -59,21 +69,51 @@ impl Target for Vm {
         true
     }
 
-    fn run(&mut self, scripts: &[PathBuf], log: &mut dyn FnMut(&str)) -> Result<Batch, TargetError> {
+    fn run(
+        &mut self,
+        scripts: &[PathBuf],
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Batch, TargetError> {
         let n = scripts.len();
         let label = self.label();
         let mut progress = |e: &Event| match e {
             Event::Starting { accel } => log(&format!("booting {label} under {accel}")),
-            Event::KvmFailed { reason } => log(&format!("KVM failed ({reason}); falling back to TCG icount")),
-            Event::Booted { release, wall_s, cpu_s } => log(&format!("{release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)")),
-            Event::ScriptEnd { index, name, rc, wall_s } => log(&format!("[{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1)),
+            Event::KvmFailed { reason } => log(&format!(
+                "KVM failed ({reason}); falling back to TCG icount"
+            )),
+            Event::Booted {
+                release,
+                wall_s,
+                cpu_s,
+            } => log(&format!(
+                "{release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"
+            )),
+            Event::ScriptEnd {
+                index,
+                name,
+                rc,
+                wall_s,
+            } => log(&format!(
+                "[{}/{n}] {name}: exit {rc} ({wall_s:.1} s)",
+                index + 1
+            )),
             Event::Note(m) => log(&format!("note: {m}")),
             _ => {}
         };
         let run = crate::run_in_vm_with(&self.spec, scripts, &mut progress)?;
         let runs = reports(scripts, &run);
-        let release = if run.release.is_empty() { self.release.clone() } else { run.release.clone() };
-        log(&format!("VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU", run.boot.wall_s, run.total.wall_s, run.total.cpu_s));
-        Ok(Batch { kernel: format!("{release} (VM, {})", run.accelerator), runs })
+        let release = if run.release.is_empty() {
+            self.release.clone()
+        } else {
+            run.release.clone()
+        };
+        log(&format!(
+            "VM: boot {:.1} s wall, total {:.1} s wall, {:.1} s qemu CPU",
+            run.boot.wall_s, run.total.wall_s, run.total.cpu_s
+        ));
+        Ok(Batch {
+            kernel: format!("{release} (VM, {})", run.accelerator),
+            runs,
+        })
     }
 }

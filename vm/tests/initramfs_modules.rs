@@ -20,7 +20,9 @@ fn fresh(name: &str) -> PathBuf {
 fn fake_ko(dir: &Path, rel: &str, name: &str, release: &str) -> Vec<u8> {
     let p = dir.join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    let b = format!("\x7fELF fake {name}\0name={name}\0depends=\0vermagic={release} SMP mod_unload\0").into_bytes();
+    let b =
+        format!("\x7fELF fake {name}\0name={name}\0depends=\0vermagic={release} SMP mod_unload\0")
+            .into_bytes();
     std::fs::write(&p, &b).unwrap();
     b
 }
@@ -29,22 +31,42 @@ fn fake_ko(dir: &Path, rel: &str, name: &str, release: &str) -> Vec<u8> {
 fn build(dir: &Path) -> (Vec<trc_vm::cpio::Entry>, BaseManifest) {
     let sel = trc_vm::modules::select(Some(dir), R).unwrap();
     let mods = module_entries(&sel, R);
-    let manifest = BaseManifest { release: R.into(), modules: mods.clone(), builtin: sel.builtin.clone(), absent: sel.absent.clone(), python: None };
+    let manifest = BaseManifest {
+        release: R.into(),
+        modules: mods.clone(),
+        builtin: sel.builtin.clone(),
+        absent: sel.absent.clone(),
+        python: None,
+    };
     let mut tree = Tree::new();
     add_modules(&mut tree, &sel, &mods).unwrap();
-    tree.file("etc/trc-vm/base.json", 0o644, 0, trc_vm::initramfs::Data::Bytes(serde_json::to_vec(&manifest).unwrap())).unwrap();
+    tree.file(
+        "etc/trc-vm/base.json",
+        0o644,
+        0,
+        trc_vm::initramfs::Data::Bytes(serde_json::to_vec(&manifest).unwrap()),
+    )
+    .unwrap();
     let gz = tree.to_gzip().unwrap();
     let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut raw).unwrap();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut raw)
+        .unwrap();
     let entries = trc_vm::cpio::read(&raw).unwrap();
-    let mj = entries.iter().find(|e| e.name == "etc/trc-vm/base.json").expect("the manifest is in the archive");
+    let mj = entries
+        .iter()
+        .find(|e| e.name == "etc/trc-vm/base.json")
+        .expect("the manifest is in the archive");
     (entries.clone(), serde_json::from_slice(&mj.data).unwrap())
 }
 
 fn loads(m: &BaseManifest) -> Vec<String> {
     let mut order = Vec::new();
     let got = trc_vm::guest::load_modules(m, &mut |p: &str, compressed: bool| {
-        order.push(format!("{p}{}", if compressed { " (compressed)" } else { "" }));
+        order.push(format!(
+            "{p}{}",
+            if compressed { " (compressed)" } else { "" }
+        ));
         if p.contains("veth") {
             Err("EEXIST".into())
         } else {
@@ -52,7 +74,9 @@ fn loads(m: &BaseManifest) -> Vec<String> {
         }
     });
     // A failed load is reported and does not stop the others.
-    assert!(got.iter().any(|l| l.name == "veth" && l.error.as_deref() == Some("EEXIST")));
+    assert!(got
+        .iter()
+        .any(|l| l.name == "veth" && l.error.as_deref() == Some("EEXIST")));
     order
 }
 
@@ -71,17 +95,37 @@ fn a_modules_install_tree_goes_in_and_loads_dependencies_first() {
     .unwrap();
     let (entries, manifest) = build(&d);
     let names: Vec<&str> = manifest.modules.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names, ["tunhelper", "tun", "veth", "sch_netem"], "wanted modules and their dependencies only, dependencies first");
+    assert_eq!(
+        names,
+        ["tunhelper", "tun", "veth", "sch_netem"],
+        "wanted modules and their dependencies only, dependencies first"
+    );
     assert_eq!(manifest.absent, ["ifb"]);
     for m in &manifest.modules {
-        let e = entries.iter().find(|e| format!("/{}", e.name) == m.path).unwrap_or_else(|| panic!("{} not in the archive", m.path));
+        let e = entries
+            .iter()
+            .find(|e| format!("/{}", e.name) == m.path)
+            .unwrap_or_else(|| panic!("{} not in the archive", m.path));
         assert!(e.data.starts_with(b"\x7fELF fake"));
     }
-    let t = entries.iter().find(|e| e.name == format!("usr/lib/modules/{R}/tun.ko")).unwrap();
+    let t = entries
+        .iter()
+        .find(|e| e.name == format!("usr/lib/modules/{R}/tun.ko"))
+        .unwrap();
     assert_eq!(t.data, tun, "the module's bytes unchanged");
     let order = loads(&manifest);
-    assert_eq!(order, manifest.modules.iter().map(|m: &BaseModule| m.path.clone()).collect::<Vec<_>>());
-    assert!(order[0].ends_with("/tunhelper.ko") && order[1].ends_with("/tun.ko"), "{order:?}");
+    assert_eq!(
+        order,
+        manifest
+            .modules
+            .iter()
+            .map(|m: &BaseModule| m.path.clone())
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        order[0].ends_with("/tunhelper.ko") && order[1].ends_with("/tun.ko"),
+        "{order:?}"
+    );
 }
 
 #[test]

@@ -60,26 +60,54 @@ pub struct Column {
 #[derive(Clone, Debug)]
 pub enum Item {
     /// A packet's way from the column it left in to this one (dashed; red if it is dropped).
-    Travel { from: usize, mid: f64, dropped: bool },
+    Travel {
+        from: usize,
+        mid: f64,
+        dropped: bool,
+    },
     /// The network dropped the packet at row `mid`; `dx` moves the mark right of the column's
     /// centre (a kernel run's drops sit beside their transmission).
-    Drop { mid: f64, dx: f64, seg: String, desc: String },
+    Drop {
+        mid: f64,
+        dx: f64,
+        seg: String,
+        desc: String,
+    },
     /// An ACK: the cumulative ACK at row `at` (its value `ack`), the SACK blocks it carries;
     /// `kind` is "" (reaches the sender now), "lost", "held" (the network delivers it later) or
     /// "old" (that held ACK arriving, below snd_una).
-    Ack { at: f64, ack: String, sacks: Vec<(f64, f64)>, kind: &'static str, desc: String },
+    Ack {
+        at: f64,
+        ack: String,
+        sacks: Vec<(f64, f64)>,
+        kind: &'static str,
+        desc: String,
+    },
     /// A timer fired: `kind` is rto, tlp or reo.
-    Timer { kind: &'static str, label: &'static str, desc: String },
+    Timer {
+        kind: &'static str,
+        label: &'static str,
+        desc: String,
+    },
     /// An application or host event (write, TSQ) labelled on top.
     Event { label: String },
     /// A transmission of rows `[lo, hi)`.
-    Tx { lo: f64, hi: f64, rtx: bool, seg: String, desc: String },
+    Tx {
+        lo: f64,
+        hi: f64,
+        rtx: bool,
+        seg: String,
+        desc: String,
+    },
     /// An undo (its tooltip says which and the values).
     Undo { desc: String },
 }
 
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn col_x(k: usize) -> f64 {
@@ -151,7 +179,11 @@ fn time_sequence(p: &Pictures) -> String {
         let yy = y(off as f64);
         let _ = writeln!(o, "<line class=\"pic-grid\" x1=\"{LEFT:.1}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text class=\"pic-axis\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", width - 20.0, LEFT - 6.0, yy + 4.0, esc(label));
     }
-    let _ = writeln!(o, "<text class=\"pic-axis\" x=\"8\" y=\"{:.1}\">seq</text>", TOP - 6.0);
+    let _ = writeln!(
+        o,
+        "<text class=\"pic-axis\" x=\"8\" y=\"{:.1}\">seq</text>",
+        TOP - 6.0
+    );
     for (k, c) in p.columns.iter().enumerate() {
         let x = col_x(k);
         let mut j = 0;
@@ -173,7 +205,13 @@ fn time_sequence(p: &Pictures) -> String {
                         m + 4.0
                     );
                 }
-                Item::Ack { at, ack, sacks, kind, desc } => {
+                Item::Ack {
+                    at,
+                    ack,
+                    sacks,
+                    kind,
+                    desc,
+                } => {
                     let ya = y(*at);
                     let mut blocks = String::new();
                     for &(b, e) in sacks {
@@ -202,7 +240,13 @@ fn time_sequence(p: &Pictures) -> String {
                 Item::Event { label } => {
                     let _ = writeln!(o, "<text class=\"tsd-event\" data-pstep=\"{k}\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>", TOP - 6.0, esc(label));
                 }
-                Item::Tx { lo, hi, rtx, seg, desc } => {
+                Item::Tx {
+                    lo,
+                    hi,
+                    rtx,
+                    seg,
+                    desc,
+                } => {
                     let (y0, y1) = (y(*lo), y(*hi));
                     let xx = x - 4.0 + (j % 2) as f64 * 2.0;
                     j += 1;
@@ -243,7 +287,13 @@ fn time_sequence(p: &Pictures) -> String {
 
 fn timeline(p: &Pictures) -> String {
     let n = p.columns.len();
-    let finite_max = p.columns.iter().flat_map(|c| [c.cwnd, if c.ssthresh >= INF { 0 } else { c.ssthresh }]).max().unwrap_or(1).max(1);
+    let finite_max = p
+        .columns
+        .iter()
+        .flat_map(|c| [c.cwnd, if c.ssthresh >= INF { 0 } else { c.ssthresh }])
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let vmax = finite_max + 1;
     // Plot area: the "∞" lane above it, the ca_state band below it.
     let lane = 28.0;
@@ -254,7 +304,13 @@ fn timeline(p: &Pictures) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "<svg id=\"timeline\" class=\"pic\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\">");
     columns(&mut o, p, lane + TL_H + BAND);
-    let step = if vmax > 60 { vmax.div_ceil(12) } else if vmax > 12 { 5 } else { 1 };
+    let step = if vmax > 60 {
+        vmax.div_ceil(12)
+    } else if vmax > 12 {
+        5
+    } else {
+        1
+    };
     for v in 0..=vmax {
         if v % step != 0 {
             continue;
@@ -269,12 +325,25 @@ fn timeline(p: &Pictures) -> String {
             let v = get(c);
             let yy = if v >= INF { TOP + lane / 2.0 } else { y(v) };
             let x0 = col_x(k) - CW / 2.0 + 4.0;
-            let _ = write!(d, "{}{x0:.1},{yy:.1} H{:.1} ", if k == 0 { "M" } else { "L" }, col_x(k) + CW / 2.0 - 4.0);
+            let _ = write!(
+                d,
+                "{}{x0:.1},{yy:.1} H{:.1} ",
+                if k == 0 { "M" } else { "L" },
+                col_x(k) + CW / 2.0 - 4.0
+            );
         }
         d
     };
-    let _ = writeln!(o, "<path class=\"tl-ssthresh-line\" d=\"{}\"/>", line(&|c| c.ssthresh));
-    let _ = writeln!(o, "<path class=\"tl-cwnd-line\" d=\"{}\"/>", line(&|c| c.cwnd));
+    let _ = writeln!(
+        o,
+        "<path class=\"tl-ssthresh-line\" d=\"{}\"/>",
+        line(&|c| c.ssthresh)
+    );
+    let _ = writeln!(
+        o,
+        "<path class=\"tl-cwnd-line\" d=\"{}\"/>",
+        line(&|c| c.cwnd)
+    );
     for (k, col) in p.columns.iter().enumerate() {
         let x = col_x(k);
         let (c, t) = (col.cwnd, col.ssthresh);

@@ -17,7 +17,17 @@ pub fn of_path(model: &TcpModel, path: &Path<Action>, violated: Option<&str>) ->
     let steps = trc_engine::replay(model, path);
     let isn = model.cfg.isn;
     // Sequence numbers drawn: isn .. one past the highest segment that ever left.
-    let top_seg = steps.iter().flat_map(|(_, s)| s.flight.iter().map(|p| p.seg as u32 + 1)).chain(steps.iter().map(|(_, s)| s.sender.snd_nxt.wrapping_sub(isn))).max().unwrap_or(1).max(1);
+    let top_seg = steps
+        .iter()
+        .flat_map(|(_, s)| s.flight.iter().map(|p| p.seg as u32 + 1))
+        .chain(
+            steps
+                .iter()
+                .map(|(_, s)| s.sender.snd_nxt.wrapping_sub(isn)),
+        )
+        .max()
+        .unwrap_or(1)
+        .max(1);
     // Where each transmission (seg, sent, rtx) was drawn: its column.
     let mut tx_col: HashMap<(u16, u32, bool), usize> = HashMap::new();
     let mut columns = Vec::new();
@@ -30,12 +40,21 @@ pub fn of_path(model: &TcpModel, path: &Path<Action>, violated: Option<&str>) ->
         markers(&mut items, a.as_ref(), s);
         transmissions(&mut items, k, prev, s, &mut tx_col);
         undos(&mut items, s);
-        columns.push(Column { time_ms: s.now as f64, cwnd: s.sender.cwnd, ssthresh: s.sender.ssthresh, ca: s.sender.ca_state, title: format!("step {k}"), items });
+        columns.push(Column {
+            time_ms: s.now as f64,
+            cwnd: s.sender.cwnd,
+            ssthresh: s.sender.ssthresh,
+            ca: s.sender.ca_state,
+            title: format!("step {k}"),
+            items,
+        });
     }
     let n = columns.len();
     Pictures {
         columns,
-        row_labels: (0..=top_seg).map(|off| isn.wrapping_add(off).to_string()).collect(),
+        row_labels: (0..=top_seg)
+            .map(|off| isn.wrapping_add(off).to_string())
+            .collect(),
         violated: violated.filter(|_| n > 1).map(|id| (n - 1, id.to_string())),
         note: "a column per step, model time below; sequence numbers up".into(),
     }
@@ -44,36 +63,86 @@ pub fn of_path(model: &TcpModel, path: &Path<Action>, violated: Option<&str>) ->
 /// What the network did at this step with a packet in flight before it (`p`: the state before;
 /// `s`: after): its travel from the column it was sent in, a drop mark, and the ACK a delivery
 /// caused with the receiver's SACK blocks.
-fn delivery(items: &mut Vec<Item>, model: &TcpModel, a: &Action, p: &State, s: &State, tx_col: &HashMap<(u16, u32, bool), usize>) {
+fn delivery(
+    items: &mut Vec<Item>,
+    model: &TcpModel,
+    a: &Action,
+    p: &State,
+    s: &State,
+    tx_col: &HashMap<(u16, u32, bool), usize>,
+) {
     let isn = model.cfg.isn;
     let pkt = match a {
-        Action::Deliver { pkt } | Action::DeliverEce { pkt } | Action::DeliverAckLost { pkt } | Action::DeliverAckHeld { pkt } | Action::DeliverLate { pkt, .. } | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
+        Action::Deliver { pkt }
+        | Action::DeliverEce { pkt }
+        | Action::DeliverAckLost { pkt }
+        | Action::DeliverAckHeld { pkt }
+        | Action::DeliverLate { pkt, .. }
+        | Action::Drop { pkt } => p.flight.get(*pkt as usize).copied(),
         _ => None,
     };
     let dropped = matches!(a, Action::Drop { .. });
     if let Some(pk) = pkt {
         let mid = pk.seg as f64 + 0.5;
         if let Some(c) = tx_col.get(&(pk.seg, pk.sent, pk.rtx)) {
-            items.push(Item::Travel { from: *c, mid, dropped });
+            items.push(Item::Travel {
+                from: *c,
+                mid,
+                dropped,
+            });
         }
         if dropped {
             let seg = pk.seg as u32 + 1;
-            items.push(Item::Drop { mid, dx: 0.0, seg: seg.to_string(), desc: format!("the network drops seg {seg} ({})", if pk.rtx { "retransmission" } else { "original" }) });
+            items.push(Item::Drop {
+                mid,
+                dx: 0.0,
+                seg: seg.to_string(),
+                desc: format!(
+                    "the network drops seg {seg} ({})",
+                    if pk.rtx { "retransmission" } else { "original" }
+                ),
+            });
         }
     }
     // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it; or the held
     // ACK arriving late (an old ACK, below snd_una), with the blocks it was sent with.
     let ack_blocks: Option<(u32, Vec<(u32, u32)>, &'static str)> = match a {
-        Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "")),
-        Action::DeliverAckLost { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "lost")),
-        Action::DeliverAckHeld { .. } => Some((s.rcv.rcv_nxt(&model.cfg), s.rcv.sack_blocks(&model.cfg).collect(), "held")),
-        Action::OldAck => Some((p.held_ack.ack_seq(&model.cfg), p.held_ack.ack_seg(&model.cfg, p.sender.ts_ok).sacks.to_vec(), "old")),
+        Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } => Some((
+            s.rcv.rcv_nxt(&model.cfg),
+            s.rcv.sack_blocks(&model.cfg).collect(),
+            "",
+        )),
+        Action::DeliverAckLost { .. } => Some((
+            s.rcv.rcv_nxt(&model.cfg),
+            s.rcv.sack_blocks(&model.cfg).collect(),
+            "lost",
+        )),
+        Action::DeliverAckHeld { .. } => Some((
+            s.rcv.rcv_nxt(&model.cfg),
+            s.rcv.sack_blocks(&model.cfg).collect(),
+            "held",
+        )),
+        Action::OldAck => Some((
+            p.held_ack.ack_seq(&model.cfg),
+            p.held_ack
+                .ack_seg(&model.cfg, p.sender.ts_ok)
+                .sacks
+                .to_vec(),
+            "old",
+        )),
         _ => None,
     };
     if let Some((ack, blocks, kind)) = ack_blocks {
         let blocks = if s.sender.sack_ok { blocks } else { Vec::new() };
         // Blocks are drawn where they reach the sender (not on a lost or a held ACK).
-        let sacks = if kind.is_empty() || kind == "old" { blocks.iter().map(|&(b, e)| (b.wrapping_sub(isn) as f64, e.wrapping_sub(isn) as f64)).collect() } else { Vec::new() };
+        let sacks = if kind.is_empty() || kind == "old" {
+            blocks
+                .iter()
+                .map(|&(b, e)| (b.wrapping_sub(isn) as f64, e.wrapping_sub(isn) as f64))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let names: Vec<String> = blocks.iter().map(|(b, e)| format!("{b}-{e}")).collect();
         let why = match kind {
             "lost" => " (lost on the way back)",
@@ -81,8 +150,21 @@ fn delivery(items: &mut Vec<Item>, model: &TcpModel, a: &Action, p: &State, s: &
             "old" => " (the held ACK, arriving below snd_una)",
             _ => "",
         };
-        let desc = format!("ACK {ack}{}{why}", if names.is_empty() { String::new() } else { format!(" SACK {}", names.join(" ")) });
-        items.push(Item::Ack { at: ack.wrapping_sub(isn) as f64, ack: ack.to_string(), sacks, kind, desc });
+        let desc = format!(
+            "ACK {ack}{}{why}",
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(" SACK {}", names.join(" "))
+            }
+        );
+        items.push(Item::Ack {
+            at: ack.wrapping_sub(isn) as f64,
+            ack: ack.to_string(),
+            sacks,
+            kind,
+            desc,
+        });
     }
 }
 
@@ -95,7 +177,11 @@ fn markers(items: &mut Vec<Item>, a: Option<&Action>, s: &State) {
         _ => None,
     };
     if let Some((label, kind)) = timer {
-        items.push(Item::Timer { kind, label, desc: format!("{label} fires at {} ms", s.now) });
+        items.push(Item::Timer {
+            kind,
+            label,
+            desc: format!("{label} fires at {} ms", s.now),
+        });
     }
     if let Some(label) = match a {
         Some(Action::Write) | Some(Action::WriteAfter { .. }) => Some("write"),
@@ -103,14 +189,24 @@ fn markers(items: &mut Vec<Item>, a: Option<&Action>, s: &State) {
         Some(Action::TsqDrain) => Some("TSQ drain"),
         _ => None,
     } {
-        items.push(Item::Event { label: label.into() });
+        items.push(Item::Event {
+            label: label.into(),
+        });
     }
 }
 
 /// Step `k`'s transmissions (packets in flight after it that were not before), each noted in
 /// `tx_col` with its column.
-fn transmissions(items: &mut Vec<Item>, k: usize, prev: Option<&State>, s: &State, tx_col: &mut HashMap<(u16, u32, bool), usize>) {
-    let before: Vec<(u16, u32, bool)> = prev.map(|p| p.flight.iter().map(|q| (q.seg, q.sent, q.rtx)).collect()).unwrap_or_default();
+fn transmissions(
+    items: &mut Vec<Item>,
+    k: usize,
+    prev: Option<&State>,
+    s: &State,
+    tx_col: &mut HashMap<(u16, u32, bool), usize>,
+) {
+    let before: Vec<(u16, u32, bool)> = prev
+        .map(|p| p.flight.iter().map(|q| (q.seg, q.sent, q.rtx)).collect())
+        .unwrap_or_default();
     for q in s.flight.iter() {
         let key = (q.seg, q.sent, q.rtx);
         if before.contains(&key) {
@@ -118,7 +214,21 @@ fn transmissions(items: &mut Vec<Item>, k: usize, prev: Option<&State>, s: &Stat
         }
         tx_col.insert(key, k);
         let seg = q.seg as u32 + 1;
-        items.push(Item::Tx { lo: q.seg as f64, hi: q.seg as f64 + 1.0, rtx: q.rtx, seg: seg.to_string(), desc: format!("{} of seg {seg} at {} ms", if q.rtx { "retransmission" } else { "transmission" }, q.sent) });
+        items.push(Item::Tx {
+            lo: q.seg as f64,
+            hi: q.seg as f64 + 1.0,
+            rtx: q.rtx,
+            seg: seg.to_string(),
+            desc: format!(
+                "{} of seg {seg} at {} ms",
+                if q.rtx {
+                    "retransmission"
+                } else {
+                    "transmission"
+                },
+                q.sent
+            ),
+        });
     }
 }
 
@@ -126,7 +236,14 @@ fn transmissions(items: &mut Vec<Item>, k: usize, prev: Option<&State>, s: &Stat
 fn undos(items: &mut Vec<Item>, s: &State) {
     for u in &s.sender.ghost.ev.undos {
         items.push(Item::Undo {
-            desc: format!("undo {:?}: cwnd {}→{}, ssthresh {}→{}", u.kind, u.cwnd_before, u.cwnd_after, crate::graph::fmt_ssthresh(u.ssthresh_before), crate::graph::fmt_ssthresh(u.ssthresh_after)),
+            desc: format!(
+                "undo {:?}: cwnd {}→{}, ssthresh {}→{}",
+                u.kind,
+                u.cwnd_before,
+                u.cwnd_after,
+                crate::graph::fmt_ssthresh(u.ssthresh_before),
+                crate::graph::fmt_ssthresh(u.ssthresh_after)
+            ),
         });
     }
 }
@@ -139,11 +256,18 @@ mod tests {
 
     /// The seed bug's counterexample: linux-6.15, no SACK, I1.
     fn seed() -> (TcpModel, Path<Action>) {
-        let cfg = Config { sack: SackMode::NoSack, ..Config::default() };
+        let cfg = Config {
+            sack: SackMode::NoSack,
+            ..Config::default()
+        };
         let specs = trc_properties::select(&["I1".to_string()]).unwrap();
-        let model = TcpModel::new(cfg, Profile::by_name("linux-6.15").unwrap()).with_properties(trc_properties::properties(&specs));
+        let model = TcpModel::new(cfg, Profile::by_name("linux-6.15").unwrap())
+            .with_properties(trc_properties::properties(&specs));
         let report = trc_engine::check(&model, &trc_engine::Options::default(), None);
-        let path = report.properties[0].path.clone().expect("I1 is violated on linux-6.15 without SACK");
+        let path = report.properties[0]
+            .path
+            .clone()
+            .expect("I1 is violated on linux-6.15 without SACK");
         (model, path)
     }
 
@@ -159,15 +283,28 @@ mod tests {
         assert!(html.contains("class=\"tsd-drop\" data-pstep=\"1\" data-seg=\"1\""));
         assert_eq!(html.matches("class=\"tsd-timer\"").count(), 1);
         assert!(html.contains("class=\"tsd-timer\" data-pstep=\"2\" data-kind=\"rto\""));
-        assert_eq!(html.matches("class=\"tsd-ack\"").count(), 6, "six deliveries");
-        assert_eq!(html.matches("class=\"tsd-undo\" data-pstep=\"8\"").count(), 1);
+        assert_eq!(
+            html.matches("class=\"tsd-ack\"").count(),
+            6,
+            "six deliveries"
+        );
+        assert_eq!(
+            html.matches("class=\"tsd-undo\" data-pstep=\"8\"").count(),
+            1
+        );
         // The timeline: a point per step; cwnd 5, 1 at the RTO, 3, then back to 5 at the undo.
-        let cwnd: Vec<u32> = (0..=8).map(|k| {
-            let tag = format!("class=\"tl-cwnd\" data-pstep=\"{k}\" data-value=\"");
-            let i = html.find(&tag).unwrap() + tag.len();
-            html[i..].split('"').next().unwrap().parse().unwrap()
-        }).collect();
-        assert_eq!((cwnd[0], cwnd[2], cwnd[7], cwnd[8]), (5, 1, 3, 5), "{cwnd:?}");
+        let cwnd: Vec<u32> = (0..=8)
+            .map(|k| {
+                let tag = format!("class=\"tl-cwnd\" data-pstep=\"{k}\" data-value=\"");
+                let i = html.find(&tag).unwrap() + tag.len();
+                html[i..].split('"').next().unwrap().parse().unwrap()
+            })
+            .collect();
+        assert_eq!(
+            (cwnd[0], cwnd[2], cwnd[7], cwnd[8]),
+            (5, 1, 3, 5),
+            "{cwnd:?}"
+        );
         assert_eq!(html.matches("class=\"tl-ca\"").count(), 9);
         assert!(html.contains("class=\"tl-ca\" data-pstep=\"2\" data-state=\"Loss\""));
         assert!(html.contains("class=\"pic-viol\" data-pstep=\"8\""));

@@ -18,7 +18,11 @@ pub fn trc(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// A fresh scratch directory under the target's test temporary directory.

@@ -26,9 +26,10 @@ pub const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / CUBE_RTT_SCALE as 
 /// The cube-root table (`v[]` of `cubic_root`): the kernel's numeric data (the first guess of
 /// the cube root of small arguments, refined by one Newton-Raphson step).
 const V: [u8; 64] = [
-    0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176,
-    179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224,
-    225, 227, 229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
+    0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168,
+    170, 173, 176, 179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213,
+    215, 217, 219, 221, 222, 224, 225, 227, 229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245,
+    246, 248, 250, 251, 252, 254,
 ];
 
 /// `fls64()`: 1-based index of the highest set bit, 0 for 0.
@@ -74,20 +75,45 @@ pub struct Curve {
 
 /// The curve part of `bictcp_update`: `t` = (elapsed jiffies, sign-extended) + delay_min in
 /// jiffies, scaled to 2^-10 s; `target = origin ± 410·|t−K|³ >> 40`; `cnt` from the target.
-pub fn curve(cwnd: u32, elapsed_jiffies: i32, delay_min_jiffies: u32, hz: u32, bic_k: u32, origin: u32, last_max_cwnd: u32) -> Curve {
+pub fn curve(
+    cwnd: u32,
+    elapsed_jiffies: i32,
+    delay_min_jiffies: u32,
+    hz: u32,
+    bic_k: u32,
+    origin: u32,
+    last_max_cwnd: u32,
+) -> Curve {
     let mut t: u64 = elapsed_jiffies as i64 as u64;
     t = t.wrapping_add(delay_min_jiffies as u64);
     t <<= BICTCP_HZ;
     t /= hz as u64;
     let k = bic_k as u64;
     let offs = if t < k { k - t } else { t - k };
-    let delta = ((CUBE_RTT_SCALE as u64).wrapping_mul(offs).wrapping_mul(offs).wrapping_mul(offs) >> (10 + 3 * BICTCP_HZ)) as u32;
-    let target = if t < k { origin.wrapping_sub(delta) } else { origin.wrapping_add(delta) };
-    let mut cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100u32.wrapping_mul(cwnd) };
+    let delta = ((CUBE_RTT_SCALE as u64)
+        .wrapping_mul(offs)
+        .wrapping_mul(offs)
+        .wrapping_mul(offs)
+        >> (10 + 3 * BICTCP_HZ)) as u32;
+    let target = if t < k {
+        origin.wrapping_sub(delta)
+    } else {
+        origin.wrapping_add(delta)
+    };
+    let mut cnt = if target > cwnd {
+        cwnd / (target - cwnd)
+    } else {
+        100u32.wrapping_mul(cwnd)
+    };
     if last_max_cwnd == 0 && cnt > 20 {
         cnt = 20;
     }
-    Curve { t, delta, target, cnt }
+    Curve {
+        t,
+        delta,
+        target,
+        cnt,
+    }
 }
 
 /// `struct bictcp` (CUBIC's private state, incl. HyStart's) plus ghost fields used only by the
@@ -131,7 +157,10 @@ pub struct Cubic {
 impl Cubic {
     /// `cubictcp_init()` at connection start: reset, HyStart round starts (`hystart` = 1).
     pub fn new(w: &Window) -> Cubic {
-        let mut c = Cubic { g_min_rtt_us: u32::MAX, ..Cubic::default() };
+        let mut c = Cubic {
+            g_min_rtt_us: u32::MAX,
+            ..Cubic::default()
+        };
         c.bictcp_reset();
         c.hystart_reset(w);
         c.g_end_seq = w.snd_nxt;
@@ -221,7 +250,12 @@ impl Cubic {
             return None;
         }
         let idle_jiffies = now.wrapping_sub(w.p.jiffies(w.now_ms.saturating_sub(idle_ms)));
-        Some(IdleRestart { epoch_before: before, epoch_after: self.epoch_start, jiffies: now, idle_jiffies })
+        Some(IdleRestart {
+            epoch_before: before,
+            epoch_after: self.epoch_start,
+            jiffies: now,
+            idle_jiffies,
+        })
     }
 
     /// `delay_min` in jiffies as `bictcp_update` adds it to `t`.
@@ -238,7 +272,8 @@ impl Cubic {
         let p = &w.p;
         let now = w.jiffies();
         self.ack_cnt = self.ack_cnt.wrapping_add(acked);
-        if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (p.hz / 32) as i32 {
+        if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (p.hz / 32) as i32
+        {
             return;
         }
         if !(self.epoch_start != 0 && now == self.last_time) {
@@ -252,7 +287,8 @@ impl Cubic {
                     self.bic_k = 0;
                     self.bic_origin_point = cwnd;
                 } else {
-                    self.bic_k = cubic_root(CUBE_FACTOR.wrapping_mul((self.last_max_cwnd - cwnd) as u64));
+                    self.bic_k =
+                        cubic_root(CUBE_FACTOR.wrapping_mul((self.last_max_cwnd - cwnd) as u64));
                     self.bic_origin_point = self.last_max_cwnd;
                 }
             }
@@ -293,7 +329,10 @@ impl Cubic {
         }
         if w.in_slow_start() {
             // Before 4e1fddc98d25 the HyStart round was reset here (cwnd-limited, slow start only).
-            if w.p.round_reset == HystartRoundReset::InCongAvoid && w.p.hystart && after(w.snd_una, self.end_seq) {
+            if w.p.round_reset == HystartRoundReset::InCongAvoid
+                && w.p.hystart
+                && after(w.snd_una, self.end_seq)
+            {
                 self.hystart_reset(w);
             }
             acked = tcp_slow_start(w, acked);
@@ -320,7 +359,9 @@ impl Cubic {
         let rtt_us = rtt_us.min(u32::MAX as i64) as u32;
         self.g_min_rtt_us = self.g_min_rtt_us.min(rtt_us);
         let p = w.p;
-        if self.epoch_start != 0 && (w.jiffies().wrapping_sub(self.epoch_start) as i32) < p.hz as i32 {
+        if self.epoch_start != 0
+            && (w.jiffies().wrapping_sub(self.epoch_start) as i32) < p.hz as i32
+        {
             return None;
         }
         self.hystart_acked(w, rtt_us)
@@ -340,10 +381,26 @@ mod tests {
 
     #[test]
     fn cubic_root_close_to_real() {
-        for a in [0u64, 1, 7, 8, 27, 63, 64, 1000, 1 << 20, 123_456_789, 1 << 40, u64::MAX >> 4] {
+        for a in [
+            0u64,
+            1,
+            7,
+            8,
+            27,
+            63,
+            64,
+            1000,
+            1 << 20,
+            123_456_789,
+            1 << 40,
+            u64::MAX >> 4,
+        ] {
             let r = cubic_root(a) as f64;
             let exact = (a as f64).cbrt();
-            assert!((r - exact).abs() <= exact * 0.1 + 1.0, "cbrt({a}) = {r}, exact {exact}");
+            assert!(
+                (r - exact).abs() <= exact * 0.1 + 1.0,
+                "cbrt({a}) = {r}, exact {exact}"
+            );
         }
         assert_eq!(cubic_root(1000), 10);
         assert_eq!(cubic_root(1 << 30), 1024);

@@ -4,7 +4,9 @@
 
 use super::cubic::Cubic;
 use super::{HystartExit, HystartKind, Window};
-use crate::profile::{HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset};
+use crate::profile::{
+    HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset,
+};
 use crate::seq::after;
 
 /// `HYSTART_ACK_TRAIN`, `HYSTART_DELAY`: the bits of the `hystart_detect` module parameter.
@@ -169,7 +171,11 @@ impl Cubic {
             self.sample_cnt += 1;
             return None;
         }
-        if self.curr_rtt <= self.delay_min.wrapping_add(delay_thresh(self.delay_min >> 3, p.clock)) {
+        if self.curr_rtt
+            <= self
+                .delay_min
+                .wrapping_add(delay_thresh(self.delay_min >> 3, p.clock))
+        {
             return None;
         }
         self.found = true;

@@ -8,8 +8,11 @@
 pub mod cubic;
 pub mod hystart;
 
-use crate::profile::{CubicIdle, HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset, Profile};
 use crate::profile::mutant;
+use crate::profile::{
+    CubicIdle, HystartClock, HystartCurrRtt, HystartCushion, HystartLowWindow, HystartRoundReset,
+    Profile,
+};
 use crate::state::CaState;
 pub use cubic::Cubic;
 use serde::{Deserialize, Serialize};
@@ -98,7 +101,8 @@ impl CcParams {
     /// `tcp_jiffies32` at model time `ms` (model time 0 is `jiffy_phase_us` after a tick).
     pub fn jiffies(&self, ms: u32) -> u32 {
         let us = ms as u64 * self.us_per_ms as u64 + self.jiffy_phase_us as u64;
-        self.initial_jiffies().wrapping_add((us * self.hz as u64 / 1_000_000) as u32)
+        self.initial_jiffies()
+            .wrapping_add((us * self.hz as u64 / 1_000_000) as u32)
     }
 
     /// `tcp_mstamp` truncated to u32 µs at model time `ms`.
@@ -356,7 +360,10 @@ mod tests {
         // Model time 0 is 1 ms after a tick: 404 and 407 ms fall in different jiffies (with
         // phase 0 both are in jiffy 101 after the start).
         let p0 = w(1, 1).p;
-        let p1 = CcParams { jiffy_phase_us: 1000, ..p0 };
+        let p1 = CcParams {
+            jiffy_phase_us: 1000,
+            ..p0
+        };
         assert_eq!(p0.jiffies(407), p0.jiffies(404));
         assert_eq!(p1.jiffies(407).wrapping_sub(p1.jiffies(404)), 1);
         assert_eq!(p1.jiffies(0), p0.jiffies(0));

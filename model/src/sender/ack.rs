@@ -54,7 +54,10 @@ pub struct AckSeg {
 impl Sender {
     /// `tcp_ack()`: process one inbound ACK, then `tcp_data_snd_check()` sends new data.
     pub fn tcp_ack(&mut self, cx: &mut Cx, seg: &AckSeg) {
-        cx.rx = RxOpt { saw_tstamp: seg.tsecr.is_some() && self.ts_ok, rcv_tsecr: seg.tsecr.unwrap_or(0) };
+        cx.rx = RxOpt {
+            saw_tstamp: seg.tsecr.is_some() && self.ts_ok,
+            rcv_tsecr: seg.tsecr.unwrap_or(0),
+        };
         let ack = seg.ack;
         let prior_snd_una = self.snd_una;
         let prior_packets = self.packets_out;
@@ -122,7 +125,9 @@ impl Sender {
                 not_dup |= flag::DSACKING_ACK;
             }
             let num_dupack = if flag & not_dup == 0 { 1 } else { 0 };
-            if flag & flag::DSACKING_ACK != 0 && flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP) == 0 {
+            if flag & flag::DSACKING_ACK != 0
+                && flag & (flag::SND_UNA_ADVANCED | flag::NOT_DUP) == 0
+            {
                 cx.took(crate::decision::Branch::DsackOnlyAck);
             }
             self.tcp_fastretrans_alert(cx, prior_snd_una, num_dupack, &mut flag, &mut rexmit);
@@ -173,7 +178,11 @@ impl Sender {
     /// otherwise `tcp_ack_update_rtt()` falls back to the SACK sample or the TS echo, and
     /// without either there is no sample: no `icsk_backoff` reset, no CUBIC `delay_min` update.
     /// The condition is as old as the rtt_us rework (740b0f1841f6, v3.15); 6.18 unchanged.
-    pub fn tcp_karn_ack_times(fl: u32, first_ackt: Option<u32>, last_ackt: Option<u32>) -> (Option<u32>, Option<u32>) {
+    pub fn tcp_karn_ack_times(
+        fl: u32,
+        first_ackt: Option<u32>,
+        last_ackt: Option<u32>,
+    ) -> (Option<u32>, Option<u32>) {
         if fl & flag::RETRANS_DATA_ACKED != 0 {
             (None, None)
         } else {
@@ -183,7 +192,13 @@ impl Sender {
 
     /// `tcp_clean_rtx_queue()`: drop cumulatively ACKed segments, account retransmissions,
     /// RTT sample (Karn), RACK advance, the non-SACK dupack bookkeeping, the CC `pkts_acked` hook.
-    pub fn tcp_clean_rtx_queue(&mut self, cx: &mut Cx, prior_fack: u32, prior_snd_una: u32, first_sackt: Option<u32>) -> u32 {
+    pub fn tcp_clean_rtx_queue(
+        &mut self,
+        cx: &mut Cx,
+        prior_fack: u32,
+        prior_snd_una: u32,
+        first_sackt: Option<u32>,
+    ) -> u32 {
         let cfg = cx.cfg;
         let mut fl = 0u32;
         let mut reord = self.snd_nxt;
@@ -196,7 +211,9 @@ impl Sender {
         // the segment that filled the receiver's hole, the one at the old snd_una. Its echo can
         // prove only that segment's retransmission spurious; note whether that retransmission is
         // the episode's only one not yet DSACKed (this ACK's DSACKs are already counted).
-        cx.echo_proves_retrans = from < to && self.segs[from as usize].tags & tag::RETRANS != 0 && self.undo_retrans <= 1;
+        cx.echo_proves_retrans = from < to
+            && self.segs[from as usize].tags & tag::RETRANS != 0
+            && self.undo_retrans <= 1;
         for i in from..to {
             let s = self.segs[i as usize];
             let start = self.seq_of(cfg, i);
@@ -231,7 +248,10 @@ impl Sender {
             pkts_acked += 1;
             Self::tcp_rate_skb_delivered(cx, s.tags);
             fl |= flag::DATA_ACKED;
-            self.segs[i as usize] = Seg { tags: 0, xmit: s.xmit };
+            self.segs[i as usize] = Seg {
+                tags: 0,
+                xmit: s.xmit,
+            };
         }
         let q = self.rtx_queue(cfg);
         if !q.is_empty() && self.segs[q.start as usize].tags & tag::S != 0 {
@@ -241,8 +261,14 @@ impl Sender {
         // retransmitted data (Karn), else newly SACKed never retransmitted data, else the TS
         // echo on an ACK that acked something (which then is the CC sample too).
         let (first_ackt, last_ackt) = Self::tcp_karn_ack_times(fl, first_ackt, last_ackt);
-        let seq_rtt = first_ackt.map(|t| cx.now.wrapping_sub(t)).or(first_sackt.map(|t| cx.now.wrapping_sub(t)));
-        let ts_rtt = if seq_rtt.is_none() && cx.rx.saw_tstamp && cx.rx.rcv_tsecr != 0 && fl & flag::ACKED != 0 {
+        let seq_rtt = first_ackt
+            .map(|t| cx.now.wrapping_sub(t))
+            .or(first_sackt.map(|t| cx.now.wrapping_sub(t)));
+        let ts_rtt = if seq_rtt.is_none()
+            && cx.rx.saw_tstamp
+            && cx.rx.rcv_tsecr != 0
+            && fl & flag::ACKED != 0
+        {
             Some(cx.ts_now().wrapping_sub(cx.rx.rcv_tsecr))
         } else {
             None
@@ -279,7 +305,9 @@ impl Sender {
             }
         }
         let ca_rtt_ms = ts_rtt.or(last_ackt.map(|t| cx.now.wrapping_sub(t)));
-        let ca_rtt_us = ca_rtt_ms.map(|ms| ms as i64 * cx.cfg.cc_us_per_ms as i64).unwrap_or(-1);
+        let ca_rtt_us = ca_rtt_ms
+            .map(|ms| ms as i64 * cx.cfg.cc_us_per_ms as i64)
+            .unwrap_or(-1);
         if pkts_acked > 0 || first_sackt.is_some() {
             let mut w = self.window(cx);
             if let Some(ex) = self.cc.pkts_acked(&mut w, pkts_acked, ca_rtt_us) {
@@ -302,7 +330,10 @@ impl Sender {
 
     /// `tcp_skb_spurious_retrans()`: the TS echo proves the ACK answers an earlier copy.
     pub fn tcp_skb_spurious_retrans(&self, cx: &Cx, s: Seg) -> bool {
-        s.tags & tag::RETRANS != 0 && cx.rx.saw_tstamp && cx.rx.rcv_tsecr != 0 && before(cx.rx.rcv_tsecr, cx.ts_of(s.xmit))
+        s.tags & tag::RETRANS != 0
+            && cx.rx.saw_tstamp
+            && cx.rx.rcv_tsecr != 0
+            && before(cx.rx.rcv_tsecr, cx.ts_of(s.xmit))
     }
 
     /// `tcp_limit_reno_sacked()`: the dupack count cannot exceed packets_out minus the holes.
@@ -382,8 +413,20 @@ mod tests {
         s.packets_out = 5;
         let before = (s.snd_una, s.cwnd, s.ssthresh, s.ca_state);
         let mut cx = Cx::new(&cfg, &prof, 100, false);
-        s.tcp_ack(&mut cx, &AckSeg { ack: cfg.isn + 2, sacks: Default::default(), ece: false, tsecr: None });
-        assert_eq!((s.snd_una, s.cwnd, s.ssthresh, s.ca_state), before, "an old ACK moves nothing");
+        s.tcp_ack(
+            &mut cx,
+            &AckSeg {
+                ack: cfg.isn + 2,
+                sacks: Default::default(),
+                ece: false,
+                tsecr: None,
+            },
+        );
+        assert_eq!(
+            (s.snd_una, s.cwnd, s.ssthresh, s.ca_state),
+            before,
+            "an old ACK moves nothing"
+        );
         let sent: Vec<u32> = cx.out.iter().map(|t| t.seg).collect();
         assert_eq!(sent, vec![10, 11], "tcp_data_snd_check after the old ACK");
         assert!(cx.out.iter().all(|t| !t.rtx));

@@ -25,7 +25,11 @@ impl Sender {
                 (CaState::Recovery, true) => Some(Mib::SackRecoveryFail),
                 (CaState::Recovery, false) => Some(Mib::RenoRecoveryFail),
                 (CaState::Loss, _) => Some(Mib::LossFailures),
-                (s, sack) if s == CaState::Disorder || self.sacked_out != 0 => Some(if sack { Mib::SackFailures } else { Mib::RenoFailures }),
+                (s, sack) if s == CaState::Disorder || self.sacked_out != 0 => Some(if sack {
+                    Mib::SackFailures
+                } else {
+                    Mib::RenoFailures
+                }),
                 _ => None,
             };
             if let Some(m) = failed {
@@ -63,7 +67,9 @@ impl Sender {
         for i in q.clone() {
             if is_reneg {
                 self.segs[i as usize].tags &= !tag::S;
-            } else if i != q.start && self.tcp_rack_skb_timeout(cx, self.segs[i as usize].xmit, 0) > 0 {
+            } else if i != q.start
+                && self.tcp_rack_skb_timeout(cx, self.segs[i as usize].xmit, 0) > 0
+            {
                 continue; // recently sent: not marked yet
             }
             self.tcp_mark_skb_lost(cx, i);
@@ -86,7 +92,9 @@ impl Sender {
         if crate::profile::mutant!(cx.prof, EnterLossAlwaysReduce) {
             return true;
         }
-        self.ca_state <= CaState::Disorder || window_done || (self.ca_state == CaState::Loss && self.icsk_retransmits == 0)
+        self.ca_state <= CaState::Disorder
+            || window_done
+            || (self.ca_state == CaState::Loss && self.icsk_retransmits == 0)
     }
 
     /// `tcp_enter_loss()`: RTO → Loss, ssthresh cut if not yet made in this window, cwnd = in_flight + 1.
@@ -108,7 +116,13 @@ impl Sender {
         }
         self.tcp_set_ca_state(cx, CaState::Loss);
         self.high_seq = self.snd_nxt;
-        if self.ghost.ev.reductions.last().map_or(false, |r| r.kind == ReductionKind::Loss) {
+        if self
+            .ghost
+            .ev
+            .reductions
+            .last()
+            .map_or(false, |r| r.kind == ReductionKind::Loss)
+        {
             self.ghost.last_reduction = Some((self.high_seq, ReductionKind::Loss));
         }
         self.tlp_high_seq = 0;
@@ -134,7 +148,11 @@ impl Sender {
             return;
         }
         if fl & flag::ORIG_SACK_ACKED != 0 {
-            let from = if self.undo_marker != 0 { self.undo_marker.wrapping_sub(cx.cfg.isn) } else { 0 };
+            let from = if self.undo_marker != 0 {
+                self.undo_marker.wrapping_sub(cx.cfg.isn)
+            } else {
+                0
+            };
             let to = self.high_seq.wrapping_sub(cx.cfg.isn);
             self.ghost.frto_owed = Some((from as u16, to as u16));
         } else if after(self.snd_nxt, self.high_seq) {
@@ -152,15 +170,26 @@ impl Sender {
             LossUndoAcks::SndUnaAdvanced => fl & flag::SND_UNA_ADVANCED != 0,
             LossUndoAcks::AnyAck => true,
         };
-        cx.took(if fl & flag::SND_UNA_ADVANCED != 0 { Branch::LossUndoAdvanced } else { Branch::LossUndoNotAdvanced });
-        let trigger = if fl & flag::SND_UNA_ADVANCED == 0 { crate::state::evidence::DUPACK } else { 0 };
+        cx.took(if fl & flag::SND_UNA_ADVANCED != 0 {
+            Branch::LossUndoAdvanced
+        } else {
+            Branch::LossUndoNotAdvanced
+        });
+        let trigger = if fl & flag::SND_UNA_ADVANCED == 0 {
+            crate::state::evidence::DUPACK
+        } else {
+            0
+        };
         if undo_trigger && self.tcp_try_undo_loss_on(cx, false, trigger) {
             return;
         }
         self.frto_reference(cx, fl, num_dupack);
         if self.frto {
             // Step 3.b: never-retransmitted data (S)ACKed: the RTO was spurious.
-            if fl & flag::ORIG_SACK_ACKED != 0 && !mutant!(cx.prof, FrtoNoUndo) && self.tcp_try_undo_loss(cx, true) {
+            if fl & flag::ORIG_SACK_ACKED != 0
+                && !mutant!(cx.prof, FrtoNoUndo)
+                && self.tcp_try_undo_loss(cx, true)
+            {
                 return;
             }
             if after(self.snd_nxt, self.high_seq) {
@@ -227,15 +256,28 @@ mod tests {
         (s.cwnd_cnt, s.tlp_high_seq, s.tlp_retrans) = (5, 11, true);
         let mut cx = Cx::new(&cfg, &p, 252, false);
         s.tcp_enter_loss(&mut cx);
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.cwnd_cnt), (CaState::Loss, 1, 7, 0));
-        assert_eq!((s.prior_cwnd, s.prior_ssthresh), (10, TCP_INFINITE_SSTHRESH));
-        assert_eq!((s.undo_marker, s.undo_retrans), (1, 1), "0ec986ed7bab: the in-flight TLP retransmission counts");
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.cwnd_cnt),
+            (CaState::Loss, 1, 7, 0)
+        );
+        assert_eq!(
+            (s.prior_cwnd, s.prior_ssthresh),
+            (10, TCP_INFINITE_SSTHRESH)
+        );
+        assert_eq!(
+            (s.undo_marker, s.undo_retrans),
+            (1, 1),
+            "0ec986ed7bab: the in-flight TLP retransmission counts"
+        );
         assert_eq!((s.lost_out, s.tagged(tag::L).len()), (10, 10));
         assert_eq!((s.high_seq, s.tlp_high_seq), (11, 0));
         assert!(s.frto);
         assert!(s.ghost.ev.entered_loss);
         let r = s.ghost.ev.reductions[0];
-        assert_eq!((r.kind, r.from, r.cwnd, r.ssthresh), (ReductionKind::Loss, CaState::Open, 10, 7));
+        assert_eq!(
+            (r.kind, r.from, r.cwnd, r.ssthresh),
+            (ReductionKind::Loss, CaState::Open, 10, 7)
+        );
     }
 
     /// A second RTO in the same window (Loss, `snd_una` 1 below `high_seq` 11,
@@ -256,7 +298,15 @@ mod tests {
         let mut cx = Cx::new(&cfg, &p, 764, false);
         s.tcp_enter_loss(&mut cx);
         assert_eq!((s.ca_state, s.cwnd, s.ssthresh), (CaState::Loss, 1, 7));
-        assert_eq!((s.prior_cwnd, s.prior_ssthresh, s.undo_marker, s.undo_retrans), (10, TCP_INFINITE_SSTHRESH, 1, 1));
+        assert_eq!(
+            (
+                s.prior_cwnd,
+                s.prior_ssthresh,
+                s.undo_marker,
+                s.undo_retrans
+            ),
+            (10, TCP_INFINITE_SSTHRESH, 1, 1)
+        );
         assert_eq!((s.retrans_out, s.lost_out), (0, 10));
         assert!(s.ghost.ev.reductions.is_empty());
         assert!(s.frto);
@@ -275,7 +325,13 @@ mod tests {
         s.tcp_enter_loss(&mut Cx::new(&cfg, &p, 252, false));
         // ACK 2 at t=302: segment 1 (retransmitted at 252) delivered.
         s.segs[0] = Seg::default();
-        (s.snd_una, s.packets_out, s.lost_out, s.cwnd, s.icsk_retransmits) = (2, 9, 9, 2, 0);
+        (
+            s.snd_una,
+            s.packets_out,
+            s.lost_out,
+            s.cwnd,
+            s.icsk_retransmits,
+        ) = (2, 9, 9, 2, 0);
         s.ghost.ev = Default::default();
         let mut cx = Cx::new(&cfg, &p, 556, false);
         s.tcp_enter_loss(&mut cx);
@@ -293,7 +349,10 @@ mod tests {
     fn enter_loss_guard_window_clause() {
         let cfg = cfg();
         let ge = Profile::linux_6_18();
-        let eq = Profile { enter_loss_guard: EnterLossGuard::SndUnaEqHighSeq, ..Profile::linux_6_18() };
+        let eq = Profile {
+            enter_loss_guard: EnterLossGuard::SndUnaEqHighSeq,
+            ..Profile::linux_6_18()
+        };
         for (state, snd_una, want_ge, want_eq) in [
             (CaState::Recovery, 5, false, false),
             (CaState::Recovery, 11, true, true),
@@ -305,7 +364,12 @@ mod tests {
             let mut s = Sender::for_test(&cfg, true, 11);
             (s.ca_state, s.snd_una, s.high_seq, s.icsk_retransmits) = (state, snd_una, 11, 1);
             for (p, want) in [(&ge, want_ge), (&eq, want_eq)] {
-                assert_eq!(s.tcp_enter_loss_may_reduce(&Cx::new(&cfg, p, 300, false)), want, "{state:?} snd_una {snd_una} {:?}", p.enter_loss_guard);
+                assert_eq!(
+                    s.tcp_enter_loss_may_reduce(&Cx::new(&cfg, p, 300, false)),
+                    want,
+                    "{state:?} snd_una {snd_una} {:?}",
+                    p.enter_loss_guard
+                );
             }
         }
     }

@@ -106,7 +106,23 @@ impl<'a> Cx<'a> {
     }
 
     pub fn new(cfg: &'a Config, prof: &'a Profile, now: u32, tsq_full: bool) -> Self {
-        Cx { cfg, prof, now, tsq_full, rx: RxOpt::default(), out: smallvec::SmallVec::new(), delivered: 0, lost: 0, rs: RateSample::default(), idle_ms: 0, mib: Default::default(), dsack_note: 0, dsack_segs: 0, echo_proves_retrans: false, decisions: None }
+        Cx {
+            cfg,
+            prof,
+            now,
+            tsq_full,
+            rx: RxOpt::default(),
+            out: smallvec::SmallVec::new(),
+            delivered: 0,
+            lost: 0,
+            rs: RateSample::default(),
+            idle_ms: 0,
+            mib: Default::default(),
+            dsack_note: 0,
+            dsack_segs: 0,
+            echo_proves_retrans: false,
+            decisions: None,
+        }
     }
 
     /// TCP timestamp clock (ms) now: `tcp_time_stamp_ts()`.
@@ -152,7 +168,15 @@ impl Sender {
             icsk_backoff: 0,
             tlp_high_seq: 0,
             tlp_retrans: false,
-            rack: Rack { mstamp: 0, end_seq: 0, rtt: 0, advanced: false, reo_wnd_steps: 1, reo_wnd_persist: 0, dsack_seen: false },
+            rack: Rack {
+                mstamp: 0,
+                end_seq: 0,
+                rtt: 0,
+                advanced: false,
+                reo_wnd_steps: 1,
+                reo_wnd_persist: 0,
+                dsack_seen: false,
+            },
             prr_delivered: 0,
             prr_out: 0,
             is_cwnd_limited: false,
@@ -165,7 +189,10 @@ impl Sender {
             ecn_queue_cwr: false,
             timer: None,
             cc: crate::cc::Cc::Reno,
-            segs: crate::inline_vec::InlineVec::from_elem(Seg::default(), cfg.total_segments() as usize),
+            segs: crate::inline_vec::InlineVec::from_elem(
+                Seg::default(),
+                cfg.total_segments() as usize,
+            ),
             ghost: SenderGhost::default(),
         };
         if cfg.cc == crate::config::CcKind::Cubic {
@@ -203,7 +230,9 @@ impl Sender {
 
     /// `tcp_packets_in_flight()`: `packets_out - left_out + retrans_out` (u32, wraps as the kernel's).
     pub fn tcp_packets_in_flight(&self) -> u32 {
-        self.packets_out.wrapping_sub(self.tcp_left_out()).wrapping_add(self.retrans_out)
+        self.packets_out
+            .wrapping_sub(self.tcp_left_out())
+            .wrapping_add(self.retrans_out)
     }
 
     /// `tcp_in_cwnd_reduction()`: CWR or Recovery.
@@ -278,7 +307,11 @@ impl Sender {
     /// `tp->lsndtime` (model ms): the last transmission of data (new or retransmitted).
     pub fn lsndtime(&self, cfg: &Config) -> u32 {
         let sent = self.idx(cfg, self.snd_nxt) as usize;
-        self.segs[..sent.min(self.segs.len())].iter().map(|s| s.xmit).max().unwrap_or(0)
+        self.segs[..sent.min(self.segs.len())]
+            .iter()
+            .map(|s| s.xmit)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The window view handed to congestion control.
@@ -333,7 +366,8 @@ impl Sender {
     /// doubles the jiffies value per backoff (`min(icsk_rto << 1, TCP_RTO_MAX)`): 504 ms,
     /// 1008 ms, ... — not 500, 1000.
     pub fn icsk_rto_jiffies(&self, cfg: &Config) -> u64 {
-        let base = crate::cc::cubic::usecs_to_jiffies((cfg.rtt_ms + TCP_RTO_MIN_MS) * 1000, cfg.hz) as u64;
+        let base =
+            crate::cc::cubic::usecs_to_jiffies((cfg.rtt_ms + TCP_RTO_MIN_MS) * 1000, cfg.hz) as u64;
         let max = TCP_RTO_MAX_MS as u64 * cfg.hz as u64 / 1000;
         (base << self.icsk_backoff.min(20)).min(max)
     }

@@ -10,11 +10,21 @@ impl Sender {
     /// `tcp_cwnd_reduction()`: Proportional Rate Reduction while in CWR/Recovery.
     /// 8b8a321ff72c added the `newly_acked_sacked <= 0 || !prior_cwnd` early return and the
     /// forced first packet; the Pre8b8a321 variant lacks both.
-    pub fn tcp_cwnd_reduction(&mut self, cx: &Cx, newly_acked_sacked: u32, newly_lost: u32, fl: u32) {
+    pub fn tcp_cwnd_reduction(
+        &mut self,
+        cx: &Cx,
+        newly_acked_sacked: u32,
+        newly_lost: u32,
+        fl: u32,
+    ) {
         let in_flight = self.tcp_packets_in_flight();
         let delta = self.ssthresh as i64 as i32 as i64 - in_flight as i32 as i64;
         let guarded = cx.prof.prr_guards == PrrGuards::Guarded;
-        cx.took(if newly_acked_sacked == 0 || self.prior_cwnd == 0 { crate::decision::Branch::PrrNothingDelivered } else { crate::decision::Branch::PrrRuns });
+        cx.took(if newly_acked_sacked == 0 || self.prior_cwnd == 0 {
+            crate::decision::Branch::PrrNothingDelivered
+        } else {
+            crate::decision::Branch::PrrRuns
+        });
         if guarded && (newly_acked_sacked == 0 || self.prior_cwnd == 0) {
             if newly_acked_sacked != 0 {
                 self.ghost.ev.prr_zero_prior_cwnd = true; // WARN_ON_ONCE(!prior_cwnd)
@@ -29,11 +39,13 @@ impl Sender {
                 self.ghost.ev.prr_zero_prior_cwnd = true;
                 sndcnt = 0;
             } else {
-                let dividend = self.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
+                let dividend =
+                    self.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
                 sndcnt = (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64;
             }
         } else {
-            sndcnt = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            sndcnt =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
             if fl & flag::SND_UNA_ADVANCED != 0 && newly_lost == 0 {
                 sndcnt += 1;
             }

@@ -108,14 +108,21 @@ impl Sender {
         self.tcp_rack_detect_loss(cx);
         if prior_inflight != self.tcp_packets_in_flight() {
             if self.reo_timeout_enters_recovery(cx) {
-                let lost_retrans = self.ca_state == CaState::Loss && self.retrans_out < prior_retrans;
+                let lost_retrans =
+                    self.ca_state == CaState::Loss && self.retrans_out < prior_retrans;
                 self.tcp_enter_recovery_from(cx, false, lost_retrans);
                 let newly_lost = cx.lost - lost_before;
                 self.tcp_cwnd_reduction(cx, 1, newly_lost, 0);
             }
             self.tcp_xmit_retransmit_queue(cx);
         }
-        if !matches!(self.timer, Some(Timer { kind: TimerKind::Rto, .. })) {
+        if !matches!(
+            self.timer,
+            Some(Timer {
+                kind: TimerKind::Rto,
+                ..
+            })
+        ) {
             self.tcp_rearm_rto(cx);
         }
     }
@@ -192,7 +199,9 @@ impl Sender {
     /// partial ACK in Recovery.
     pub fn tcp_newreno_mark_lost(&mut self, cx: &mut Cx, snd_una_advanced: bool) {
         let st = self.ca_state;
-        if (st < CaState::Recovery && self.sacked_out >= self.reordering) || (st == CaState::Recovery && snd_una_advanced) {
+        if (st < CaState::Recovery && self.sacked_out >= self.reordering)
+            || (st == CaState::Recovery && snd_una_advanced)
+        {
             let head = self.rtx_queue(cx.cfg).start;
             if self.segs[head as usize].tags & tag::L != 0 {
                 return;
@@ -259,7 +268,13 @@ mod tests {
         let mut s = Sender::for_test(&cfg, true, 10);
         s.ca_state = state;
         s.add_tags(5, tag::S | tag::T);
-        s.rack = Rack { mstamp: 0, end_seq: 7, rtt: 50, advanced: true, ..s.rack };
+        s.rack = Rack {
+            mstamp: 0,
+            end_seq: 7,
+            rtt: 50,
+            advanced: true,
+            ..s.rack
+        };
         s
     }
 
@@ -274,7 +289,11 @@ mod tests {
             let mut s = sacked_sixth(st);
             assert_eq!(s.tcp_rack_reo_wnd(&cx), 0, "{st:?}");
             s.reord_seen = 1;
-            assert_eq!(s.tcp_rack_reo_wnd(&cx), 12, "{st:?} after reordering was seen");
+            assert_eq!(
+                s.tcp_rack_reo_wnd(&cx),
+                12,
+                "{st:?} after reordering was seen"
+            );
         }
     }
 
@@ -291,7 +310,11 @@ mod tests {
         s.add_tags(7, tag::S | tag::T);
         assert_eq!((s.sacked_out, s.tcp_rack_reo_wnd(&cx)), (3, 0));
         s.reordering = 6;
-        assert_eq!(s.tcp_rack_reo_wnd(&cx), 12, "reordering raised above sacked_out");
+        assert_eq!(
+            s.tcp_rack_reo_wnd(&cx),
+            12,
+            "reordering raised above sacked_out"
+        );
     }
 
     /// `tcp_rack_reo_wnd()` = `min((min_rtt >> 2) * reo_wnd_steps, srtt)`: steps of 12 ms
@@ -318,7 +341,10 @@ mod tests {
         assert!(Sender::tcp_rack_sent_after(60, 60, 9, 2));
         assert!(!Sender::tcp_rack_sent_after(60, 60, 2, 9));
         assert!(!Sender::tcp_rack_sent_after(60, 60, 5, 5));
-        assert!(Sender::tcp_rack_sent_after(60, 60, 1, u32::MAX), "sequence comparison wraps (after())");
+        assert!(
+            Sender::tcp_rack_sent_after(60, 60, 1, u32::MAX),
+            "sequence comparison wraps (after())"
+        );
     }
 
     /// `tcp_rack_detect_loss()` in Disorder (reo_wnd 12): segments 1-5 were sent at the same
@@ -374,7 +400,13 @@ mod tests {
         s.segs[1].xmit = 60;
         s.segs[10].xmit = 60;
         s.add_tags(10, tag::S | tag::T);
-        s.rack = Rack { mstamp: 60, end_seq: 12, rtt: 50, advanced: true, ..s.rack };
+        s.rack = Rack {
+            mstamp: 60,
+            end_seq: 12,
+            rtt: 50,
+            advanced: true,
+            ..s.rack
+        };
         let mut cx = Cx::new(&cfg, &p, 110, false);
         assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
         assert_eq!(s.tagged(tag::L), (0..10).collect::<Vec<_>>());
@@ -392,13 +424,22 @@ mod tests {
         let mut s = sacked_sixth(CaState::Disorder);
         let mut cx = Cx::new(&cfg, &p, 50, false);
         assert!(s.tcp_rack_mark_lost(&mut cx));
-        assert_eq!(s.timer, Some(Timer { kind: TimerKind::Reo, deadline: 64 }));
+        assert_eq!(
+            s.timer,
+            Some(Timer {
+                kind: TimerKind::Reo,
+                deadline: 64
+            })
+        );
         assert!(!s.rack.advanced);
         let mut cx = Cx::new(&cfg, &p, 70, false);
         assert!(!s.tcp_rack_mark_lost(&mut cx), "not advanced: no detection");
         assert_eq!((s.lost_out, s.timer.unwrap().deadline), (0, 64));
         s.rack.advanced = true;
-        assert!(!s.tcp_rack_mark_lost(&mut cx), "everything before the reference is lost: no timer");
+        assert!(
+            !s.tcp_rack_mark_lost(&mut cx),
+            "everything before the reference is lost: no timer"
+        );
         assert_eq!(s.lost_out, 5);
     }
 
@@ -412,7 +453,13 @@ mod tests {
         s.rack.rtt = 400;
         let mut cx = Cx::new(&cfg, &p, 50, false);
         assert!(s.tcp_rack_mark_lost(&mut cx));
-        assert_eq!(s.timer, Some(Timer { kind: TimerKind::Reo, deadline: 50 + 252 }));
+        assert_eq!(
+            s.timer,
+            Some(Timer {
+                kind: TimerKind::Reo,
+                deadline: 50 + 252
+            })
+        );
     }
 
     /// `tcp_rack_advance()`: an ACK of a retransmitted segment sooner than min_rtt after the
@@ -423,13 +470,38 @@ mod tests {
         let cfg = cfg();
         let p = Profile::linux_6_18();
         let mut s = Sender::for_test(&cfg, true, 10);
-        s.rack = Rack { mstamp: 0, end_seq: 7, rtt: 50, advanced: false, ..s.rack };
+        s.rack = Rack {
+            mstamp: 0,
+            end_seq: 7,
+            rtt: 50,
+            advanced: false,
+            ..s.rack
+        };
         let before = s.rack;
         s.tcp_rack_advance(&Cx::new(&cfg, &p, 70, false), tag::RETRANS, 2, 60);
         assert_eq!(s.rack, before, "10 ms after the retransmission: ambiguous");
         s.tcp_rack_advance(&Cx::new(&cfg, &p, 110, false), tag::RETRANS, 2, 60);
-        assert_eq!(s.rack, Rack { mstamp: 60, end_seq: 2, rtt: 50, advanced: true, ..before });
+        assert_eq!(
+            s.rack,
+            Rack {
+                mstamp: 60,
+                end_seq: 2,
+                rtt: 50,
+                advanced: true,
+                ..before
+            }
+        );
         s.tcp_rack_advance(&Cx::new(&cfg, &p, 120, false), 0, 9, 0);
-        assert_eq!(s.rack, Rack { mstamp: 60, end_seq: 2, rtt: 120, advanced: true, ..before }, "older send: RTT only");
+        assert_eq!(
+            s.rack,
+            Rack {
+                mstamp: 60,
+                end_seq: 2,
+                rtt: 120,
+                advanced: true,
+                ..before
+            },
+            "older send: RTT only"
+        );
     }
 }

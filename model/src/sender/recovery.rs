@@ -12,7 +12,14 @@ use crate::state::*;
 
 impl Sender {
     /// `tcp_fastretrans_alert()`: the per-ACK state machine for dubious ACKs.
-    pub fn tcp_fastretrans_alert(&mut self, cx: &mut Cx, prior_snd_una: u32, num_dupack: u32, ack_flag: &mut u32, rexmit: &mut Rexmit) {
+    pub fn tcp_fastretrans_alert(
+        &mut self,
+        cx: &mut Cx,
+        prior_snd_una: u32,
+        num_dupack: u32,
+        ack_flag: &mut u32,
+        rexmit: &mut Rexmit,
+    ) {
         let fl = *ack_flag;
         let ece = fl & flag::ECE != 0;
         if self.packets_out == 0 && self.sacked_out != 0 {
@@ -101,7 +108,8 @@ impl Sender {
                 self.tcp_try_to_open(cx, fl);
                 return;
             }
-            let lost_retrans = *ack_flag & flag::LOST_RETRANS != 0 && self.ca_state == CaState::Loss;
+            let lost_retrans =
+                *ack_flag & flag::LOST_RETRANS != 0 && self.ca_state == CaState::Loss;
             self.tcp_enter_recovery_from(cx, ece, lost_retrans);
         }
         *rexmit = Rexmit::Lost;
@@ -134,8 +142,13 @@ impl Sender {
         if cx.prof.init_undo_tlp == InitUndoTlp::Count && tlp_in_flight {
             self.undo_retrans += 1;
         }
-        self.ghost.init_undo_ignored_tlp = cx.prof.init_undo_tlp == InitUndoTlp::Ignore && tlp_in_flight;
-        cx.took(if tlp_in_flight { Branch::InitUndoTlp } else { Branch::InitUndoNoTlp });
+        self.ghost.init_undo_ignored_tlp =
+            cx.prof.init_undo_tlp == InitUndoTlp::Ignore && tlp_in_flight;
+        cx.took(if tlp_in_flight {
+            Branch::InitUndoTlp
+        } else {
+            Branch::InitUndoNoTlp
+        });
         if self.undo_retrans == 0 {
             self.undo_retrans = -1;
         }
@@ -150,12 +163,18 @@ impl Sender {
     /// it), taken without the profile's variant or scope, so a profile that narrows what the
     /// echo proves (the F1 fix's `packet_delayed_scope`) is judged against it.
     pub fn eifel_proof(&self, cx: &Cx, prior_snd_una: u32) -> Option<EifelProof> {
-        if !crate::seq::after(self.snd_una, prior_snd_una) || !matches!(self.ca_state, CaState::Recovery | CaState::Loss) {
+        if !crate::seq::after(self.snd_una, prior_snd_una)
+            || !matches!(self.ca_state, CaState::Recovery | CaState::Loss)
+        {
             return None;
         }
         let rtx = &self.ghost.rtx_mask;
         let covered = !rtx.is_empty() && !rtx.any_at_or_above(self.idx(cx.cfg, self.snd_una));
-        if self.undo_marker == 0 || self.retrans_stamp == 0 || !covered || !self.tcp_tsopt_ecr_before(cx, self.retrans_stamp) {
+        if self.undo_marker == 0
+            || self.retrans_stamp == 0
+            || !covered
+            || !self.tcp_tsopt_ecr_before(cx, self.retrans_stamp)
+        {
             return None;
         }
         Some(EifelProof {
@@ -180,14 +199,22 @@ impl Sender {
         if !ended {
             self.ghost.undo_owed.get_or_insert(p);
         }
-        self.ghost.ev.eifel = Some(EifelStep { proof: p, missed: true, lost: ended });
+        self.ghost.ev.eifel = Some(EifelStep {
+            proof: p,
+            missed: true,
+            lost: ended,
+        });
     }
 
     /// Ghost (I20e): the episode ends (it left Recovery/Loss, or the next one begins); an owed
     /// undo is lost.
     pub fn end_undo_episode(&mut self) {
         if let Some(p) = self.ghost.undo_owed.take() {
-            self.ghost.ev.eifel = Some(EifelStep { proof: p, missed: false, lost: true });
+            self.ghost.ev.eifel = Some(EifelStep {
+                proof: p,
+                missed: false,
+                lost: true,
+            });
         }
     }
 
@@ -237,11 +264,19 @@ impl Sender {
     pub fn tcp_enter_recovery_from(&mut self, cx: &mut Cx, ece: bool, lost_retrans: bool) {
         // b41b4cbd9655: restart the undo/ETIMEDOUT clock with this episode's first retransmit.
         let retrans_done = self.tcp_any_retrans_done(cx.cfg);
-        cx.took(if retrans_done { Branch::RecoveryRetransOutstanding } else { Branch::RecoveryNoRetrans });
+        cx.took(if retrans_done {
+            Branch::RecoveryRetransOutstanding
+        } else {
+            Branch::RecoveryNoRetrans
+        });
         if cx.prof.enter_recovery_stamp_cleanup && !retrans_done {
             self.retrans_stamp = 0;
         }
-        cx.mib.inc(if self.sack_ok { Mib::SackRecovery } else { Mib::RenoRecovery });
+        cx.mib.inc(if self.sack_ok {
+            Mib::SackRecovery
+        } else {
+            Mib::RenoRecovery
+        });
         self.prior_ssthresh = 0;
         self.tcp_init_undo(cx);
         if !self.tcp_in_cwnd_reduction() {
@@ -251,14 +286,21 @@ impl Sender {
             self.tcp_init_cwnd_reduction(cx, ReductionKind::Recovery, lost_retrans);
         }
         if self.ca_state != CaState::Recovery {
-            self.ghost.episode = Some(Episode { start_una: self.snd_una, undone: false });
+            self.ghost.episode = Some(Episode {
+                start_una: self.snd_una,
+                undone: false,
+            });
         }
         self.tcp_set_ca_state(cx, CaState::Recovery);
     }
 
     /// `tcp_try_keep_open()`: Open, or Disorder while anything is SACKed/lost/retransmitted.
     pub fn tcp_try_keep_open(&mut self, cx: &Cx) {
-        let state = if self.tcp_left_out() != 0 || self.tcp_any_retrans_done(cx.cfg) { CaState::Disorder } else { CaState::Open };
+        let state = if self.tcp_left_out() != 0 || self.tcp_any_retrans_done(cx.cfg) {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
         if self.ca_state != state {
             self.tcp_set_ca_state(cx, state);
             self.high_seq = self.snd_nxt;
@@ -352,14 +394,17 @@ impl Sender {
 
     /// `tcp_may_undo()`.
     pub fn tcp_may_undo(&self, cx: &Cx) -> bool {
-        self.undo_marker != 0 && (self.undo_retrans == 0 || (self.tcp_packet_delayed(cx) && !self.echo_unproven(cx)))
+        self.undo_marker != 0
+            && (self.undo_retrans == 0 || (self.tcp_packet_delayed(cx) && !self.echo_unproven(cx)))
     }
 
     /// The reworked F1 fix (`packet_delayed_scope = "head-only"`), where an undo is decided: a
     /// timestamp echo (`retrans_stamp` set) does not prove an episode that retransmitted a
     /// segment other than the one at `snd_una` (`undo_beyond_head`). Every other scope: false.
     fn echo_unproven(&self, cx: &Cx) -> bool {
-        cx.prof.packet_delayed_scope == PacketDelayedScope::HeadOnly && self.undo_beyond_head && self.retrans_stamp != 0
+        cx.prof.packet_delayed_scope == PacketDelayedScope::HeadOnly
+            && self.undo_beyond_head
+            && self.retrans_stamp != 0
     }
 
     /// Ghost: the evidence `tcp_may_undo()` acts on now, in the kernel's order of evaluation
@@ -391,7 +436,13 @@ impl Sender {
     }
 
     /// [`Self::tcp_undo_cwnd_reduction`], recording the evidence the caller acted on (ghost).
-    pub fn tcp_undo_cwnd_reduction_on(&mut self, cx: &Cx, unmark_loss: bool, kind: UndoKind, evidence: u16) {
+    pub fn tcp_undo_cwnd_reduction_on(
+        &mut self,
+        cx: &Cx,
+        unmark_loss: bool,
+        kind: UndoKind,
+        evidence: u16,
+    ) {
         let cwnd_before = self.cwnd;
         let ssthresh_before = self.ssthresh;
         let marker = self.undo_marker;
@@ -406,7 +457,11 @@ impl Sender {
         }
         if self.prior_ssthresh != 0 {
             let w = self.window(cx);
-            self.cwnd = if mutant!(cx.prof, UndoCwndPriorOnly) { self.prior_cwnd } else { self.cc.undo_cwnd(&w) };
+            self.cwnd = if mutant!(cx.prof, UndoCwndPriorOnly) {
+                self.prior_cwnd
+            } else {
+                self.cc.undo_cwnd(&w)
+            };
             if self.prior_ssthresh > self.ssthresh {
                 self.ssthresh = self.prior_ssthresh;
                 self.ecn_queue_cwr = false;
@@ -455,9 +510,21 @@ impl Sender {
     /// `snd_una == high_seq`).
     pub fn tcp_try_undo_recovery(&mut self, cx: &Cx) -> bool {
         if self.tcp_may_undo(cx) {
-            let kind = if self.ca_state == CaState::Loss { UndoKind::LossRecovered } else { UndoKind::Full };
-            cx.took(if kind == UndoKind::Full { Branch::UndoRecoveryFull } else { Branch::UndoRecoveryLoss });
-            cx.mib.inc(if kind == UndoKind::Full { Mib::FullUndo } else { Mib::LossUndo });
+            let kind = if self.ca_state == CaState::Loss {
+                UndoKind::LossRecovered
+            } else {
+                UndoKind::Full
+            };
+            cx.took(if kind == UndoKind::Full {
+                Branch::UndoRecoveryFull
+            } else {
+                Branch::UndoRecoveryLoss
+            });
+            cx.mib.inc(if kind == UndoKind::Full {
+                Mib::FullUndo
+            } else {
+                Mib::LossUndo
+            });
             let ev = self.may_undo_evidence(cx);
             self.tcp_undo_cwnd_reduction_on(cx, false, kind, ev);
         } else if self.rack.reo_wnd_persist > 0 {
@@ -474,9 +541,15 @@ impl Sender {
     /// `tcp_try_undo_dsack()`: every retransmission of the episode was DSACKed (TcpExtTCPDSACKUndo).
     pub fn tcp_try_undo_dsack(&mut self, cx: &Cx) -> bool {
         if self.undo_marker != 0 && self.undo_retrans == 0 {
-            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
+            self.rack.reo_wnd_persist =
+                (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
             cx.took(Branch::UndoDsack);
-            self.tcp_undo_cwnd_reduction_on(cx, false, UndoKind::Dsack, evidence::RETRANS_ZERO | cx.dsack_note);
+            self.tcp_undo_cwnd_reduction_on(
+                cx,
+                false,
+                UndoKind::Dsack,
+                evidence::RETRANS_ZERO | cx.dsack_note,
+            );
             cx.mib.inc(Mib::DsackUndo);
             return true;
         }
@@ -517,10 +590,27 @@ impl Sender {
     /// `tcp_process_loss` notes an ACK that did not advance `snd_una`, [`evidence::DUPACK`]).
     pub fn tcp_try_undo_loss_on(&mut self, cx: &Cx, frto_undo: bool, trigger: u16) -> bool {
         if frto_undo || self.tcp_may_undo(cx) {
-            let kind = if frto_undo { UndoKind::Frto } else { UndoKind::Loss };
-            let ev = trigger | if frto_undo { evidence::FRTO } else { self.may_undo_evidence(cx) };
-            cx.took(if frto_undo { Branch::UndoFrto } else { Branch::UndoLoss });
-            cx.took(if !self.sack_ok && self.snd_una == self.high_seq { Branch::LossUndoRenoAtHigh } else { Branch::LossUndoOther });
+            let kind = if frto_undo {
+                UndoKind::Frto
+            } else {
+                UndoKind::Loss
+            };
+            let ev = trigger
+                | if frto_undo {
+                    evidence::FRTO
+                } else {
+                    self.may_undo_evidence(cx)
+                };
+            cx.took(if frto_undo {
+                Branch::UndoFrto
+            } else {
+                Branch::UndoLoss
+            });
+            cx.took(if !self.sack_ok && self.snd_una == self.high_seq {
+                Branch::LossUndoRenoAtHigh
+            } else {
+                Branch::LossUndoOther
+            });
             self.tcp_undo_cwnd_reduction_on(cx, true, kind, ev);
             cx.mib.inc(Mib::LossUndo);
             if frto_undo {
@@ -622,7 +712,10 @@ mod tests {
             let mut s = in_recovery(&cfg, sack);
             s.snd_una = snd_una;
             s.retrans_stamp = 0;
-            assert!(packet_delayed(&p, &s, None), "sack {sack} snd_una {snd_una}");
+            assert!(
+                packet_delayed(&p, &s, None),
+                "sack {sack} snd_una {snd_una}"
+            );
         }
     }
 
@@ -633,11 +726,21 @@ mod tests {
     fn packet_delayed_d0fa59_non_sack_zero_stamp_at_high_seq_is_not_delayed() {
         let cfg = cfg();
         let p = Profile::linux_6_18();
-        for (sack, snd_una, delayed) in [(false, 10, true), (false, 11, false), (false, 12, false), (true, 11, true), (true, 12, true)] {
+        for (sack, snd_una, delayed) in [
+            (false, 10, true),
+            (false, 11, false),
+            (false, 12, false),
+            (true, 11, true),
+            (true, 12, true),
+        ] {
             let mut s = in_recovery(&cfg, sack);
             s.snd_una = snd_una;
             s.retrans_stamp = 0;
-            assert_eq!(packet_delayed(&p, &s, None), delayed, "sack {sack} snd_una {snd_una}");
+            assert_eq!(
+                packet_delayed(&p, &s, None),
+                delayed,
+                "sack {sack} snd_una {snd_una}"
+            );
         }
     }
 
@@ -648,16 +751,45 @@ mod tests {
     #[test]
     fn packet_delayed_set_stamp_needs_an_earlier_echo() {
         let cfg = cfg();
-        for p in [Profile::linux_5_1(), Profile::linux_6_6(), Profile::linux_6_15(), Profile::linux_6_18()] {
+        for p in [
+            Profile::linux_5_1(),
+            Profile::linux_6_6(),
+            Profile::linux_6_15(),
+            Profile::linux_6_18(),
+        ] {
             for sack in [true, false] {
                 let mut s = recovery_done(&cfg, sack);
                 s.retrans_stamp = ts(60);
-                assert!(packet_delayed(&p, &s, Some(ts(0))), "{} sack {sack}: echo of the original", p.name);
-                assert!(packet_delayed(&p, &s, Some(ts(59))), "{} sack {sack}", p.name);
-                assert!(!packet_delayed(&p, &s, Some(ts(60))), "{} sack {sack}: echo of the retransmission", p.name);
-                assert!(!packet_delayed(&p, &s, Some(ts(61))), "{} sack {sack}", p.name);
-                assert!(!packet_delayed(&p, &s, Some(0)), "{} sack {sack}: TSecr 0 is no echo", p.name);
-                assert!(!packet_delayed(&p, &s, None), "{} sack {sack}: no TS option", p.name);
+                assert!(
+                    packet_delayed(&p, &s, Some(ts(0))),
+                    "{} sack {sack}: echo of the original",
+                    p.name
+                );
+                assert!(
+                    packet_delayed(&p, &s, Some(ts(59))),
+                    "{} sack {sack}",
+                    p.name
+                );
+                assert!(
+                    !packet_delayed(&p, &s, Some(ts(60))),
+                    "{} sack {sack}: echo of the retransmission",
+                    p.name
+                );
+                assert!(
+                    !packet_delayed(&p, &s, Some(ts(61))),
+                    "{} sack {sack}",
+                    p.name
+                );
+                assert!(
+                    !packet_delayed(&p, &s, Some(0)),
+                    "{} sack {sack}: TSecr 0 is no echo",
+                    p.name
+                );
+                assert!(
+                    !packet_delayed(&p, &s, None),
+                    "{} sack {sack}: no TS option",
+                    p.name
+                );
             }
         }
     }
@@ -678,13 +810,33 @@ mod tests {
             (s.tcp_packet_delayed(&cx), s.tcp_may_undo(&cx))
         };
         s.undo_retrans = 2; // two retransmissions, neither DSACKed: F1's situation
-        assert_eq!(judge(&old, &s, false, ts(0)), (true, true), "6.18: one echo undoes the episode");
-        assert_eq!(judge(&fix, &s, false, ts(0)), (false, false), "fix: the other retransmission is unproven");
+        assert_eq!(
+            judge(&old, &s, false, ts(0)),
+            (true, true),
+            "6.18: one echo undoes the episode"
+        );
+        assert_eq!(
+            judge(&fix, &s, false, ts(0)),
+            (false, false),
+            "fix: the other retransmission is unproven"
+        );
         s.undo_retrans = 1; // the head's retransmission is the only one: a spurious episode
-        assert_eq!(judge(&fix, &s, true, ts(0)), (true, true), "fix: Eifel undo of a spurious episode");
-        assert_eq!(judge(&fix, &s, true, ts(60)), (false, false), "the echo of the retransmission proves nothing");
+        assert_eq!(
+            judge(&fix, &s, true, ts(0)),
+            (true, true),
+            "fix: Eifel undo of a spurious episode"
+        );
+        assert_eq!(
+            judge(&fix, &s, true, ts(60)),
+            (false, false),
+            "the echo of the retransmission proves nothing"
+        );
         s.undo_retrans = 0; // every retransmission DSACKed
-        assert_eq!(judge(&fix, &s, false, ts(60)).1, true, "DSACK undo unchanged");
+        assert_eq!(
+            judge(&fix, &s, false, ts(60)).1,
+            true,
+            "DSACK undo unchanged"
+        );
         s.undo_retrans = -1; // none counted in the episode: as before
         assert_eq!(judge(&fix, &s, false, ts(0)), (true, true));
     }
@@ -697,7 +849,8 @@ mod tests {
     fn may_undo_marker_and_dsacks_or_delayed() {
         let cfg = cfg();
         let p = Profile::linux_6_18();
-        let may = |s: &Sender, tsecr| s.tcp_may_undo(&with_tsecr(Cx::new(&cfg, &p, 400, false), tsecr));
+        let may =
+            |s: &Sender, tsecr| s.tcp_may_undo(&with_tsecr(Cx::new(&cfg, &p, 400, false), tsecr));
         let mut s = in_recovery(&cfg, true);
         s.retrans_stamp = ts(60);
         s.undo_retrans = 0;
@@ -708,7 +861,10 @@ mod tests {
         for undo_retrans in [1, -1] {
             s.undo_retrans = undo_retrans;
             assert!(may(&s, Some(ts(0))), "undo_retrans {undo_retrans}: delayed");
-            assert!(!may(&s, Some(ts(60))), "undo_retrans {undo_retrans}: not delayed");
+            assert!(
+                !may(&s, Some(ts(60))),
+                "undo_retrans {undo_retrans}: not delayed"
+            );
         }
     }
 
@@ -726,10 +882,22 @@ mod tests {
         s.is_sack_reneg = true;
         let cx = with_tsecr(Cx::new(&cfg, &p, 110, false), Some(ts(0)));
         assert!(!s.tcp_try_undo_recovery(&cx));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.undo_marker), (CaState::Open, 10, TCP_INFINITE_SSTHRESH, 0));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.undo_marker),
+            (CaState::Open, 10, TCP_INFINITE_SSTHRESH, 0)
+        );
         assert!(!s.is_sack_reneg);
         let u = s.ghost.ev.undos[0];
-        assert_eq!((u.kind, u.ca_state, u.marker, u.cwnd_before, u.ssthresh_before), (UndoKind::Full, CaState::Recovery, 1, 7, 7));
+        assert_eq!(
+            (
+                u.kind,
+                u.ca_state,
+                u.marker,
+                u.cwnd_before,
+                u.ssthresh_before
+            ),
+            (UndoKind::Full, CaState::Recovery, 1, 7, 7)
+        );
     }
 
     /// `tcp_try_undo_recovery()` called from `tcp_process_loss()` (Loss, `recovered`): the same
@@ -744,7 +912,10 @@ mod tests {
         s.undo_retrans = 0;
         let cx = Cx::new(&cfg, &p, 400, false);
         assert!(!s.tcp_try_undo_recovery(&cx));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh), (CaState::Open, 10, TCP_INFINITE_SSTHRESH));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh),
+            (CaState::Open, 10, TCP_INFINITE_SSTHRESH)
+        );
         assert_eq!(s.ghost.ev.undos[0].kind, UndoKind::LossRecovered);
     }
 
@@ -760,7 +931,10 @@ mod tests {
         s.rack.reo_wnd_persist = 3;
         let cx = with_tsecr(Cx::new(&cfg, &p, 110, false), Some(ts(60)));
         assert!(!s.tcp_try_undo_recovery(&cx));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.undo_marker), (CaState::Open, 7, 7, 1));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.undo_marker),
+            (CaState::Open, 7, 7, 1)
+        );
         assert_eq!(s.rack.reo_wnd_persist, 2);
         assert!(s.ghost.ev.undos.is_empty());
     }
@@ -787,7 +961,11 @@ mod tests {
         };
         let mut s = held();
         assert!(s.tcp_try_undo_recovery(&cx));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh), (CaState::Recovery, 10, TCP_INFINITE_SSTHRESH), "undone, state held");
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh),
+            (CaState::Recovery, 10, TCP_INFINITE_SSTHRESH),
+            "undone, state held"
+        );
         assert_eq!(s.ghost.ev.undos[0].kind, UndoKind::Full);
         assert!(s.ghost.ev.nonsack_hold);
         assert_eq!(s.retrans_stamp, 0);
@@ -795,7 +973,11 @@ mod tests {
         let mut s = held();
         s.add_tags(10, tag::E);
         assert!(s.tcp_try_undo_recovery(&cx));
-        assert_eq!(s.retrans_stamp, ts(60), "the head was retransmitted: stamp kept");
+        assert_eq!(
+            s.retrans_stamp,
+            ts(60),
+            "the head was retransmitted: stamp kept"
+        );
 
         let mut s = held();
         s.snd_una = 12;
@@ -843,7 +1025,11 @@ mod tests {
             let cx = Cx::new(&cfg, &p, 262, false);
             assert!(!s.tcp_may_undo(&cx));
             assert!(s.tcp_try_undo_loss(&cx, true));
-            assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.undo_marker), (CaState::Open, 10, TCP_INFINITE_SSTHRESH, 0), "sack {sack}");
+            assert_eq!(
+                (s.ca_state, s.cwnd, s.ssthresh, s.undo_marker),
+                (CaState::Open, 10, TCP_INFINITE_SSTHRESH, 0),
+                "sack {sack}"
+            );
             assert_eq!((s.lost_out, s.icsk_retransmits), (0, 0));
             assert!(s.tagged(tag::L).is_empty());
             assert_eq!(s.ghost.ev.undos[0].kind, UndoKind::Frto);
@@ -859,10 +1045,19 @@ mod tests {
         let p = Profile::linux_6_18();
         let mut s = after_rto(&cfg, true);
         let before = s.clone();
-        assert!(!s.tcp_try_undo_loss(&with_tsecr(Cx::new(&cfg, &p, 302, false), Some(ts(252))), false));
+        assert!(!s.tcp_try_undo_loss(
+            &with_tsecr(Cx::new(&cfg, &p, 302, false), Some(ts(252))),
+            false
+        ));
         assert_eq!(s, before);
-        assert!(s.tcp_try_undo_loss(&with_tsecr(Cx::new(&cfg, &p, 302, false), Some(ts(0))), false));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.lost_out), (CaState::Open, 10, TCP_INFINITE_SSTHRESH, 0));
+        assert!(s.tcp_try_undo_loss(
+            &with_tsecr(Cx::new(&cfg, &p, 302, false), Some(ts(0))),
+            false
+        ));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.lost_out),
+            (CaState::Open, 10, TCP_INFINITE_SSTHRESH, 0)
+        );
         assert_eq!(s.ghost.ev.undos[0].kind, UndoKind::Loss);
     }
 
@@ -873,8 +1068,14 @@ mod tests {
         let cfg = cfg();
         let p = Profile::linux_6_18();
         let mut s = after_rto(&cfg, false);
-        assert!(s.tcp_try_undo_loss(&with_tsecr(Cx::new(&cfg, &p, 302, false), Some(ts(0))), false));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.lost_out), (CaState::Loss, 10, TCP_INFINITE_SSTHRESH, 0));
+        assert!(s.tcp_try_undo_loss(
+            &with_tsecr(Cx::new(&cfg, &p, 302, false), Some(ts(0))),
+            false
+        ));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.lost_out),
+            (CaState::Loss, 10, TCP_INFINITE_SSTHRESH, 0)
+        );
         assert!(!s.ghost.ev.nonsack_hold);
     }
 
@@ -895,9 +1096,19 @@ mod tests {
             let cx = Cx::new(&cfg, &p, 302, false);
             assert!(s.tcp_try_undo_loss(&cx, true));
             assert_eq!(s.cwnd, 10, "{}", p.name);
-            assert_eq!(s.ca_state, if held { CaState::Loss } else { CaState::Open }, "{}", p.name);
+            assert_eq!(
+                s.ca_state,
+                if held { CaState::Loss } else { CaState::Open },
+                "{}",
+                p.name
+            );
             assert_eq!(s.ghost.ev.nonsack_hold, held, "{}", p.name);
-            assert_eq!(s.retrans_stamp, if held { 0 } else { ts(252) }, "{}", p.name);
+            assert_eq!(
+                s.retrans_stamp,
+                if held { 0 } else { ts(252) },
+                "{}",
+                p.name
+            );
         }
     }
 
@@ -930,7 +1141,10 @@ mod tests {
         s.segs[3].xmit = 70;
         let mut cx = with_tsecr(Cx::new(&cfg, &p, 110, false), Some(ts(0)));
         assert!(s.tcp_try_undo_partial(&mut cx, 1));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.undo_marker), (CaState::Recovery, 7, 7, 1));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.undo_marker),
+            (CaState::Recovery, 7, 7, 1)
+        );
         assert!(s.ghost.ev.undos.is_empty());
         assert_eq!((s.reordering, s.reord_seen), (6, 1));
     }
@@ -946,7 +1160,10 @@ mod tests {
         let mut s = partial_ack(&cfg);
         let mut cx = with_tsecr(Cx::new(&cfg, &p, 110, false), Some(ts(0)));
         assert!(!s.tcp_try_undo_partial(&mut cx, 1));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh, s.undo_marker), (CaState::Disorder, 10, TCP_INFINITE_SSTHRESH, 0));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh, s.undo_marker),
+            (CaState::Disorder, 10, TCP_INFINITE_SSTHRESH, 0)
+        );
         assert_eq!(s.ghost.ev.undos[0].kind, UndoKind::Partial);
         assert_eq!((s.lost_out, s.retrans_stamp, s.high_seq), (0, 0, 11));
         assert!(s.tagged(tag::L).is_empty());
@@ -980,7 +1197,10 @@ mod tests {
             s.undo_retrans = 0;
             s.rack.reo_wnd_persist = persist;
             assert!(s.tcp_try_undo_dsack(&cx));
-            assert_eq!((s.cwnd, s.ssthresh, s.undo_marker, s.ca_state), (10, TCP_INFINITE_SSTHRESH, 0, CaState::Recovery));
+            assert_eq!(
+                (s.cwnd, s.ssthresh, s.undo_marker, s.ca_state),
+                (10, TCP_INFINITE_SSTHRESH, 0, CaState::Recovery)
+            );
             assert_eq!((s.lost_out, s.tagged(tag::L)), (1, vec![4]));
             assert_eq!(s.rack.reo_wnd_persist, after);
             assert_eq!(s.ghost.ev.undos[0].kind, UndoKind::Dsack);
@@ -988,7 +1208,10 @@ mod tests {
         for (marker, undo_retrans) in [(1, 1), (1, -1), (0, 0)] {
             let mut s = in_recovery(&cfg, true);
             (s.undo_marker, s.undo_retrans) = (marker, undo_retrans);
-            assert!(!s.tcp_try_undo_dsack(&cx), "undo_marker {marker} undo_retrans {undo_retrans}");
+            assert!(
+                !s.tcp_try_undo_dsack(&cx),
+                "undo_marker {marker} undo_retrans {undo_retrans}"
+            );
             assert_eq!(s.cwnd, 7);
         }
     }
@@ -1015,22 +1238,46 @@ mod tests {
             s.total_retrans = total_retrans;
             s
         };
-        let dsack = AckSeg { ack: 11, sacks: [(1, 2)].as_slice().into(), ece: false, tsecr: Some(ts(60)) };
+        let dsack = AckSeg {
+            ack: 11,
+            sacks: [(1, 2)].as_slice().into(),
+            ece: false,
+            tsecr: Some(ts(60)),
+        };
         let mut s = ended(1, 1);
         s.tcp_ack(&mut Cx::new(&cfg, &p, 110, false), &dsack);
         assert_eq!((s.undo_retrans, s.undo_marker, s.dsack_dups), (0, 0, 1));
-        assert_eq!((s.ca_state, s.cwnd, s.ssthresh), (CaState::Open, 10, TCP_INFINITE_SSTHRESH));
+        assert_eq!(
+            (s.ca_state, s.cwnd, s.ssthresh),
+            (CaState::Open, 10, TCP_INFINITE_SSTHRESH)
+        );
         let u = s.ghost.ev.undos[0];
-        assert_eq!((u.kind, u.ca_state, u.cwnd_before, u.cwnd_after, u.ssthresh_after), (UndoKind::Dsack, CaState::Open, 7, 10, TCP_INFINITE_SSTHRESH));
+        assert_eq!(
+            (
+                u.kind,
+                u.ca_state,
+                u.cwnd_before,
+                u.cwnd_after,
+                u.ssthresh_after
+            ),
+            (UndoKind::Dsack, CaState::Open, 7, 10, TCP_INFINITE_SSTHRESH)
+        );
 
         let mut s = ended(2, 2);
         s.tcp_ack(&mut Cx::new(&cfg, &p, 110, false), &dsack);
-        assert_eq!((s.undo_retrans, s.undo_marker, s.cwnd, s.ssthresh), (1, 1, 7, 7));
+        assert_eq!(
+            (s.undo_retrans, s.undo_marker, s.cwnd, s.ssthresh),
+            (1, 1, 7, 7)
+        );
         assert!(s.ghost.ev.undos.is_empty());
 
         let mut s = ended(1, 0);
         s.tcp_ack(&mut Cx::new(&cfg, &p, 110, false), &dsack);
-        assert_eq!((s.undo_retrans, s.undo_marker, s.cwnd), (1, 1, 7), "dubious DSACK ignored");
+        assert_eq!(
+            (s.undo_retrans, s.undo_marker, s.cwnd),
+            (1, 1, 7),
+            "dubious DSACK ignored"
+        );
     }
 
     /// `tcp_undo_cwnd_reduction()` with `prior_ssthresh` set: cwnd = `undo_cwnd()` =
@@ -1045,18 +1292,35 @@ mod tests {
         // (cwnd, prior_ssthresh) → (cwnd, ssthresh, ecn_queue_cwr) after.
         for (cwnd, prior_ssthresh, want) in [
             (5, TCP_INFINITE_SSTHRESH, (10, TCP_INFINITE_SSTHRESH, false)),
-            (12, TCP_INFINITE_SSTHRESH, (12, TCP_INFINITE_SSTHRESH, false)),
+            (
+                12,
+                TCP_INFINITE_SSTHRESH,
+                (12, TCP_INFINITE_SSTHRESH, false),
+            ),
             (5, 14, (10, 14, false)),
             (5, 5, (10, 7, true)),
         ] {
             let mut s = in_recovery(&cfg, true);
             (s.cwnd, s.prior_ssthresh, s.ecn_queue_cwr) = (cwnd, prior_ssthresh, true);
             s.tcp_undo_cwnd_reduction(&cx, false, UndoKind::Full);
-            assert_eq!((s.cwnd, s.ssthresh, s.ecn_queue_cwr), want, "cwnd {cwnd} prior_ssthresh {prior_ssthresh}");
+            assert_eq!(
+                (s.cwnd, s.ssthresh, s.ecn_queue_cwr),
+                want,
+                "cwnd {cwnd} prior_ssthresh {prior_ssthresh}"
+            );
             assert_eq!(s.undo_marker, 0);
             assert!(s.rack.advanced);
             let u = s.ghost.ev.undos[0];
-            assert_eq!((u.marker, u.prior_cwnd, u.prior_ssthresh, u.cwnd_before, u.ssthresh_before), (1, 10, prior_ssthresh, cwnd, 7));
+            assert_eq!(
+                (
+                    u.marker,
+                    u.prior_cwnd,
+                    u.prior_ssthresh,
+                    u.cwnd_before,
+                    u.ssthresh_before
+                ),
+                (1, 10, prior_ssthresh, cwnd, 7)
+            );
         }
     }
 
@@ -1077,7 +1341,11 @@ mod tests {
             s.tcp_undo_cwnd_reduction(&cx, unmark, UndoKind::Dsack);
             assert_eq!((s.cwnd, s.ssthresh, s.undo_marker), (7, 7, 0));
             assert!(s.rack.advanced);
-            assert_eq!(s.ghost.last_reduction, Some((11, ReductionKind::Recovery)), "the reduction stands");
+            assert_eq!(
+                s.ghost.last_reduction,
+                Some((11, ReductionKind::Recovery)),
+                "the reduction stands"
+            );
             assert_eq!(s.lost_out, if unmark { 0 } else { 2 });
             assert_eq!(s.tagged(tag::L), if unmark { vec![] } else { vec![2, 3] });
         }
@@ -1091,12 +1359,24 @@ mod tests {
         let cfg = cfg();
         let p = Profile::linux_6_18();
         let cx = Cx::new(&cfg, &p, 110, false);
-        for (retrans_out, tlp_high_seq, tlp_retrans, want) in [(0, 11, true, 1), (2, 11, true, 3), (0, 0, true, -1), (0, 11, false, -1), (0, 0, false, -1), (2, 0, false, 2)] {
+        for (retrans_out, tlp_high_seq, tlp_retrans, want) in [
+            (0, 11, true, 1),
+            (2, 11, true, 3),
+            (0, 0, true, -1),
+            (0, 11, false, -1),
+            (0, 0, false, -1),
+            (2, 0, false, 2),
+        ] {
             let mut s = Sender::for_test(&cfg, true, 10);
             s.snd_una = 3;
-            (s.retrans_out, s.tlp_high_seq, s.tlp_retrans) = (retrans_out, tlp_high_seq, tlp_retrans);
+            (s.retrans_out, s.tlp_high_seq, s.tlp_retrans) =
+                (retrans_out, tlp_high_seq, tlp_retrans);
             s.tcp_init_undo(&cx);
-            assert_eq!((s.undo_marker, s.undo_retrans), (3, want), "retrans_out {retrans_out} tlp_high_seq {tlp_high_seq} tlp_retrans {tlp_retrans}");
+            assert_eq!(
+                (s.undo_marker, s.undo_retrans),
+                (3, want),
+                "retrans_out {retrans_out} tlp_high_seq {tlp_high_seq} tlp_retrans {tlp_retrans}"
+            );
         }
     }
 

@@ -4,10 +4,10 @@
 
 use super::ack::flag;
 use super::Cx;
-use crate::seq::{after, before};
-use crate::state::*;
 use crate::mib::Mib;
 use crate::segmask::SegMask;
+use crate::seq::{after, before};
+use crate::state::*;
 
 /// `struct tcp_sacktag_state` (the parts the model uses).
 struct SackState {
@@ -19,9 +19,19 @@ struct SackState {
 impl Sender {
     /// `tcp_sacktag_write_queue()`: returns the flags and the transmit time of the first newly
     /// SACKed never-retransmitted segment (for the RTT sample).
-    pub fn tcp_sacktag_write_queue(&mut self, cx: &mut Cx, ack: u32, blocks: &[(u32, u32)], prior_snd_una: u32) -> (u32, Option<u32>) {
+    pub fn tcp_sacktag_write_queue(
+        &mut self,
+        cx: &mut Cx,
+        ack: u32,
+        blocks: &[(u32, u32)],
+        prior_snd_una: u32,
+    ) -> (u32, Option<u32>) {
         let cfg = cx.cfg;
-        let mut st = SackState { flag: 0, reord: self.snd_nxt, first_sackt: None };
+        let mut st = SackState {
+            flag: 0,
+            reord: self.snd_nxt,
+            first_sackt: None,
+        };
         if blocks.is_empty() {
             return (0, None);
         }
@@ -37,17 +47,23 @@ impl Sender {
             let to = self.idx(cfg, self.snd_nxt);
             // SACKed before this ACK: what the kernel's recv_sack_cache (the previous ACK's
             // blocks) lets it skip.
-            let sacked_before: SegMask = (from..to).filter(|&k| self.segs[k as usize].tags & tag::S != 0).collect();
+            let sacked_before: SegMask = (from..to)
+                .filter(|&k| self.segs[k as usize].tags & tag::S != 0)
+                .collect();
             let mut cursor = Some(from);
             // The previous block's walk handled this block as its `next_dup` and ran off the end.
             let mut dup_walked_to_end = false;
             for (i, &(start, end, dup_sack)) in sorted[..used].iter().enumerate() {
-                if std::mem::take(&mut dup_walked_to_end) && self.tcp_sacktag_skip_walked_dsack(cx) {
+                if std::mem::take(&mut dup_walked_to_end) && self.tcp_sacktag_skip_walked_dsack(cx)
+                {
                     continue;
                 }
                 // `next_dup`: the DSACK block, when it sorts right after this block
                 // (`first_sack_index == i + 1`); a DSACK sorting first (same start) is not one.
-                let next_dup = sorted[..used].get(i + 1).filter(|b| b.2).map(|b| (b.0, b.1));
+                let next_dup = sorted[..used]
+                    .get(i + 1)
+                    .filter(|b| b.2)
+                    .map(|b| (b.0, b.1));
                 if !dup_sack && self.tcp_sack_cache_processed(cfg, start, end, &sacked_before) {
                     continue;
                 }
@@ -61,9 +77,13 @@ impl Sender {
                         break;
                     }
                     if !before(s_start, start) && !after(s_end, end) {
-                        let dup_sack = dup_sack || next_dup.is_some_and(|(ds, de)| !before(s_start, ds) && !after(s_end, de));
+                        let dup_sack = dup_sack
+                            || next_dup
+                                .is_some_and(|(ds, de)| !before(s_start, ds) && !after(s_end, de));
                         let seg = self.segs[k as usize];
-                        let mut tags = self.tcp_sacktag_one(cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit);
+                        let mut tags = self.tcp_sacktag_one(
+                            cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit,
+                        );
                         Self::tcp_rate_skb_delivered(cx, seg.tags);
                         if tags & tag::S != 0 {
                             // tcp_sacktag_walk(): a SACKed skb leaves tsorted_sent_queue (and
@@ -96,7 +116,13 @@ impl Sender {
     /// copy counts in `undo_retrans` since 0ec986ed7bab). Found by trc diff (seed 1 scenarios 65
     /// and 641: the DSACK of a TLP retransmission of the last segment, nested in the SACK block
     /// that reaches snd_nxt, undoes a recovery with one fast retransmit still unproven).
-    fn tcp_sacktag_skip(&self, cfg: &crate::Config, cursor: Option<u32>, start: u32, from: u32) -> u32 {
+    fn tcp_sacktag_skip(
+        &self,
+        cfg: &crate::Config,
+        cursor: Option<u32>,
+        start: u32,
+        from: u32,
+    ) -> u32 {
         match cursor {
             Some(c) if after(self.seq_of(cfg, c), start) => c,
             _ if before(start, self.seq_of(cfg, from)) => from,
@@ -121,7 +147,13 @@ impl Sender {
     /// scenario 65 with 3001:5001 already SACKed by the previous ACK counts the DSACK of 4001:5001
     /// once (no TcpExtTCPDSACKUndo), and the `trc check --sack --no-ts` I1 path where the DSACK
     /// repeats the SACK block 5001:6001 of the previous ACK does not undo either.
-    fn tcp_sack_cache_processed(&self, cfg: &crate::Config, start: u32, end: u32, sacked_before: &SegMask) -> bool {
+    fn tcp_sack_cache_processed(
+        &self,
+        cfg: &crate::Config,
+        start: u32,
+        end: u32,
+        sacked_before: &SegMask,
+    ) -> bool {
         let (a, b) = (self.idx(cfg, start), self.idx(cfg, end));
         (a..b).all(|k| sacked_before.contains(k))
     }
@@ -139,7 +171,12 @@ impl Sender {
     /// lower block below the higher one just tagged — false reordering, `reordering` raised,
     /// RACK's `reo_wnd` no longer 0 — where the kernel, walking in sequence order, sees none and
     /// marks the holes lost at once (trc diff seed 1 scenario 181).
-    fn tcp_sacktag_block_order(&self, blocks: &[(u32, u32)], found_dup: bool, prior_snd_una: u32) -> ([(u32, u32, bool); 4], usize) {
+    fn tcp_sacktag_block_order(
+        &self,
+        blocks: &[(u32, u32)],
+        found_dup: bool,
+        prior_snd_una: u32,
+    ) -> ([(u32, u32, bool); 4], usize) {
         let mut sp = [(0u32, 0u32, false); 4];
         let mut used = 0;
         for (i, &(start, end)) in blocks.iter().take(4).enumerate() {
@@ -167,7 +204,14 @@ impl Sender {
     /// `tcp_check_dsack()`: is block 0 a DSACK (below the ACK: TcpExtTCPDSACKRecv; inside block 1:
     /// TCPDSACKOfoRecv)? A DSACK `tcp_dsack_seen()` rejects counts TCPDSACKIgnoredDubious, an
     /// accepted one adds its duplicate segments to TCPDSACKRecvSegs.
-    fn tcp_check_dsack(&mut self, cx: &mut Cx, ack: u32, blocks: &[(u32, u32)], prior_snd_una: u32, st: &mut SackState) -> bool {
+    fn tcp_check_dsack(
+        &mut self,
+        cx: &mut Cx,
+        ack: u32,
+        blocks: &[(u32, u32)],
+        prior_snd_una: u32,
+        st: &mut SackState,
+    ) -> bool {
         let (s0, e0) = blocks[0];
         if before(s0, ack) {
             cx.mib.inc(Mib::DsackRecv);
@@ -187,7 +231,11 @@ impl Sender {
         }
         cx.mib.add(Mib::DsackRecvSegs, dup_segs);
         // DSACK for already forgotten data: dumb counting.
-        if self.undo_marker != 0 && self.undo_retrans > 0 && !after(e0, prior_snd_una) && after(e0, self.undo_marker) {
+        if self.undo_marker != 0
+            && self.undo_retrans > 0
+            && !after(e0, prior_snd_una)
+            && after(e0, self.undo_marker)
+        {
             self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
             cx.dsack_note |= crate::state::evidence::DSACK_FORGOTTEN;
         }
@@ -267,7 +315,16 @@ impl Sender {
     }
 
     /// `tcp_sacktag_one()`: tag one segment covered by a (D)SACK block.
-    fn tcp_sacktag_one(&mut self, cx: &mut Cx, st: &mut SackState, mut tags: u8, start: u32, end: u32, dup_sack: bool, xmit: u32) -> u8 {
+    fn tcp_sacktag_one(
+        &mut self,
+        cx: &mut Cx,
+        st: &mut SackState,
+        mut tags: u8,
+        start: u32,
+        end: u32,
+        dup_sack: bool,
+        xmit: u32,
+    ) -> u8 {
         if dup_sack && tags & tag::RETRANS != 0 {
             if self.undo_marker != 0 && self.undo_retrans > 0 && after(end, self.undo_marker) {
                 self.undo_retrans = (self.undo_retrans - 1).max(0);
@@ -331,6 +388,7 @@ impl Sender {
             self.reordering = metric.min(cx.cfg.sysctl_max_reordering);
         }
         self.reord_seen = self.reord_seen.saturating_add(1).min(3);
-        cx.mib.inc(if ts { Mib::TsReorder } else { Mib::SackReorder });
+        cx.mib
+            .inc(if ts { Mib::TsReorder } else { Mib::SackReorder });
     }
 }

@@ -11,7 +11,11 @@ use crate::state::*;
 /// 12 segments written (so new data exists beyond a first flight of 10), IW 10, otherwise the
 /// default bounds (CUBIC, RTT 50 ms, timestamps, F-RTO, `tcp_reordering` 3).
 pub fn cfg() -> Config {
-    Config { segments: 12, initcwnd: 10, ..Config::default() }
+    Config {
+        segments: 12,
+        initcwnd: 10,
+        ..Config::default()
+    }
 }
 
 /// The TSval of a transmission at model time `ms` under [`cfg`] (`tcp_skb_timestamp_ts()`).
@@ -22,7 +26,10 @@ pub fn ts(ms: u32) -> u32 {
 /// `cx` for an ACK carrying TSecr `tsecr` (`None`: no TS option), as `tcp_ack()` sets
 /// `tp->rx_opt`.
 pub fn with_tsecr(mut cx: Cx, tsecr: Option<u32>) -> Cx {
-    cx.rx = RxOpt { saw_tstamp: tsecr.is_some(), rcv_tsecr: tsecr.unwrap_or(0) };
+    cx.rx = RxOpt {
+        saw_tstamp: tsecr.is_some(),
+        rcv_tsecr: tsecr.unwrap_or(0),
+    };
     cx
 }
 
@@ -48,6 +55,8 @@ impl Sender {
 
     /// The segment indices carrying all of `tags`, in sequence order.
     pub fn tagged(&self, tags: u8) -> Vec<u32> {
-        (0..self.segs.len() as u32).filter(|&i| self.segs[i as usize].tags & tags == tags).collect()
+        (0..self.segs.len() as u32)
+            .filter(|&i| self.segs[i as usize].tags & tags == tags)
+            .collect()
     }
 }

@@ -17,7 +17,10 @@ impl Sender {
     /// `inet_csk_reset_xmit_timer()`: arm `kind` to fire `when` ms from now.
     pub fn tcp_reset_xmit_timer(&mut self, cx: &Cx, kind: TimerKind, when: u32) {
         let when = when.min(TCP_RTO_MAX_MS);
-        self.timer = Some(Timer { kind, deadline: cx.now + when });
+        self.timer = Some(Timer {
+            kind,
+            deadline: cx.now + when,
+        });
     }
 
     /// `tcp_write_timer_handler()` (tcp_timer.c): the timer `kind` (`icsk_pending`) expired.
@@ -41,7 +44,11 @@ impl Sender {
     /// `tcp_rto_delta_us()`: time left until the head's RTO would expire.
     pub fn tcp_rto_delta(&self, cx: &Cx) -> i64 {
         let head = self.rtx_queue(cx.cfg).start;
-        let xmit = self.segs.get(head as usize).map(|s| s.xmit).unwrap_or(cx.now);
+        let xmit = self
+            .segs
+            .get(head as usize)
+            .map(|s| s.xmit)
+            .unwrap_or(cx.now);
         xmit as i64 + self.icsk_rto(cx.cfg) as i64 - cx.now as i64
     }
 
@@ -52,7 +59,13 @@ impl Sender {
             return;
         }
         let mut rto = self.icsk_rto(cx.cfg);
-        if matches!(self.timer, Some(Timer { kind: TimerKind::Reo | TimerKind::Tlp, .. })) {
+        if matches!(
+            self.timer,
+            Some(Timer {
+                kind: TimerKind::Reo | TimerKind::Tlp,
+                ..
+            })
+        ) {
             rto = self.tcp_rto_delta(cx).max(1) as u32;
         }
         self.tcp_reset_xmit_timer(cx, TimerKind::Rto, rto);
@@ -69,11 +82,24 @@ impl Sender {
     /// out, + `TCP_TIMEOUT_MIN_US` = 2 ms otherwise; the µs form of recent kernels, older ones added
     /// 2 jiffies), capped by the RTO. The final `usecs_to_jiffies` rounding is not modelled.
     pub fn tcp_schedule_loss_probe(&mut self, cx: &Cx, advancing_rto: bool) -> bool {
-        if !cx.cfg.tlp || self.packets_out == 0 || !self.sack_ok || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+        if !cx.cfg.tlp
+            || self.packets_out == 0
+            || !self.sack_ok
+            || !matches!(self.ca_state, CaState::Open | CaState::Cwr)
+        {
             return false;
         }
-        let mut timeout = 2 * cx.cfg.rtt_ms + if self.packets_out == 1 { TCP_RTO_MIN_MS } else { 2 };
-        let rto_delta = if advancing_rto { self.icsk_rto(cx.cfg) as i64 } else { self.tcp_rto_delta(cx) };
+        let mut timeout = 2 * cx.cfg.rtt_ms
+            + if self.packets_out == 1 {
+                TCP_RTO_MIN_MS
+            } else {
+                2
+            };
+        let rto_delta = if advancing_rto {
+            self.icsk_rto(cx.cfg) as i64
+        } else {
+            self.tcp_rto_delta(cx)
+        };
         if rto_delta > 0 {
             timeout = timeout.min(rto_delta as u32);
         }
@@ -106,11 +132,15 @@ impl Sender {
                     // __tcp_retransmit_skb: E set, no R, no retrans_out/stamp/undo_retrans.
                     // tcp_update_skb_after_send() relinks it into tsorted_sent_queue.
                     // tcp_rate_skb_sent() stamps it afresh (no `D`).
-                    self.segs[last as usize].tags = (self.segs[last as usize].tags | tag::E) & !(tag::T | tag::D);
+                    self.segs[last as usize].tags =
+                        (self.segs[last as usize].tags | tag::E) & !(tag::T | tag::D);
                     self.segs[last as usize].xmit = cx.now;
                     self.total_retrans += 1;
                     cx.mib.inc(Mib::RetransSegs);
-                    cx.out.push(Tx { seg: last, rtx: true });
+                    cx.out.push(Tx {
+                        seg: last,
+                        rtx: true,
+                    });
                     self.ghost.rtx_mask.insert(last);
                     self.ghost.ever_rtx_mask.insert(last);
                     self.tlp_retrans = true;
@@ -170,14 +200,25 @@ impl Sender {
         if self.tcp_packets_in_flight() == 0 {
             self.tcp_ca_event(cx, CaEvent::TxStart);
         }
-        self.segs[i as usize] = Seg { tags: 0, xmit: cx.now };
+        self.segs[i as usize] = Seg {
+            tags: 0,
+            xmit: cx.now,
+        };
         cx.out.push(Tx { seg: i, rtx: false });
         self.ecn_queue_cwr = false;
         // tcp_event_new_data_sent()
         let prior_packets = self.packets_out;
         self.snd_nxt = self.snd_nxt.wrapping_add(1);
         self.packets_out = self.packets_out.wrapping_add(1);
-        if prior_packets == 0 || matches!(self.timer, Some(Timer { kind: TimerKind::Tlp, .. })) {
+        if prior_packets == 0
+            || matches!(
+                self.timer,
+                Some(Timer {
+                    kind: TimerKind::Tlp,
+                    ..
+                })
+            )
+        {
             self.tcp_rearm_rto(cx);
         }
     }
@@ -209,7 +250,10 @@ impl Sender {
 
     /// `tcp_cwnd_validate()` (f4ce91ce12a7): latch cwnd-limitedness per window.
     pub fn tcp_cwnd_validate(&mut self, is_cwnd_limited: bool) {
-        if !before(self.snd_una, self.cwnd_usage_seq) || is_cwnd_limited || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out) {
+        if !before(self.snd_una, self.cwnd_usage_seq)
+            || is_cwnd_limited
+            || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out)
+        {
             self.is_cwnd_limited = is_cwnd_limited;
             self.max_packets_out = self.packets_out;
             self.cwnd_usage_seq = self.snd_nxt;
@@ -243,7 +287,9 @@ impl Sender {
             return;
         }
         let p = crate::cc::CcParams::new(cx.cfg, cx.prof);
-        let delta = p.jiffies(cx.now).wrapping_sub(p.jiffies(self.lsndtime(cx.cfg))) as i32 as i64;
+        let delta = p
+            .jiffies(cx.now)
+            .wrapping_sub(p.jiffies(self.lsndtime(cx.cfg))) as i32 as i64;
         if delta > self.icsk_rto_jiffies(cx.cfg) as i64 {
             self.tcp_cwnd_restart(cx, delta);
         }
@@ -275,7 +321,8 @@ impl Sender {
         // __tcp_retransmit_skb
         // tcp_update_skb_after_send() relinks it into tsorted_sent_queue; tcp_rate_skb_sent()
         // stamps it afresh (no `D`).
-        self.segs[i as usize].tags = (self.segs[i as usize].tags | tag::RETRANS) & !(tag::T | tag::D);
+        self.segs[i as usize].tags =
+            (self.segs[i as usize].tags | tag::RETRANS) & !(tag::T | tag::D);
         self.segs[i as usize].xmit = cx.now;
         self.total_retrans += 1;
         cx.mib.inc(Mib::RetransSegs);
@@ -290,7 +337,9 @@ impl Sender {
             self.undo_retrans = 0;
         }
         self.undo_retrans += 1;
-        if cx.prof.packet_delayed_scope == crate::profile::PacketDelayedScope::HeadOnly && i != self.idx(cx.cfg, self.snd_una) {
+        if cx.prof.packet_delayed_scope == crate::profile::PacketDelayedScope::HeadOnly
+            && i != self.idx(cx.cfg, self.snd_una)
+        {
             self.undo_beyond_head = true;
         }
     }
@@ -323,11 +372,23 @@ impl Sender {
                 break; // tcp_small_queue_check(): nothing attempted
             }
             self.tcp_retransmit_skb(cx, i);
-            cx.mib.inc(if self.ca_state == CaState::Loss { Mib::SlowStartRetrans } else { Mib::FastRetrans });
+            cx.mib.inc(if self.ca_state == CaState::Loss {
+                Mib::SlowStartRetrans
+            } else {
+                Mib::FastRetrans
+            });
             if self.tcp_in_cwnd_reduction() {
                 self.prr_out = self.prr_out.wrapping_add(1);
             }
-            if i == head && !matches!(self.timer, Some(Timer { kind: TimerKind::Reo, .. })) {
+            if i == head
+                && !matches!(
+                    self.timer,
+                    Some(Timer {
+                        kind: TimerKind::Reo,
+                        ..
+                    })
+                )
+            {
                 rearm = true;
             }
         }

@@ -10,7 +10,11 @@ use trc_model::Config;
 
 /// The default bounds with the given SACK mode and timestamps.
 pub fn cfg(sack: SackMode, ts: bool) -> Config {
-    Config { sack, timestamps: ts, ..Config::default() }
+    Config {
+        sack,
+        timestamps: ts,
+        ..Config::default()
+    }
 }
 
 /// linux-6.18 with one deliberate mutant.
@@ -24,16 +28,33 @@ pub fn mutant(m: Mutant) -> Profile {
 /// Checks property `id` for `profile` under `cfg` (fail-fast): the length of the shortest
 /// counterexample, which must replay to a state violating the property, or None if it holds;
 /// and the number of states explored.
-pub fn run_property(cfg: &Config, profile: Profile, id: &str, threads: usize) -> (Option<usize>, u64) {
+pub fn run_property(
+    cfg: &Config,
+    profile: Profile,
+    id: &str,
+    threads: usize,
+) -> (Option<usize>, u64) {
     let specs = trc_properties::select(&[id.to_string()]).unwrap();
-    let model = TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
-    let report = check(&model, &Options { threads, fail_fast: true, ..Options::default() }, None);
+    let model =
+        TcpModel::new(cfg.clone(), profile).with_properties(trc_properties::properties(&specs));
+    let report = check(
+        &model,
+        &Options {
+            threads,
+            fail_fast: true,
+            ..Options::default()
+        },
+        None,
+    );
     let p = &report.properties[0];
     let v = match p.verdict {
         Verdict::Violated => {
             let path = p.path.as_ref().unwrap();
             let states = replay(&model, path);
-            assert!(!(specs[0].holds)(&model, &states.last().unwrap().1), "counterexample must replay to a violation");
+            assert!(
+                !(specs[0].holds)(&model, &states.last().unwrap().1),
+                "counterexample must replay to a violation"
+            );
             Some(path.actions.len())
         }
         Verdict::Holds => None,
@@ -53,21 +74,52 @@ pub fn signatures(c: &Config, profile: Profile, id: &str) -> BTreeMap<String, (u
     let mut out = BTreeMap::new();
     for cl in &p.classes {
         let last = replay(&model, &cl.path).pop().unwrap().1;
-        assert!(!(specs[0].holds)(&model, &last), "the class's path ends in a violation");
-        assert_eq!(trc_properties::signature::class(id, &model, &last), cl.class, "and in a state of that class");
-        out.insert(trc_properties::signature::describe(id, cl.class), (cl.count, cl.path.len()));
+        assert!(
+            !(specs[0].holds)(&model, &last),
+            "the class's path ends in a violation"
+        );
+        assert_eq!(
+            trc_properties::signature::class(id, &model, &last),
+            cl.class,
+            "and in a state of that class"
+        );
+        out.insert(
+            trc_properties::signature::describe(id, cl.class),
+            (cl.count, cl.path.len()),
+        );
     }
     out
 }
 
 /// A full exploration of `specs` on `profile` under `c` with the signature classifier; every
 /// property decided (holds or violated).
-fn classified_check(c: &Config, profile: Profile, specs: &[trc_properties::Spec]) -> (TcpModel, trc_engine::Report<trc_model::model::Action>) {
-    let model = TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(specs));
-    let hooks = Classified { hooks: State::fingerprint, classify: trc_properties::signature::classifier(specs) };
-    let r = check_with(&model, &Options { threads: 2, ..Options::default() }, None, hooks);
+fn classified_check(
+    c: &Config,
+    profile: Profile,
+    specs: &[trc_properties::Spec],
+) -> (TcpModel, trc_engine::Report<trc_model::model::Action>) {
+    let model =
+        TcpModel::new(c.clone(), profile).with_properties(trc_properties::properties(specs));
+    let hooks = Classified {
+        hooks: State::fingerprint,
+        classify: trc_properties::signature::classifier(specs),
+    };
+    let r = check_with(
+        &model,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+        None,
+        hooks,
+    );
     for (s, p) in specs.iter().zip(&r.properties) {
-        assert!(matches!(p.verdict, Verdict::Holds | Verdict::Violated), "{}: {:?}", s.id, p.verdict);
+        assert!(
+            matches!(p.verdict, Verdict::Holds | Verdict::Violated),
+            "{}: {:?}",
+            s.id,
+            p.verdict
+        );
     }
     (model, r)
 }
@@ -77,8 +129,13 @@ fn classified_check(c: &Config, profile: Profile, specs: &[trc_properties::Spec]
 pub fn all_signatures(c: &Config, profile: Profile) -> std::collections::BTreeSet<String> {
     let specs = trc_properties::catalogue();
     let (_, r) = classified_check(c, profile, &specs);
-    let classes = specs.iter().zip(&r.properties).flat_map(|(s, p)| p.classes.iter().map(move |cl| (s.id, cl.class)));
-    classes.map(|(id, class)| trc_properties::signature::describe(id, class)).collect()
+    let classes = specs
+        .iter()
+        .zip(&r.properties)
+        .flat_map(|(s, p)| p.classes.iter().map(move |cl| (s.id, cl.class)));
+    classes
+        .map(|(id, class)| trc_properties::signature::describe(id, class))
+        .collect()
 }
 
 /// After a loss, CUBIC's congestion avoidance; then the application idles 1 s and writes.

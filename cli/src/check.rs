@@ -845,7 +845,7 @@ pub fn print_matrix(rows: &[MatrixRow], json: bool) {
         let v: Vec<_> = rows
             .iter()
             .map(|r| {
-                let props: serde_json::Map<String, serde_json::Value> = specs
+                let props: serde_json::Map<String, Value> = specs
                     .iter()
                     .enumerate()
                     .map(|(i, s)| {

@@ -156,7 +156,7 @@ pub fn run_diff(a: DiffArgs) -> i32 {
                 ..Default::default()
             }
         } else {
-            let opts = trc_diff::DiffOptions {
+            let opts = DiffOptions {
                 only: if opts.fixed.is_some() {
                     None
                 } else {

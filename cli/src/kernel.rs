@@ -469,7 +469,7 @@ fn vm_cli(args: RunArgs) -> i32 {
         count(3) + count(130),
         count(4) + count(2)
     );
-    if let Err(code) = crate::kernel::problem_and_console(
+    if let Err(code) = problem_and_console(
         run.problem.as_deref(),
         &run.console,
         args.console.as_deref(),
@@ -1112,7 +1112,7 @@ pub const PATCH_SUITES: &str = "regressions+coverage+random:20";
 pub fn problem_and_console(
     problem: Option<&str>,
     console: &[String],
-    file: Option<&std::path::Path>,
+    file: Option<&Path>,
     what: &str,
 ) -> Result<(), i32> {
     if let Some(p) = problem {

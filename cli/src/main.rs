@@ -140,7 +140,7 @@ pub struct BoundArgs {
     pub rtt_ms: Option<u32>,
     /// SACK and timestamps of the explored connections (default: both SACK modes, timestamps on).
     #[command(flatten)]
-    pub conn: crate::conn::ConnFlags,
+    pub conn: conn::ConnFlags,
     /// F-RTO off (tcp_frto=0).
     #[arg(long)]
     pub no_frto: bool,
@@ -350,13 +350,13 @@ pub fn python_problem(script: &trc_pkt::Script) -> Option<String> {
 }
 
 /// The executable `name` names: a path as given, or the first match on `PATH`.
-fn find_program(name: &str) -> Option<std::path::PathBuf> {
+fn find_program(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     let runnable = |p: &std::path::Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if name.contains('/') {
-        let p = std::path::PathBuf::from(name);
+        let p = PathBuf::from(name);
         return runnable(&p).then_some(p);
     }
     std::env::split_paths(&std::env::var_os("PATH")?)

@@ -23,6 +23,7 @@
 //! Modules, in the order a run uses them: [`generate`] (scenarios), [`execute`] (kernel runs and
 //! the rerun policy), [`compare`] (model and kernel views, first divergence), [`shrink`] (delta
 //! debugging of a disagreement). [`run`] drives them and builds the [`DiffReport`].
+#![forbid(unsafe_code)]
 
 pub mod compare;
 pub mod execute;

@@ -20,6 +20,9 @@ pub struct Shrunk<A, T> {
     pub budget_exhausted: bool,
 }
 
+/// A batch of candidate action lists tested together: for each, its result if it still fails.
+pub type BatchTest<'a, A, T> = dyn FnMut(&[Vec<A>]) -> Vec<Option<T>> + 'a;
+
 /// Delta debugging (Zeller's ddmin, complements only) from `start`, which passed the test with
 /// `start_result`. Each round splits the list into `n` chunks and tries the list without each
 /// one; the first candidate (in chunk order) that passes and is shorter becomes the list.
@@ -35,7 +38,7 @@ pub fn ddmin<A: Clone + Eq + Hash, T: Clone>(
     start_result: T,
     budget: usize,
     normalize: &dyn Fn(&[A]) -> Vec<A>,
-    test: &mut dyn FnMut(&[Vec<A>]) -> Vec<Option<T>>,
+    test: &mut BatchTest<'_, A, T>,
     log: &mut dyn FnMut(&str),
 ) -> Shrunk<A, T> {
     let mut best = start;

@@ -620,7 +620,7 @@ where
         progress,
         start: Instant::now(),
         props: model.properties(),
-        state_bytes: (std::mem::size_of::<M::State>() + opts.state_heap_bytes) as u64,
+        state_bytes: (size_of::<M::State>() + opts.state_heap_bytes) as u64,
         pool: Blocks::new(spill),
         spill_error,
     };

@@ -38,10 +38,10 @@ const MAX_PER_BLOCK: usize = 1024;
 /// States per block.
 pub(crate) const fn per_block<S>() -> usize {
     let n = BLOCK_BYTES
-        / if std::mem::size_of::<S>() == 0 {
+        / if size_of::<S>() == 0 {
             1
         } else {
-            std::mem::size_of::<S>()
+            size_of::<S>()
         };
     if n == 0 {
         1
@@ -54,7 +54,7 @@ pub(crate) const fn per_block<S>() -> usize {
 
 /// Bytes of one block's slots.
 pub(crate) const fn block_bytes<S>() -> usize {
-    per_block::<S>() * std::mem::size_of::<S>()
+    per_block::<S>() * size_of::<S>()
 }
 
 pub(crate) type Slots<S> = Box<[MaybeUninit<S>]>;
@@ -85,7 +85,7 @@ fn new_block<S>() -> Slots<S> {
     let mut v: Vec<MaybeUninit<S>> = Vec::with_capacity(per);
     // SAFETY: `MaybeUninit` needs no initialisation.
     unsafe { v.set_len(per) };
-    crate::table::populate(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]));
+    crate::table::populate(v.as_ptr() as *const u8, size_of_val(&v[..]));
     v.into_boxed_slice()
 }
 
@@ -277,11 +277,12 @@ impl<S> ChunkStore<S> {
         noop: bool,
     ) {
         let per = per_block::<S>();
-        if self.len % per == 0 && self.len / per == self.blocks.len() {
-            if blocks.next_block(&mut self.blocks) {
-                // The last full block went to the spill file and is being reused.
-                self.disk += 1;
-            }
+        if self.len % per == 0
+            && self.len / per == self.blocks.len()
+            && blocks.next_block(&mut self.blocks)
+        {
+            // The last full block went to the spill file and is being reused.
+            self.disk += 1;
         }
         let Block::Mem(b) = &mut self.blocks[self.len / per] else {
             unreachable!("writing to a spilled block")
@@ -312,7 +313,7 @@ impl<S> ChunkStore<S> {
                 } else {
                     per
                 };
-                let len = states * std::mem::size_of::<S>();
+                let len = states * size_of::<S>();
                 let Some(off) = spill.write(b.as_ptr() as *const u8, len) else {
                     return;
                 };
@@ -554,7 +555,7 @@ impl Spill {
 pub(crate) unsafe fn stream_copy<T>(src: *const T, dst: *mut T) {
     #[cfg(target_arch = "x86_64")]
     {
-        let n = std::mem::size_of::<T>();
+        let n = size_of::<T>();
         if n >= 256 && n % 16 == 0 && (src as usize) % 16 == 0 && (dst as usize) % 16 == 0 {
             // SAFETY: `n / 16` 16-byte blocks of valid, aligned, non-overlapping memory (the
             // caller's contract); the copy is done in assembly, so padding bytes are copied as

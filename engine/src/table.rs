@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 // `AtomicU64` is documented to have the same in-memory representation as `u64`;
 // on the targets we build for the alignment is the same too (checked here).
-const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
-const _: () = assert!(std::mem::size_of::<AtomicU64>() == std::mem::size_of::<u64>());
+const _: () = assert!(align_of::<AtomicU64>() == align_of::<u64>());
+const _: () = assert!(size_of::<AtomicU64>() == size_of::<u64>());
 
 /// Maps the pages of `[ptr, ptr + bytes)` now, in one system call (Linux
 /// `MADV_POPULATE_WRITE`; elsewhere, or if the kernel refuses, a no-op: the pages then fault in
@@ -96,7 +96,7 @@ pub(crate) fn prefetch_value<T>(v: &T) {
     {
         let p = v as *const T as *const i8;
         let mut off = 0;
-        while off < std::mem::size_of::<T>() {
+        while off < size_of::<T>() {
             // SAFETY: a prefetch never faults and has no architectural effect.
             unsafe {
                 std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
@@ -261,7 +261,7 @@ impl ClaimTable {
             // zeroed below with the rest of the part in use, and beyond that here.
             let add = want - v.len();
             let spare = &mut v.spare_capacity_mut()[..add];
-            populate_parallel(spare.as_ptr() as *const u8, std::mem::size_of_val(spare));
+            populate_parallel(spare.as_ptr() as *const u8, size_of_val(spare));
             spare.par_chunks_mut(1 << 15).for_each(|c| {
                 for s in c {
                     s.write(AtomicU64::new(0));

@@ -600,7 +600,7 @@ fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
     });
     let plain = check(&g, &opts(2), None);
     assert!(plain.unique_states > 1_000, "{}", plain.unique_states);
-    let fp = |s: &Tracked| trc_engine::fingerprint(&s.node);
+    let fp = |s: &Tracked| fingerprint(&s.node);
     for threads in [1, 2, 3] {
         let hooks = StateHooks {
             fingerprint: fp,
@@ -771,7 +771,7 @@ impl Model for Wide {
             stateright::Property::always("not 12345", |_: &Wide, s: &WideState| s.0 != 12345),
             stateright::Property::sometimes(
                 "multiple of 1000 above 0",
-                |_: &Wide, s: &WideState| s.0 > 0 && s.0 % 1000 == 0,
+                |_: &Wide, s: &WideState| s.0 > 0 && s.0.is_multiple_of(1000),
             ),
         ]
     }

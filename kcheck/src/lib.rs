@@ -16,6 +16,7 @@
 //!
 //! [`run`] is the check as a library call (a [`run::Plan`] on a target); [`patch`] compares two
 //! kernels (a base and a patched build) on the same plan.
+#![forbid(unsafe_code)]
 
 pub mod coverage;
 pub mod ghost;
@@ -593,9 +594,7 @@ pub fn evaluate(
 /// nothing is decided from it. A shell line that fails once packets flow (a counter check such
 /// as `nstat -a | grep NAME | grep -q " 1 "`) is a failed check like an assert: the run stops
 /// there, and what the kernel did up to it is judged.
-fn failed_setup_line(
-    lines: &[trc_pkt::report::LineResult],
-) -> Option<&trc_pkt::report::LineResult> {
+fn failed_setup_line(lines: &[LineResult]) -> Option<&LineResult> {
     use trc_pkt::report::{LineKind, Status};
     let first_packet = lines
         .iter()
@@ -674,7 +673,7 @@ pub fn summarise(
             shrink_note: None,
         };
         // The shortest violation outside the baseline, else the shortest accepted one.
-        let mut best: [Option<(usize, String, u32, String, String)>; 2] = [None, None];
+        let mut best: [Option<(&CaseResult, u32, &String)>; 2] = [None, None];
         for r in &results {
             match r.properties.get(m.id) {
                 Some(Outcome::Holds) => s.decided += 1,
@@ -699,14 +698,8 @@ pub fn summarise(
                             0
                         }
                     };
-                    if best[slot].as_ref().is_none_or(|b| r.inbound < b.0) {
-                        best[slot] = Some((
-                            r.inbound,
-                            r.name.clone(),
-                            *line,
-                            detail.clone(),
-                            r.path.clone(),
-                        ));
+                    if best[slot].is_none_or(|b| r.inbound < b.0.inbound) {
+                        best[slot] = Some((r, *line, detail));
                     }
                 }
                 Some(Outcome::Undecided { .. }) => s.undecided += 1,
@@ -715,8 +708,8 @@ pub fn summarise(
         }
         let [new, acc] = best;
         let best = new.or(acc);
-        s.shortest_path = best.as_ref().map(|b| b.4.clone());
-        s.shortest = best.map(|b| (b.1, b.2, b.3));
+        s.shortest_path = best.map(|b| b.0.path.clone());
+        s.shortest = best.map(|(r, line, detail)| (r.name.clone(), line, detail.clone()));
         s.verdict = if !s.violated.is_empty() {
             "violated"
         } else if !s.accepted.is_empty() {

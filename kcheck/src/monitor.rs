@@ -203,7 +203,7 @@ fn i1(k: &KTrace, g: &Ghost) -> Outcome {
             }
             match g.original(k, r.seq, r.end) {
                 Fate::Dropped(why) => {
-                    let kinds: Vec<String> = super::monitor::UNDO_COUNTERS
+                    let kinds: Vec<String> = UNDO_COUNTERS
                         .iter()
                         .filter(|c| k.delta(i, c) > 0)
                         .map(|c| c.trim_start_matches("TcpExt").to_string())

@@ -220,11 +220,14 @@ pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u3
     (!timing).then_some((line, detail))
 }
 
+/// A batch of cases run on a kernel: a report (or why not) for each case, in order.
+pub type RunCases<'a> = dyn FnMut(&[Case]) -> Vec<Result<RunReport, String>> + 'a;
+
 /// Runs scripts on the kernel: reports for a prefix of the cases given (at least the first).
 /// `batched`: it runs all the cases it is given together (a VM boot), so ddmin hands it a round's
 /// candidates at once; otherwise one at a time.
 pub struct Runner<'a> {
-    pub run: &'a mut dyn FnMut(&[Case]) -> Vec<Result<RunReport, String>>,
+    pub run: &'a mut RunCases<'a>,
     pub batched: bool,
 }
 
@@ -342,13 +345,14 @@ pub fn note_unshrunk(rep: &mut super::CheckReport, otherwise: Option<&str>) {
     }
 }
 
+/// A violation to shrink: the case's index, and the violation (the script line, the monitor's
+/// detail).
+pub type Target = (usize, (u32, String));
+
 /// What to shrink for each violated property of `rep` (whose cases are `cases`, in order): the
 /// shortest case violating it outside the baseline that has an action list (fewest inbound segments, the earliest at
 /// equal size), with its violation; or why none can shrink.
-pub fn targets(
-    rep: &super::CheckReport,
-    cases: &[Case],
-) -> Vec<(usize, Result<(usize, (u32, String)), String>)> {
+pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<Target, String>)> {
     let mut out = Vec::new();
     for (pi, p) in rep.properties.iter().enumerate() {
         if p.verdict != "violated" {

@@ -539,7 +539,7 @@ impl KernelBackend<'_> {
             libc::bind(
                 fd,
                 &sa as *const _ as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_in>() as u32,
+                size_of::<libc::sockaddr_in>() as u32,
             )
         };
         Ok(ret(rc as i64))
@@ -625,7 +625,7 @@ impl KernelBackend<'_> {
                     libc::connect(
                         fd,
                         &sa as *const _ as *const libc::sockaddr,
-                        std::mem::size_of::<libc::sockaddr_in>() as u32,
+                        size_of::<libc::sockaddr_in>() as u32,
                     )
                 };
                 (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
@@ -637,7 +637,7 @@ impl KernelBackend<'_> {
             libc::connect(
                 fd,
                 &sa as *const _ as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_in>() as u32,
+                size_of::<libc::sockaddr_in>() as u32,
             )
         };
         let e = errno();

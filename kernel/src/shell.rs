@@ -115,46 +115,51 @@ fn confine(guard_fd: libc::c_int, parent: libc::pid_t) -> io::Result<()> {
 /// # Safety
 /// Called between `fork` and `exec`.
 unsafe fn spawn_guard(guard_fd: libc::c_int) -> io::Result<()> {
-    const SH: &[u8] = b"/bin/sh\0";
-    const DASH_C: &[u8] = b"-c\0";
-    const SCRIPT: &[u8] = b"read -r _; kill -s KILL -- -$PPID\0";
-    const NAME: &[u8] = b"trc-shell-guard\0";
-    match libc::fork() {
-        -1 => Err(io::Error::last_os_error()),
-        0 => {
-            // Standard input is the pipe; every other descriptor is closed (std's exec-status
-            // pipe among them, so the spawn does not wait for the guard; the shell's output
-            // pipes, so their readers end).
-            if guard_fd != 0 && libc::dup2(guard_fd, 0) != 0 {
-                libc::_exit(127);
+    unsafe {
+        const SH: &[u8] = b"/bin/sh\0";
+        const DASH_C: &[u8] = b"-c\0";
+        const SCRIPT: &[u8] = b"read -r _; kill -s KILL -- -$PPID\0";
+        const NAME: &[u8] = b"trc-shell-guard\0";
+        match libc::fork() {
+            -1 => Err(io::Error::last_os_error()),
+            0 => {
+                // Standard input is the pipe; every other descriptor is closed (std's exec-status
+                // pipe among them, so the spawn does not wait for the guard; the shell's output
+                // pipes, so their readers end).
+                if guard_fd != 0 && libc::dup2(guard_fd, 0) != 0 {
+                    libc::_exit(127);
+                }
+                close_all_but(0);
+                let argv = [
+                    SH.as_ptr() as *const libc::c_char,
+                    DASH_C.as_ptr() as *const libc::c_char,
+                    SCRIPT.as_ptr() as *const libc::c_char,
+                    NAME.as_ptr() as *const libc::c_char,
+                    std::ptr::null(),
+                ];
+                let envp = [std::ptr::null::<libc::c_char>()];
+                libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+                libc::_exit(127)
             }
-            close_all_but(0);
-            let argv = [
-                SH.as_ptr() as *const libc::c_char,
-                DASH_C.as_ptr() as *const libc::c_char,
-                SCRIPT.as_ptr() as *const libc::c_char,
-                NAME.as_ptr() as *const libc::c_char,
-                std::ptr::null(),
-            ];
-            let envp = [std::ptr::null::<libc::c_char>()];
-            libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
-            libc::_exit(127)
+            _ => Ok(()),
         }
-        _ => Ok(()),
     }
 }
 
 /// Closes every descriptor but `keep` (async-signal-safe; 0 or the highest one kept).
 unsafe fn close_all_but(keep: libc::c_int) {
-    let close_range =
-        |lo: libc::c_uint, hi: libc::c_uint| libc::syscall(libc::SYS_close_range, lo, hi, 0) == 0;
-    let k = keep as libc::c_uint;
-    let ok = (k == 0 || close_range(0, k - 1)) && close_range(k + 1, libc::c_uint::MAX);
-    if !ok {
-        // No close_range (Linux < 5.9): the usual descriptors.
-        for fd in 0..4096 {
-            if fd != keep {
-                libc::close(fd);
+    unsafe {
+        let close_range = |lo: libc::c_uint, hi: libc::c_uint| {
+            libc::syscall(libc::SYS_close_range, lo, hi, 0) == 0
+        };
+        let k = keep as libc::c_uint;
+        let ok = (k == 0 || close_range(0, k - 1)) && close_range(k + 1, libc::c_uint::MAX);
+        if !ok {
+            // No close_range (Linux < 5.9): the usual descriptors.
+            for fd in 0..4096 {
+                if fd != keep {
+                    libc::close(fd);
+                }
             }
         }
     }

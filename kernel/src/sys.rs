@@ -319,7 +319,7 @@ pub fn mib_delta(
 /// TCP_INFO of a socket, and how many bytes of it the kernel filled in.
 pub fn tcp_info(fd: RawFd) -> io::Result<(TcpInfoRaw, usize)> {
     let mut info = TcpInfoRaw::default();
-    let mut len = std::mem::size_of::<TcpInfoRaw>() as libc::socklen_t;
+    let mut len = size_of::<TcpInfoRaw>() as libc::socklen_t;
     // SAFETY: buffer and length describe `info`.
     let rc = unsafe {
         libc::getsockopt(
@@ -389,7 +389,7 @@ pub fn abort_close(fd: RawFd) {
             libc::SOL_SOCKET,
             libc::SO_LINGER,
             &l as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            size_of::<libc::linger>() as libc::socklen_t,
         );
         libc::close(fd);
     }

@@ -7,7 +7,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use stateright::Model;
 use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use trc_model::config::SackMode;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
@@ -82,9 +82,7 @@ fn step(c: &mut Criterion) {
         let rs = ahash::RandomState::with_seeds(1, 2, 0, 0);
         b.iter(|| {
             for s in &states {
-                let mut h = rs.build_hasher();
-                s.hash(&mut h);
-                black_box(h.finish());
+                black_box(rs.hash_one(s));
             }
         })
     });

@@ -214,7 +214,7 @@ impl TcpModel {
 
     /// Whether an event at time `t` is possible (not past the horizon, not after the pending timer).
     fn in_time(&self, s: &State, t: u32) -> bool {
-        t <= self.cfg.horizon_ms && s.sender.timer.map_or(true, |tm| t <= tm.deadline)
+        t <= self.cfg.horizon_ms && s.sender.timer.is_none_or(|tm| t <= tm.deadline)
     }
 
     /// The ACK the receiver would send if packet `i` of the flight were delivered now, and the
@@ -574,6 +574,6 @@ mod size_tests {
     /// Eifel-proof ghosts of I20/I20e: docs/performance.md, "State size").
     #[test]
     fn state_size_is_704_bytes() {
-        assert_eq!(std::mem::size_of::<super::State>(), 704);
+        assert_eq!(size_of::<super::State>(), 704);
     }
 }

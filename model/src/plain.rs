@@ -266,7 +266,7 @@ mod tests {
     /// 16 (see `State`'s alignment; the cost in docs/performance.md, "State size").
     #[test]
     fn state_size_is_704_bytes() {
-        assert_eq!(std::mem::size_of::<crate::model::State>(), 704);
-        assert_eq!(std::mem::size_of::<crate::model::State>() % 16, 0);
+        assert_eq!(size_of::<crate::model::State>(), 704);
+        assert_eq!(size_of::<crate::model::State>() % 16, 0);
     }
 }

@@ -149,7 +149,7 @@ fn dead_times(cfg: &Config, s: &mut State) {
     // already reach it; under Reno `lsndtime` is never used.
     let stale_max = snd.segs[..una].iter().map(|x| x.xmit).max().unwrap_or(0);
     let live_max = snd.segs[una..nxt].iter().map(|x| x.xmit).max();
-    let keep = cfg.cc == CcKind::Cubic && live_max.map_or(true, |m| m < stale_max);
+    let keep = cfg.cc == CcKind::Cubic && live_max.is_none_or(|m| m < stale_max);
     for seg in &mut snd.segs[..una] {
         seg.xmit = 0;
     }

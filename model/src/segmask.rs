@@ -338,7 +338,7 @@ mod tests {
         let heap: SegMask = [5, 200].into_iter().collect();
         assert!(inline.intersects(&heap) && heap.intersects(&inline));
         assert_eq!(SegMask::new().word_count(), 0);
-        assert_eq!(std::mem::size_of::<SegMask>(), 8);
+        assert_eq!(size_of::<SegMask>(), 8);
     }
 
     #[test]

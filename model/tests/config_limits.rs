@@ -13,7 +13,8 @@ fn err(f: impl FnOnce(&mut Config)) -> String {
 
 #[test]
 fn out_of_range_fields_are_refused_with_their_name() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Config)>)> = vec![
+    type Case = (&'static str, Box<dyn FnOnce(&mut Config)>);
+    let cases: Vec<Case> = vec![
         ("initcwnd", Box::new(|c| c.initcwnd = 6_000_000)),
         ("mss", Box::new(|c| c.mss = 0)),
         ("gso_max_size", Box::new(|c| c.gso_max_size = 0)),

@@ -221,7 +221,7 @@ impl TcpOption {
     /// runners pass).
     pub fn wire_len(&self) -> usize {
         let hex_bytes = |h: &str| {
-            if h.bytes().all(|b| b.is_ascii_hexdigit()) && h.len() % 2 == 0 {
+            if h.bytes().all(|b| b.is_ascii_hexdigit()) && h.len().is_multiple_of(2) {
                 h.len() / 2
             } else {
                 8

@@ -472,7 +472,7 @@ impl Conn {
     }
 
     /// A captured packet in script space (seq, ack, SACK blocks, TS val).
-    fn to_script(&mut self, c: &Captured, script_syn_seq: u32) -> (u32, u32, Vec<WireOption>) {
+    fn script_view(&mut self, c: &Captured, script_syn_seq: u32) -> (u32, u32, Vec<WireOption>) {
         let syn = c.flags & SYN != 0;
         if syn && self.live_local_isn.is_none() {
             self.live_local_isn = Some(c.seq);
@@ -802,7 +802,7 @@ impl Engine<'_> {
             }
         };
         let agg = aggregate(&parts);
-        let (seq, ack, opts) = self.conn.to_script(&agg, p.seq);
+        let (seq, ack, opts) = self.conn.script_view(&agg, p.seq);
         l.actual = Some(describe_captured(&agg, seq, ack, &opts));
         l.time_ms = Some(ms(agg.at_us));
         l.offset_ms = Some(ms(agg.at_us - due.start));

@@ -66,6 +66,7 @@
 //! (e.g. `win` > 65535, `mss` > 65535, `wscale` > 255), inconsistent
 //! `seq:end(len)`, `<...>` and `[ect01]` on inbound packets, and expression
 //! nesting deeper than 64 levels.
+#![forbid(unsafe_code)]
 
 pub mod ast;
 pub mod engine;

@@ -488,7 +488,7 @@ impl<'f> Parser<'f> {
         }
         if let Some(TcpOptions::List(list)) = &options {
             let bytes: usize = list.iter().map(TcpOption::wire_len).sum();
-            if bytes > MAX_OPTION_BYTES || bytes % 4 != 0 {
+            if bytes > MAX_OPTION_BYTES || !bytes.is_multiple_of(4) {
                 let found = if bytes > MAX_OPTION_BYTES {
                     format!("{bytes} bytes of options")
                 } else {

@@ -216,11 +216,11 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
 pub fn mentions(code: &str, name: &str) -> bool {
     code.match_indices(name).any(|(i, _)| {
         let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-        let before = code[..i].chars().next_back().map_or(true, |c| !word(c));
+        let before = code[..i].chars().next_back().is_none_or(|c| !word(c));
         let after = code[i + name.len()..]
             .chars()
             .next()
-            .map_or(true, |c| !word(c));
+            .is_none_or(|c| !word(c));
         before && after
     })
 }

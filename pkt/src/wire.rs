@@ -258,7 +258,7 @@ fn hex(b: &[u8]) -> String {
 /// (`TFO_COOKIE` → the defined hex string).
 pub fn unhex(text: &str, defines: &dyn Fn(&str) -> Option<String>) -> Result<Vec<u8>, String> {
     let t = defines(text).unwrap_or_else(|| text.to_string());
-    if t.len() % 2 != 0 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !t.len().is_multiple_of(2) || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!(
             "'{text}' is not an even number of hex digits (nor a -D definition)"
         ));

@@ -222,17 +222,16 @@ fn columns_count_characters_not_bytes() {
 fn option_values_round_trip_or_are_refused() {
     // Found by the parse fuzzer: an unquoted value holding a quote and, after it, a space was
     // written back quoted and no longer parsed. A quote now ends an unquoted value (an error).
-    assert!(trc_pkt::parse("--tolerance_usecs=0a\"b c\"\n0 `true`\n", "t.pkt").is_err());
+    assert!(parse("--tolerance_usecs=0a\"b c\"\n0 `true`\n", "t.pkt").is_err());
     for src in [
         "--define=\"X=a b\"\n0 `true`\n",
         "--define=X=1\n0 `true`\n",
         "--x=\"\"\n0 `true`\n",
     ] {
-        let Ok(s) = trc_pkt::parse(src, "t.pkt") else {
+        let Ok(s) = parse(src, "t.pkt") else {
             continue;
         };
-        let again =
-            trc_pkt::parse(&trc_pkt::write(&s), "w.pkt").unwrap_or_else(|e| panic!("{src:?}: {e}"));
+        let again = parse(&trc_pkt::write(&s), "w.pkt").unwrap_or_else(|e| panic!("{src:?}: {e}"));
         assert_eq!(again.without_positions(), s.without_positions(), "{src:?}");
     }
 }

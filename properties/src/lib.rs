@@ -2,6 +2,7 @@
 //! the kernel bugs it guards against, and a predicate over a model state (which carries ghost
 //! truth about the network and ghost observations of the step that produced it).
 //! docs/properties.md documents each one; every property has a test showing it can fail.
+#![forbid(unsafe_code)]
 
 pub mod baseline;
 pub mod signature;
@@ -272,7 +273,7 @@ fn cubic(s: &State) -> Option<&trc_model::cc::Cubic> {
 fn i12(_m: &TcpModel, s: &State) -> bool {
     let ev = &s.sender.ghost.ev;
     ev.reductions.iter().all(|r| r.ssthresh >= 2)
-        && ev.hystart.map_or(true, |h| h.cwnd < h.ssthresh_before)
+        && ev.hystart.is_none_or(|h| h.cwnd < h.ssthresh_before)
 }
 
 /// I15: HyStart exits only within a real round: its round (`end_seq`) is the true one, tracked
@@ -282,13 +283,13 @@ fn i15(_m: &TcpModel, s: &State) -> bool {
         .ghost
         .ev
         .hystart
-        .map_or(true, |h| h.end_seq == h.true_end_seq)
+        .is_none_or(|h| h.end_seq == h.true_end_seq)
 }
 
 /// I15b: a delay exit needs every sample its detector saw in the round above the threshold
 /// (no exit because the min RTT dropped after the first samples).
 fn i15b(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.hystart.map_or(true, |h| {
+    s.sender.ghost.ev.hystart.is_none_or(|h| {
         if h.kind != trc_model::cc::HystartKind::Delay {
             return true;
         }
@@ -304,14 +305,14 @@ fn i15b(_m: &TcpModel, s: &State) -> bool {
 /// I15c: an ACK-train exit needs a train of at least half the true minimum RTT (the full
 /// minimum RTT when paced), measured in real time, whatever the clock's resolution.
 fn i15c(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.hystart.map_or(true, |h| {
+    s.sender.ghost.ev.hystart.is_none_or(|h| {
         if h.kind != trc_model::cc::HystartKind::Train || h.min_rtt_us == u32::MAX {
             return true;
         }
         let need = if h.paced {
             h.min_rtt_us as u64
         } else {
-            (h.min_rtt_us as u64 + 1) / 2
+            (h.min_rtt_us as u64).div_ceil(2)
         };
         h.elapsed_us as u64 >= need
     })
@@ -329,7 +330,7 @@ fn i16(m: &TcpModel, s: &State) -> bool {
 /// I16i: no cwnd jump after idle: a send after an idle period shifts CUBIC's epoch by at least
 /// the idle time (or to now), so the curve does not run on while nothing was sent.
 fn i16i(_m: &TcpModel, s: &State) -> bool {
-    s.sender.ghost.ev.idle_restart.map_or(true, |r| {
+    s.sender.ghost.ev.idle_restart.is_none_or(|r| {
         if r.idle_jiffies == 0 {
             return true;
         }
@@ -362,7 +363,7 @@ fn i18(_m: &TcpModel, s: &State) -> bool {
     if !s.sender.ghost.ev.entered_loss {
         return true;
     }
-    cubic(s).map_or(true, |c| {
+    cubic(s).is_none_or(|c| {
         c.last_max_cwnd == 0 && c.epoch_start == 0 && c.delay_min == 0 && !c.found && c.cnt == 0
     })
 }

@@ -27,7 +27,7 @@ fn no_rto() -> Config {
 
 /// Every I1 signature on `profile` under `c` (`common::signatures`).
 fn i1_signatures(c: &Config, profile: Profile) -> BTreeMap<String, (u64, usize)> {
-    common::signatures(c, profile, "I1")
+    signatures(c, profile, "I1")
 }
 
 /// The no-RTO form (one drop, one reordering, `tcp_try_undo_recovery()` undoes by the echo of

@@ -5,6 +5,7 @@
 //! `Err(reason)` and the caller skips with that message.
 //!
 //! Third-party scripts are read from there at test time and never copied into the repository.
+#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

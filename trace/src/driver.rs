@@ -41,7 +41,7 @@ pub struct Driver {
     /// What the last event added to them.
     pub last_mib: MibDelta,
     /// The pending timer and the model time (ms) it was last (re)armed.
-    armed: Option<(trc_model::state::Timer, u32)>,
+    armed: Option<(Timer, u32)>,
 }
 
 impl Driver {

@@ -10,6 +10,7 @@
 //! Both directions run the sender through [`driver::Driver`], so an exported script replays to
 //! the states it was exported from. Script sequence space: model segment `k` is bytes
 //! `1 + 1000k .. 1 + 1000(k+1)` (MSS 1000).
+#![forbid(unsafe_code)]
 
 pub mod driver;
 pub mod export;

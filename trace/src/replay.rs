@@ -720,7 +720,9 @@ impl<'a> ModelBackend<'a> {
     fn data_ack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
         let mss = self.hs.mss;
         let to_seq = |b: u32| -> Option<u32> {
-            (b.wrapping_sub(1) % mss == 0).then(|| 1 + b.wrapping_sub(1) / mss)
+            b.wrapping_sub(1)
+                .is_multiple_of(mss)
+                .then(|| 1 + b.wrapping_sub(1) / mss)
         };
         let ack = to_seq(p.ack).ok_or_else(|| {
             stop(format!(

@@ -171,7 +171,7 @@ pub fn interpret(cmd: &str) -> Effect {
         "tc" => tc(&w[1..], cmd),
         "nstat" => nstat(cmd),
         "sleep" => match w.get(1).and_then(|s| s.parse::<f64>().ok()) {
-            Some(s) if s >= 0.0 && s < 3600.0 => Effect::Sleep((s * 1e6) as i64),
+            Some(s) if (0.0..3600.0).contains(&s) => Effect::Sleep((s * 1e6) as i64),
             _ => Effect::NotModelled(format!("`{cmd}`: an unreadable sleep")),
         },
         ":" if w.get(1).map(String::as_str) == Some("trc-model-only") => {
@@ -224,7 +224,7 @@ fn ip(args: &[String], cmd: &str) -> Effect {
     }
     let route = args
         .first()
-        .is_some_and(|a| "route".starts_with(a.as_str()) && a.len() >= 1 && a.starts_with('r'));
+        .is_some_and(|a| "route".starts_with(a.as_str()) && !a.is_empty() && a.starts_with('r'));
     if !route {
         return Effect::NotModelled(format!(
             "`{cmd}`: only `ip route ... initcwnd N` is modelled"

@@ -202,7 +202,7 @@ pub struct VmRun {
     pub initramfs_s: f64,
     pub boot: Timing,
     /// The modules the guest's init loaded, in its order, each with its error if it failed.
-    pub modules: Vec<crate::proto::ModuleLoad>,
+    pub modules: Vec<proto::ModuleLoad>,
     pub total: Timing,
     pub scripts: Vec<ScriptRun>,
     /// Every script has a result and the guest said it was done.
@@ -355,7 +355,7 @@ enum End {
 /// What one boot gave.
 struct Attempt {
     end: End,
-    boot: Option<(Timing, String, Vec<String>, Vec<crate::proto::ModuleLoad>)>,
+    boot: Option<(Timing, String, Vec<String>, Vec<proto::ModuleLoad>)>,
     begins: Vec<Option<(Instant, f64)>>,
     results: Vec<Option<(Record, Timing)>>,
     total: Timing,

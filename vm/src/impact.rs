@@ -98,9 +98,8 @@ impl ImpactParams {
         if self.rate_mbit.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
             return Err("--rate must be positive (Mbit/s)".into());
         }
-        if !(self.duration_s.is_finite() && (1.0..=3600.0).contains(&self.duration_s))
-            || !(self.sample_ms.is_finite() && (1.0..=1000.0).contains(&self.sample_ms))
-        {
+        // A range holds no NaN or infinity.
+        if !(1.0..=3600.0).contains(&self.duration_s) || !(1.0..=1000.0).contains(&self.sample_ms) {
             return Err("--duration must be 1..3600 s and --sample-ms 1..1000 ms".into());
         }
         if self.limit == 0
@@ -846,7 +845,7 @@ pub mod guest {
             if libc::bind(
                 fd.as_raw_fd(),
                 &sll as *const _ as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                size_of::<libc::sockaddr_ll>() as u32,
             ) != 0
             {
                 return Err(format!(
@@ -879,7 +878,7 @@ pub mod guest {
                 libc::SOL_SOCKET,
                 libc::SO_RCVTIMEO,
                 &tv as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::timeval>() as u32,
+                size_of::<libc::timeval>() as u32,
             );
             Ok(fd)
         }
@@ -900,11 +899,11 @@ pub mod guest {
             };
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_name = &mut sll as *mut _ as *mut libc::c_void;
-            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            msg.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
             msg.msg_iov = &mut iov;
             msg.msg_iovlen = 1;
             msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-            msg.msg_controllen = std::mem::size_of_val(&cbuf);
+            msg.msg_controllen = size_of_val(&cbuf);
             // SAFETY: msg points at live buffers of the sizes given.
             let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC) };
             if n < 0 {
@@ -1034,7 +1033,7 @@ pub mod guest {
             libc::connect(
                 fd,
                 &sa as *const _ as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_in>() as u32,
+                size_of::<libc::sockaddr_in>() as u32,
             )
         } != 0
         {
@@ -1450,7 +1449,7 @@ mod tests {
 
     #[test]
     fn tcp_header_and_timestamp_option() {
-        let mut p = vec![0u8; 20 + 32 + 100];
+        let mut p = [0u8; 20 + 32 + 100];
         p[0] = 0x45;
         p[2..4].copy_from_slice(&(152u16).to_be_bytes());
         p[9] = 6;

@@ -306,7 +306,7 @@ mod tests {
         std::fs::remove_file(d.join("modules.builtin")).unwrap();
         let cfg = d.join("config");
         std::fs::write(&cfg, "CONFIG_TUN=y\n").unwrap();
-        assert!(has_tun(&d, &[cfg.clone()]));
+        assert!(has_tun(&d, std::slice::from_ref(&cfg)));
         std::fs::write(&cfg, "CONFIG_TUN=m\n").unwrap();
         assert!(!has_tun(&d, &[cfg]));
         fake_ko(&d, "tun.ko", "tun", "", r);

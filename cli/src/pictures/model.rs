@@ -106,7 +106,8 @@ fn delivery(
     }
     // The ACK it caused: cumulative ACK and the receiver's SACK blocks after it; or the held
     // ACK arriving late (an old ACK, below snd_una), with the blocks it was sent with.
-    let ack_blocks: Option<(u32, Vec<(u32, u32)>, &'static str)> = match a {
+    type AckBlocks = (u32, Vec<(u32, u32)>, &'static str);
+    let ack_blocks: Option<AckBlocks> = match a {
         Action::Deliver { .. } | Action::DeliverEce { .. } | Action::DeliverLate { .. } => Some((
             s.rcv.rcv_nxt(&model.cfg),
             s.rcv.sack_blocks(&model.cfg).collect(),

@@ -47,20 +47,20 @@ pub fn cubic_root(a: u64) -> u32 {
     let shift = (a >> (b * 3)) as usize;
     let mut x: u32 = ((V[shift] as u32 + 10) << b) >> 6;
     let div = (x as u64).wrapping_mul(x.wrapping_sub(1) as u64);
-    x = (2u32.wrapping_mul(x)).wrapping_add(if div == 0 { 0 } else { (a / div) as u32 });
+    x = (2u32.wrapping_mul(x)).wrapping_add(a.checked_div(div).unwrap_or(0) as u32);
     x.wrapping_mul(341) >> 10
 }
 
 /// `usecs_to_jiffies()` for HZ dividing 10^6 (rounds up).
 pub fn usecs_to_jiffies(u: u32, hz: u32) -> u32 {
     let per = 1_000_000 / hz;
-    ((u as u64 + per as u64 - 1) / per as u64) as u32
+    (u as u64).div_ceil(per as u64) as u32
 }
 
 /// `msecs_to_jiffies()` for HZ dividing 1000 (rounds up).
 pub fn msecs_to_jiffies(m: u32, hz: u32) -> u32 {
     let per = 1000 / hz;
-    ((m as u64 + per as u64 - 1) / per as u64) as u32
+    (m as u64).div_ceil(per as u64) as u32
 }
 
 /// Result of the curve part of `bictcp_update` (from `t` to `cnt`, before friendliness).
@@ -89,7 +89,7 @@ pub fn curve(
     t <<= BICTCP_HZ;
     t /= hz as u64;
     let k = bic_k as u64;
-    let offs = if t < k { k - t } else { t - k };
+    let offs = k.abs_diff(t);
     let delta = ((CUBE_RTT_SCALE as u64)
         .wrapping_mul(offs)
         .wrapping_mul(offs)

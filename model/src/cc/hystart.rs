@@ -33,12 +33,8 @@ pub fn delay_thresh(x: u32, clock: HystartClock) -> u32 {
 /// of slow start, else 120.
 pub fn pacing_rate(w: &Window) -> u64 {
     let ratio: u64 = if w.cwnd < w.ssthresh / 2 { 200 } else { 120 };
-    let mut rate = w.p.mss as u64 * 80_000 * ratio * w.cwnd.max(w.packets_out) as u64;
-    let srtt8 = (w.p.srtt_us as u64) << 3;
-    if srtt8 != 0 {
-        rate /= srtt8;
-    }
-    rate
+    let rate = w.p.mss as u64 * 80_000 * ratio * w.cwnd.max(w.packets_out) as u64;
+    rate.checked_div((w.p.srtt_us as u64) << 3).unwrap_or(rate)
 }
 
 /// `hystart_ack_delay()`: expected delay of a GSO packet at the pacing rate, capped at 1 ms.

@@ -374,7 +374,7 @@ impl Sender {
     pub fn tcp_remove_reno_sacks(&mut self, cx: &mut Cx, acked: u32) {
         if acked > 0 {
             cx.delivered += (acked as i64 - self.sacked_out as i64).max(1) as u32;
-            if acked - 1 >= self.sacked_out {
+            if acked > self.sacked_out {
                 self.sacked_out = 0;
             } else {
                 self.sacked_out -= acked - 1;

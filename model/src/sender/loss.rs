@@ -121,7 +121,7 @@ impl Sender {
             .ev
             .reductions
             .last()
-            .map_or(false, |r| r.kind == ReductionKind::Loss)
+            .is_some_and(|r| r.kind == ReductionKind::Loss)
         {
             self.ghost.last_reduction = Some((self.high_seq, ReductionKind::Loss));
         }
@@ -176,7 +176,7 @@ impl Sender {
             Branch::LossUndoNotAdvanced
         });
         let trigger = if fl & flag::SND_UNA_ADVANCED == 0 {
-            crate::state::evidence::DUPACK
+            evidence::DUPACK
         } else {
             0
         };
@@ -208,10 +208,10 @@ impl Sender {
                 self.ghost.frto_ref = false;
             }
         }
-        if cx.prof.rto_retrans_reset == RtoRetransReset::InProcessLoss {
-            if recovered || fl & flag::DATA_ACKED != 0 {
-                self.icsk_retransmits = 0;
-            }
+        if cx.prof.rto_retrans_reset == RtoRetransReset::InProcessLoss
+            && (recovered || fl & flag::DATA_ACKED != 0)
+        {
+            self.icsk_retransmits = 0;
         }
         if recovered {
             self.tcp_try_undo_recovery(cx);

@@ -38,14 +38,13 @@ impl Sender {
             self.retrans_stamp = 0;
         } else if !before(self.snd_una, self.high_seq) {
             match self.ca_state {
-                CaState::Cwr => {
+                CaState::Cwr
                     // CWR is held until something above high_seq is ACKed (the CWR bit must
                     // reach the receiver).
-                    if self.snd_una != self.high_seq {
+                    if self.snd_una != self.high_seq => {
                         self.tcp_end_cwnd_reduction(cx);
                         self.tcp_set_ca_state(cx, CaState::Open);
                     }
-                }
                 CaState::Recovery => {
                     if !self.sack_ok {
                         self.tcp_reset_reno_sack();
@@ -832,11 +831,7 @@ mod tests {
             "the echo of the retransmission proves nothing"
         );
         s.undo_retrans = 0; // every retransmission DSACKed
-        assert_eq!(
-            judge(&fix, &s, false, ts(60)).1,
-            true,
-            "DSACK undo unchanged"
-        );
+        assert!(judge(&fix, &s, false, ts(60)).1, "DSACK undo unchanged");
         s.undo_retrans = -1; // none counted in the episode: as before
         assert_eq!(judge(&fix, &s, false, ts(0)), (true, true));
     }

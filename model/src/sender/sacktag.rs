@@ -237,7 +237,7 @@ impl Sender {
             && after(e0, self.undo_marker)
         {
             self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
-            cx.dsack_note |= crate::state::evidence::DSACK_FORGOTTEN;
+            cx.dsack_note |= evidence::DSACK_FORGOTTEN;
         }
         true
     }
@@ -315,6 +315,7 @@ impl Sender {
     }
 
     /// `tcp_sacktag_one()`: tag one segment covered by a (D)SACK block.
+    #[allow(clippy::too_many_arguments)] // the kernel function's own parameter list
     fn tcp_sacktag_one(
         &mut self,
         cx: &mut Cx,

@@ -179,9 +179,8 @@ impl Sender {
         if before(ack, self.tlp_high_seq) {
             return;
         }
-        if !self.tlp_retrans {
-            self.tlp_high_seq = 0;
-        } else if fl & flag::DSACK_TLP != 0 {
+        if !self.tlp_retrans || fl & flag::DSACK_TLP != 0 {
+            // No probe retransmitted, or its copy was DSACKed: the episode ends quietly.
             self.tlp_high_seq = 0;
         } else if after(ack, self.tlp_high_seq) {
             cx.mib.inc(Mib::LossProbeRecovery);

@@ -2,7 +2,7 @@
 # Bounded fuzz run (CI): each target on top of the committed corpus, the regression inputs and
 # counterexamples/, for a fixed number of new inputs with a fixed seed, capped in time. Any
 # panic, timeout (an input running over 10 s) or out-of-memory fails the run; the input is left
-# in fuzz/artifacts/<target>/. docs/fuzzing.md has the long run.
+# in fuzz/artifacts/<target>/. docs/guides/fuzzing.md has the long run.
 set -euo pipefail
 cd "$(dirname "$0")"
 runs=${TRC_FUZZ_RUNS:-200000}

@@ -305,7 +305,7 @@ pub fn run_bench(a: BenchArgs) -> i32 {
     0
 }
 
-/// The facts about this machine that move the figures (docs/performance.md): CPU model, cores
+/// The facts about this machine that move the figures (docs/explanation/performance.md): CPU model, cores
 /// and hardware threads, transparent huge pages, page size, kernel release, whether hardware
 /// performance counters can be opened (VMs often have none), and the load when the bench starts.
 pub fn machine_facts() -> Vec<String> {

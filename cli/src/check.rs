@@ -40,7 +40,7 @@ pub struct CheckArgs {
     pub max_depth: Option<usize>,
     /// Exact state-space reductions (same verdicts, same counterexample lengths, fewer states):
     /// step observations cleared where every property holds, ghost fields no checked property
-    /// reads, dead time stamps. Counterexamples show the reduced states (see docs/performance.md).
+    /// reads, dead time stamps. Counterexamples show the reduced states (see docs/explanation/performance.md).
     #[arg(long)]
     pub reduce: bool,
     /// Print the result as JSON on stdout.
@@ -72,7 +72,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub coverage: bool,
     /// Do only shard I of N of the work list (bounds files × SACK modes × property groups, see
-    /// docs/ci.md) and print it as JSON for `trc merge`.
+    /// docs/reference/shards.md) and print it as JSON for `trc merge`.
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
     pub shard: Option<crate::shard::Shard>,
 }
@@ -94,7 +94,7 @@ pub struct MatrixArgs {
     /// as `acc`, not as a failure.
     #[arg(long, default_value = "baseline.toml")]
     pub baseline: PathBuf,
-    /// Do only shard I of N of the work list (profiles × SACK modes, see docs/ci.md) and print it
+    /// Do only shard I of N of the work list (profiles × SACK modes, see docs/reference/shards.md) and print it
     /// as JSON for `trc merge`.
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
     pub shard: Option<crate::shard::Shard>,

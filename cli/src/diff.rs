@@ -1,5 +1,5 @@
 //! `trc diff`: differential testing of the model against the running kernel (see
-//! docs/differential.md). The logic is in the `trc-diff` crate; this is the CLI glue.
+//! docs/explanation/differential.md). The logic is in the `trc-diff` crate; this is the CLI glue.
 
 use crate::check::load_profile;
 use crate::output::usage_error;
@@ -64,7 +64,7 @@ pub struct DiffArgs {
     #[arg(long, value_delimiter = ',', requires = "bulk")]
     pub drop: Vec<u32>,
     /// Run only shard I of N of the scenarios (`--only`'s list, else 0..`--scenarios`) and print
-    /// it as JSON for `trc merge` (docs/ci.md).
+    /// it as JSON for `trc merge` (docs/reference/shards.md).
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
     pub shard: Option<crate::shard::Shard>,
 }

@@ -667,7 +667,7 @@ branch reachable there; the report says which branches were covered, which are r
 paths and which not at all). Each scenario runs once on the kernel (the running one, in a private network \
 namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
-with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/properties.md). Exit codes: 0 every property holds, 1 one is \
+with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/reference/properties.md). Exit codes: 0 every property holds, 1 one is \
 violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
 (not root or no tun; with --kernel: no qemu or no kernel image)."
 )]
@@ -701,7 +701,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     /// Run only shard I of N of the suite's scenarios (scenario k is shard k mod N + 1's) and
-    /// print it as JSON for `trc merge` (docs/ci.md).
+    /// print it as JSON for `trc merge` (docs/reference/shards.md).
     #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
     pub shard: Option<crate::shard::Shard>,
     /// Kernel runs allowed for shrinking each violated property's shortest scenario that comes

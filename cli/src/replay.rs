@@ -1,5 +1,5 @@
 //! `trc replay FILE.pkt --profile P`: drive the model with a packetdrill script and check its
-//! outbound segments and `%{ }%` asserts line by line (see docs/export-replay.md).
+//! outbound segments and `%{ }%` asserts line by line (see docs/reference/export.md).
 
 use crate::check::load_profile;
 use crate::output::usage_error;

@@ -1,6 +1,6 @@
 //! `--shard I/N` and `trc merge`: one run's work list split across N processes (a CI matrix, a
 //! Slurm array, GNU parallel) and the shards' JSON combined into the report the one run would
-//! have printed (docs/ci.md).
+//! have printed (docs/reference/shards.md).
 //!
 //! Every sharded command has a *work list* in a canonical order (`trc check`: bounds files ×
 //! SACK modes × property groups; `trc matrix`: profiles × SACK modes; `trc diff` and `trc

@@ -1,4 +1,4 @@
-//! The CI recipes of docs/ci.md: the GitHub Actions workflow is valid YAML with the structure
+//! The CI recipes of docs/guides/ci.md: the GitHub Actions workflow is valid YAML with the structure
 //! Actions needs (jobs with steps, `needs` naming jobs, the shard matrix matching `SHARDS`),
 //! and every `trc` subcommand and flag that it or the Slurm example uses exists (`trc SUB
 //! --help` lists the flag).
@@ -199,7 +199,7 @@ fn github_actions_workflow_is_valid_and_uses_existing_trc_commands() {
     }
     let calls = trc_calls(&scripts);
     let seen = check_calls("github-actions.yml", &calls);
-    // The workflow does what docs/ci.md says: sharded check, matrix and diff, merges, graphs,
+    // The workflow does what docs/guides/ci.md says: sharded check, matrix and diff, merges, graphs,
     // the kernel corpus in qemu.
     for want in [
         "check ",

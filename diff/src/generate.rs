@@ -167,7 +167,7 @@ fn weight(a: &Action, flight: usize) -> u32 {
 
 /// Whether delivering `a` gives the kernel an RTT sample far above the path RTT (a packet held in
 /// the network, or a TSecr echoing an old TSval). The model's srtt (hence RTO and TLP timeout)
-/// is constant (docs/model.md); the kernel's grows with such a sample, so later RTO/TLP expiries
+/// is constant (docs/explanation/model.md); the kernel's grows with such a sample, so later RTO/TLP expiries
 /// would no longer happen at comparable times. Conservative: any newly ACKed or SACKed segment
 /// sent more than `rtt + slack` ago, or an advancing ACK whose TSecr is that old.
 pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> bool {

@@ -1,7 +1,7 @@
 //! CI differential test: a bounded number of `trc diff` scenarios (fixed seed, SACK and
 //! non-SACK, timestamps on and off) on the live kernel; fails below 100% agreement on
 //! segments, ca_state, cwnd and ssthresh. Skipped (with a message) without root or /dev/net/tun.
-//! See docs/differential.md.
+//! See docs/explanation/differential.md.
 
 use trc_diff::{run, DiffOptions, GenOptions, Verdict};
 

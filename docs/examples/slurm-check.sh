@@ -1,5 +1,5 @@
 #!/bin/bash
-# trc on a Slurm cluster: one array task per shard, then a merge job (docs/ci.md).
+# trc on a Slurm cluster: one array task per shard, then a merge job (docs/guides/ci.md).
 #   sbatch docs/examples/slurm-check.sh                 # submits the array and the merge
 # The array's size is the number of shards; each task gets its own cores and memory budget.
 # cli/tests/ci_examples.rs checks that every `trc` subcommand and flag used here exists.

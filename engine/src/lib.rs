@@ -70,7 +70,7 @@
 //!
 //! A level's duplicates across chunks are stored (and dropped when their store is released),
 //! which costs memory traffic but no second `next_state`; an earlier version regenerated the
-//! winners from their parents instead (docs/performance.md compares them).
+//! winners from their parents instead (docs/lab/notebook.md compares them).
 //!
 //! The first violation of a property is the one at the smallest depth and, within it, the
 //! smallest rank (minimum over chunks). Options that stop early do so only at level boundaries

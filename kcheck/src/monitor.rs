@@ -1,6 +1,6 @@
 //! Property monitors on kernel traces: each decides one catalogue property (properties/src/lib.rs)
 //! from what a run observed ([`KTrace`]) and the scenario's ghost truth ([`Ghost`]).
-//! docs/properties.md ("On a kernel") gives each monitor's definition and what it cannot see
+//! docs/reference/properties.md ("On a kernel") gives each monitor's definition and what it cannot see
 //! compared with the model.
 
 use super::ghost::{Fate, Ghost};
@@ -48,7 +48,7 @@ impl Outcome {
 /// One monitor.
 pub struct Monitor {
     pub id: &'static str,
-    /// What it checks on the kernel's trace (docs/properties.md repeats it).
+    /// What it checks on the kernel's trace (docs/reference/properties.md repeats it).
     pub definition: &'static str,
     /// What it cannot see that the model's property does.
     pub blind: &'static str,

@@ -112,7 +112,7 @@ pub struct Config {
     /// Where the kernel's jiffy boundaries fall: model time 0 is this many µs after one
     /// (`0 <= jiffy_phase_us < 10^6/hz`; default 0). Only CUBIC reads jiffies (`bictcp_update`,
     /// the HyStart blackout, `TX_START`); a real kernel's phase is unknown, so `trc diff` refuses
-    /// walks whose decisions change with it (docs/differential.md, "CUBIC's jiffy phase").
+    /// walks whose decisions change with it (docs/explanation/differential.md, "CUBIC's jiffy phase").
     #[serde(skip_serializing_if = "is_zero")]
     pub jiffy_phase_us: u32,
 }

@@ -263,7 +263,7 @@ mod tests {
     /// The checker's speed depends on the state's size (copies, the frontier store): the held
     /// ACK of `max_old_acks` fits in the bytes the receiver's 16-bit SACK blocks freed; the
     /// Eifel-proof ghosts of I20/I20e took the state from 688 to 704 bytes, still a multiple of
-    /// 16 (see `State`'s alignment; the cost in docs/performance.md, "State size").
+    /// 16 (see `State`'s alignment; the cost in docs/lab/notebook.md, 2026-12-02 "State size").
     #[test]
     fn state_size_is_704_bytes() {
         assert_eq!(size_of::<crate::model::State>(), 704);

@@ -6,7 +6,7 @@
 //! `match`es on it. Everything that is not a decision point is the Linux 6.18 machinery
 //! (RACK-only SACK loss detection, PRR, F-RTO, TLP): a historical profile is "6.18 with these
 //! decision points set as in that kernel", not a full replica of the old kernel (see
-//! docs/profiles.md).
+//! docs/reference/profiles.md).
 //!
 //! A user's profile file is TOML: `base = "linux-6.18"` plus any decision-point overrides,
 //! e.g. `packet_delayed = "e37ab7"`.
@@ -280,7 +280,7 @@ pub struct Profile {
     /// 1236f22fbae1 (v4.18): non-SACK `tcp_clean_rtx_queue()` clears FLAG_ORIG_SACK_ACKED when
     /// retransmitted data was cumulatively ACKed.
     pub nonsack_orig_sack_fix: bool,
-    /// CUBIC/HyStart decision points (the HyStart and CUBIC fixes listed in docs/profiles.md);
+    /// CUBIC/HyStart decision points (the HyStart and CUBIC fixes listed in docs/reference/profiles.md);
     /// absent in a file = 6.18's value.
     #[serde(default)]
     pub hystart_clock: HystartClock,
@@ -343,7 +343,7 @@ pub struct Named {
 }
 
 impl Profile {
-    /// Linux 6.18 (the kernel on our machines): every recovery fix of docs/profiles.md present.
+    /// Linux 6.18 (the kernel on our machines): every recovery fix of docs/reference/profiles.md present.
     pub fn linux_6_18() -> Profile {
         Profile {
             name: "linux-6.18".into(),

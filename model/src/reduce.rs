@@ -2,7 +2,7 @@
 //! (`init_states`, `next_state`), so that states differing only in values nothing will ever read
 //! again hash alike. Each is exact: the merged states have the same successors (up to the same
 //! canonical form) and the same verdict for every checked property, so the reduced exploration
-//! reports the same verdicts with counterexamples of the same length (docs/performance.md,
+//! reports the same verdicts with counterexamples of the same length (docs/explanation/performance.md,
 //! "Reductions"). All are off by default ([`Reduce::default`]); `trc check --reduce` turns them on.
 //!
 //! * [`Reduce::ev`] — the step's ghost observations (`sender.ghost.ev`) are cleared at the start

@@ -4,7 +4,7 @@
 //!
 //! One machine word: the first 63 segments inline, as bits, so a bounded exhaustive check keeps a
 //! plain, bitwise-copied state of the smallest size (the checker copies and stores every state;
-//! four 24-byte `SmallVec` masks cost it 8 % of its time, see docs/performance.md); a set holding
+//! four 24-byte `SmallVec` masks cost it 8 % of its time, see docs/explanation/performance.md); a set holding
 //! a segment `>= 63` moves to the heap (replay of a 1000-segment script). The word is a tagged
 //! pointer: low bit 1 means inline (segment `k` is bit `k + 1`), low bit 0 a `Box<Vec<u64>>`
 //! of 64-bit words (segment `64·i + b` is bit `b` of word `i`, no trailing zero word). Sets only

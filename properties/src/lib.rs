@@ -1,7 +1,7 @@
 //! `trc-properties`: the invariant catalogue. Each property has an id, a one-line statement,
 //! the kernel bugs it guards against, and a predicate over a model state (which carries ghost
 //! truth about the network and ghost observations of the step that produced it).
-//! docs/properties.md documents each one; every property has a test showing it can fail.
+//! docs/reference/properties.md documents each one; every property has a test showing it can fail.
 #![forbid(unsafe_code)]
 
 pub mod baseline;
@@ -260,7 +260,7 @@ fn i14(_m: &TcpModel, s: &State) -> bool {
     !matches!(s.sender.ghost.ev.left_recovery, Some((_, true)))
 }
 
-// ---- CUBIC / HyStart (I12, I15*, I16*, I17, I18; docs/properties.md) --------------------------
+// ---- CUBIC / HyStart (I12, I15*, I16*, I17, I18; docs/reference/properties.md) --------------------------
 
 fn cubic(s: &State) -> Option<&trc_model::cc::Cubic> {
     match &s.sender.cc {

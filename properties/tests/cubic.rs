@@ -1,7 +1,7 @@
-//! CUBIC and HyStart: each HyStart/CUBIC fix of docs/profiles.md is rediscovered on its pre-fix
+//! CUBIC and HyStart: each HyStart/CUBIC fix of docs/reference/profiles.md is rediscovered on its pre-fix
 //! profile and holds on linux-6.18; every CUBIC/HyStart property is shown to be able to fail.
 //!
-//! Dedicated small bounds (documented in docs/properties.md): SACK with timestamps, no losses,
+//! Dedicated small bounds (documented in docs/reference/properties.md): SACK with timestamps, no losses,
 //! RTOs, TLPs or TSQ unless the scenario needs them, in-order delivery, short RTTs; HyStart's
 //! `hystart_low_window` keeps its default 16 where 24 segments suffice, else it is lowered.
 

@@ -79,9 +79,9 @@ const GAPS: &[(&str, &str, &str)] = &[
     // The `snd_una == high_seq` guard predates 3.10 (it went with the F-RTO rewrite), so no
     // built-in kernel has it; the two guards differ only at snd_una > high_seq in
     // Recovery/CWR (unit test loss::tests::enter_loss_guard_window_clause).
-    ("enter_loss_guard", "snd-una-eq-high-seq", "no built-in profile: see docs/profiles.md (the 2014 change)"),
+    ("enter_loss_guard", "snd-una-eq-high-seq", "no built-in profile: see docs/reference/profiles.md (the 2014 change)"),
     // Only linux-3.14 sets it; its I1 row belongs to da34ac7626b5 (loss_undo_acks, isolated by
-    // pre-da34ac7626b5), and I2 holds on every built-in profile (docs/properties.md).
+    // pre-da34ac7626b5), and I2 holds on every built-in profile (docs/reference/properties.md).
     ("rto_retrans_reset", "in-process-loss", "only linux-3.14 sets it, no row isolates it: row added by the verdicts issue"),
     // linux-6.6, 5.1 and 3.14 (before b41b4cbd9655) set it; their rows are other decision
     // points' (packet_delayed, loss_undo_nonsack_hold, loss_undo_acks).
@@ -105,7 +105,7 @@ const GAPS: &[(&str, &str, &str)] = &[
     // (trc-trace tests/f3_fix.rs).
     ("sacktag_nested_dsack", "skip-after-null", "F3's proposed fix, no built-in profile: checked by trace/tests/f3_fix.rs"),
     // The 42f3a8aaae66 series as posted; no built-in profile.
-    ("hystart_cushion", "delay-min", "no built-in profile: see docs/profiles.md"),
+    ("hystart_cushion", "delay-min", "no built-in profile: see docs/reference/profiles.md"),
 ];
 
 fn to_map(p: &Profile) -> Map<String, Value> {

@@ -1202,7 +1202,7 @@ impl<'a> Exporter<'a> {
 /// `tcp_skb_spurious_retrans` held RACK back (no mark, cwnd 6). The script echoes the real
 /// send's TS; on it the kernel, like `trc replay` of the script, advances RACK and marks
 /// 11001:12001 (sent 12 ms before, reo_wnd 0 in Recovery), lost 3, cwnd 4. The nominal run
-/// does not mark it either (a same-ms tie, ordered by sequence: docs/model.md), so with the
+/// does not mark it either (a same-ms tie, ordered by sequence: docs/explanation/model.md), so with the
 /// script's echo the re-timed run decides differently and the walk is refused.
 fn retimed_tsecr(ecr: u32, ts_map: &BTreeMap<u32, u32>, ts_base: u32) -> u32 {
     match ts_map.get(&ecr) {

@@ -66,7 +66,7 @@ impl Manifest {
 
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         let body = toml::to_string_pretty(self).map_err(std::io::Error::other)?;
-        let text = format!("# Regression corpus: one exported counterexample per known bug (see docs/export-replay.md).\n# violated_on: profiles that must fail the property (the script replays with every line passing);\n# holds_on: profiles that must pass it (the replay fails at or after the step where it breaks).\n\n{body}");
+        let text = format!("# Regression corpus: one exported counterexample per known bug (see docs/reference/export.md).\n# violated_on: profiles that must fail the property (the script replays with every line passing);\n# holds_on: profiles that must pass it (the replay fails at or after the step where it breaks).\n\n{body}");
         crate::write_atomic(&dir.join(MANIFEST), text.as_bytes())
     }
 }

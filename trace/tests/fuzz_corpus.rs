@@ -1,4 +1,4 @@
-//! The fuzz campaign's inputs, replayed by every `cargo test` (docs/fuzzing.md): each file of
+//! The fuzz campaign's inputs, replayed by every `cargo test` (docs/guides/fuzzing.md): each file of
 //! `fuzz/corpus/<target>/`, `fuzz/regressions/<target>/` (inputs that once found a bug) and
 //! every script of `counterexamples/` through both targets' bodies (`fuzz/targets.rs`, the
 //! code the libFuzzer binaries run), with overflow checks on. A panic names the file.

@@ -226,7 +226,7 @@ fn signatures(cfg: Config, id: &str) -> (TcpModel, Vec<(String, trc_engine::Path
     (model, out)
 }
 
-/// The triage of docs/check.md ("Old ACKs"), at the default bounds: with `--old-acks 1`, I1 has
+/// The triage of docs/lab/notebook.md ("Old ACKs", 2026-12-02), at the default bounds: with `--old-acks 1`, I1 has
 /// every signature `--ack-losses 1` has (a held ACK never released is a lost ACK) and exactly one
 /// more, F5's mechanism in Disorder, whose shortest path ends with an old ACK moving the Open
 /// sender to Disorder and then a DSACK of forgotten data undoing. Run with `--nocapture` to see

@@ -15,7 +15,7 @@
 //! * [`guest::main`]: the guest's `/init` — `trc` itself, as pid 1 (`trc kernel guest`).
 //!
 //! Only `trc-kernel` and `trc-pkt` are trc dependencies; the command line is `cli/src/kernel.rs`.
-//! See `docs/kernel-check.md`.
+//! See `docs/explanation/vm.md`.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! HyStart (inside `tcp_cubic.c`; its history in docs/profiles.md): rounds, ACK-train and delay
+//! HyStart (inside `tcp_cubic.c`; its history in docs/reference/profiles.md): rounds, ACK-train and delay
 //! detection, the low window, sample counting, the pacing-aware threshold and the ACK-delay
 //! cushion. Every historical variant is a profile decision point.
 

@@ -154,7 +154,7 @@ impl Sender {
     /// The "too old" bound (below `snd_una - max_window`, a challenge ACK and the segment
     /// discarded) needs the peer's window, which the model does not track: replay refuses such
     /// ACKs before they get here (`trace::replay`, `too_old_ack`: out of scope); the checker's
-    /// environment never makes one (docs/model.md, "Old ACKs").
+    /// environment never makes one (docs/explanation/model.md, "Old ACKs").
     pub fn tcp_ack_old(&mut self, cx: &mut Cx, seg: &AckSeg, prior_snd_una: u32) {
         if !seg.sacks.is_empty() && self.sack_ok {
             let mut flag = 0;

@@ -388,7 +388,7 @@ mod tests {
     /// t=110, so the retransmission counts as sent before it (same ms, lower sequence) and is
     /// lost again at t=110 (`tcp_mark_skb_lost()`: SACKED_RETRANS cleared, `retrans_out` − 1,
     /// `tp->lost` + 1, `lost_out` unchanged). (The kernel's µs stamps would rarely tie here;
-    /// docs/model.md lists the same-ms rule as an abstraction.)
+    /// docs/explanation/model.md lists the same-ms rule as an abstraction.)
     #[test]
     fn rack_detect_loss_rechecks_lost_retransmissions() {
         let cfg = cfg();

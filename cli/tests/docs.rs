@@ -18,7 +18,9 @@ const BLESS: &str = "TRC_BLESS=1 cargo test --release -p trc --test docs";
 fn help(path: &[String]) -> String {
     let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
     args.push("--help");
-    let (code, out, err) = common::trc(&args, &[]);
+    // A fixed width, should clap ever wrap help to the terminal (it reads COLUMNS when its
+    // output is not a terminal).
+    let (code, out, err) = common::trc(&args, &[("COLUMNS", "100")]);
     assert_eq!(code, 0, "trc {} exited {code}: {err}", args.join(" "));
     out
 }

@@ -26,7 +26,8 @@ pub fn parse(data: &[u8]) {
 /// Replay on the model of a parsed script, with its `%{ }%` blocks dropped: they are evaluated
 /// by running `python3` (a process per input would make the fuzzer slow and test Python, not
 /// trc), and the engine's handling of their values is covered by the pkt tests. Shell lines are
-/// never run by the replay (`trace/src/shell.rs` reads them), so nothing here starts a process.
+/// not run (`no_shell`: their settings still configure the model), so nothing here starts a
+/// process.
 /// The replay must not panic, and its exit code is one of the engine's (0, 1, 3).
 pub fn replay(data: &[u8]) {
     let Ok(src) = std::str::from_utf8(data) else {
@@ -43,7 +44,10 @@ pub fn replay(data: &[u8]) {
         &script,
         "fuzz.pkt",
         &profile,
-        &trc_trace::replay::ReplayOptions::default(),
+        &trc_trace::replay::ReplayOptions {
+            no_shell: true,
+            ..Default::default()
+        },
     );
     let code = r.exit_code();
     assert!(matches!(code, 0 | 1 | 3), "exit code {code}");

@@ -28,6 +28,10 @@ pub struct ReplayArgs {
     /// Print the per-line report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run no shell line: the settings a line makes still configure the model, a line with
+    /// anything else (nstat, text tools) is out of scope.
+    #[arg(long)]
+    pub no_shell: bool,
 }
 
 pub fn run_replay(a: ReplayArgs) -> i32 {
@@ -54,7 +58,15 @@ pub fn run_replay(a: ReplayArgs) -> i32 {
         .tolerance_usecs
         .map(|t| vec![("tolerance_usecs".to_string(), Some(t.to_string()))])
         .unwrap_or_default();
-    let r = replay(&script, &name, &profile, &ReplayOptions { packetdrill });
+    let r = replay(
+        &script,
+        &name,
+        &profile,
+        &ReplayOptions {
+            packetdrill,
+            no_shell: a.no_shell,
+        },
+    );
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap());
     } else {

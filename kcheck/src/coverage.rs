@@ -10,9 +10,10 @@
 //!    the smallest depth that has such an event (the same whatever the thread count); that path
 //!    plus the first such event, in `Model::actions` order, is a shortest path through the
 //!    branch. A branch no state hits is unreachable at these bounds.
-//! 2. **Kernel-runnable paths.** A path is model-only when it holds the host queue (TSQ) or
-//!    marks an ACK with ECE (the exporter's `model_only` notes): the kernel-runnable paths at
-//!    these bounds are exactly the paths of the same bounds with `max_tsq = max_ece = 0`. A
+//! 2. **Kernel-runnable paths.** A path is model-only when it holds the host queue (TSQ) (the
+//!    exporter's `model_only` notes; ECE-marked ACKs export with ECN negotiated): the
+//!    kernel-runnable paths at these bounds are exactly the paths of the same bounds with
+//!    `max_tsq = 0`. A
 //!    second exploration of those bounds gives each branch's shortest kernel-runnable path; a
 //!    branch reached in the first exploration and not in the second is reachable only through
 //!    model-only paths.
@@ -145,11 +146,10 @@ pub fn branches_along(model: &TcpModel, path: &GraphPath) -> BTreeMap<Branch, us
     out
 }
 
-/// The bounds whose paths are the kernel-runnable paths of `cfg`: no TSQ hold, no ECE mark.
+/// The bounds whose paths are the kernel-runnable paths of `cfg`: no TSQ hold.
 pub fn kernel_runnable_bounds(cfg: &Config) -> Config {
     Config {
         max_tsq: 0,
-        max_ece: 0,
         ..cfg.clone()
     }
 }
@@ -185,7 +185,7 @@ pub fn greedy_cover(covers: &[BTreeSet<Branch>], len: &[usize]) -> Vec<usize> {
 pub struct BranchRow {
     pub function: String,
     pub branch: String,
-    /// `kernel-runnable`, `model-only` (reachable only through a TSQ hold or an ECE mark),
+    /// `kernel-runnable`, `model-only` (reachable only through a TSQ hold),
     /// `not-exported` (its kernel-runnable paths could not be exported) or `unreached`.
     pub reach: String,
     /// Events of a shortest path through the branch (a kernel-runnable one when there is one).
@@ -512,7 +512,7 @@ impl CoveragePlan {
         let _ = writeln!(o, "  {} covered by the suite's {} scenarios; {} of them by a scenario that ran on the kernel, {} by one that passed every check of its script", self.covered, self.scenarios.len(), k.ran, k.followed);
         let _ = writeln!(
             o,
-            "  {} reachable only through model-only paths (TSQ hold, ECE)",
+            "  {} reachable only through model-only paths (TSQ hold)",
             self.model_only.len()
         );
         let mut last = "";
@@ -530,9 +530,7 @@ impl CoveragePlan {
                         String::new()
                     }
                 ),
-                ("model-only", _) => {
-                    "model-only: reachable only through a TSQ hold or an ECE mark".into()
-                }
+                ("model-only", _) => "model-only: reachable only through a TSQ hold".into(),
                 ("unreached", _) => "not reachable at these bounds".into(),
                 ("not-exported", _) => "UNCOVERED: its path could not be exported".into(),
                 _ => "UNCOVERED".into(),

@@ -81,18 +81,10 @@ impl Default for RunOptions {
     }
 }
 
-/// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant (the gtests use
-/// them); a script or the command line may override them.
+/// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant
+/// (`trc_pkt::engine::run_all_defines`, which the model replay passes too).
 pub fn run_all_defines() -> Vec<(String, Option<String>)> {
-    [
-        "TFO_COOKIE=3021b9d889017eeb",
-        "CODE=host_unreachable",
-        "CMSG_LEVEL_IP=SOL_IP",
-        "CMSG_TYPE_RECVERR=IP_RECVERR",
-    ]
-    .iter()
-    .map(|d| ("define".to_string(), Some(d.to_string())))
-    .collect()
+    trc_pkt::engine::run_all_defines()
 }
 
 /// Why a run did not produce a report.

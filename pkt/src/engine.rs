@@ -294,6 +294,20 @@ const KNOWN_OPTIONS: &[&str] = &[
     "psp",
 ];
 
+/// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant (the gtests use
+/// them); a script or the command line may override them. Both backends start from these.
+pub fn run_all_defines() -> Vec<(String, Option<String>)> {
+    [
+        "TFO_COOKIE=3021b9d889017eeb",
+        "CODE=host_unreachable",
+        "CMSG_LEVEL_IP=SOL_IP",
+        "CMSG_TYPE_RECVERR=IP_RECVERR",
+    ]
+    .iter()
+    .map(|d| ("define".to_string(), Some(d.to_string())))
+    .collect()
+}
+
 impl Settings {
     /// The script's options, then `command_line`'s (`name`, `value` pairs, `--` stripped):
     /// `Err` names the offending option (`file:line:` for the script's).

@@ -16,6 +16,9 @@ pub struct Sent {
     /// Segment index (`seq - isn`).
     pub seg: u32,
     pub rtx: bool,
+    /// The header's CWR flag (`tcp_ecn_send()`: the first new segment after a reduction of an
+    /// ECN connection).
+    pub cwr: bool,
     /// Model time (ms) it left.
     pub at: u32,
     /// The timer whose expiry sent it (`None`: an ACK or a write did).
@@ -98,6 +101,7 @@ impl Driver {
             .map(|t| Sent {
                 seg: t.seg,
                 rtx: t.rtx,
+                cwr: t.cwr,
                 at: now,
                 timer,
                 timer_jiffies,

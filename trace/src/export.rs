@@ -243,14 +243,16 @@ impl Ctx<'_> {
         sent: &[Sent],
         ts_label: u32,
     ) {
-        let mut runs: Vec<(u32, u32, bool)> = Vec::new();
+        // A segment with CWR starts a line of its own: packetdrill takes a merged packet's CWR
+        // from its first segment.
+        let mut runs: Vec<(u32, u32, bool, bool)> = Vec::new();
         for s in sent {
             match runs.last_mut() {
-                Some((_, end, rtx)) if *end == s.seg && *rtx == s.rtx => *end += 1,
-                _ => runs.push((s.seg, s.seg + 1, s.rtx)),
+                Some((_, end, rtx, _)) if *end == s.seg && *rtx == s.rtx && !s.cwr => *end += 1,
+                _ => runs.push((s.seg, s.seg + 1, s.rtx, s.cwr)),
             }
         }
-        for (i, (a, b, rtx)) in runs.iter().enumerate() {
+        for (i, (a, b, rtx, cwr)) in runs.iter().enumerate() {
             let (sa, sb) = (seq_bytes(*a), seq_bytes(*b));
             let psh = self.write_ends.contains(b);
             let opts = if self.ts {
@@ -260,9 +262,15 @@ impl Ctx<'_> {
             };
             let what = if *rtx { "retransmission" } else { "new data" };
             let text = format!(
-                "> {} {sa}:{sb}({}) ack 1{opts}   // {what}",
+                "> {}{} {sa}:{sb}({}) ack 1{opts}   // {what}{}",
+                if *cwr { "W" } else { "" },
                 if psh { "P." } else { "." },
-                sb - sa
+                sb - sa,
+                if *cwr {
+                    ", CWR: the first new segment after a reduction (tcp_ecn_send)"
+                } else {
+                    ""
+                }
             );
             match (i, first_at) {
                 (0, Some((s, end))) => e.range(s, end, &text),
@@ -549,7 +557,6 @@ fn model_only_notes(path: &[(Option<Action>, State)]) -> Vec<String> {
     for (a, _) in &path[1..] {
         let note = match a.unwrap() {
             Action::TsqFill | Action::TsqDrain => "model-only: TSQ-held retransmits cannot be forced on a real kernel (the host-queue lines are `:` no-ops there)",
-            Action::DeliverEce { .. } => "model-only: ECE-marked ACKs need ECN negotiated, which this script's handshake does not do",
             _ => continue,
         };
         if !notes.iter().any(|n| n == note) {
@@ -674,9 +681,10 @@ impl<'a> Exporter<'a> {
             m.profile.name, m.profile.description
         ));
         e.comment(&format!(
-            "connection: {}, {}, MSS {MSS}, {:?}, RTT {} ms, initcwnd {}, {} segment(s) written at t=0{}; F-RTO {}, TLP {}",
+            "connection: {}, {}{}, MSS {MSS}, {:?}, RTT {} ms, initcwnd {}, {} segment(s) written at t=0{}; F-RTO {}, TLP {}",
             if self.cx.sack { "SACK" } else { "no SACK" },
             if self.cx.ts { "timestamps" } else { "no timestamps" },
+            if cfg.ecn { ", ECN" } else { "" },
             cfg.cc,
             cfg.rtt_ms,
             cfg.initcwnd,
@@ -738,6 +746,10 @@ impl<'a> Exporter<'a> {
         if !cfg.dsack {
             sysctls.push("net.ipv4.tcp_dsack=0".into());
         }
+        if cfg.ecn {
+            // RFC 3168 ECN, negotiated by the handshake below (defaults.sh turns it off).
+            sysctls.push("net.ipv4.tcp_ecn=1".into());
+        }
         e.comment("sysctls as configured; the route's initcwnd is the model's initial window (read at the SYN)");
         e.line(0, &format!("`sysctl -q {}`", sysctls.join(" ")));
         e.line(
@@ -765,8 +777,10 @@ impl<'a> Exporter<'a> {
             ),
             (false, false) => ("<mss 1000,nop,wscale 7>", "<mss 1460,nop,wscale 8>", ""),
         };
-        e.line(0, &format!("< S 0:0(0) win 32792 {syn}"));
-        e.line(0, &format!("> S. 0:0(0) ack 1 {synack}"));
+        // An ECN setup SYN (ECE and CWR) and the SYN-ACK that accepts it (ECE).
+        let (syn_flags, synack_flags) = if cfg.ecn { ("SEW", "SE.") } else { ("S", "S.") };
+        e.line(0, &format!("< {syn_flags} 0:0(0) win 32792 {syn}"));
+        e.line(0, &format!("> {synack_flags} 0:0(0) ack 1 {synack}"));
         let rtt_us = cfg.rtt_ms as i64 * 1000;
         e.line(rtt_us, &format!("< . 1:1(0) ack 1 win 320{ack}"));
         e.line(rtt_us, "accept(3, ..., ...) = 4");

@@ -14,6 +14,7 @@
 
 pub mod driver;
 pub mod export;
+pub mod model_shell;
 pub mod regress;
 pub mod replay;
 pub mod shell;

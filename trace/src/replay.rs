@@ -82,6 +82,9 @@ pub struct ReplayOptions {
     /// packetdrill command-line options, applied after the script's own (e.g.
     /// `tolerance_usecs`).
     pub packetdrill: Vec<(String, Option<String>)>,
+    /// Never run a shell line: a line that needs `/bin/sh` (anything but settings) is out of
+    /// scope (the fuzz targets; `trc replay --no-shell`).
+    pub no_shell: bool,
 }
 
 /// The settings the model reads: sysctls of the script's namespace and CUBIC's module
@@ -213,8 +216,12 @@ struct ModelBackend<'a> {
     /// Script µs of model time 0 (the first write).
     w0_us: i64,
     now_us: i64,
-    /// The MIB counters when `nstat` last ran (its history file).
-    nstat_base: trc_model::mib::MibTotals,
+    /// The shell that runs the script's commands (made at the first line that needs one).
+    shell: Option<crate::model_shell::ModelShell>,
+    /// Shell lines are not run ([`ReplayOptions::no_shell`]).
+    no_shell: bool,
+    /// Where shell lines run: the script's directory.
+    script_dir: std::path::PathBuf,
     config: Option<Config>,
     teardown: Option<Teardown>,
 }
@@ -227,7 +234,15 @@ pub fn replay(
     opts: &ReplayOptions,
 ) -> ReplayReport {
     let mut b = ModelBackend::new(profile, script);
-    let (report, unmatched) = match Settings::resolve(script, file, &opts.packetdrill) {
+    b.no_shell = opts.no_shell;
+    b.script_dir = std::path::Path::new(file)
+        .parent()
+        .filter(|d| d.is_dir())
+        .map(|d| d.to_path_buf())
+        .unwrap_or_else(std::env::temp_dir);
+    let mut cli = engine::run_all_defines();
+    cli.extend(opts.packetdrill.iter().cloned());
+    let (report, unmatched) = match Settings::resolve(script, file, &cli) {
         Ok(settings) => {
             let r = engine::run(script, file, settings, &mut b);
             let u =
@@ -284,7 +299,9 @@ impl<'a> ModelBackend<'a> {
             d: None,
             w0_us: 0,
             now_us: 0,
-            nstat_base: Default::default(),
+            shell: None,
+            no_shell: false,
+            script_dir: std::path::PathBuf::from("."),
             config: None,
             teardown: None,
         }
@@ -437,6 +454,7 @@ impl<'a> ModelBackend<'a> {
     }
 
     fn synack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        fast_open_refused(p)?;
         let syn = self
             .hs
             .syn_us
@@ -671,8 +689,10 @@ impl<'a> ModelBackend<'a> {
         }
     }
 
-    /// The inbound SYN of the passive open: what it negotiates (with the sysctls).
-    fn syn(&mut self, p: &LivePacket) -> Outcome1 {
+    /// The inbound SYN of the passive open: what it negotiates (with the sysctls). Data on the
+    /// SYN or a Fast Open option (TCP Fast Open, RFC 7413) is not modelled.
+    fn syn(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        fast_open_refused(p)?;
         self.peer_window_of_syn(p);
         let mut mss = None;
         let (mut sack, mut ts) = (false, false);
@@ -690,7 +710,7 @@ impl<'a> ModelBackend<'a> {
         self.hs.mss = negotiated_mss(mss, self.hs.ts_ok);
         self.hs.remote_isn = p.seq;
         self.hs.syn_us = Some(self.now_us);
-        Outcome1::applied(Some(format!(
+        Ok(Outcome1::applied(Some(format!(
             "passive open: {}, {}, MSS {}",
             if self.hs.sack_ok { "SACK" } else { "no SACK" },
             if self.hs.ts_ok {
@@ -699,7 +719,7 @@ impl<'a> ModelBackend<'a> {
                 "no timestamps"
             },
             self.hs.mss
-        )))
+        ))))
     }
 
     /// RFC 5961 5.2 in `tcp_ack()`: an ACK more than `min(max_window, bytes_acked)` below
@@ -762,94 +782,138 @@ impl<'a> ModelBackend<'a> {
         Ok(Outcome1::applied(None))
     }
 
-    /// A shell line as `/bin/sh` runs it: command by command, `&&` / `||` skipping on the
-    /// previous status; the line's result is the last command's (a check that passes, fails or
-    /// cannot be evaluated; a setting counts as success).
-    fn shell_line(&mut self, cmd: &str) -> Result<Outcome1, Halt> {
+    /// A shell line. Its settings (`defaults.sh`, `sysctl`, `ip route ... initcwnd`, module
+    /// parameters, ...) configure the model ([`crate::shell`]); if anything else is left —
+    /// `nstat`, text tools — the line runs by `/bin/sh` with the settings as `:`
+    /// ([`crate::model_shell`]) and its exit status is the check, as on a kernel. A line of
+    /// settings only is applied, not checked.
+    fn shell_line(&mut self, cmd: &str, env: &[(String, String)]) -> Result<Outcome1, Halt> {
         use crate::shell::{Effect, Sep};
         let mut notes = Vec::new();
-        let mut last = Outcome1::applied(None);
+        let mut text = String::new();
+        let mut runs = false;
+        let mut unchecked = None;
         for (sep, simple) in crate::shell::commands(cmd) {
-            let ok = |o: &Outcome1| o.status != Status::Fail;
-            match sep {
-                Sep::And if !ok(&last) || last.status == Status::OutOfScope => continue,
-                Sep::Or if last.status == Status::OutOfScope => {
-                    return Err(stop(format!(
-                        "`{simple}` runs only if a command the model cannot evaluate failed"
-                    )))
-                }
-                Sep::Or if ok(&last) => continue,
-                _ => {}
+            let effect = crate::shell::interpret(&simple);
+            let run = effect == Effect::Run;
+            if runs && !run && sep != Sep::Seq {
+                return Err(stop(format!(
+                    "`{simple}` runs only on the status of a command before it: a setting that depends on one is not modelled"
+                )));
             }
-            let o = match crate::shell::interpret(&simple) {
-                Effect::Defaults => {
-                    self.sys = self.sys.after_defaults_sh();
-                    self.sync_cfg();
-                    Outcome1::applied(None)
-                }
-                Effect::Sysctl(settings) => {
-                    for (k, v) in settings {
-                        if let Some(n) = self.sysctl(&k, &v)? {
-                            notes.push(n);
-                        }
-                    }
-                    self.sync_cfg();
-                    Outcome1::applied(None)
-                }
-                Effect::ModuleParam {
-                    module,
-                    param,
-                    value,
-                } => {
-                    notes.push(self.module_param(&module, &param, &value)?);
-                    self.sync_cfg();
-                    Outcome1::applied(None)
-                }
-                Effect::InitCwnd(n) => {
-                    if self.hs.syn_us.is_some() {
-                        Outcome1::out_of_scope(
-                            "initcwnd changed after the SYN has no effect on this connection",
-                        )
-                    } else {
-                        self.initcwnd = n.max(1);
-                        notes.push(format!("initcwnd {n}"));
-                        Outcome1::applied(None)
-                    }
-                }
-                Effect::NstatReset => {
-                    self.nstat_base = self.counters();
-                    Outcome1::applied(None)
-                }
-                Effect::NstatCheck {
-                    counter,
-                    value,
-                    zeros,
-                    absolute,
-                } => {
-                    let o = self.nstat_check(&counter, value, zeros, absolute);
-                    // nstat (without -s) prints and also takes a new baseline.
-                    self.nstat_base = self.counters();
-                    o
-                }
-                Effect::Sleep(us) => {
-                    self.now_us = self.now_us.saturating_add(us);
-                    Outcome1::applied(None)
-                }
-                Effect::ModelOnly(ev) => {
-                    notes.push(self.model_only(&ev)?);
-                    Outcome1::applied(None)
-                }
-                Effect::None(why) => {
-                    notes.push(why);
-                    Outcome1::applied(None)
-                }
+            match effect {
+                Effect::Run => runs = true,
+                Effect::Unchecked(why) => unchecked = Some(why),
                 Effect::NotModelled(why) => return Err(stop(why)),
-            };
-            last = o;
+                setting => {
+                    if let Some(n) = self.setting(setting)? {
+                        notes.push(n);
+                    }
+                }
+            }
+            text.push_str(match sep {
+                Sep::Seq if text.is_empty() => "",
+                Sep::Seq => "\n",
+                Sep::And => " && ",
+                Sep::Or => " || ",
+            });
+            text.push_str(if run { &simple } else { ":" });
         }
-        last.notes
-            .extend(notes.into_iter().filter(|n| !n.is_empty()));
-        Ok(last)
+        let mut o = match (unchecked, runs) {
+            (Some(why), _) => Outcome1::out_of_scope(why),
+            (None, false) => Outcome1::applied(None),
+            (None, true) => self.run_shell(&text, env),
+        };
+        o.notes.extend(notes.into_iter().filter(|n| !n.is_empty()));
+        Ok(o)
+    }
+
+    /// One setting of a shell line, applied to the model: a note, if any.
+    fn setting(&mut self, effect: crate::shell::Effect) -> Result<Option<String>, Halt> {
+        use crate::shell::Effect;
+        let mut notes = Vec::new();
+        match effect {
+            Effect::Defaults => self.sys = self.sys.after_defaults_sh(),
+            Effect::Sysctl(settings) => {
+                for (k, v) in settings {
+                    if let Some(n) = self.sysctl(&k, &v)? {
+                        notes.push(n);
+                    }
+                }
+            }
+            Effect::ModuleParam {
+                module,
+                param,
+                value,
+            } => notes.push(self.module_param(&module, &param, &value)?),
+            Effect::InitCwnd(n) if self.hs.syn_us.is_some() => notes.push(format!(
+                "initcwnd {n} set after the SYN: no effect on this connection (read when it began)"
+            )),
+            Effect::InitCwnd(n) => {
+                self.initcwnd = n.max(1);
+                notes.push(format!("initcwnd {n}"));
+            }
+            Effect::Sleep(us) => self.now_us = self.now_us.saturating_add(us),
+            Effect::ModelOnly(ev) => notes.push(self.model_only(&ev)?),
+            Effect::None(why) => notes.push(why),
+            Effect::Run | Effect::Unchecked(_) | Effect::NotModelled(_) => {}
+        }
+        self.sync_cfg();
+        Ok(Some(notes.join("; ")).filter(|n| !n.is_empty()))
+    }
+
+    /// Runs a line's commands (`text`, its settings as `:`) with the model's `nstat`.
+    fn run_shell(&mut self, text: &str, env: &[(String, String)]) -> Outcome1 {
+        use crate::model_shell::{LineRun, ModelShell};
+        if self.no_shell {
+            return Outcome1::out_of_scope("shell lines are not run (no_shell)");
+        }
+        if self.shell.is_none() {
+            match ModelShell::new() {
+                Ok(sh) => self.shell = Some(sh),
+                Err(e) => {
+                    return Outcome1::out_of_scope(format!("cannot prepare the model's shell: {e}"))
+                }
+            }
+        }
+        let counters = self.counters();
+        let sh = self.shell.as_ref().unwrap();
+        match sh.run(text, &self.script_dir, env, &counters) {
+            LineRun::Unmodelled(names) => Outcome1::out_of_scope(format!(
+                "nstat: {} {} not kept by the model",
+                names.join(", "),
+                if names.len() == 1 {
+                    "is a counter"
+                } else {
+                    "are counters"
+                }
+            )),
+            LineRun::CannotRun(why) => Outcome1::out_of_scope(why),
+            LineRun::Ran {
+                code,
+                stdout,
+                stderr,
+                timed_out,
+            } => {
+                let mut o = match (timed_out, code) {
+                    (true, _) => Outcome1::fail(format!(
+                        "killed after {} s",
+                        trc_shell::TIME_LIMIT.as_secs()
+                    )),
+                    (false, Some(0)) => Outcome1::pass(),
+                    (false, Some(c)) => Outcome1::fail(format!(
+                        "error executing `{}` command: non-zero status {c}",
+                        text.trim()
+                    )),
+                    (false, None) => Outcome1::fail("killed by a signal"),
+                };
+                o.output = Some(stdout).filter(|s| !s.is_empty());
+                if !stderr.is_empty() {
+                    o.notes.push(format!("stderr: {stderr}"));
+                }
+                o
+            }
+        }
     }
 
     /// One `name=value` sysctl: set the model's configuration, or a note why it does not
@@ -931,49 +995,6 @@ impl<'a> ModelBackend<'a> {
         ))
     }
 
-    /// `nstat | grep NAME [| grep -q " N "]`: the counter's increase since the last `nstat`
-    /// (`-a`: since the start) is N, or (without N) its line is printed — non-zero, or any
-    /// value with `-z`.
-    fn nstat_check(
-        &self,
-        counter: &str,
-        value: Option<i64>,
-        zeros: bool,
-        absolute: bool,
-    ) -> Outcome1 {
-        let Some(m) = trc_model::mib::Mib::from_name(counter) else {
-            return Outcome1::out_of_scope(format!(
-                "{counter} is not a counter the model maintains"
-            ));
-        };
-        let now = self.counters();
-        let since = if absolute { 0 } else { self.nstat_base.get(m) };
-        let delta = now.get(m) as i64 - since as i64;
-        let printed = zeros || delta != 0;
-        let ok = printed && value.is_none_or(|v| delta == v);
-        let want = match value {
-            Some(v) => format!("{v}"),
-            None if zeros => "any value".into(),
-            None => "non-zero".into(),
-        };
-        let when = if absolute {
-            "since the start"
-        } else {
-            "since the last nstat"
-        };
-        if ok {
-            let mut o = Outcome1::pass();
-            o.notes.push(format!("{counter} = {delta} {when}"));
-            o
-        } else if !printed {
-            Outcome1::fail(format!("{counter} did not move {when}, so nstat does not print it (the script expects {want})"))
-        } else {
-            Outcome1::fail(format!(
-                "{counter} = {delta} {when}, the script expects {want}"
-            ))
-        }
-    }
-
     fn model_only(&mut self, ev: &str) -> Result<String, Halt> {
         let t = self.model_ms(self.now_us);
         let d = self
@@ -1009,7 +1030,7 @@ impl<'a> ModelBackend<'a> {
         Captured {
             at_us: self.w0_us + s.at as i64 * 1000,
             spread_us: d.timer_spread_us(&s),
-            flags: ACK,
+            flags: ACK | if s.cwr { wire::CWR } else { 0 },
             seq: 1 + s.seg * mss,
             ack: self.hs.remote_isn.wrapping_add(1),
             win: 0,
@@ -1072,7 +1093,7 @@ impl Backend for ModelBackend<'_> {
                     "an inbound SYN after the handshake (a second connection) is not modelled",
                 ));
             }
-            return Ok(self.syn(p));
+            return self.syn(p);
         }
         if p.flags & (FIN | RST) != 0 {
             return Err(stop("FIN/RST from the peer is not modelled"));
@@ -1164,9 +1185,11 @@ impl Backend for ModelBackend<'_> {
             } else {
                 vec![]
             };
+            // tcp_ecn_make_synack(): ECE when the SYN's ECN request was accepted.
+            let ece = if self.hs.ecn { ECE } else { 0 };
             return Ok(Next::Packet(control_packet(
                 at_us,
-                SYN | ACK,
+                SYN | ACK | ece,
                 0,
                 self.hs.remote_isn.wrapping_add(1),
                 options,
@@ -1237,8 +1260,8 @@ impl Backend for ModelBackend<'_> {
         }
     }
 
-    fn shell(&mut self, cmd: &str, _env: &[(String, String)]) -> Result<Outcome1, Halt> {
-        self.shell_line(cmd)
+    fn shell(&mut self, cmd: &str, env: &[(String, String)]) -> Result<Outcome1, Halt> {
+        self.shell_line(cmd, env)
     }
 
     fn code_values(&mut self) -> Result<CodeValues, String> {
@@ -1256,6 +1279,23 @@ impl Backend for ModelBackend<'_> {
         }
         Ok(CodeValues { values, missing })
     }
+}
+
+/// TCP Fast Open (RFC 7413): data or a Fast Open option on a SYN or SYN-ACK stops the replay
+/// (out of scope: the model has no Fast Open, so it has no verdict on such a script).
+fn fast_open_refused(p: &LivePacket) -> Result<(), Halt> {
+    let option = p.options.iter().any(|o| {
+        matches!(
+            o,
+            WireOption::FastOpen { .. } | WireOption::FastOpenExp { .. }
+        )
+    });
+    if p.payload_len > 0 || option {
+        return Err(stop(
+            "TCP Fast Open (data or a Fast Open option on the SYN) is not modelled",
+        ));
+    }
+    Ok(())
 }
 
 /// The sender's MSS after a SYN with MSS option `opt` (as `tcp_parse_options` and

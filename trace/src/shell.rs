@@ -1,8 +1,9 @@
-//! What a script's shell line means to the model: the forms kernel developers use to configure
-//! a test (packetdrill's `defaults.sh`, `sysctl`, the gtests' `set_sysctls.py`, `ip route ...
-//! initcwnd`, a `tc` qdisc) and to read MIB counters (`nstat -n`, then
-//! `nstat | grep NAME | grep -q " N "`, as the kernel's packetdrill selftests do). Anything
-//! else that may change the connection is not modelled, and the replay stops there.
+//! What a script's shell line means to the model. The forms kernel developers use to configure a
+//! test (packetdrill's `defaults.sh`, `sysctl`, the gtests' `set_sysctls.py`, `ip route ...
+//! initcwnd`, a `tc` qdisc, module parameters) configure the model and are not run; commands
+//! that need no kernel — `nstat`, answered from the model's counters, and text tools (`awk`,
+//! `grep`, `tee`, ...) — are run by `/bin/sh` ([`crate::model_shell`]); anything else that needs
+//! the kernel is not modelled, and the replay stops there with its name.
 
 /// The effect of one simple command on the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,24 +20,16 @@ pub enum Effect {
     },
     /// The route's `initcwnd`.
     InitCwnd(u32),
-    /// `nstat -n` (or any `nstat` whose output is thrown away): a new baseline.
-    NstatReset,
-    /// `nstat | grep NAME | grep -q " N "` (`value` N), or `nstat | grep NAME` /
-    /// `nstat | grep -q NAME` (`None`: the counter's line is printed at all). `zeros`: `-z`,
-    /// counters at 0 are printed too; `absolute`: `-a`, values since the namespace was made
-    /// rather than since the last `nstat`. `nstat` without `-s` also takes a new baseline.
-    NstatCheck {
-        counter: String,
-        value: Option<i64>,
-        zeros: bool,
-        absolute: bool,
-    },
+    /// A command the shell runs: `nstat` (the model's counters) and tools that need no kernel.
+    Run,
     /// `sleep S`: the script's clock moves on (µs).
     Sleep(i64),
     /// `: trc-model-only EVENT` (exported model-only events, no-ops on a kernel).
     ModelOnly(String),
     /// No effect on the connection (a note why).
     None(String),
+    /// A command that only reads the kernel (`ss`): the line is not evaluated, the replay goes on.
+    Unchecked(String),
     /// Something the model does not model, that may change the connection.
     NotModelled(String),
 }
@@ -169,7 +162,6 @@ pub fn interpret(cmd: &str) -> Effect {
         ),
         "ip" => ip(&w[1..], cmd),
         "tc" => tc(&w[1..], cmd),
-        "nstat" => nstat(cmd),
         "sleep" => match w.get(1).and_then(|s| s.parse::<f64>().ok()) {
             Some(s) if (0.0..3600.0).contains(&s) => Effect::Sleep((s * 1e6) as i64),
             _ => Effect::NotModelled(format!("`{cmd}`: an unreadable sleep")),
@@ -178,18 +170,153 @@ pub fn interpret(cmd: &str) -> Effect {
             Effect::ModelOnly(w.get(2).cloned().unwrap_or_default())
         }
         ":" | "true" => Effect::None(String::new()),
-        "echo" => echo(&w[1..], cmd),
-        "ss" | "cat" | "ls" | "printf" => {
-            Effect::None(format!("`{name}`: no effect on the connection"))
-        }
+        "echo" if redirects_to_setting(&w[1..]) => echo(&w[1..], cmd),
+        "ss" => Effect::Unchecked(format!(
+            "`{}`: socket statistics come from the kernel (the model's are tcpi_* in %{{ }}% blocks)",
+            first_line(cmd)
+        )),
         _ if first.starts_with("/tmp/sysctl_restore_") => {
             Effect::None("restores the sysctls set_sysctls.py changed".into())
         }
-        _ => Effect::NotModelled(format!(
-            "shell command `{}` is not modelled and may change the connection's behaviour",
-            cmd.lines().next().unwrap_or("")
-        )),
+        _ => runnable(cmd),
     }
+}
+
+/// Commands that need no kernel: the shell runs them ([`Effect::Run`]). `nstat` answers from
+/// the model's counters ([`crate::model_shell`]); the rest are text tools and shell builtins.
+const RUNNABLE: &[&str] = &[
+    "nstat", "awk", "mawk", "gawk", "grep", "egrep", "fgrep", "sed", "tee", "cat", "echo",
+    "printf", "test", "[", "true", "false", "wc", "head", "tail", "sort", "uniq", "cut", "tr",
+    "expr", "seq", "exit", "return", "read", "set", "export", "local", "shift", "ls",
+];
+
+/// Shell reserved words that may begin a part of a line: the command after them is what runs.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",
+];
+
+/// A command line (a pipeline, maybe with command substitutions) the shell may run for the
+/// model: every program in it is [`RUNNABLE`], and it touches no kernel setting.
+fn runnable(cmd: &str) -> Effect {
+    match programs(cmd) {
+        Err(why) => Effect::NotModelled(format!("`{}`: {why}", first_line(cmd))),
+        Ok(progs) => match progs.iter().find(|p| !RUNNABLE.contains(&p.as_str())) {
+            Some(p) => Effect::NotModelled(format!(
+                "shell command `{p}` needs the kernel (the model runs only nstat and text tools): `{}`",
+                first_line(cmd)
+            )),
+            None if writes_kernel_file(cmd) => Effect::NotModelled(format!(
+                "`{}`: writes a kernel file the model does not read this way",
+                first_line(cmd)
+            )),
+            None if cmd.contains("/proc/") || cmd.contains("/sys/") => Effect::Unchecked(format!(
+                "`{}`: reads the kernel's /proc or /sys, which the model does not have",
+                first_line(cmd)
+            )),
+            None => Effect::Run,
+        },
+    }
+}
+
+/// A redirection (`>`, `>>`) into `/proc` or `/sys`.
+fn writes_kernel_file(cmd: &str) -> bool {
+    cmd.match_indices('>').any(|(i, _)| {
+        let rest = cmd[i..].trim_start_matches('>').trim_start();
+        rest.starts_with("/proc/") || rest.starts_with("/sys/")
+    })
+}
+
+fn first_line(cmd: &str) -> &str {
+    cmd.lines().next().unwrap_or("")
+}
+
+/// The programs a command line runs: the first word of each pipeline stage (after variable
+/// assignments and reserved words), and those of its command substitutions (`$(...)`, backquotes).
+fn programs(cmd: &str) -> Result<Vec<String>, String> {
+    let mut progs = Vec::new();
+    let mut stage = String::new();
+    let mut chars = cmd.chars().peekable();
+    let mut quote: Option<char> = None;
+    let mut stages = Vec::new();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '$') if chars.peek() == Some(&'(') => {
+                chars.next();
+                let inner = balanced(&mut chars)?;
+                for (_, part) in commands(&inner) {
+                    progs.extend(programs(&part)?);
+                }
+                stage.push('_');
+                continue;
+            }
+            (_, '`') => {
+                let inner: String = chars.by_ref().take_while(|&c| c != '`').collect();
+                for (_, part) in commands(&inner) {
+                    progs.extend(programs(&part)?);
+                }
+                stage.push('_');
+                continue;
+            }
+            (Some('"'), '"') => quote = None,
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '|') => {
+                stages.push(std::mem::take(&mut stage));
+                continue;
+            }
+            (None, '(' | ')' | '&') => {
+                return Err(format!(
+                    "`{c}`: subshells and background jobs are not run for the model"
+                ))
+            }
+            _ => {}
+        }
+        stage.push(c);
+    }
+    stages.push(stage);
+    for st in &stages {
+        let w = words(st);
+        let mut it = w.iter().skip_while(|x| {
+            RESERVED.contains(&x.as_str()) || (x.contains('=') && !x.starts_with('='))
+        });
+        match it.next() {
+            Some(p) if p == "for" || p == "case" || p == "esac" => {}
+            Some(p) => progs.push(p.rsplit('/').next().unwrap_or(p).to_string()),
+            None => {}
+        }
+    }
+    Ok(progs)
+}
+
+/// The text up to the `)` that closes an opened `$(` (nested parentheses and quotes kept).
+fn balanced(chars: &mut std::iter::Peekable<std::str::Chars>) -> Result<String, String> {
+    let (mut depth, mut quote, mut out) = (1, None::<char>, String::new());
+    for c in chars.by_ref() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(out);
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    Err("an unterminated `$(`".into())
+}
+
+/// `echo V > /proc/sys/...` or `> /sys/module/...`: a setting, not output.
+fn redirects_to_setting(args: &[String]) -> bool {
+    args.iter()
+        .position(|a| a == ">" || a == ">>")
+        .and_then(|i| args.get(i + 1))
+        .is_some_and(|t| t.starts_with("/proc/sys/") || t.starts_with("/sys/module/"))
 }
 
 fn sysctl(args: &[String]) -> Effect {
@@ -293,89 +420,6 @@ fn tc(args: &[String], cmd: &str) -> Effect {
     ))
 }
 
-/// `nstat` in the forms tests use: `nstat -n` / `nstat > /dev/null` (a baseline), and
-/// `nstat [-z] [-a] | grep [-q] NAME [| grep -q " N "]` (a check).
-fn nstat(cmd: &str) -> Effect {
-    let stages: Vec<Vec<String>> = cmd.split('|').map(words).collect();
-    let head = &stages[0];
-    let flag = |short: &str, long: &str| {
-        head.iter().any(|a| {
-            a == short
-                || a == long
-                || (a.starts_with('-')
-                    && !a.starts_with("--")
-                    && a.contains(short.trim_start_matches('-')))
-        })
-    };
-    let unread = || {
-        Effect::NotModelled(format!(
-            "`{cmd}`: an nstat pipeline the model does not read"
-        ))
-    };
-    if flag("-s", "--noupdate")
-        || flag("-r", "--reset")
-        || flag("-d", "--scan")
-        || flag("-j", "--json")
-    {
-        return unread();
-    }
-    if stages.len() == 1 {
-        // Its output goes nowhere a test can check (or to /dev/null): only the new baseline.
-        return Effect::NstatReset;
-    }
-    let pattern = |g: &Vec<String>| -> Option<(String, bool)> {
-        if g.first().map(String::as_str) != Some("grep") {
-            return None;
-        }
-        let opts: Vec<&String> = g[1..].iter().filter(|a| a.starts_with('-')).collect();
-        if opts
-            .iter()
-            .any(|o| o.as_str() != "-q" && o.as_str() != "-w")
-        {
-            return None;
-        }
-        let pat: Vec<&String> = g[1..].iter().filter(|a| !a.starts_with('-')).collect();
-        match pat.as_slice() {
-            [p] => Some((p.to_string(), false)),
-            // `grep NAME > /dev/null`: output discarded, the status is what matters.
-            [p, r, d] if r.as_str() == ">" && d.as_str() == "/dev/null" => {
-                Some((p.to_string(), true))
-            }
-            _ => None,
-        }
-    };
-    let Some((counter, _)) = stages.get(1).and_then(pattern) else {
-        return unread();
-    };
-    if !counter
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
-        return unread();
-    }
-    let value = match stages.get(2) {
-        None => None,
-        Some(g) => match pattern(g).and_then(|(p, _)| {
-            p.trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|_| p.starts_with(' ') && p.ends_with(' '))
-        }) {
-            Some(v) => Some(v),
-            None => return unread(),
-        },
-    };
-    if stages.len() > 3 {
-        return unread();
-    }
-    Effect::NstatCheck {
-        counter,
-        value,
-        zeros: flag("-z", "--zeros"),
-        absolute: flag("-a", "--ignore"),
-    }
-}
-
 fn echo(args: &[String], cmd: &str) -> Effect {
     if let Some(i) = args.iter().position(|a| a == ">" || a == ">>") {
         let target = args.get(i + 1).map(String::as_str).unwrap_or("");
@@ -421,45 +465,31 @@ mod tests {
             Effect::Sysctl(vec![("net.ipv4.tcp_sack".into(), "0".into())])
         );
         assert_eq!(interpret(&cmds[2]), Effect::InitCwnd(5));
-        assert_eq!(interpret(&cmds[3]), Effect::NstatReset);
-        let check = |counter: &str, value, zeros, absolute| Effect::NstatCheck {
-            counter: counter.into(),
-            value,
-            zeros,
-            absolute,
-        };
-        assert_eq!(
-            interpret("nstat | grep TcpExtTCPFullUndo | grep -q \" 1 \""),
-            check("TcpExtTCPFullUndo", Some(1), false, false)
-        );
-        assert_eq!(
-            interpret("nstat | grep TcpExtTCPHystartTrainDetect | grep -q ' 1 '"),
-            check("TcpExtTCPHystartTrainDetect", Some(1), false, false)
-        );
-        assert_eq!(
-            interpret("nstat | grep TcpExtTCPLossUndo > /dev/null"),
-            check("TcpExtTCPLossUndo", None, false, false)
-        );
-        assert_eq!(
-            interpret("nstat | grep -q TcpExtTCPSpuriousRTOs"),
-            check("TcpExtTCPSpuriousRTOs", None, false, false)
-        );
-        assert_eq!(
-            interpret("nstat -az | grep TcpRetransSegs | grep -q \" 0 \""),
-            check("TcpRetransSegs", Some(0), true, true)
-        );
-        assert_eq!(interpret("nstat > /dev/null"), Effect::NstatReset);
+        assert_eq!(interpret(&cmds[3]), Effect::Run);
+        for run in [
+            "nstat | grep TcpExtTCPFullUndo | grep -q \" 1 \"",
+            "nstat -asz TcpExtTCPLossProbes TcpRetransSegs | awk '$2 != 1 {exit 1}'",
+            "nstat -a | tee /tmp/x | grep -c Undo",
+            "test \"$(nstat -as TcpRetransSegs | awk 'NR==2{print $2}')\" -eq 3",
+            "if nstat -as | grep -q TcpExtTCPLossUndo",
+            "x=$(nstat -as TcpRetransSegs) echo $x",
+        ] {
+            assert_eq!(interpret(run), Effect::Run, "{run}");
+        }
+        for not in [
+            "nstat | ping -c1 x",
+            "ethtool -K tun0 tso off",
+            "awk '{print}' > /proc/sys/net/ipv4/tcp_sack",
+            "nstat & sleep 1",
+            "(nstat)",
+            "x=$(ip route show)",
+        ] {
+            assert!(matches!(interpret(not), Effect::NotModelled(_)), "{not}");
+        }
+        assert!(matches!(interpret("ss -ti"), Effect::Unchecked(_)));
         assert!(matches!(
-            interpret("nstat | grep -i retrans"),
-            Effect::NotModelled(_)
-        ));
-        assert!(matches!(
-            interpret("nstat | grep 'TcpExt.*Undo'"),
-            Effect::NotModelled(_)
-        ));
-        assert!(matches!(
-            interpret("nstat -s | grep TcpRetransSegs"),
-            Effect::NotModelled(_)
+            interpret("grep \" 0A \" /proc/net/tcp | grep -q :1F90"),
+            Effect::Unchecked(_)
         ));
         assert_eq!(
             commands("a && b || c; d"),

@@ -126,9 +126,7 @@ impl Sender {
             self.ghost.last_reduction = Some((self.high_seq, ReductionKind::Loss));
         }
         self.tlp_high_seq = 0;
-        if cx.cfg.ecn {
-            self.ecn_queue_cwr = true;
-        }
+        self.tcp_ecn_queue_cwr(cx);
         self.frto = cx.cfg.frto && (new_recovery || self.icsk_retransmits != 0);
         // Ghost (I19): the reference F-RTO judgement starts with the kernel's.
         self.ghost.frto_ref = self.frto;

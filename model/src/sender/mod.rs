@@ -8,8 +8,10 @@
 //! - [`rack`]: RACK loss detection and the non-SACK `tcp_newreno_mark_lost`
 //! - [`prr`]: `tcp_cwnd_reduction` and `tcp_cong_control`
 //! - [`xmit`]: new data, retransmissions (TSQ), TLP, and the timers
+//! - [`ecn`]: the CWR request a reduction queues and the first new segment carries
 
 pub mod ack;
+pub mod ecn;
 pub mod loss;
 pub mod prr;
 pub mod rack;
@@ -40,6 +42,8 @@ pub struct Tx {
     pub seg: u32,
     /// A retransmission (regular or TLP) rather than the first transmission.
     pub rtx: bool,
+    /// The header's CWR flag (`tcp_ecn_send()`).
+    pub cwr: bool,
 }
 
 /// The part of `struct rate_sample` (tcp_rate.c) that `tcp_rack_update_reo_wnd()` reads:

@@ -227,9 +227,7 @@ impl Sender {
         self.prr_out = 0;
         self.ssthresh = self.ca_ssthresh(cx, kind, lost_retrans);
         self.ghost.last_reduction = Some((self.high_seq, kind));
-        if cx.cfg.ecn {
-            self.ecn_queue_cwr = true;
-        }
+        self.tcp_ecn_queue_cwr(cx);
     }
 
     /// `tcp_end_cwnd_reduction()`: cwnd snaps to ssthresh in CWR, or in Recovery unless undone.
@@ -463,7 +461,7 @@ impl Sender {
             };
             if self.prior_ssthresh > self.ssthresh {
                 self.ssthresh = self.prior_ssthresh;
-                self.ecn_queue_cwr = false;
+                self.tcp_ecn_withdraw_cwr();
             }
             // Ghost: the reduction is withdrawn, it no longer counts for I2.
             self.ghost.last_reduction = None;

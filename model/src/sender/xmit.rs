@@ -140,6 +140,7 @@ impl Sender {
                     cx.out.push(Tx {
                         seg: last,
                         rtx: true,
+                        cwr: false,
                     });
                     self.ghost.rtx_mask.insert(last);
                     self.ghost.ever_rtx_mask.insert(last);
@@ -203,8 +204,12 @@ impl Sender {
             tags: 0,
             xmit: cx.now,
         };
-        cx.out.push(Tx { seg: i, rtx: false });
-        self.ecn_queue_cwr = false;
+        let cwr = self.tcp_ecn_send(true);
+        cx.out.push(Tx {
+            seg: i,
+            rtx: false,
+            cwr,
+        });
         // tcp_event_new_data_sent()
         let prior_packets = self.packets_out;
         self.snd_nxt = self.snd_nxt.wrapping_add(1);
@@ -326,7 +331,11 @@ impl Sender {
         self.total_retrans += 1;
         cx.mib.inc(Mib::RetransSegs);
         self.retrans_out = self.retrans_out.wrapping_add(1);
-        cx.out.push(Tx { seg: i, rtx: true });
+        cx.out.push(Tx {
+            seg: i,
+            rtx: true,
+            cwr: self.tcp_ecn_send(false),
+        });
         self.ghost.rtx_mask.insert(i);
         self.ghost.ever_rtx_mask.insert(i);
         if self.retrans_stamp == 0 {

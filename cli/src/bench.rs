@@ -13,7 +13,7 @@ use trc_model::{Config, Profile};
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Worker threads for both checkers.
-    #[arg(long, default_value_t = 2, value_parser = crate::threads_value)]
+    #[arg(long, default_value_t = 2, value_parser = crate::args::threads_value)]
     pub threads: usize,
     /// Only the smaller configurations (for a quick run).
     #[arg(long)]
@@ -204,7 +204,7 @@ pub fn run_bench(a: BenchArgs) -> i32 {
     let all = cases(false);
     if let Some(i) = a.one {
         let Some(case) = all.get(i) else {
-            return crate::output::usage_error("no such bench case");
+            return crate::exit::usage_error("no such bench case");
         };
         println!(
             "{}",
@@ -241,14 +241,12 @@ pub fn run_bench(a: BenchArgs) -> i32 {
         for _ in 0..a.repeat {
             match child(i, "ours", a.threads) {
                 Ok(r) => ours_runs.push(r),
-                Err(e) => return crate::output::usage_error(&format!("bench child failed: {e}")),
+                Err(e) => return crate::exit::usage_error(&format!("bench child failed: {e}")),
             }
             if !a.ours_only {
                 match child(i, "stateright", a.threads) {
                     Ok(r) => sr_runs.push(r),
-                    Err(e) => {
-                        return crate::output::usage_error(&format!("bench child failed: {e}"))
-                    }
+                    Err(e) => return crate::exit::usage_error(&format!("bench child failed: {e}")),
                 }
             }
         }

@@ -1,26 +1,22 @@
-//! `trc check` and `trc matrix`.
+//! `trc check` and `trc matrix`: the arguments, the request they make of `trc-check`, the
+//! exports of `--out`, and the printing.
 
-use crate::output;
-use crate::BoundArgs;
+use crate::args::{threads_value, BoundArgs, ModelArgs};
+use crate::exit;
+use crate::progress::LevelProgress;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-use trc_engine::{check_with, Options, Progress, Report, Verdict};
-use trc_model::config::SackMode;
-use trc_model::model::{Action, State, TcpModel};
-use trc_model::profile::parse_profile_file;
+use trc_check::shard::{CheckUnitOut, Shard, ShardFile, UnitDetail};
+use trc_check::{CheckReport, CheckRequest, MatrixRow, Run};
+use trc_engine::{Options, Verdict};
 use trc_model::{Config, Profile};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     #[command(flatten)]
-    pub model: crate::ModelArgs,
+    pub model: ModelArgs,
     /// Worker threads (0 = all cores; at most 4 per core).
-    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
+    #[arg(long, default_value_t = 0, value_parser = threads_value)]
     pub threads: usize,
     /// Stop at the end of the BFS level where the first violation is found.
     #[arg(long)]
@@ -73,8 +69,8 @@ pub struct CheckArgs {
     pub coverage: bool,
     /// Do only shard I of N of the work list (bounds files × SACK modes × property groups, see
     /// docs/reference/shards.md) and print it as JSON for `trc merge`.
-    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
-    pub shard: Option<crate::shard::Shard>,
+    #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
+    pub shard: Option<Shard>,
 }
 
 #[derive(Args, Debug)]
@@ -85,7 +81,7 @@ pub struct MatrixArgs {
     #[command(flatten)]
     pub bounds: BoundArgs,
     /// Worker threads (0 = all cores; at most 4 per core).
-    #[arg(long, default_value_t = 0, value_parser = crate::threads_value)]
+    #[arg(long, default_value_t = 0, value_parser = threads_value)]
     pub threads: usize,
     /// Print the matrix as JSON.
     #[arg(long)]
@@ -96,316 +92,52 @@ pub struct MatrixArgs {
     pub baseline: PathBuf,
     /// Do only shard I of N of the work list (profiles × SACK modes, see docs/reference/shards.md) and print it
     /// as JSON for `trc merge`.
-    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
-    pub shard: Option<crate::shard::Shard>,
+    #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
+    pub shard: Option<Shard>,
 }
 
-pub use trc_properties::baseline::{Accepted, Baseline};
-
-/// The baseline file's accepted findings (none, with a note, when the file does not exist).
-pub(crate) fn load_baseline(p: &Path, what: &str) -> Result<Baseline, String> {
-    if !p.exists() {
-        // Not an error (a check outside the repository is legitimate), but a silent empty
-        // baseline turns every accepted finding into a failure: say so.
-        eprintln!("{what}: note: no baseline file {}: no finding is accepted (run from the repository root or pass --baseline FILE)", p.display());
-        return Ok(Baseline::default());
-    }
-    let src = crate::read_source(p)?;
-    toml::from_str(&src).map_err(|e| crate::toml_error(p, &src, &e))
+/// The baseline file's accepted findings (none, with a note on stderr, when the file does not
+/// exist).
+pub fn load_baseline(p: &Path, what: &str) -> Result<trc_check::Baseline, String> {
+    Ok(trc_check::load_baseline(p)?.unwrap_or_else(|| {
+        eprintln!("{what}: {}", trc_check::input::missing_baseline_note(p));
+        trc_check::Baseline::default()
+    }))
 }
 
-/// Resolves `--profile`: a built-in name, else a file.
-pub fn load_profile(arg: &str) -> Result<Profile, String> {
-    load_profile_info(arg).map(|(p, _)| p)
-}
-
-/// What a profile file says beside its decision points: its base and the decision points it
-/// overrides.
-#[derive(Debug, Clone)]
-pub struct FileInfo {
-    pub base: String,
-    pub overrides: Vec<String>,
-}
-
-/// [`load_profile`], with the file's [`FileInfo`] (`None` for a built-in profile).
-pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), String> {
-    if let Some(p) = Profile::by_name(arg) {
-        return Ok((p, None));
-    }
-    let path = Path::new(arg);
-    if !path.exists() {
-        return Err(format!(
-            "unknown profile `{arg}`: not a built-in profile ({}) and no such file",
-            Profile::builtin()
-                .iter()
-                .map(|p| p.name.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    let src = crate::read_source(path)?;
-    let p = parse_profile_file(&src, arg).map_err(|e| e.to_string())?;
-    let (base, overrides) = trc_model::profile::profile_file_base(&src);
-    Ok((p, Some(FileInfo { base, overrides })))
-}
-
-/// One exploration: model + engine + the catalogue's properties.
-pub fn explore(
-    cfg: &Config,
-    profile: &Profile,
-    ids: &[String],
-    opts: &Options,
-    progress: Option<&(dyn Fn(&Progress) + Sync)>,
-) -> Result<(TcpModel, Report<Action>), String> {
-    explore_reduced(cfg, profile, ids, opts, progress, false)
-}
-
-/// [`explore`], with every exact reduction (`--reduce`) if `reduce`.
-pub fn explore_reduced(
-    cfg: &Config,
-    profile: &Profile,
-    ids: &[String],
-    opts: &Options,
-    progress: Option<&(dyn Fn(&Progress) + Sync)>,
-    reduce: bool,
-) -> Result<(TcpModel, Report<Action>), String> {
-    let specs = trc_properties::select(ids)?;
-    let mut model = TcpModel::new(cfg.clone(), profile.clone())
-        .with_properties(trc_properties::properties(&specs));
-    if reduce {
-        model = model.with_reduce(trc_properties::reductions(&specs));
-    }
-    let report = check_with(
-        &model,
-        opts,
-        progress,
-        trc_engine::StateHooks {
-            fingerprint: State::fingerprint,
-            next_state_into: TcpModel::next_state_into,
-            drop_is_noop: State::is_plain,
-        },
-    );
-    Ok((model, report))
-}
-
-/// [`explore_reduced`] with every violation classified by its signature
-/// (`trc_properties::signature`): each property's report lists every signature met, with its
-/// count and a shortest counterexample.
-pub fn explore_classified(
-    cfg: &Config,
-    profile: &Profile,
-    ids: &[String],
-    opts: &Options,
-    progress: Option<&(dyn Fn(&Progress) + Sync)>,
-    reduce: bool,
-) -> Result<(TcpModel, Report<Action>), String> {
-    let specs = trc_properties::select(ids)?;
-    let mut model = TcpModel::new(cfg.clone(), profile.clone())
-        .with_properties(trc_properties::properties(&specs));
-    if reduce {
-        model = model.with_reduce(trc_properties::reductions(&specs));
-    }
-    let hooks = trc_engine::Classified {
-        hooks: trc_engine::StateHooks {
-            fingerprint: State::fingerprint,
-            next_state_into: TcpModel::next_state_into,
-            drop_is_noop: State::is_plain,
-        },
-        classify: trc_properties::signature::classifier(&specs),
-    };
-    let report = check_with(&model, opts, progress, hooks);
-    Ok((model, report))
-}
-
-/// The signatures each property's violations have (property id → signatures).
-pub fn signatures(
-    report: &Report<Action>,
-) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let mut out = std::collections::BTreeMap::new();
-    for p in &report.properties {
-        let id = p.name.split(':').next().unwrap_or(p.name).to_string();
-        let set: std::collections::BTreeSet<String> = p
-            .classes
-            .iter()
-            .map(|c| trc_properties::signature::describe(&id, c.class))
-            .collect();
-        out.insert(id, set);
-    }
-    out
-}
-
-/// The progress display of a check on a terminal (`trc check` without `--json`, stdout and
-/// stderr both terminals): one line per BFS level (depth, states, states/s, memory) above a
-/// spinner, and a one-line summary at the end. Nothing otherwise, so piped output is plain.
-pub struct LevelProgress {
-    pb: ProgressBar,
-    last_depth: std::sync::Mutex<Option<usize>>,
-}
-
-impl LevelProgress {
-    pub fn new(json: bool) -> Option<LevelProgress> {
-        if json || !std::io::stdout().is_terminal() || !std::io::stderr().is_terminal() {
-            return None;
-        }
-        let pb = ProgressBar::new_spinner();
-        pb.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
-        pb.enable_steady_tick(Duration::from_millis(120));
-        Some(LevelProgress {
-            pb,
-            last_depth: std::sync::Mutex::new(None),
-        })
-    }
-
-    /// The engine's callback (at least once per level): a line when a level is done.
-    pub fn update(&self, p: &Progress) {
-        let secs = p.elapsed.as_secs_f64().max(1e-9);
-        let mib = p.memory_bytes as f64 / (1 << 20) as f64;
-        let mut last = self.last_depth.lock().unwrap();
-        if *last != Some(p.depth) {
-            *last = Some(p.depth);
-            self.pb.println(format!(
-                "level {:>3}: {:>10} states ({:>9} new) {:>10.0} states/s {:>8.1} MiB",
-                p.depth,
-                p.unique_states,
-                p.frontier,
-                p.unique_states as f64 / secs,
-                mib
-            ));
-        }
-        self.pb.set_message(format!(
-            "depth {} · {} states · {:.0} states/s · {:.1} MiB",
-            p.depth,
-            p.unique_states,
-            p.unique_states as f64 / secs,
-            mib
-        ));
-    }
-
-    /// Clears the spinner and prints the one-line summary (on stderr, like the levels).
-    pub fn finish(self, report: &Report<Action>) {
-        self.pb.finish_and_clear();
-        let secs = report.elapsed.as_secs_f64();
-        eprintln!(
-            "done: {} states, {} transitions, depth {} in {:.2} s ({:.0} states/s), peak {:.1} MiB",
-            report.unique_states,
-            report.transitions,
-            report.max_depth,
-            secs,
-            report.unique_states as f64 / secs.max(1e-9),
-            report.peak_memory_bytes as f64 / (1 << 20) as f64
-        );
-    }
-}
-
-/// One unit of `trc check`'s work list: a bounds file, a SACK mode (the two halves of
-/// `SackMode::Both` are disjoint state spaces), and a property group.
-#[derive(Clone, Debug)]
-pub struct CheckUnit {
-    pub config: usize,
-    pub sack: SackMode,
-    /// Property ids, in the selection's order.
-    pub group: Vec<String>,
-    /// Printed name, also the export subdirectory under `--out` (e.g. `no-sack`, `c1-sack-g2`).
-    pub label: String,
-}
-
-/// The work list of `trc check` in its canonical order: bounds files, then SACK modes (SACK
-/// first, as the model's initial states), then property groups. Property groups are the
-/// properties sharing the ghost fields they read, and only with `--reduce` (each group's
-/// reduced space is then smaller than the whole selection's); without it every group would
-/// explore the same states, so the selection is one group.
-pub fn check_work_list(configs: &[Config], ids: &[String], reduce: bool) -> Vec<CheckUnit> {
-    let groups: Vec<Vec<String>> = if reduce {
-        let mut g: Vec<(trc_model::reduce::GhostSet, Vec<String>)> = Vec::new();
-        for id in ids {
-            let reads = trc_properties::ghost_reads(id);
-            match g.iter_mut().find(|(r, _)| *r == reads) {
-                Some((_, v)) => v.push(id.clone()),
-                None => g.push((reads, vec![id.clone()])),
-            }
-        }
-        g.into_iter().map(|(_, v)| v).collect()
-    } else {
-        vec![ids.to_vec()]
-    };
-    let mut units = Vec::new();
-    for (ci, c) in configs.iter().enumerate() {
-        let modes: Vec<SackMode> = match c.sack {
-            SackMode::Both => vec![SackMode::Sack, SackMode::NoSack],
-            m => vec![m],
-        };
-        for m in &modes {
-            for (gi, g) in groups.iter().enumerate() {
-                let mut label = String::new();
-                if configs.len() > 1 {
-                    label.push_str(&format!("c{ci}-"));
-                }
-                label.push_str(if *m == SackMode::Sack {
-                    "sack"
-                } else {
-                    "no-sack"
-                });
-                if groups.len() > 1 {
-                    label.push_str(&format!("-g{gi}"));
-                }
-                units.push(CheckUnit {
-                    config: ci,
-                    sack: *m,
-                    group: g.clone(),
-                    label,
-                });
-            }
-        }
-    }
-    units
-}
-
-pub fn run_check(a: CheckArgs) -> i32 {
-    let configs = match a.model.bounds.configs() {
-        Ok(x) => x,
-        Err(e) => return output::usage_error(&e),
-    };
-    let (profile, file) = match load_profile_info(&a.model.profile) {
-        Ok(x) => x,
-        Err(e) => return output::usage_error(&e),
-    };
-    let ids: Vec<String> = match trc_properties::select(&a.model.properties) {
-        Ok(specs) => specs.iter().map(|s| s.id.to_string()).collect(),
-        Err(e) => return output::usage_error(&e),
-    };
+/// The combinations `trc check` refuses before anything runs.
+fn refused(a: &CheckArgs) -> Option<&'static str> {
     if a.coverage && a.shard.is_some() {
-        return output::usage_error("--coverage cannot be sharded (--shard): run it unsharded");
+        return Some("--coverage cannot be sharded (--shard): run it unsharded");
     }
+    if a.shard.is_some() && a.fail_fast {
+        return Some("--fail-fast cannot be sharded: it stops at a BFS level of the whole state space, which no shard sees");
+    }
+    if a.shard.is_some() && a.save_regressions {
+        return Some("--save-regressions needs the merged result: run it on an unsharded check");
+    }
+    None
+}
+
+/// The request `a` makes, with each configuration's bounds file, or a usage error.
+fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), String> {
+    let configs = a.model.bounds.configs()?;
+    let (profile, file) = trc_check::load_profile_info(&a.model.profile)?;
     // The comparison profile: --against, else a profile file's base.
     let against = match a
         .against
         .clone()
         .or_else(|| file.as_ref().map(|f| f.base.clone()))
     {
-        Some(name) => match load_profile(&name) {
-            Ok(p) => Some(p),
-            Err(e) => return output::usage_error(&format!("--against: {e}")),
-        },
+        Some(name) => Some(trc_check::load_profile(&name).map_err(|e| format!("--against: {e}"))?),
         None => None,
     };
-    let baseline = match load_baseline(&a.baseline, "trc check") {
-        Ok(b) => b,
-        Err(e) => return output::usage_error(&e),
-    };
-    if let Some(dir) = &a.out {
-        if let Err(e) = out_dir_ok(dir) {
-            return output::usage_error(&e);
-        }
-    }
-    if a.shard.is_some() && a.fail_fast {
-        return output::usage_error("--fail-fast cannot be sharded: it stops at a BFS level of the whole state space, which no shard sees");
-    }
-    if a.shard.is_some() && a.save_regressions {
-        return output::usage_error(
-            "--save-regressions needs the merged result: run it on an unsharded check",
-        );
-    }
-    let opts = Options {
+    let baseline = load_baseline(&a.baseline, "trc check")?;
+    let mut req = CheckRequest::new(profile, Config::default());
+    req.profile_file = file;
+    req.configs = configs.iter().map(|(_, c)| c.clone()).collect();
+    req.properties = req_ids(&a.model.properties)?;
+    req.options = Options {
         threads: a.threads,
         max_depth: a.max_depth,
         fail_fast: a.fail_fast,
@@ -414,95 +146,52 @@ pub fn run_check(a: CheckArgs) -> i32 {
         spill_dir: (a.max_memory.is_some() && !a.no_spill).then(std::env::temp_dir),
         ..Options::default()
     };
-    let several = configs.len() > 1;
-    let cfgs: Vec<Config> = configs.iter().map(|(_, c)| c.clone()).collect();
-    // One exploration (and its comparison profile's): its JSON, exports, whether it fails, its
-    // coverage and, for a shard, what the merge needs to judge signatures (`shard_detail`).
-    let run_one =
-        |cfg: &Config, ids: &[String], out_dir: Option<PathBuf>| -> Result<RunOut, String> {
-            let progress = LevelProgress::new(a.json || a.shard.is_some());
-            let cb = |p: &Progress| {
-                if let Some(pr) = &progress {
-                    pr.update(p);
-                }
-            };
-            let (model, report) =
-                explore_classified(cfg, &profile, ids, &opts, Some(&cb), a.reduce)?;
-            // The same bounds and properties on the comparison profile, for its signatures.
-            let base = match &against {
-                Some(bp) => {
-                    let (_, r) = explore_classified(cfg, bp, ids, &opts, Some(&cb), a.reduce)?;
-                    Some(output::Base {
-                        name: bp.name.clone(),
-                        signatures: signatures(&r),
-                        incomplete: output::incomplete(&r),
-                    })
-                }
-                None => None,
-            };
-            let coverage = if a.coverage {
-                let mut c = crate::coverage::explore(cfg, &profile, ids, &opts, a.reduce);
-                if let Some(f) = &file {
-                    c.warn_overrides(&f.overrides);
-                }
-                Some(c)
-            } else {
-                None
-            };
-            if let Some(pr) = progress {
-                pr.finish(&report);
-            }
-            let results = output::results(&model, &report, &baseline.accepted, base.as_ref());
-            let v = output::check_json(&model, &report, &results, base.as_ref(), coverage.as_ref());
-            if out_dir.is_some() || a.save_regressions {
-                let corpus = a.save_regressions.then_some(a.regressions.as_path());
-                export_violations(&model, &results, out_dir.as_deref(), corpus)?;
-            }
-            let failing = results.iter().any(output::PropResult::fails);
-            let detail = a
-                .shard
-                .is_some()
-                .then(|| output::shard_detail(&model, &report, base.as_ref()));
-            Ok(RunOut {
-                json: v,
-                failing,
-                incomplete: output::incomplete(&report),
-                coverage,
-                detail,
-            })
-        };
-    if let Some(shard) = a.shard {
-        let units = check_work_list(&cfgs, &ids, a.reduce);
-        let mut done = Vec::new();
-        let (mut failing, mut incomplete) = (false, false);
-        for (k, u) in units.iter().enumerate() {
-            if !shard.owns(k) {
-                continue;
-            }
-            let mut cfg = cfgs[u.config].clone();
-            cfg.sack = u.sack;
-            let r = match run_one(&cfg, &u.group, a.out.as_ref().map(|d| d.join(&u.label))) {
-                Ok(x) => x,
-                Err(e) => return output::usage_error(&e),
-            };
-            failing |= r.failing;
-            incomplete |= r.incomplete;
-            done.push(serde_json::json!({"unit": k, "label": u.label, "config": u.config, "run": r.json, "detail": r.detail}));
+    req.reduce = a.reduce;
+    req.against = against;
+    req.baseline = baseline.accepted;
+    req.coverage = a.coverage;
+    Ok((req, configs.into_iter().map(|(p, _)| p).collect()))
+}
+
+/// The property ids `--property` names, in catalogue order (all when none).
+fn req_ids(names: &[String]) -> Result<Vec<String>, String> {
+    Ok(trc_properties::select(names)?
+        .iter()
+        .map(|s| s.id.to_string())
+        .collect())
+}
+
+pub fn run_check(a: CheckArgs) -> i32 {
+    let (req, files) = match request(&a) {
+        Ok(x) => x,
+        Err(e) => return exit::usage_error(&e),
+    };
+    if let Some(dir) = &a.out {
+        if let Err(e) = out_dir_ok(dir) {
+            return exit::usage_error(&e);
         }
-        let args = serde_json::json!({
-            "profile": profile,
-            "configs": cfgs,
-            "properties": ids,
-            "reduce": a.reduce,
-            "against": against.as_ref().map(|p| p.name.clone()),
-            "units": units.iter().map(|u| u.label.clone()).collect::<Vec<_>>(),
-        });
-        crate::shard::print_shard("check", shard, units.len(), args, done);
-        return exit_code(failing, incomplete);
     }
-    let (mut runs, mut coverages, mut failing, mut incomplete) =
-        (Vec::new(), Vec::new(), false, false);
-    for (path, cfg) in &configs {
+    if let Some(e) = refused(&a) {
+        return exit::usage_error(e);
+    }
+    let progress = LevelProgress::new(a.json || a.shard.is_some());
+    match a.shard {
+        Some(shard) => check_shard(&a, &req, shard, progress),
+        None => check_all(&a, &req, &files, progress),
+    }
+}
+
+/// The unsharded check: every bounds file explored, exported and printed.
+fn check_all(
+    a: &CheckArgs,
+    req: &CheckRequest,
+    files: &[Option<PathBuf>],
+    progress: LevelProgress,
+) -> i32 {
+    let ids = req.properties.clone();
+    let several = req.configs.len() > 1;
+    let mut reports = Vec::new();
+    for (cfg, path) in req.configs.iter().zip(files) {
         let out_dir = a.out.as_ref().map(|d| {
             if several {
                 d.join(config_label(path.as_deref()))
@@ -510,27 +199,53 @@ pub fn run_check(a: CheckArgs) -> i32 {
                 d.clone()
             }
         });
-        let r = match run_one(cfg, &ids, out_dir) {
-            Ok(x) => x,
-            Err(e) => return output::usage_error(&e),
+        let run = match trc_check::check_one(req, cfg, &ids, &progress) {
+            Ok(r) => r,
+            Err(e) => return exit::usage_error(&e.to_string()),
         };
-        failing |= r.failing;
-        incomplete |= r.incomplete;
-        runs.push(r.json);
-        coverages.push(r.coverage);
+        if let Err(e) = export(a, &run, out_dir.as_deref()) {
+            return exit::usage_error(&e);
+        }
+        reports.push(run.report);
     }
-    print_check_with(&runs, a.json, &coverages);
-    exit_code(failing, incomplete)
+    progress.finish();
+    print_check(&reports, a.json);
+    exit::of_check(&reports)
 }
 
-/// What one exploration of `trc check` gives.
-struct RunOut {
-    json: Value,
-    failing: bool,
-    incomplete: bool,
-    coverage: Option<crate::coverage::Coverage>,
-    /// With `--shard`: [`output::shard_detail`].
-    detail: Option<Value>,
+/// A shard of the check: its units explored (and exported) and printed as JSON for `trc merge`.
+fn check_shard(a: &CheckArgs, req: &CheckRequest, shard: Shard, progress: LevelProgress) -> i32 {
+    let ids = req.properties.clone();
+    let units = trc_check::units::check_work_list(&req.configs, &ids, req.reduce);
+    let mut done = Vec::new();
+    let r = trc_check::run::run_units(req, &|k| shard.owns(k), &progress, &mut |k, u, run| {
+        export(a, &run, a.out.as_ref().map(|d| d.join(&u.label)).as_deref())
+            .map_err(trc_check::Error::Write)?;
+        done.push(CheckUnitOut {
+            unit: k,
+            label: u.label.clone(),
+            config: u.config,
+            detail: UnitDetail::new(&run.model, &run.engine, run.base.as_ref()),
+            run: run.report,
+        });
+        Ok(())
+    });
+    progress.finish();
+    if let Err(e) = r {
+        return exit::usage_error(&e.to_string());
+    }
+    let reports: Vec<CheckReport> = done.iter().map(|u| u.run.clone()).collect();
+    let args = trc_check::shard::CheckArgs {
+        profile: req.profile.clone(),
+        configs: req.configs.clone(),
+        properties: ids,
+        reduce: req.reduce,
+        against: req.against.as_ref().map(|p| p.name.clone()),
+        units: units.iter().map(|u| u.label.clone()).collect(),
+    };
+    let file = ShardFile::new("check", shard, units.len(), args, done);
+    crate::print_json(&file.json());
+    exit::of_check(&reports)
 }
 
 /// The export subdirectory of a bounds file when several are checked: its file stem.
@@ -540,71 +255,13 @@ fn config_label(path: Option<&Path>) -> String {
         .unwrap_or_else(|| "default".into())
 }
 
-/// Prints one run per bounds file (`trc check` and `trc merge`): one file's JSON as it is, several
-/// as `{"result", "runs": [...]}`; the human summaries one after the other.
-pub fn print_check(runs: &[Value], json: bool) {
-    print_check_with(runs, json, &[]);
-}
-
-/// [`print_check`], with each run's `--coverage` table after its summary (text only: the JSON
-/// has it).
-fn print_check_with(runs: &[Value], json: bool, coverages: &[Option<crate::coverage::Coverage>]) {
+/// Prints one report per bounds file (`trc check` and `trc merge`): one file's JSON as it is,
+/// several as `{"result", "runs": [...]}`; the human summaries one after the other.
+pub fn print_check(reports: &[CheckReport], json: bool) {
     if json {
-        let v = if runs.len() == 1 {
-            runs[0].clone()
-        } else {
-            let results: Vec<&str> = runs
-                .iter()
-                .map(|r| r["result"].as_str().unwrap_or(""))
-                .collect();
-            let result = ["violated", "incomplete", "holds"]
-                .into_iter()
-                .find(|w| results.contains(w))
-                .unwrap_or("holds");
-            serde_json::json!({"result": result, "runs": runs})
-        };
-        println!("{}", serde_json::to_string_pretty(&v).unwrap());
-        return;
-    }
-    for (i, v) in runs.iter().enumerate() {
-        if runs.len() > 1 {
-            println!(
-                "{}== bounds file {} of {}",
-                if i > 0 { "\n" } else { "" },
-                i + 1,
-                runs.len()
-            );
-        }
-        output::print_summary(v);
-        if let Some(Some(c)) = coverages.get(i) {
-            c.print();
-        }
-    }
-    if runs.iter().any(|r| r["result"] == "incomplete")
-        && !runs.iter().any(|r| r["result"] == "violated")
-    {
-        let reasons: Vec<&str> = runs
-            .iter()
-            .filter(|r| r["result"] == "incomplete")
-            .map(|r| r["stop_reason"].as_str().unwrap_or(""))
-            .collect();
-        println!(
-            "\nINCOMPLETE: stopped early ({}) with no violation among the states explored (exit 3)",
-            reasons.join(", ")
-        );
-    }
-}
-
-/// 1: a violation outside the baseline; 3 (incomplete): none, but the check stopped before
-/// the bounds were explored (`--max-memory`, a state limit), so "holds" is not a verdict; 0:
-/// none within the bounds (`--max-depth` is a bound like the others).
-pub fn exit_code(failing: bool, incomplete: bool) -> i32 {
-    if failing {
-        1
-    } else if incomplete {
-        3
+        crate::print_json(&CheckReport::json(reports));
     } else {
-        0
+        print!("{}", CheckReport::render_runs(reports));
     }
 }
 
@@ -623,63 +280,32 @@ fn out_dir_ok(dir: &Path) -> Result<(), String> {
 /// `--out` / `--save-regressions`: export every violated property's counterexample — the one
 /// printed: of the shortest failing signature, else the shortest — (messages on stderr, so
 /// `--json` output stays machine-readable).
-fn export_violations(
-    model: &TcpModel,
-    results: &[output::PropResult],
-    out: Option<&Path>,
-    corpus: Option<&Path>,
-) -> Result<(), String> {
-    for p in results {
+fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<(), String> {
+    let corpus = a.save_regressions.then_some(a.regressions.as_path());
+    if out.is_none() && corpus.is_none() {
+        return Ok(());
+    }
+    let model = &run.model;
+    for p in &run.report.properties {
         let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else {
             continue;
         };
-        let id = p.id.as_str();
-        let statement = trc_properties::catalogue()
-            .into_iter()
-            .find(|s| s.id == id)
-            .map(|s| s.statement)
-            .unwrap_or("");
-        let subject = trc_trace::export::Subject {
-            id,
-            name: &p.name,
-            statement,
-        };
-        let x = trc_trace::export::export(
-            model,
-            path.init_index,
-            &path.actions,
-            subject,
-            trc_trace::export::COUNTEREXAMPLE_GAP_MS,
-        )
-        .map_err(|e| format!("export of {id}: {e}"))?;
+        let x = trc_check::export::export(model, p).map_err(|e| e.to_string())?;
         if let Some(dir) = out {
             let f =
                 trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
             // The counterexample page beside the script: what `trc graph` draws for it.
-            let g = crate::graph::build(model, path, 1, 2000);
-            let title = format!(
-                "{} — profile {} — shortest counterexample, {} events",
-                p.name,
-                model.profile.name,
-                path.len()
-            );
-            let html = crate::graph_html::render(
-                &g,
-                model,
-                &title,
-                &crate::pictures::render_path(model, path, Some(id)),
-            );
             let page = f.with_extension("html");
-            crate::graph::write_atomic(&page, &html)
+            trc_viz::counterexample_page(model, path, &p.name, &p.id, &page)
                 .map_err(|e| format!("{}: {e}", page.display()))?;
+            let model_only = if x.trace.kernel_runnable {
+                ""
+            } else {
+                " [model-only events: see its header]"
+            };
             eprintln!(
-                "trc check: wrote {} (+ .json, .dot, .html){}",
-                f.display(),
-                if x.trace.kernel_runnable {
-                    ""
-                } else {
-                    " [model-only events: see its header]"
-                }
+                "trc check: wrote {} (+ .json, .dot, .html){model_only}",
+                f.display()
             );
         }
         if let Some(dir) = corpus {
@@ -688,8 +314,8 @@ fn export_violations(
                     eprintln!("trc check: added {} to the regression corpus", f.display())
                 }
                 trc_trace::regress::Saved::AlreadyPresent(n) => eprintln!(
-                    "trc check: {id} on {} already in the regression corpus ({n})",
-                    model.profile.name
+                    "trc check: {} on {} already in the regression corpus ({n})",
+                    p.id, model.profile.name
                 ),
             }
         }
@@ -697,109 +323,23 @@ fn export_violations(
     Ok(())
 }
 
-/// One row of `trc matrix`: a profile's states, seconds and, per catalogue property, the
-/// length of the shortest counterexample whose signature the baseline does not accept (`cells`)
-/// and the findings of the accepted signatures that occurred (`accepted`).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct MatrixRow {
-    pub profile: String,
-    pub states: u64,
-    pub seconds: f64,
-    pub cells: Vec<Option<usize>>,
-    #[serde(default)]
-    pub accepted: Vec<Vec<String>>,
-}
-
-impl MatrixRow {
-    /// The row of the other SACK mode added in (`trc merge`): states and seconds summed, the
-    /// shorter new violation, the union of the accepted findings.
-    pub fn absorb(&mut self, r: &MatrixRow) {
-        self.states += r.states;
-        self.seconds += r.seconds;
-        for (a, b) in self.cells.iter_mut().zip(&r.cells) {
-            *a = match (*a, *b) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, y) => x.or(y),
-            };
-        }
-        self.accepted.resize(self.cells.len(), Vec::new());
-        for (a, b) in self.accepted.iter_mut().zip(&r.accepted) {
-            for f in b {
-                if !a.contains(f) {
-                    a.push(f.clone());
-                }
-            }
-            a.sort();
-        }
-    }
-}
-
-/// The work list of `trc matrix`: profiles, then SACK modes (both halves of `Both`).
-pub fn matrix_work_list(profiles: usize, cfg: &Config) -> Vec<(usize, SackMode)> {
-    let modes: Vec<SackMode> = match cfg.sack {
-        SackMode::Both => vec![SackMode::Sack, SackMode::NoSack],
-        m => vec![m],
-    };
-    (0..profiles)
-        .flat_map(|p| modes.iter().map(move |m| (p, *m)))
-        .collect()
-}
-
-fn matrix_row(cfg: &Config, p: &Profile, opts: &Options, baseline: &[Accepted]) -> MatrixRow {
-    let (model, report) =
-        explore_classified(cfg, p, &[], opts, None, false).expect("catalogue ids are valid");
-    let results = output::results(&model, &report, baseline, None);
-    let mut cells = Vec::new();
-    let mut accepted = Vec::new();
-    for r in &results {
-        let new = r
-            .signatures
-            .iter()
-            .filter(|s| s.status == output::SigStatus::New)
-            .map(|s| s.events)
-            .min();
-        // A violation without a signature cannot be accepted: it shows as violated.
-        let unclassified = r.verdict == Verdict::Violated && r.signatures.is_empty();
-        cells.push(if unclassified {
-            r.path.as_ref().map(|x| x.actions.len())
-        } else {
-            new
-        });
-        let mut f: Vec<String> = r
-            .signatures
-            .iter()
-            .filter(|s| s.status == output::SigStatus::Accepted)
-            .filter_map(|s| s.finding.clone())
-            .collect();
-        f.sort();
-        f.dedup();
-        accepted.push(f);
-    }
-    MatrixRow {
-        profile: p.name.clone(),
-        states: report.unique_states,
-        seconds: report.elapsed.as_secs_f64(),
-        cells,
-        accepted,
-    }
-}
-
 pub fn run_matrix(a: MatrixArgs) -> i32 {
     let cfg = match a.bounds.config() {
         Ok(c) => c,
-        Err(e) => return output::usage_error(&e),
+        Err(e) => return exit::usage_error(&e),
     };
     let profiles: Vec<Profile> = if a.profiles.is_empty() {
         Profile::builtin()
     } else {
-        let mut v = Vec::new();
-        for n in &a.profiles {
-            match load_profile(n) {
-                Ok(p) => v.push(p),
-                Err(e) => return output::usage_error(&e),
-            }
+        match a
+            .profiles
+            .iter()
+            .map(|n| trc_check::load_profile(n))
+            .collect()
+        {
+            Ok(v) => v,
+            Err(e) => return exit::usage_error(&e),
         }
-        v
     };
     let opts = Options {
         threads: a.threads,
@@ -807,112 +347,48 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
     };
     let baseline = match load_baseline(&a.baseline, "trc check") {
         Ok(b) => b.accepted,
-        Err(e) => return output::usage_error(&e),
+        Err(e) => return exit::usage_error(&e),
     };
+    let row = |c: &Config, p: &Profile| trc_check::matrix::matrix_row(c, p, &opts, &baseline);
     if let Some(shard) = a.shard {
-        let units = matrix_work_list(profiles.len(), &cfg);
+        let units = trc_check::units::matrix_work_list(profiles.len(), &cfg);
         let mut done = Vec::new();
-        for (k, (pi, mode)) in units.iter().enumerate() {
-            if !shard.owns(k) {
-                continue;
-            }
+        for (k, (pi, mode)) in units.iter().enumerate().filter(|(k, _)| shard.owns(*k)) {
             let mut c = cfg.clone();
             c.sack = *mode;
-            let row = matrix_row(&c, &profiles[*pi], &opts, &baseline);
-            done.push(serde_json::json!({"unit": k, "profile": pi, "row": row}));
+            done.push(trc_check::shard::MatrixUnitOut {
+                unit: k,
+                profile: *pi,
+                row: row(&c, &profiles[*pi]),
+            });
         }
-        let args = serde_json::json!({
-            "profiles": profiles,
-            "config": cfg,
-            "properties": trc_properties::catalogue().iter().map(|s| s.id).collect::<Vec<_>>(),
-            "units": units.iter().map(|(p, m)| format!("{}-{}", profiles[*p].name, if *m == SackMode::Sack { "sack" } else { "no-sack" })).collect::<Vec<_>>(),
-        });
-        crate::shard::print_shard("matrix", shard, units.len(), args, done);
-        return 0;
+        let names = units
+            .iter()
+            .map(|(p, m)| format!("{}-{}", profiles[*p].name, trc_check::units::sack_label(*m)));
+        let args = trc_check::shard::MatrixArgs {
+            units: names.collect(),
+            config: cfg,
+            properties: trc_properties::catalogue()
+                .iter()
+                .map(|s| s.id.to_string())
+                .collect(),
+            profiles,
+        };
+        let n = args.units.len();
+        crate::print_json(&ShardFile::new("matrix", shard, n, args, done).json());
+        return exit::HOLDS;
     }
-    let rows: Vec<MatrixRow> = profiles
-        .iter()
-        .map(|p| matrix_row(&cfg, p, &opts, &baseline))
-        .collect();
+    let rows: Vec<MatrixRow> = profiles.iter().map(|p| row(&cfg, p)).collect();
     print_matrix(&rows, a.json);
-    0
+    exit::HOLDS
 }
 
 /// Prints the matrix (`trc matrix` and `trc merge`).
 pub fn print_matrix(rows: &[MatrixRow], json: bool) {
-    let specs = trc_properties::catalogue();
     if json {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                let props: serde_json::Map<String, Value> = specs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| {
-                        let acc = r.accepted.get(i).cloned().unwrap_or_default();
-                        let v = match r.cells[i] {
-                            Some(n) => serde_json::json!({"violated": true, "steps": n, "accepted": acc}),
-                            None => serde_json::json!({"violated": false, "accepted": acc}),
-                        };
-                        (s.id.to_string(), v)
-                    })
-                    .collect();
-                serde_json::json!({"profile": r.profile, "states": r.states, "seconds": r.seconds, "properties": props})
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&v).unwrap());
-        return;
+        let v: Vec<_> = rows.iter().map(MatrixRow::json).collect();
+        crate::print_json(&serde_json::to_value(v).expect("rows serialise"));
+    } else {
+        print!("{}", trc_check::matrix::render(rows));
     }
-    print!("{:<20}", "profile");
-    for s in &specs {
-        print!(" {:>6}", s.id);
-    }
-    println!(" {:>10} {:>8}", "states", "seconds");
-    let (mut total_states, mut total_secs) = (0u64, 0f64);
-    for r in rows {
-        total_states += r.states;
-        total_secs += r.seconds;
-        print!("{:<20}", r.profile);
-        for (i, c) in r.cells.iter().enumerate() {
-            let acc = r.accepted.get(i).is_some_and(|a| !a.is_empty());
-            match c {
-                Some(n) => print!(" {:>6}", format!("✗{n}")),
-                None if acc => print!(" {:>6}", "acc"),
-                None => print!(" {:>6}", "ok"),
-            }
-        }
-        println!(" {:>10} {:>8.2}", r.states, r.seconds);
-    }
-    println!("\n✗N: violated by a signature the baseline does not accept, shortest such counterexample N events;");
-    println!("acc: violated only by accepted findings (baseline.toml; `trc check --profile P` lists them); ok: holds within the bounds.");
-    // The findings met, per property, over all rows (each cell's list is in the JSON).
-    let mut met: Vec<String> = Vec::new();
-    for (i, spec) in specs.iter().enumerate() {
-        let mut f: Vec<&String> = rows
-            .iter()
-            .filter_map(|r| r.accepted.get(i))
-            .flatten()
-            .collect();
-        f.sort();
-        f.dedup();
-        if !f.is_empty() {
-            met.push(format!(
-                "{}: {}",
-                spec.id,
-                f.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ")
-            ));
-        }
-    }
-    if !met.is_empty() {
-        println!(
-            "accepted findings met (per cell in --json): {}",
-            met.join("; ")
-        );
-    }
-    println!(
-        "total: {} states in {:.2} s ({:.0} states/s)",
-        total_states,
-        total_secs,
-        total_states as f64 / total_secs.max(1e-9)
-    );
 }

@@ -1,10 +1,12 @@
 //! `trc diff`: differential testing of the model against the running kernel (see
 //! docs/explanation/differential.md). The logic is in the `trc-diff` crate; this is the CLI glue.
 
-use crate::check::load_profile;
-use crate::output::usage_error;
+use crate::exit::{self, usage_error};
+use crate::merge::{DiffShardArgs, DiffUnit};
 use clap::Args;
 use std::path::PathBuf;
+use trc_check::load_profile;
+use trc_check::shard::{Shard, ShardFile};
 use trc_diff::{run, DiffOptions, GenOptions};
 
 #[derive(Args, Debug)]
@@ -25,7 +27,7 @@ pub struct DiffArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
-    pub conn: crate::conn::ConnFlags,
+    pub conn: crate::args::ConnFlags,
     /// Longest walk (environment actions per scenario).
     #[arg(long, default_value_t = 24)]
     pub max_steps: usize,
@@ -65,8 +67,8 @@ pub struct DiffArgs {
     pub drop: Vec<u32>,
     /// Run only shard I of N of the scenarios (`--only`'s list, else 0..`--scenarios`) and print
     /// it as JSON for `trc merge` (docs/reference/shards.md).
-    #[arg(long, value_name = "I/N", value_parser = crate::shard::parse_shard)]
-    pub shard: Option<crate::shard::Shard>,
+    #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
+    pub shard: Option<Shard>,
 }
 
 /// Exit codes: 0 agreement at or above the bar, 1 below it (or a kernel error), 2 usage error,
@@ -84,7 +86,7 @@ pub fn run_diff(a: DiffArgs) -> i32 {
     }
     if let Some(why) = trc_kernel::skip_reason() {
         eprintln!("trc diff: skipped: {why}");
-        return trc_kernel::EXIT_SKIPPED;
+        return exit::SKIPPED;
     }
     let fixed = match a.bulk {
         None => None,
@@ -144,47 +146,7 @@ pub fn run_diff(a: DiffArgs) -> i32 {
         a.only.clone()
     };
     if let Some(shard) = a.shard {
-        let mine: Vec<usize> = (0..indices.len()).filter(|k| shard.owns(*k)).collect();
-        let rep = if mine.is_empty() {
-            trc_diff::DiffReport {
-                profile: opts.profile.name.clone(),
-                seed: opts.seed,
-                fields: trc_diff::FIELDS
-                    .iter()
-                    .map(|f| (f.to_string(), (0, 0)))
-                    .collect(),
-                ..Default::default()
-            }
-        } else {
-            let opts = DiffOptions {
-                only: if opts.fixed.is_some() {
-                    None
-                } else {
-                    Some(mine.iter().map(|k| indices[*k]).collect())
-                },
-                ..opts
-            };
-            run(&opts, &mut |l| {
-                if !a.quiet {
-                    eprintln!("{l}");
-                }
-            })
-        };
-        let args = serde_json::json!({"profile": rep.profile, "seed": a.seed, "bar": a.bar, "scenarios": indices, "bulk": a.bulk, "drop": a.drop});
-        let units: Vec<serde_json::Value> = mine
-            .iter()
-            .map(|k| serde_json::json!({"unit": k, "scenario": indices[*k]}))
-            .collect();
-        let code = verdict_code(&rep, a.bar);
-        crate::shard::print_shard_with(
-            "diff",
-            shard,
-            indices.len(),
-            args,
-            units,
-            Some(serde_json::to_value(&rep).unwrap()),
-        );
-        return code;
+        return diff_shard(&a, opts, &indices, shard);
     }
     let quiet = a.quiet || a.json;
     let rep = run(&opts, &mut |l| {
@@ -195,33 +157,61 @@ pub fn run_diff(a: DiffArgs) -> i32 {
     finish(&rep, a.bar, a.json)
 }
 
-/// 1 if a field agrees below `bar` percent or a kernel run failed, else 0.
-fn verdict_code(rep: &trc_diff::DiffReport, bar: f64) -> i32 {
-    let below = ["segments", "ca_state", "cwnd", "ssthresh"]
-        .into_iter()
-        .any(|f| 100.0 * rep.rate(f) < bar);
-    i32::from(below || rep.errors > 0)
+/// A shard of the diff: its scenarios run and printed as JSON for `trc merge`.
+fn diff_shard(a: &DiffArgs, opts: DiffOptions, indices: &[usize], shard: Shard) -> i32 {
+    let mine: Vec<usize> = (0..indices.len()).filter(|k| shard.owns(*k)).collect();
+    let rep = if mine.is_empty() {
+        trc_diff::DiffReport::empty(opts.profile.name.clone(), opts.seed)
+    } else {
+        let opts = DiffOptions {
+            only: if opts.fixed.is_some() {
+                None
+            } else {
+                Some(mine.iter().map(|k| indices[*k]).collect())
+            },
+            ..opts
+        };
+        run(&opts, &mut |l| {
+            if !a.quiet {
+                eprintln!("{l}");
+            }
+        })
+    };
+    let args = DiffShardArgs {
+        profile: rep.profile.clone(),
+        seed: a.seed,
+        bar: a.bar,
+        scenarios: indices.to_vec(),
+        bulk: a.bulk,
+        drop: a.drop.clone(),
+    };
+    let units = mine
+        .iter()
+        .map(|k| DiffUnit {
+            unit: *k,
+            scenario: indices[*k],
+        })
+        .collect();
+    let mut file = ShardFile::new("diff", shard, indices.len(), args, units);
+    file.report = Some(serde_json::to_value(&rep).expect("a report serialises"));
+    crate::print_json(&file.json());
+    exit::of_diff(&rep, a.bar)
 }
 
 /// Prints a diff report (`trc diff` and `trc merge`) and returns its exit code.
 pub fn finish(rep: &trc_diff::DiffReport, bar: f64, json: bool) -> i32 {
     if json {
-        println!("{}", serde_json::to_string_pretty(rep).unwrap());
+        // In the report's field order (as it always printed).
+        println!(
+            "{}",
+            serde_json::to_string_pretty(rep).expect("a report serialises")
+        );
     } else {
         print!("{}", rep.render());
-    }
-    let below: Vec<&str> = ["segments", "ca_state", "cwnd", "ssthresh"]
-        .into_iter()
-        .filter(|f| 100.0 * rep.rate(f) < bar)
-        .collect();
-    if !below.is_empty() {
-        if !json {
+        let below = rep.below(bar);
+        if !below.is_empty() {
             println!("below the {}% bar: {}", bar, below.join(", "));
         }
-        return 1;
     }
-    if rep.errors > 0 {
-        return 1;
-    }
-    0
+    exit::of_diff(rep, bar)
 }

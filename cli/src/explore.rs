@@ -1,19 +1,19 @@
 //! `trc explore`: stateright's Explorer (its web UI and JSON API) on 127.0.0.1.
 //!
 //! The model is wrapped in [`ExploreModel`] so the Explorer shows readable steps without
-//! touching the model crate: actions in words with the packet they refer to (`output::describe`)
+//! touching the model crate: actions in words with the packet they refer to (`trc_trace::event_text`)
 //! and, for each step, a one-line summary of the next state before its full `Debug` text.
 
-use crate::graph::fmt_ssthresh;
-use crate::output::{self, describe};
+use crate::exit;
 use clap::Args;
 use stateright::{Checker, Model, Property};
 use trc_model::model::{Action, State, TcpModel};
+use trc_viz::graph::fmt_ssthresh;
 
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
     #[command(flatten)]
-    pub model: crate::ModelArgs,
+    pub model: crate::args::ModelArgs,
     /// TCP port on 127.0.0.1.
     #[arg(long, default_value_t = 3000)]
     pub port: u16,
@@ -121,7 +121,7 @@ impl Model for ExploreModel {
         let next = self.0.next_state(last, a)?;
         Some(format!(
             "{}\n⇒ {}\n\n{next:#?}",
-            describe(last, &a),
+            trc_trace::event_text(last, &a),
             summary(&next)
         ))
     }
@@ -130,14 +130,14 @@ impl Model for ExploreModel {
 pub fn run_explore(a: ExploreArgs) -> i32 {
     let (cfg, profile) = match a.model.load() {
         Ok(x) => x,
-        Err(e) => return output::usage_error(&e),
+        Err(e) => return exit::usage_error(&e),
     };
     let specs = match trc_properties::select(&a.model.properties) {
         Ok(s) => s,
-        Err(e) => return output::usage_error(&e),
+        Err(e) => return exit::usage_error(&e),
     };
     if specs.len() > FORWARD.len() {
-        return output::usage_error(&format!(
+        return exit::usage_error(&format!(
             "trc explore supports at most {} properties at once",
             FORWARD.len()
         ));
@@ -147,7 +147,7 @@ pub fn run_explore(a: ExploreArgs) -> i32 {
     // system chose for `--port 0` (the URL printed is the one served).
     let addr = match std::net::TcpListener::bind(addr).and_then(|l| l.local_addr()) {
         Ok(bound) => bound,
-        Err(e) => return output::usage_error(&format!("cannot listen on {addr}: {e}")),
+        Err(e) => return exit::usage_error(&format!("cannot listen on {addr}: {e}")),
     };
     let model = ExploreModel(
         TcpModel::new(cfg, profile).with_properties(trc_properties::properties(&specs)),

@@ -1,10 +1,10 @@
 //! `trc replay FILE.pkt --profile P`: drive the model with a packetdrill script and check its
 //! outbound segments and `%{ }%` asserts line by line (see docs/reference/export.md).
 
-use crate::check::load_profile;
-use crate::output::usage_error;
+use crate::exit::{self, usage_error};
 use clap::Args;
 use std::path::PathBuf;
+use trc_check::load_profile;
 use trc_trace::replay::{replay, ReplayOptions};
 
 #[derive(Args, Debug)]
@@ -39,7 +39,7 @@ pub fn run_replay(a: ReplayArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return usage_error(&e),
     };
-    let src = match crate::read_source(&a.file) {
+    let src = match trc_files::read_source(&a.file) {
         Ok(s) => s,
         Err(e) => return usage_error(&e),
     };
@@ -48,10 +48,10 @@ pub fn run_replay(a: ReplayArgs) -> i32 {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
-            return 2;
+            return exit::USAGE;
         }
     };
-    if let Some(e) = crate::python_problem(&script) {
+    if let Some(e) = trc_pkt::python::problem(&script) {
         return usage_error(&e);
     }
     let packetdrill = a
@@ -72,5 +72,5 @@ pub fn run_replay(a: ReplayArgs) -> i32 {
     } else {
         print!("{}", r.render());
     }
-    r.exit_code()
+    exit::of_script(r.script.verdict)
 }

@@ -1,19 +1,6 @@
 //! End-to-end checks of the `trc` binary: exit codes and input errors.
 
-use std::process::Command;
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 fn tmp(name: &str, content: &str) -> String {
     let dir = std::env::temp_dir().join(format!("trc-cli-test-{}", std::process::id()));
@@ -29,21 +16,21 @@ fn bad_inputs_exit_2_with_file_line() {
         "p.toml",
         "base = \"linux-6.18\"\npacket_delayed = \"nope\"\n",
     );
-    let (code, _, err) = trc(&["check", "--profile", &p]);
+    let (code, _, err) = trc!(&["check", "--profile", &p]);
     assert_eq!(code, 2);
     assert!(err.contains("p.toml:2:"), "{err}");
     let c = tmp("c.toml", "segments = 4\nbogus = 1\n");
-    let (code, _, err) = trc(&["check", "--config", &c]);
+    let (code, _, err) = trc!(&["check", "--config", &c]);
     assert_eq!(code, 2);
     assert!(err.contains("c.toml:2:"), "{err}");
     let c = tmp("b.toml", "initcwnd = 4\nsegments = 20000\n");
-    let (code, _, err) = trc(&["check", "--config", &c]);
+    let (code, _, err) = trc!(&["check", "--config", &c]);
     assert_eq!(code, 2);
     assert!(
         err.contains("b.toml:2: impossible bounds: segments"),
         "{err}"
     );
-    let (code, _, err) = trc(&["check", "--segments", "0"]);
+    let (code, _, err) = trc!(&["check", "--segments", "0"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("--segments: impossible bounds: segments"),
@@ -56,22 +43,22 @@ fn bad_inputs_exit_2_with_file_line() {
 segments = 6
 ",
     );
-    let (code, _, err) = trc(&["check", "--config", &c, "--segments", "20000"]);
+    let (code, _, err) = trc!(&["check", "--config", &c, "--segments", "20000"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("--segments: impossible bounds: segments") && !err.contains("f.toml:2"),
         "{err}"
     );
-    let (code, _, err) = trc(&["check", "--property", "I99"]);
+    let (code, _, err) = trc!(&["check", "--property", "I99"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown property"), "{err}");
-    let (code, _, _) = trc(&["check", "--no-such-flag"]);
+    let (code, _, _) = trc!(&["check", "--no-such-flag"]);
     assert_eq!(code, 2);
 }
 
 #[test]
 fn seed_bug_exits_1_on_6_15_and_0_on_6_18() {
-    let (code, out, _) = trc(&[
+    let (code, out, _) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",
@@ -86,7 +73,7 @@ fn seed_bug_exits_1_on_6_15_and_0_on_6_18() {
             && out.contains("→ undo "),
         "{out}"
     );
-    let (code, out, _) = trc(&[
+    let (code, out, _) = trc!(&[
         "check",
         "--profile",
         "linux-6.18",
@@ -102,7 +89,7 @@ fn seed_bug_exits_1_on_6_15_and_0_on_6_18() {
 /// undo (`tcp_try_undo_loss` without F-RTO: TCPLossUndo), in the text and in the JSON.
 #[test]
 fn counterexample_names_the_counters_its_undo_bumps() {
-    let (code, out, _) = trc(&[
+    let (code, out, _) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",
@@ -132,7 +119,7 @@ fn counterexample_names_the_counters_its_undo_bumps() {
     assert!(steps
         .iter()
         .all(|s| s["counters"].get("TcpExtTCPFullUndo").is_none()));
-    let (_, text, _) = trc(&[
+    let (_, text, _) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",
@@ -149,7 +136,7 @@ fn user_profile_file_reproduces_the_bug() {
         "mypatch.toml",
         "base = \"linux-6.18\"\npacket_delayed = \"e37ab7\"\n",
     );
-    let (code, out, _) = trc(&[
+    let (code, out, _) = trc!(&[
         "check",
         "--profile",
         &p,
@@ -168,7 +155,7 @@ fn user_profile_file_reproduces_the_bug() {
 /// signature is new (docs/findings.md lists the ones not yet triaged).
 #[test]
 fn default_check_accepts_f1_by_signature() {
-    let (code, out, _) = trc(&["check"]);
+    let (code, out, _) = trc!(&["check"]);
     let f1 = out
         .lines()
         .find(|l| l.contains("I1:tcp_try_undo_loss:Loss:ts-echo"))
@@ -194,7 +181,7 @@ fn default_check_accepts_f1_by_signature() {
 #[test]
 fn unchanged_profile_file_is_compared_with_its_base() {
     let p = tmp("nochange.toml", "base = \"linux-6.18\"\n");
-    let (code, out, _) = trc(&["check", "--profile", &p, "--property", "I1"]);
+    let (code, out, _) = trc!(&["check", "--profile", &p, "--property", "I1"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("compared with linux-6.18"), "{out}");
     assert!(
@@ -210,7 +197,7 @@ fn unchanged_profile_file_is_compared_with_its_base() {
     assert!(!out.contains(": NEW"), "{out}");
     // Against nothing but the baseline (itself as the base is the same as no change): the
     // comparison is what makes the untriaged 6.18 signatures pass.
-    let (_, json, _) = trc(&["check", "--profile", &p, "--property", "I1", "--json"]);
+    let (_, json, _) = trc!(&["check", "--profile", &p, "--property", "I1", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["result"], "holds");
     assert_eq!(v["against"]["profile"], "linux-6.18");
@@ -231,7 +218,7 @@ fn reintroduced_bug_fails_with_a_new_signature() {
         "tlp.toml",
         "base = \"linux-6.18\"\ninit_undo_tlp = \"ignore\"\n",
     );
-    let (code, out, _) = trc(&["check", "--profile", &p, "--property", "I1", "--json"]);
+    let (code, out, _) = trc!(&["check", "--profile", &p, "--property", "I1", "--json"]);
     assert_eq!(code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["result"], "violated");
@@ -252,7 +239,7 @@ fn reintroduced_bug_fails_with_a_new_signature() {
         new[0]["events"].as_u64().unwrap() as usize + 1
     );
     // --against itself: nothing is new.
-    let (code, _, _) = trc(&[
+    let (code, _, _) = trc!(&[
         "check",
         "--profile",
         &p,
@@ -263,7 +250,7 @@ fn reintroduced_bug_fails_with_a_new_signature() {
     ]);
     assert_eq!(code, 0);
     // The built-in revert has no base: compared only with the baseline, it fails too.
-    let (code, _, _) = trc(&[
+    let (code, _, _) = trc!(&[
         "check",
         "--profile",
         "pre-0ec986ed7bab",
@@ -280,7 +267,7 @@ fn old_baseline_format_is_an_input_error() {
         "old-baseline.toml",
         "[[accepted]]\nproperty = \"I1\"\nprofile = \"linux-6.18\"\nreason = \"x\"\n",
     );
-    let (code, _, err) = trc(&["check", "--baseline", &b, "--property", "I3"]);
+    let (code, _, err) = trc!(&["check", "--baseline", &b, "--property", "I3"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("old-baseline.toml:2: unknown field `property`"),
@@ -292,7 +279,7 @@ fn old_baseline_format_is_an_input_error() {
 /// (from the repository root it reads baseline.toml and says nothing).
 #[test]
 fn a_missing_baseline_is_announced() {
-    let (code, _, err) = trc(&[
+    let (code, _, err) = trc!(&[
         "check",
         "--baseline",
         "no-such-baseline.toml",
@@ -305,7 +292,7 @@ fn a_missing_baseline_is_announced() {
         err.contains("no baseline file no-such-baseline.toml: no finding is accepted"),
         "{err}"
     );
-    let (code, _, err) = trc(&["check", "--property", "I1", "--sack"]);
+    let (code, _, err) = trc!(&["check", "--property", "I1", "--sack"]);
     assert_eq!(code, 0);
     assert!(!err.contains("no baseline file"), "{err}");
 }
@@ -314,7 +301,7 @@ fn a_missing_baseline_is_announced() {
 /// override the bounds never reach gets the warning.
 #[test]
 fn coverage_counts_branches_and_warns_for_unreached_overrides() {
-    let (code, out, _) = trc(&["check", "--coverage", "--property", "I3"]);
+    let (code, out, _) = trc!(&["check", "--coverage", "--property", "I3"]);
     assert_eq!(code, 0, "{out}");
     for f in [
         "tcp_packet_delayed [packet_delayed=d0fa59]",
@@ -330,7 +317,7 @@ fn coverage_counts_branches_and_warns_for_unreached_overrides() {
         "tlp-cov.toml",
         "base = \"linux-6.18\"\ninit_undo_tlp = \"ignore\"\n",
     );
-    let (_, out, _) = trc(&[
+    let (_, out, _) = trc!(&[
         "check",
         "--coverage",
         "--property",
@@ -344,9 +331,9 @@ fn coverage_counts_branches_and_warns_for_unreached_overrides() {
         out.contains("warning: `init_undo_tlp` (tcp_init_undo): your change was not exercised"),
         "{out}"
     );
-    let (_, out, _) = trc(&["check", "--coverage", "--property", "I3", "--profile", &p]);
+    let (_, out, _) = trc!(&["check", "--coverage", "--property", "I3", "--profile", &p]);
     assert!(!out.contains("warning:"), "reached with TLPs: {out}");
-    let (_, json, _) = trc(&["check", "--coverage", "--property", "I3", "--json"]);
+    let (_, json, _) = trc!(&["check", "--coverage", "--property", "I3", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let rows = v["coverage"]["rows"].as_array().unwrap();
     assert!(rows
@@ -359,7 +346,7 @@ fn coverage_counts_branches_and_warns_for_unreached_overrides() {
 /// every property.
 #[test]
 fn old_acks_flag_is_validated_and_grows_the_space() {
-    let (code, _, err) = trc(&["check", "--old-acks", "17"]);
+    let (code, _, err) = trc!(&["check", "--old-acks", "17"]);
     assert_eq!(code, 2);
     assert!(
         err.contains(
@@ -368,7 +355,7 @@ fn old_acks_flag_is_validated_and_grows_the_space() {
         "{err}"
     );
     let c = tmp("o.toml", "segments = 4\nmax_old_acks = 99\n");
-    let (code, _, err) = trc(&["check", "--config", &c]);
+    let (code, _, err) = trc!(&["check", "--config", &c]);
     assert_eq!(code, 2);
     assert!(
         err.contains("o.toml:2: impossible bounds: max_old_acks"),
@@ -388,7 +375,7 @@ fn old_acks_flag_is_validated_and_grows_the_space() {
             "--json",
         ];
         args.extend_from_slice(extra);
-        let (code, out, err) = trc(&args);
+        let (code, out, err) = trc!(&args);
         assert_eq!(code, 0, "{out}{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["properties"].as_array().unwrap().len(), 2);
@@ -421,7 +408,7 @@ fn f9_after_recovery_forms_are_found_and_accepted() {
         "--property",
         "I2",
     ];
-    let (code, out, _) = trc(&args);
+    let (code, out, _) = trc!(&args);
     assert_eq!(code, 0, "{out}");
     for sig in [
         "after-tcp_enter_loss:icsk_retransmits-0",
@@ -436,7 +423,7 @@ fn f9_after_recovery_forms_are_found_and_accepted() {
     }
     let mut bare = args.to_vec();
     bare.extend(["--baseline", "no-such-baseline.toml"]);
-    let (code, out, _) = trc(&bare);
+    let (code, out, _) = trc!(&bare);
     assert_eq!(code, 1, "{out}");
 }
 
@@ -446,7 +433,7 @@ fn f9_after_recovery_forms_are_found_and_accepted() {
 /// timestamp evidence as F1's Loss form, plus `dupack`).
 #[test]
 fn matrix_cells_separate_accepted_findings_from_new_violations() {
-    let (code, out, _) = trc(&[
+    let (code, out, _) = trc!(&[
         "matrix",
         "--profile",
         "linux-6.18",
@@ -469,7 +456,7 @@ fn matrix_cells_separate_accepted_findings_from_new_violations() {
     let pre = &v[1]["properties"]["I1"];
     assert_eq!(pre["violated"], true, "{pre}");
     assert_eq!(pre["steps"], 3, "{pre}");
-    let (_, text, _) = trc(&[
+    let (_, text, _) = trc!(&[
         "matrix",
         "--profile",
         "linux-6.18",

@@ -10,6 +10,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
+use trc_testkit::trc;
 
 const CLI_MD: &str = "docs/reference/cli.md";
 const BLESS: &str = "TRC_BLESS=1 cargo test --release -p trc --test docs";
@@ -20,7 +21,7 @@ fn help(path: &[String]) -> String {
     args.push("--help");
     // A fixed width, should clap ever wrap help to the terminal (it reads COLUMNS when its
     // output is not a terminal).
-    let (code, out, err) = common::trc(&args, &[("COLUMNS", "100")]);
+    let (code, out, err) = trc!(&args, &[("COLUMNS", "100")]);
     assert_eq!(code, 0, "trc {} exited {code}: {err}", args.join(" "));
     out
 }

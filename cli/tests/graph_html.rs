@@ -5,19 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("trc-graph-test-{}-{name}", std::process::id()));
@@ -29,7 +17,7 @@ fn tmpdir(name: &str) -> PathBuf {
 /// The seed bug's graph: `I1-linux-6.15.{dot,html}` in a fresh directory.
 fn seed_graph(name: &str) -> (PathBuf, String) {
     let dir = tmpdir(name);
-    let (code, out, err) = trc(&[
+    let (code, out, err) = trc!(&[
         "graph",
         "--profile",
         "linux-6.15",
@@ -122,7 +110,7 @@ fn seed_bug_graph_files() {
 #[test]
 fn no_violation_draws_the_initial_states_and_bad_input_exits_2() {
     let dir = tmpdir("none");
-    let (code, out, _) = trc(&[
+    let (code, out, _) = trc!(&[
         "graph",
         "--profile",
         "linux-6.18",
@@ -140,12 +128,12 @@ fn no_violation_draws_the_initial_states_and_bad_input_exits_2() {
     assert_eq!(page_data(&html)["path"].as_array().unwrap().len(), 1);
     assert!(dir.join("init-linux-6.18.dot").exists());
     let file = dir.join("init-linux-6.18.dot");
-    let (code, _, err) = trc(&["graph", "--out", file.to_str().unwrap()]);
+    let (code, _, err) = trc!(&["graph", "--out", file.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("not a directory"), "{err}");
-    let (code, _, err) = trc(&["graph", "--property", "I99", "--out", dir.to_str().unwrap()]);
+    let (code, _, err) = trc!(&["graph", "--property", "I99", "--out", dir.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, _) = trc(&[
+    let (code, _, _) = trc!(&[
         "graph",
         "--profile",
         "linux-0.1",
@@ -153,7 +141,7 @@ fn no_violation_draws_the_initial_states_and_bad_input_exits_2() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(code, 2);
-    let (code, _, _) = trc(&["graph"]);
+    let (code, _, _) = trc!(&["graph"]);
     assert_eq!(code, 2, "--out is required");
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -373,7 +361,7 @@ fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
     };
     // The page `trc check --out` writes beside the script is the same page as `trc graph`'s.
     let dir = tmpdir("pictures");
-    let (code, _, err) = trc(&[
+    let (code, _, err) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",
@@ -517,7 +505,7 @@ fn kernel_run_plot_draws_the_trace() {
     let chromium = find_chromium().unwrap();
     let dir = tmpdir("kernel-plot");
     let page = dir.join("seed.html");
-    let (code, out, err) = trc(&[
+    let (code, out, err) = trc!(&[
         "kernel",
         "run",
         "counterexamples/regressions/I1-linux-6.15-nosack.pkt",
@@ -625,7 +613,7 @@ fn kernel_run_plot_draws_the_trace() {
     // F1 (findings/i1-eifel-undo-after-real-loss): the kernel undoes after a real loss, and the
     // kernel check's I1 monitor marks that step.
     let page = dir.join("f1.html");
-    let (code, out, err) = trc(&[
+    let (code, out, err) = trc!(&[
         "kernel",
         "run",
         "counterexamples/findings/i1-eifel-undo-after-real-loss.pkt",
@@ -655,7 +643,7 @@ fn kernel_run_plot_draws_the_trace() {
     shot_of(&chromium, &page, &profile, &dir.join("f1-kernel-run.png"));
 
     // Usage: several scripts without --kernel is refused before anything runs.
-    let (code, _, err) = trc(&[
+    let (code, _, err) = trc!(&[
         "kernel",
         "run",
         "counterexamples/kernel/tlp.pkt",

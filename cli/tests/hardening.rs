@@ -4,20 +4,7 @@
 //! removed.
 
 use std::path::PathBuf;
-use std::process::Command;
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("trc-hardening-{}-{name}", std::process::id()));
@@ -35,7 +22,7 @@ fn file(d: &std::path::Path, name: &str, content: &[u8]) -> String {
 #[test]
 fn cwnd_scale_and_other_numbers_are_bounded_at_the_boundary() {
     // cwnd * 717 would overflow 32 bits and give false I17/I3 violations: a usage error.
-    let (code, _, err) = trc(&["check", "--initcwnd", "6000000"]);
+    let (code, _, err) = trc!(&["check", "--initcwnd", "6000000"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("--initcwnd: impossible bounds: initcwnd must be between 1 and 65535"),
@@ -57,7 +44,7 @@ fn cwnd_scale_and_other_numbers_are_bounded_at_the_boundary() {
             "c.toml",
             format!("# based on the defaults\nsegments = 4\n{field} = {value}\n").as_bytes(),
         );
-        let (code, _, err) = trc(&["check", "--config", &c]);
+        let (code, _, err) = trc!(&["check", "--config", &c]);
         assert_eq!(code, 2, "{field}: {err}");
         assert!(
             err.contains("c.toml:3: impossible bounds: ") && err.contains(field),
@@ -70,15 +57,15 @@ fn cwnd_scale_and_other_numbers_are_bounded_at_the_boundary() {
 fn invalid_utf8_in_profile_config_baseline_and_script_files_is_reported_with_its_line() {
     let d = dir("utf8");
     let p = file(&d, "p.toml", b"base = \"linux-6.18\"\n# caf\xe9\n");
-    let (code, _, err) = trc(&["check", "--profile", &p]);
+    let (code, _, err) = trc!(&["check", "--profile", &p]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("p.toml:2: not valid UTF-8"), "{err}");
     let c = file(&d, "c.toml", b"segments = 4\n\n\xff = 1\n");
-    let (code, _, err) = trc(&["check", "--config", &c]);
+    let (code, _, err) = trc!(&["check", "--config", &c]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("c.toml:3: not valid UTF-8"), "{err}");
     let b = file(&d, "b.toml", b"[[accepted]]\n\xc3\n");
-    let (code, _, err) = trc(&["check", "--segments", "2", "--baseline", &b]);
+    let (code, _, err) = trc!(&["check", "--segments", "2", "--baseline", &b]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("b.toml:2: not valid UTF-8"), "{err}");
     // Scripts too, for the model and for the kernel (before any run, so also where runs skip).
@@ -92,7 +79,7 @@ fn invalid_utf8_in_profile_config_baseline_and_script_files_is_reported_with_its
         &["kernel", "run", &s],
         &["kernel", "run", "--kernel", "/nonexistent/vmlinuz", &s],
     ] {
-        let (code, _, err) = trc(cmd);
+        let (code, _, err) = trc!(cmd);
         assert_eq!(code, 2, "{cmd:?}: {err}");
         assert!(err.contains("s.pkt:3: not valid UTF-8"), "{cmd:?}: {err}");
     }
@@ -106,12 +93,28 @@ fn unknown_base_points_at_the_base_line() {
         "p.toml",
         b"# based on linux-6.18\n\nbase = \"linux-9.99\"\n",
     );
-    let (code, _, err) = trc(&["check", "--profile", &p]);
+    let (code, _, err) = trc!(&["check", "--profile", &p]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("p.toml:3: unknown base profile `linux-9.99`"),
         "{err}"
     );
+}
+
+/// The test mutants cannot be switched on from the binary, not even from the one
+/// `cargo test --workspace` builds (where the `mutants` feature is unified into the model):
+/// `mutants` is an unknown key of a profile file.
+#[test]
+fn a_profile_file_cannot_switch_on_a_test_mutant() {
+    let d = dir("mutants");
+    let p = file(
+        &d,
+        "m.toml",
+        b"base = \"linux-6.18\"\nmutants = [\"end-cwnd-no-snap\"]\n",
+    );
+    let (code, _, err) = trc!(&["check", "--profile", &p, "--property", "I13"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("m.toml:2: unknown field `mutants`"), "{err}");
 }
 
 #[test]
@@ -124,7 +127,7 @@ fn profile_names_cannot_escape_the_out_directory() {
             format!("base = \"linux-6.15\"\n\nname = \"{name}\"\n").as_bytes(),
         );
         let out = d.join("out");
-        let (code, _, err) = trc(&[
+        let (code, _, err) = trc!(&[
             "check",
             "--profile",
             &p,
@@ -145,7 +148,7 @@ fn out_must_be_a_directory_before_the_exploration() {
     let d = dir("outfile");
     let f = file(&d, "not-a-dir", b"");
     let t0 = std::time::Instant::now();
-    let (code, out, err) = trc(&[
+    let (code, out, err) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",
@@ -169,7 +172,7 @@ fn stale_temporary_files_of_a_killed_run_are_removed() {
     let live = d.join(format!(".I1-linux-6.15.json.tmp-{}", std::process::id()));
     std::fs::write(&stale, "half").unwrap();
     std::fs::write(&live, "in use").unwrap();
-    let (code, _, err) = trc(&[
+    let (code, _, err) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",

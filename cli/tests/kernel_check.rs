@@ -6,23 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 /// The host runs and the VM run one after the other: a VM's CPU load makes host packets late.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -45,7 +29,11 @@ fn small_corpus(name: &str) -> PathBuf {
     ] {
         let to = d.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(root().join("counterexamples").join(f), &to).unwrap();
+        std::fs::copy(
+            trc_testkit::workspace().join("counterexamples").join(f),
+            &to,
+        )
+        .unwrap();
     }
     d
 }
@@ -120,20 +108,20 @@ fn assert_small_suite(code: i32, out: &str, err: &str) {
 
 #[test]
 fn input_errors_and_skips() {
-    let (c, _, e) = trc(&["kernel", "check", "--suite", "bogus"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--suite", "bogus"]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("expected regressions, corpus or random"), "{e}");
-    let (c, _, e) = trc(&["kernel", "check", "--suite", "random:0"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--suite", "random:0"]);
     assert_eq!(c, 2, "{e}");
-    let (c, _, e) = trc(&["kernel", "check", "--properties", "I1,I5"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--properties", "I1,I5"]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("no kernel monitor"), "{e}");
-    let (c, _, e) = trc(&["kernel", "check", "--properties", "I99"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--properties", "I99"]);
     assert_eq!(c, 2, "{e}");
-    let (c, _, e) = trc(&["kernel", "check", "--profile", "no-such-profile"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--profile", "no-such-profile"]);
     assert_eq!(c, 2, "{e}");
     // A kernel image that does not exist: skipped (4), like `kernel run --kernel`.
-    let (c, _, e) = trc(&["kernel", "check", "--kernel", "/nonexistent/vmlinuz"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--kernel", "/nonexistent/vmlinuz"]);
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("no such kernel image"), "{e}");
 }
@@ -147,7 +135,7 @@ fn small_suite_on_the_running_kernel() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let corpus = small_corpus("kcheck-host");
     let t = std::time::Instant::now();
-    let (c, out, err) = trc(&[
+    let (c, out, err) = trc!(&[
         "kernel",
         "check",
         "--suite",
@@ -164,7 +152,7 @@ fn small_suite_on_the_running_kernel() {
     // Without a baseline the same violations fail the check.
     let empty = corpus.join("empty-baseline.toml");
     std::fs::write(&empty, "").unwrap();
-    let (c, out, err) = trc(&[
+    let (c, out, err) = trc!(&[
         "kernel",
         "check",
         "--suite",
@@ -192,7 +180,7 @@ fn small_suite_on_the_running_kernel() {
         "{out}"
     );
     // Random walks: every one runs and is judged by every monitor.
-    let (c, out, err) = trc(&["kernel", "check", "--suite", "random:3,7", "--json"]);
+    let (c, out, err) = trc!(&["kernel", "check", "--suite", "random:3,7", "--json"]);
     assert!(matches!(c, 0 | 1 | 3), "{c}\n{out}\n{err}");
     let v: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
@@ -242,7 +230,7 @@ fn small_suite_in_a_vm() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let corpus = small_corpus("kcheck-vm");
     let t = std::time::Instant::now();
-    let (c, out, err) = trc(&[
+    let (c, out, err) = trc!(&[
         "kernel",
         "check",
         "--kernel",
@@ -326,7 +314,7 @@ fn shards_merge_to_the_single_run() {
     let with = |extra: &[&str]| -> Vec<String> {
         base.iter().chain(extra).map(|s| s.to_string()).collect()
     };
-    let run = |a: &[String]| trc(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = |a: &[String]| trc!(&a.iter().map(String::as_str).collect::<Vec<_>>());
     let (code, single, err) = run(&with(&["--json"]));
     assert_small_suite(code, &single, &err);
     let single: serde_json::Value = serde_json::from_str(&single).unwrap();
@@ -375,7 +363,7 @@ fn shards_merge_to_the_single_run() {
         files.reverse();
         let mut m = vec!["merge", "--json"];
         m.extend(files.iter().map(String::as_str));
-        let (mc, merged, err) = trc(&m);
+        let (mc, merged, err) = trc!(&m);
         let merged: serde_json::Value = serde_json::from_str(&merged)
             .unwrap_or_else(|e| panic!("N = {n}: {e}: {merged}\n{err}"));
         let timing = timing_flake(&merged) || timing_flake(&single);
@@ -387,7 +375,7 @@ fn shards_merge_to_the_single_run() {
         assert_eq!(mc, code, "N = {n}");
         let mut m = vec!["merge"];
         m.extend(files.iter().map(String::as_str));
-        let (mc, text, _) = trc(&m);
+        let (mc, text, _) = trc!(&m);
         if !timing && !text.contains("timing error") && !single_text.contains("timing error") {
             assert_eq!(no_total(&text), no_total(&single_text), "N = {n}");
         } else {
@@ -414,7 +402,7 @@ fn shards_merge_to_the_single_run() {
     let files: Vec<String> = (1..=4).map(|i| shard_file(i, 4, &[])).collect();
     let mut m = vec!["merge", "--json"];
     m.extend(files.iter().map(String::as_str));
-    let (_, merged, _) = trc(&m);
+    let (_, merged, _) = trc!(&m);
     let (um, us) = untimed(
         &serde_json::from_str::<serde_json::Value>(&merged).unwrap(),
         &single,
@@ -422,13 +410,13 @@ fn shards_merge_to_the_single_run() {
     assert_eq!(um, us);
     // Refusals: a missing shard, a shard twice, a shard of another command, of another run.
     let (a, b) = (&files_of_2[1], &files_of_2[0]);
-    let (c, _, e) = trc(&["merge", a]);
+    let (c, _, e) = trc!(&["merge", a]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("missing shard 2/2"), "{e}");
-    let (c, _, e) = trc(&["merge", a, a, b]);
+    let (c, _, e) = trc!(&["merge", a, a, b]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("given twice"), "{e}");
-    let (_, matrix, _) = trc(&[
+    let (_, matrix, _) = trc!(&[
         "matrix",
         "--segments",
         "3",
@@ -439,14 +427,14 @@ fn shards_merge_to_the_single_run() {
     ]);
     let mf = dir.join("matrix-2-of-2.json");
     std::fs::write(&mf, matrix).unwrap();
-    let (c, _, e) = trc(&["merge", a, mf.to_str().unwrap()]);
+    let (c, _, e) = trc!(&["merge", a, mf.to_str().unwrap()]);
     assert_eq!(c, 2, "{e}");
     assert!(
         e.contains("trc kernel check") && e.contains("trc matrix"),
         "{e}"
     );
     let foreign = shard_file(2, 2, &["--properties", "I1,I2"]);
-    let (c, _, e) = trc(&["merge", a, &foreign]);
+    let (c, _, e) = trc!(&["merge", a, &foreign]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("different runs"), "{e}");
     // Shards from two kernels: the same split, but one shard's kernel is another's.
@@ -455,7 +443,7 @@ fn shards_merge_to_the_single_run() {
     other["report"]["kernel"] = "0.0.0-other (running kernel)".into();
     let of = dir.join("other-kernel.json");
     std::fs::write(&of, other.to_string()).unwrap();
-    let (c, _, e) = trc(&["merge", a, of.to_str().unwrap()]);
+    let (c, _, e) = trc!(&["merge", a, of.to_str().unwrap()]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("on one kernel"), "{e}");
 }
@@ -481,12 +469,16 @@ fn i2_monitor_finds_f9_on_the_running_kernel() {
     ] {
         let to = d.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(root().join("counterexamples").join(f), &to).unwrap();
+        std::fs::copy(
+            trc_testkit::workspace().join("counterexamples").join(f),
+            &to,
+        )
+        .unwrap();
     }
     // The monitor's own verdicts, without the baseline that accepts F9 (checked after).
     let empty = d.join("empty-baseline.toml");
     std::fs::write(&empty, "").unwrap();
-    let (c, _, err) = trc(&[
+    let (c, _, err) = trc!(&[
         "kernel",
         "check",
         "--suite",
@@ -497,7 +489,7 @@ fn i2_monitor_finds_f9_on_the_running_kernel() {
         "I2",
     ]);
     assert_eq!(c, 0, "F9 is accepted: {err}");
-    let (c, out, err) = trc(&[
+    let (c, out, err) = trc!(&[
         "kernel",
         "check",
         "--suite",

@@ -4,24 +4,7 @@
 //! `--no-shrink` says so. Run under `flock /tmp/trc-kernel.lock`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 fn corpus(name: &str, files: &[&str]) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -29,7 +12,11 @@ fn corpus(name: &str, files: &[&str]) -> PathBuf {
     for f in std::iter::once(&"common/defaults.sh").chain(files) {
         let to = d.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(root().join("counterexamples").join(f), &to).unwrap();
+        std::fs::copy(
+            trc_testkit::workspace().join("counterexamples").join(f),
+            &to,
+        )
+        .unwrap();
     }
     d
 }
@@ -58,7 +45,7 @@ fn violations_shrink_or_say_why_not() {
     let nb = empty.to_str().unwrap();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcheck-shrink-out");
     let _ = std::fs::remove_dir_all(&out);
-    let (code, stdout, stderr) = trc(&[
+    let (code, stdout, stderr) = trc!(&[
         "kernel",
         "check",
         "--corpus",
@@ -110,7 +97,7 @@ fn violations_shrink_or_say_why_not() {
         "kcheck-shrink-corpus",
         &["findings/i1-eifel-undo-after-real-loss.pkt"],
     );
-    let (code, stdout, stderr) = trc(&[
+    let (code, stdout, stderr) = trc!(&[
         "kernel",
         "check",
         "--suite",
@@ -127,7 +114,7 @@ fn violations_shrink_or_say_why_not() {
         stdout.contains("not shrunk: no violating scenario comes from a model action list"),
         "{stdout}"
     );
-    let (code, stdout, stderr) = trc(&[
+    let (code, stdout, stderr) = trc!(&[
         "kernel",
         "check",
         "--suite",
@@ -146,7 +133,7 @@ fn violations_shrink_or_say_why_not() {
     assert_eq!(i1(&v)["shrink_note"], "not shrunk (--no-shrink)");
     assert!(i1(&v)["shrunk"].is_null());
     // With the baseline, F1 is accepted: nothing to shrink, exit 0.
-    let (code, stdout, stderr) = trc(&[
+    let (code, stdout, stderr) = trc!(&[
         "kernel",
         "check",
         "--suite",

@@ -2,40 +2,23 @@
 //! suite on the running kernel (root + tun; skipped, saying why, without them). Run the kernel
 //! part under `flock /tmp/trc-kernel.lock`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use std::path::Path;
+use trc_testkit::trc;
 
 #[test]
 fn coverage_input_errors() {
     // Bounds are the coverage suite's only.
-    let (c, _, e) = trc(&["kernel", "check", "--suite", "corpus", "--losses", "2"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--suite", "corpus", "--losses", "2"]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("apply only to --suite coverage"), "{e}");
     // Impossible bounds: the flag is named.
-    let (c, _, e) = trc(&["kernel", "check", "--suite", "coverage", "--segments", "0"]);
+    let (c, _, e) = trc!(&["kernel", "check", "--suite", "coverage", "--segments", "0"]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("--segments"), "{e}");
     // A bad config file: its line.
     let bad = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcov-bad.toml");
     std::fs::write(&bad, "segments = 4\nlosses = 1\n").unwrap();
-    let (c, _, e) = trc(&[
+    let (c, _, e) = trc!(&[
         "kernel",
         "check",
         "--suite",
@@ -65,7 +48,7 @@ fn small_coverage_suite_on_the_running_kernel() {
     ];
     let mut args = vec!["kernel", "check", "--suite", "coverage", "--json"];
     args.extend(bounds);
-    let (c, out, err) = trc(&args);
+    let (c, out, err) = trc!(&args);
     // Every monitored property decided one way or the other, every scenario run: 0 or 1, never 3.
     assert!(c == 0 || c == 1, "exit {c}\n{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -103,7 +86,7 @@ fn small_coverage_suite_on_the_running_kernel() {
     // The text report carries the same coverage section.
     let mut args = vec!["kernel", "check", "--suite", "coverage"];
     args.extend(bounds);
-    let (c2, text, err) = trc(&args);
+    let (c2, text, err) = trc!(&args);
     assert!(c2 == 0 || c2 == 1, "exit {c2}\n{text}\n{err}");
     assert!(
         text.contains(&format!(
@@ -127,13 +110,13 @@ fn small_coverage_suite_on_the_running_kernel() {
         let sh = format!("{i}/2");
         let mut args = vec!["kernel", "check", "--suite", "coverage", "--shard", &sh];
         args.extend(bounds);
-        let (c, out, err) = trc(&args);
+        let (c, out, err) = trc!(&args);
         assert!(c == 0 || c == 1, "shard {sh}: exit {c}\n{err}");
         let f = dir.join(format!("s{i}.json"));
         std::fs::write(&f, out).unwrap();
         files.push(f.display().to_string());
     }
-    let (c, out, err) = trc(&["merge", "--json", &files[0], &files[1]]);
+    let (c, out, err) = trc!(&["merge", "--json", &files[0], &files[1]]);
     assert!(c == 0 || c == 1, "merge: exit {c}\n{err}");
     let m: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{scratch, trc};
+use common::scratch;
+use trc_testkit::trc;
 
 fn fake_ko(p: &Path, name: &str, release: &str) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -61,14 +62,14 @@ fn modules_dir_errors_before_any_vm() {
             "corpus",
         ],
     ] {
-        let (c, _, e) = trc(&args, &no_qemu);
+        let (c, _, e) = trc!(&args, &no_qemu);
         assert_eq!(c, 2, "{args:?}: {e}");
         assert!(e.contains("no tun.ko") && e.contains("9.9.9-test"), "{e}");
     }
     // The same directory saying tun is built in (modules.builtin): accepted, so the next
     // missing thing is qemu (4).
     std::fs::write(flat.join("modules.builtin"), "kernel/drivers/net/tun.ko\n").unwrap();
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -86,7 +87,7 @@ fn modules_dir_errors_before_any_vm() {
     let flat2 = d.join("flat2");
     std::fs::create_dir_all(&flat2).unwrap();
     std::fs::write(flat2.join("tun.ko.xz"), b"not really xz").unwrap();
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -106,7 +107,7 @@ fn modules_dir_errors_before_any_vm() {
         "tun",
         "9.9.9-test",
     );
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -127,7 +128,7 @@ fn modules_dir_errors_before_any_vm() {
         "6.1.0-other",
     );
     std::fs::write(other.join("modules.dep"), "kernel/drivers/net/tun.ko:\n").unwrap();
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -200,10 +201,10 @@ fn a_flat_modules_dir_boots_and_runs() {
         json.to_str().unwrap(),
         "counterexamples/kernel/fr-sack.pkt",
     ];
-    let (mut c, mut out, mut err) = trc(&args, &[]);
+    let (mut c, mut out, mut err) = trc!(&args, &[]);
     if c == 1 {
         eprintln!("first run failed, running again:\n{out}\n{err}");
-        (c, out, err) = trc(&args, &[]);
+        (c, out, err) = trc!(&args, &[]);
     }
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

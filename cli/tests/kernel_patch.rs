@@ -9,8 +9,9 @@
 
 mod common;
 
-use common::{root, scratch, trc};
+use common::{root, scratch};
 use serde_json::Value;
+use trc_testkit::trc;
 
 /// The base image's path, or why the kernel tests skip.
 fn base_image() -> Result<String, String> {
@@ -21,7 +22,7 @@ fn base_image() -> Result<String, String> {
     {
         return Err("no qemu-system-x86_64 (apt-get install qemu-system-x86)".into());
     }
-    let (rc, out, err) = trc(
+    let (rc, out, err) = trc!(
         &["kernel", "build", "debian:sid", "--cached", "--print-path"],
         &[],
     );
@@ -65,7 +66,7 @@ fn a_patch_that_does_not_apply_names_its_hunk_and_builds_nothing() {
     let bad = d.join("bad.patch");
     std::fs::write(&bad, "--- a/net/ipv4/tcp_input.c\n+++ b/net/ipv4/tcp_input.c\n@@ -2762,2 +2762,2 @@\n-\tif (this line is not in tcp_input.c)\n+\tif (nor this one)\n \t\treturn false;\n").unwrap();
     let b = bad.display().to_string();
-    let (rc, out, err) = trc(
+    let (rc, out, err) = trc!(
         &[
             "kernel",
             "build",
@@ -82,7 +83,7 @@ fn a_patch_that_does_not_apply_names_its_hunk_and_builds_nothing() {
     );
     assert!(!err.contains("compiled"), "something was built: {err}");
     // The same through the patch check, before either kernel is built or booted.
-    let (rc, _, err) = trc(
+    let (rc, _, err) = trc!(
         &["kernel", "check", "--patch", &b, "--suite", "corpus"],
         &[],
     );
@@ -92,7 +93,7 @@ fn a_patch_that_does_not_apply_names_its_hunk_and_builds_nothing() {
         "{err}"
     );
     // The tree was left as it was: the seed revert still applies and is cached or builds.
-    let (rc, out, err) = trc(
+    let (rc, out, err) = trc!(
         &[
             "kernel",
             "build",
@@ -132,7 +133,7 @@ fn the_seed_bug_put_back_is_a_new_i1_violation() {
     }
     let c = corpus("kpatch-seed");
     let out_dir = c.join("out");
-    let (rc, out, err) = trc(
+    let (rc, out, err) = trc!(
         &[
             "kernel",
             "check",
@@ -208,7 +209,7 @@ fn a_comment_only_patch_changes_nothing() {
         return;
     }
     let c = corpus("kpatch-comment");
-    let (rc, out, err) = trc(
+    let (rc, out, err) = trc!(
         &[
             "kernel",
             "check",
@@ -240,7 +241,7 @@ fn a_comment_only_patch_changes_nothing() {
 #[test]
 fn two_images_compare_with_against_kernel() {
     let Some(base) = base_or_skip() else { return };
-    let (rc, patched, err) = trc(
+    let (rc, patched, err) = trc!(
         &[
             "kernel",
             "build",
@@ -252,7 +253,7 @@ fn two_images_compare_with_against_kernel() {
     );
     assert_eq!(rc, 0, "{err}");
     let c = corpus("kpatch-against");
-    let (rc, out, err) = trc(
+    let (rc, out, err) = trc!(
         &[
             "kernel",
             "check",

@@ -4,7 +4,8 @@
 //! there as they do on the host. Skipped, saying why, without qemu, busybox-static or the kernel.
 
 mod common;
-use common::{scratch, trc};
+use common::scratch;
+use trc_testkit::trc;
 
 #[test]
 fn input_errors_before_any_vm() {
@@ -19,7 +20,7 @@ fn input_errors_before_any_vm() {
     std::fs::write(&notimage, vec![0u8; 4096]).unwrap();
     let ok = "counterexamples/kernel/fr-sack.pkt";
     // A bad script: 2, even with a kernel that does not exist.
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -32,13 +33,13 @@ fn input_errors_before_any_vm() {
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("bad.pkt:2"), "{e}");
     // No kernel image: skipped (4).
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &["kernel", "run", "--kernel", "/nonexistent/vmlinuz", ok],
         &[],
     );
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("no such kernel image"), "{e}");
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -53,7 +54,7 @@ fn input_errors_before_any_vm() {
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("trc kernel fetch debian:nosuchsuite"), "{e}");
     // A file that is not a bzImage: 2.
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &["kernel", "run", "--kernel", notimage.to_str().unwrap(), ok],
         &[],
     );
@@ -67,7 +68,7 @@ fn input_errors_before_any_vm() {
     b[0x20e..0x210].copy_from_slice(&0x0500u16.to_le_bytes());
     b[0x700..0x70b].copy_from_slice(b"9.9.9-test\0");
     std::fs::write(&fake, b).unwrap();
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -82,11 +83,11 @@ fn input_errors_before_any_vm() {
     assert_eq!(c, 4, "{e}");
     assert!(e.contains("qemu not found"), "{e}");
     // Several scripts need a VM; VM-only flags need --kernel; bad limits.
-    let (c, _, e) = trc(&["kernel", "run", ok, ok], &[]);
+    let (c, _, e) = trc!(&["kernel", "run", ok, ok], &[]);
     assert_eq!(c, 2, "{e}");
-    let (c, _, _) = trc(&["kernel", "run", "--accel", "kvm", ok], &[]);
+    let (c, _, _) = trc!(&["kernel", "run", "--accel", "kvm", ok], &[]);
     assert_eq!(c, 2);
-    let (c, _, e) = trc(
+    let (c, _, e) = trc!(
         &[
             "kernel",
             "run",
@@ -101,45 +102,20 @@ fn input_errors_before_any_vm() {
     assert_eq!(c, 2, "{e}");
     // Bad fetch specs.
     for s in ["sid", "debian:Sid", "debian:7.2_sid", "debian:"] {
-        let (c, _, e) = trc(&["kernel", "fetch", s, "--cache", d.to_str().unwrap()], &[]);
+        let (c, _, e) = trc!(&["kernel", "fetch", s, "--cache", d.to_str().unwrap()], &[]);
         assert_eq!(c, 2, "{s}: {e}");
     }
     // The guest's init refuses to run anywhere but as pid 1.
-    let (c, _, e) = trc(&["kernel", "guest"], &[]);
+    let (c, _, e) = trc!(&["kernel", "guest"], &[]);
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("pid 1"), "{e}");
 }
 
-/// The kernel for the boot test, or why there is none.
-fn kernel() -> Result<String, String> {
-    if let Some(k) = std::env::var_os("TRC_VM_KERNEL").filter(|k| !k.is_empty()) {
-        return Ok(k.to_string_lossy().into_owned());
-    }
-    let cache = trc_vm::default_cache_dir();
-    for k in ["7.2-sid", "sid"] {
-        let d = cache.join("kernels").join(k);
-        if d.join("vmlinuz").exists()
-            && trc_vm::KernelImage::from_dir(&d).is_ok_and(|i| i.release.starts_with("7.2"))
-        {
-            return Ok(d.to_string_lossy().into_owned());
-        }
-    }
-    Err(format!("no Debian 7.2 kernel (set TRC_VM_KERNEL, or run `trc kernel fetch debian:sid`; looked in {})", cache.join("kernels").display()))
-}
-
-/// What a VM test needs (qemu, busybox-static, a Debian 7.2 kernel): the kernel, or `None` after
-/// saying on stderr why the test skips.
-fn vm_kernel_or_skip() -> Option<String> {
-    let k = trc_vm::host::find_qemu(None)
-        .and_then(|_| trc_vm::initramfs::find_busybox())
-        .map_err(|e| e.to_string())
-        .and_then(|_| kernel());
-    k.map_err(|e| eprintln!("skipped: {e}")).ok()
-}
-
 #[test]
 fn three_scripts_pass_in_a_debian_7_2_vm() {
-    let Some(k) = vm_kernel_or_skip() else { return };
+    let Some(k) = trc_vm::flags::test_kernel_or_skip() else {
+        return;
+    };
     let d = scratch("kernel-vm-boot");
     let json = d.join("run.json");
     let cache = d.join("cache");
@@ -161,12 +137,12 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
         json.to_str().unwrap(),
     ];
     args.extend(scripts);
-    let (mut c, mut out, mut err) = trc(&args, &[]);
+    let (mut c, mut out, mut err) = trc!(&args, &[]);
     if c == 1 {
         // As in the conformance test: HZ=250 timers can move a packet out of its window; a
         // failure must repeat to count.
         eprintln!("first run failed, running again:\n{out}\n{err}");
-        (c, out, err) = trc(&args, &[]);
+        (c, out, err) = trc!(&args, &[]);
     }
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("accelerator: tcg-icount"), "{out}");
@@ -215,7 +191,9 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
 /// retransmission; F1's: the kernel's undo, where the I1 monitor marks the step).
 #[test]
 fn plots_of_several_scripts_in_a_vm() {
-    let Some(k) = vm_kernel_or_skip() else { return };
+    let Some(k) = trc_vm::flags::test_kernel_or_skip() else {
+        return;
+    };
     let d = scratch("kernel-vm-plot");
     let plots = d.join("plots");
     let cache = d.join("cache");
@@ -233,7 +211,7 @@ fn plots_of_several_scripts_in_a_vm() {
         "counterexamples/regressions/I1-linux-6.15-nosack.pkt",
         "counterexamples/findings/i1-eifel-undo-after-real-loss.pkt",
     ];
-    let (c, out, err) = trc(&args, &[]);
+    let (c, out, err) = trc!(&args, &[]);
     // The seed script's last asserts are linux-6.15's prediction, which a 7.2 kernel fails.
     assert!(c == 0 || c == 1, "exit {c}\n{out}\n{err}");
     let seed = std::fs::read_to_string(plots.join("I1-linux-6.15-nosack.html"))
@@ -267,91 +245,4 @@ fn plots_of_several_scripts_in_a_vm() {
         "I1 marked at the undo"
     );
     assert!(err.contains("pictures in"), "{err}");
-}
-
-#[test]
-fn impact_input_errors_before_any_vm() {
-    // The experiment runs only in a VM: no --kernel is a usage error, as are bad path values.
-    let (c, _, e) = trc(&["kernel", "impact"], &[]);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("--kernel is required"), "{e}");
-    for bad in [
-        ["--loss", "70"],
-        ["--rtt", "0"],
-        ["--jitter-dist", "zipf"],
-        ["--runs", "0"],
-    ] {
-        let (c, _, e) = trc(
-            &[
-                "kernel",
-                "impact",
-                "--kernel",
-                "/nonexistent/vmlinuz",
-                bad[0],
-                bad[1],
-            ],
-            &[],
-        );
-        assert_eq!(c, 2, "{bad:?}: {e}");
-    }
-    let (c, _, e) = trc(
-        &["kernel", "impact", "--kernel", "/nonexistent/vmlinuz"],
-        &[],
-    );
-    assert_eq!(c, 4, "{e}");
-}
-
-#[test]
-fn impact_experiment_in_a_debian_7_2_vm() {
-    let Some(k) = vm_kernel_or_skip() else { return };
-    let d = scratch("kernel-vm-impact");
-    let json = d.join("impact.json");
-    let cache = d.join("cache");
-    // Two short runs with 5 % loss: drops are certain, so the taps and netem must agree.
-    let args = [
-        "kernel",
-        "impact",
-        "--kernel",
-        &k,
-        "--accel",
-        "tcg-icount",
-        "--cache",
-        cache.to_str().unwrap(),
-        "--runs",
-        "2",
-        "--duration",
-        "3",
-        "--loss",
-        "5",
-        "--json",
-        json.to_str().unwrap(),
-    ];
-    let (c, out, err) = trc(&args, &[]);
-    assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("median of 2: goodput"), "{out}");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2, "{out}");
-    for r in runs {
-        let s = &r["summary"];
-        assert_eq!(s["captured"], true, "{s}");
-        assert!(s["goodput_mbit"].as_f64().unwrap() > 0.0, "{s}");
-        assert!(s["tap_sent"].as_u64().unwrap() > 100, "{s}");
-        assert_eq!(s["tap_losses"], 0, "{s}");
-        assert_eq!(s["oversize"], 0, "segments, not GSO packets: {s}");
-        // What the taps saw dropped (data segments, and packets without payload) is what
-        // netem counted, give or take the few packets of the router's own on r1 (ARP, IPv6
-        // neighbour discovery) that netem may drop too and the taps do not count.
-        assert!(s["tap_dropped"].as_u64().unwrap() > 0, "{s}");
-        let nodata =
-            s["tap_nodata_sent"].as_u64().unwrap() - s["tap_nodata_delivered"].as_u64().unwrap();
-        let seen = s["tap_dropped"].as_u64().unwrap() + nodata;
-        let netem = s["netem_dropped"].as_u64().unwrap();
-        assert!(
-            seen <= netem && netem <= seen + 5,
-            "taps {seen}, netem {netem}: {s}"
-        );
-        assert!(s["counters"]["TcpRetransSegs"].as_i64().unwrap() > 0, "{s}");
-        assert!(r["samples"].as_array().unwrap().len() > 100, "{s}");
-    }
 }

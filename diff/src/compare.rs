@@ -218,7 +218,7 @@ pub fn kernel_view(k: &RunReport, views: &[StepView]) -> (Vec<Option<Obs>>, Vec<
     for ev in &k.trace {
         match ev {
             TraceEvent::Outbound { t_ms, segment, .. }
-                if segment.len > 0 && !segment.flags.contains('S') =>
+                if segment.len > 0 && !segment.flags.syn() =>
             {
                 outs.push((*t_ms, segment.seq, segment.len as u32))
             }

@@ -99,6 +99,57 @@ pub struct DiffReport {
 }
 
 impl DiffReport {
+    /// A report of no scenario (every field at 0 of 0).
+    pub fn empty(profile: String, seed: u64) -> DiffReport {
+        DiffReport {
+            profile,
+            seed,
+            fields: FIELDS.iter().map(|f| (f.to_string(), (0, 0))).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The report of a sharded run (`trc merge`) from its shards' reports, each with the
+    /// work-list indices of its scenarios: counts and field agreement summed, the scenarios'
+    /// results in work-list order.
+    pub fn merge(
+        profile: String,
+        seed: u64,
+        scenarios: usize,
+        parts: Vec<(Vec<usize>, DiffReport)>,
+    ) -> DiffReport {
+        let mut rep = DiffReport::empty(profile, seed);
+        rep.scenarios = scenarios;
+        let mut results: Vec<(usize, ScenarioResult)> = Vec::new();
+        for (ks, r) in parts {
+            rep.agree += r.agree;
+            rep.disagree += r.disagree;
+            rep.flaky += r.flaky;
+            rep.errors += r.errors;
+            rep.kernel_runs += r.kernel_runs;
+            rep.steps_compared += r.steps_compared;
+            rep.steps_skipped += r.steps_skipped;
+            for (f, (a, n)) in &r.fields {
+                let e = rep.fields.entry(f.clone()).or_default();
+                e.0 += a;
+                e.1 += n;
+            }
+            results.extend(ks.into_iter().zip(r.results));
+        }
+        results.sort_by_key(|(k, _)| *k);
+        rep.results = results.into_iter().map(|(_, r)| r).collect();
+        rep
+    }
+
+    /// The fields the verdict reads (segments, ca_state, cwnd, ssthresh) that agree on fewer than
+    /// `bar` percent of the compared steps.
+    pub fn below(&self, bar: f64) -> Vec<&'static str> {
+        ["segments", "ca_state", "cwnd", "ssthresh"]
+            .into_iter()
+            .filter(|f| 100.0 * self.rate(f) < bar)
+            .collect()
+    }
+
     /// Agreement of `field` in [0, 1] (1 if nothing was compared).
     pub fn rate(&self, field: &str) -> f64 {
         match self.fields.get(field) {

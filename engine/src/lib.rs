@@ -107,7 +107,7 @@
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 pub use stateright::Expectation;
 use stateright::Model;
 
@@ -163,7 +163,7 @@ pub struct Options {
 }
 
 /// What the spill file did in a check with [`Options::spill_dir`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpillReport {
     /// The private directory the file was created in (removed right away).
     pub dir: String,
@@ -178,7 +178,7 @@ pub struct SpillReport {
 }
 
 /// Why a check stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StopReason {
     /// Every reachable state (within the boundary and `max_depth`) was visited.
     Complete,
@@ -194,7 +194,7 @@ pub enum StopReason {
 
 /// Outcome for one property. When [`Report::complete`] is false, `Holds` and `NotFound` only
 /// speak for the explored part of the state space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Verdict {
     /// `always`: no visited state violates it.
     Holds,

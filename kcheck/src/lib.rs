@@ -23,8 +23,10 @@ pub mod ghost;
 pub mod monitor;
 pub mod observe;
 pub mod patch;
+pub mod request;
 pub mod run;
 pub mod shrink;
+pub mod timeline;
 
 pub use ghost::{Fate, Ghost, GhostSource};
 pub use monitor::{monitors, Monitor, Outcome};
@@ -466,14 +468,49 @@ pub struct AcceptedViolation {
     pub finding: String,
 }
 
+/// A property's verdict over a suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Decided by a scenario, violated by none.
+    Holds,
+    /// Violated in a scenario that stands for no accepted finding.
+    Violated,
+    /// Violated only in scenarios that stand for accepted findings.
+    Accepted,
+    /// No scenario decided it.
+    Undecided,
+}
+
+/// Its name in the JSON (`holds`, `violated`, `accepted`, `undecided`).
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "violated",
+            Verdict::Accepted => "accepted",
+            Verdict::Undecided => "undecided",
+        })
+    }
+}
+
+impl Verdict {
+    /// As the report prints it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "VIOLATED",
+            Verdict::Accepted => "accepted",
+            Verdict::Undecided => "undecided",
+        }
+    }
+}
+
 /// Per property over the suite.
 #[derive(Clone, Debug, Serialize)]
 pub struct PropertySummary {
     pub id: String,
-    /// `holds`, `violated` (in a scenario that stands for no accepted finding), `accepted`
-    /// (violated only in scenarios that stand for accepted findings) or `undecided` (no
-    /// scenario decided it).
-    pub verdict: String,
+    pub verdict: Verdict,
     pub decided: usize,
     pub undecided: usize,
     /// The scenarios violating it outside the baseline.
@@ -662,7 +699,7 @@ pub fn summarise(
     for m in mons {
         let mut s = PropertySummary {
             id: m.id.to_string(),
-            verdict: String::new(),
+            verdict: Verdict::Undecided,
             decided: 0,
             undecided: 0,
             violated: Vec::new(),
@@ -711,15 +748,14 @@ pub fn summarise(
         s.shortest_path = best.map(|b| b.0.path.clone());
         s.shortest = best.map(|(r, line, detail)| (r.name.clone(), line, detail.clone()));
         s.verdict = if !s.violated.is_empty() {
-            "violated"
+            Verdict::Violated
         } else if !s.accepted.is_empty() {
-            "accepted"
+            Verdict::Accepted
         } else if s.decided > 0 {
-            "holds"
+            Verdict::Holds
         } else {
-            "undecided"
-        }
-        .into();
+            Verdict::Undecided
+        };
         props.push(s);
     }
     let not_run = results.iter().filter(|r| !r.kernel_ran).count();
@@ -734,16 +770,28 @@ pub fn summarise(
 }
 
 impl CheckReport {
-    /// 1 if a property is violated; else 3 if a scenario did not run or a property was decided
-    /// by none; else 0.
-    pub fn exit_code(&self) -> i32 {
-        if self.properties.iter().any(|p| p.verdict == "violated") {
-            1
-        } else if self.not_run > 0 || self.properties.iter().any(|p| p.verdict == "undecided") {
-            3
+    /// Violated if a property is; else incomplete if a scenario did not run or a property was
+    /// decided by none; else holds.
+    pub fn outcome(&self) -> trc_check::Outcome {
+        if self.violated() {
+            trc_check::Outcome::Violated
+        } else if self.not_run > 0
+            || self
+                .properties
+                .iter()
+                .any(|p| p.verdict == Verdict::Undecided)
+        {
+            trc_check::Outcome::Incomplete
         } else {
-            0
+            trc_check::Outcome::Holds
         }
+    }
+
+    /// Whether a property is violated outside the baseline.
+    pub fn violated(&self) -> bool {
+        self.properties
+            .iter()
+            .any(|p| p.verdict == Verdict::Violated)
     }
 
     /// One line per scenario.
@@ -808,10 +856,7 @@ impl CheckReport {
                 .find(|s| s.id == p.id)
                 .map(|s| s.name)
                 .unwrap_or("");
-            let word = match p.verdict.as_str() {
-                "violated" => "VIOLATED",
-                v => v,
-            };
+            let word = p.verdict.word();
             let _ = writeln!(
                 o,
                 "  {name:<72} {word} ({} decided, {} undecided)",

@@ -46,6 +46,7 @@ impl Outcome {
 }
 
 /// One monitor.
+#[derive(Clone, Copy, Debug)]
 pub struct Monitor {
     pub id: &'static str,
     /// What it checks on the kernel's trace (docs/reference/properties.md repeats it).

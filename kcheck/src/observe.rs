@@ -94,12 +94,12 @@ impl KTrace {
                     line,
                     segment: s,
                 } => {
-                    if s.flags.contains('S') {
+                    if s.flags.syn() {
                         peer_sack = s.options.iter().any(|o| matches!(o, WireOption::SackOk));
                         peer_ts = ts_of(&s.options).is_some();
                         continue;
                     }
-                    if !s.flags.contains('.') {
+                    if !s.flags.ack() {
                         continue;
                     }
                     // Live SACK blocks → script space: the same offset as the ACK field's.
@@ -138,7 +138,7 @@ impl KTrace {
                 TraceEvent::Outbound {
                     t_ms, segment: s, ..
                 } => {
-                    if s.flags.contains('S') {
+                    if s.flags.syn() {
                         our_sack = s.options.iter().any(|o| matches!(o, WireOption::SackOk));
                         our_ts = ts_of(&s.options).is_some();
                         continue;

@@ -49,9 +49,9 @@ impl Change {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PropertyChange {
     pub id: String,
-    /// The verdict over the whole suite on each kernel (`holds`, `violated`, `undecided`).
-    pub base: String,
-    pub patched: String,
+    /// The verdict over the whole suite on each kernel.
+    pub base: crate::Verdict,
+    pub patched: crate::Verdict,
     pub change: Change,
     /// Scenarios violated on the patched kernel and not on the base.
     pub new_violations: Vec<NewViolation>,
@@ -370,8 +370,8 @@ pub fn property_changes(
         let id = pb.id.as_str();
         let mut ch = PropertyChange {
             id: id.into(),
-            base: pb.verdict.clone(),
-            patched: pp.verdict.clone(),
+            base: pb.verdict,
+            patched: pp.verdict,
             change: Change::AsOnBase,
             new_violations: Vec::new(),
             fixed: Vec::new(),
@@ -582,18 +582,18 @@ pub fn finish(
 }
 
 impl PatchReport {
-    /// 1: a new violation; 3: a scenario did not run on a kernel; else 0.
-    pub fn exit_code(&self) -> i32 {
+    /// Violated: a new violation; incomplete: a scenario did not run on a kernel; else holds.
+    pub fn outcome(&self) -> trc_check::Outcome {
         if self
             .properties
             .iter()
             .any(|p| p.change == Change::NewViolation)
         {
-            1
+            trc_check::Outcome::Violated
         } else if self.not_run > 0 {
-            3
+            trc_check::Outcome::Incomplete
         } else {
-            0
+            trc_check::Outcome::Holds
         }
     }
 

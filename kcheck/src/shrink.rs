@@ -330,7 +330,7 @@ pub fn note_unshrunk(rep: &mut super::CheckReport, otherwise: Option<&str>) {
     for p in rep
         .properties
         .iter_mut()
-        .filter(|p| p.verdict == "violated" && p.shrunk.is_none())
+        .filter(|p| p.verdict == super::Verdict::Violated && p.shrunk.is_none())
     {
         let shrinkable = rep.cases.iter().any(|r| {
             r.events.is_some()
@@ -355,7 +355,7 @@ pub type Target = (usize, (u32, String));
 pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<Target, String>)> {
     let mut out = Vec::new();
     for (pi, p) in rep.properties.iter().enumerate() {
-        if p.verdict != "violated" {
+        if p.verdict != super::Verdict::Violated {
             continue;
         }
         let mut best: Option<(usize, usize, (u32, String))> = None;

@@ -298,7 +298,7 @@ fn seg(
     options: Vec<WireOption>,
 ) -> TraceSegment {
     TraceSegment {
-        flags: flags.into(),
+        flags: flags.parse().expect("flags"),
         seq,
         end_seq: seq + len as u32,
         len,
@@ -825,10 +825,10 @@ fn violations_in_accepted_findings_scenarios_are_accepted() {
         &mons,
         &acc,
     );
-    assert_eq!(rep.properties[0].verdict, "accepted");
+    assert_eq!(rep.properties[0].verdict, crate::Verdict::Accepted);
     assert_eq!(rep.properties[0].accepted[0].finding, "F1");
     assert!(rep.properties[0].violated.is_empty());
-    assert_eq!(rep.exit_code(), 0);
+    assert_eq!(rep.outcome(), trc_check::Outcome::Holds);
     // Without the baseline the same run fails.
     assert_eq!(
         super::summarise(
@@ -839,8 +839,8 @@ fn violations_in_accepted_findings_scenarios_are_accepted() {
             &mons,
             &[]
         )
-        .exit_code(),
-        1
+        .outcome(),
+        trc_check::Outcome::Violated
     );
     for bad in [other, undeclared] {
         let mut b = bad.clone();
@@ -853,14 +853,14 @@ fn violations_in_accepted_findings_scenarios_are_accepted() {
             &mons,
             &acc,
         );
-        assert_eq!(rep.properties[0].verdict, "violated");
+        assert_eq!(rep.properties[0].verdict, crate::Verdict::Violated);
         assert_eq!(rep.properties[0].violated, vec![bad.name.clone()]);
         assert_eq!(
             rep.properties[0].shortest.as_ref().unwrap().0,
             bad.name,
             "the shortest is the one outside the baseline"
         );
-        assert_eq!(rep.exit_code(), 1);
+        assert_eq!(rep.outcome(), trc_check::Outcome::Violated);
     }
     // A signature of another property does not accept this one's violation.
     let i2 = case_result(
@@ -876,7 +876,7 @@ fn violations_in_accepted_findings_scenarios_are_accepted() {
     assert_eq!(
         super::summarise("s".into(), "k".into(), "p".into(), vec![i2], &mons, &acc2).properties[0]
             .verdict,
-        "violated"
+        crate::Verdict::Violated
     );
 }
 

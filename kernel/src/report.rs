@@ -11,7 +11,7 @@ pub use trc_pkt::report::{LineKind, LineResult, Report, Status, Verdict};
 /// A segment in script sequence space (plus the raw live values).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TraceSegment {
-    pub flags: String,
+    pub flags: trc_pkt::wire::TcpFlags,
     pub seq: u32,
     pub end_seq: u32,
     pub len: usize,
@@ -27,7 +27,7 @@ pub struct TraceSegment {
 impl TraceSegment {
     pub fn from_seg(seg: &Segment, script_seq: u32, script_ack: u32) -> TraceSegment {
         TraceSegment {
-            flags: packet::flags_to_string(seg.flags),
+            flags: trc_pkt::wire::TcpFlags(seg.flags),
             seq: script_seq,
             end_seq: script_seq.wrapping_add(seg.payload_len as u32),
             len: seg.payload_len,

@@ -298,9 +298,12 @@ pub struct Profile {
     #[serde(default)]
     pub cubic_idle: CubicIdle,
     /// Deliberate mutants, used only by tests to show that a property can fail. Exists only
-    /// with the `mutants` cargo feature (enabled by test dev-dependencies, never by `trc`).
+    /// with the `mutants` cargo feature (enabled by test dev-dependencies, never by `trc`), and
+    /// only tests' Rust code sets it: no file or JSON can (`cargo test --workspace` unifies the
+    /// feature into the `trc` binary it builds for the CLI tests; that binary has the mutated
+    /// branches but no way to switch one on).
     #[cfg(feature = "mutants")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip)]
     pub mutants: Vec<Mutant>,
 }
 
@@ -690,8 +693,6 @@ struct ProfileFile {
     hystart_round_reset: Option<HystartRoundReset>,
     hystart_low_window: Option<HystartLowWindow>,
     cubic_idle: Option<CubicIdle>,
-    #[cfg(feature = "mutants")]
-    mutants: Option<Vec<Mutant>>,
 }
 
 fn line_of(src: &str, offset: usize) -> usize {
@@ -852,10 +853,6 @@ pub fn parse_profile_file(src: &str, file: &str) -> Result<Profile, ProfileFileE
     if let Some(v) = f.cubic_idle {
         p.cubic_idle = v;
     }
-    #[cfg(feature = "mutants")]
-    if let Some(v) = f.mutants {
-        p.mutants = v;
-    }
     Ok(p)
 }
 
@@ -911,12 +908,11 @@ mod tests {
         assert_eq!(e.line, 1);
     }
 
-    /// Without the `mutants` feature (the `trc` binary), `mutants` is an unknown key like any
-    /// other: rejected with the file's line. (Run by `cargo test -p trc-model` alone; together
-    /// with trc-properties the feature is unified on and the test below runs instead.)
-    #[cfg(not(feature = "mutants"))]
+    /// `mutants` is an unknown key like any other, with or without the `mutants` feature (which
+    /// `cargo test --workspace` unifies into every build of the model, the `trc` binary's too):
+    /// rejected with the file's line.
     #[test]
-    fn user_file_mutants_rejected_without_feature() {
+    fn user_file_mutants_rejected() {
         let e = parse_profile_file(
             "base = \"linux-6.18\"\nmutants = [\"end-cwnd-no-snap\"]\n",
             "m.toml",
@@ -928,14 +924,5 @@ mod tests {
                 .starts_with("m.toml:2: unknown field `mutants`"),
             "{e}"
         );
-    }
-
-    /// With the feature (test builds), a profile file may name mutants.
-    #[cfg(feature = "mutants")]
-    #[test]
-    fn user_file_mutants_with_feature() {
-        let p = parse_profile_file("mutants = [\"end-cwnd-no-snap\"]\n", "m.toml").unwrap();
-        assert!(p.has(Mutant::EndCwndNoSnap));
-        assert!(!Profile::linux_6_18().has(Mutant::EndCwndNoSnap));
     }
 }

@@ -225,6 +225,44 @@ pub fn mentions(code: &str, name: &str) -> bool {
     })
 }
 
+/// Why the script's `%{ }%` blocks could not be evaluated here (no python3 on PATH), if they could not.
+pub fn problem(script: &crate::Script) -> Option<String> {
+    if !script
+        .statements
+        .iter()
+        .any(|s| matches!(s.kind, crate::StatementKind::Python(_)))
+    {
+        return None;
+    }
+    let py = script
+        .options
+        .iter()
+        .find(|o| o.name == "code_command")
+        .and_then(|o| o.value.clone())
+        .unwrap_or_else(|| "python3".into());
+    // Looked up, not started: the interpreter is the script's choice (`--code_command`), and
+    // nothing of a script runs before (or outside) the run itself.
+    match find_program(&py) {
+        Some(_) => None,
+        None => Some(format!("the script has %{{ }}% blocks and `{py}` cannot be run: packetdrill evaluates them with python3, so install it")),
+    }
+}
+
+/// The executable `name` names: a path as given, or the first match on `PATH`.
+fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let p = std::path::PathBuf::from(name);
+        return runnable(&p).then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| runnable(p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

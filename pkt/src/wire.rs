@@ -56,6 +56,71 @@ pub enum WireOption {
 /// The magic of the experimental Fast Open option (kind 254).
 pub const FASTOPEN_EXP_MAGIC: u16 = 0xF989;
 
+/// A segment's TCP flags (byte 13 of the header). Serialised as packetdrill's letters (`S.`,
+/// `P.`, `-` for none), as [`fmt::Display`] writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+    pub fn syn(self) -> bool {
+        self.has(SYN)
+    }
+    pub fn ack(self) -> bool {
+        self.has(ACK)
+    }
+    pub fn fin(self) -> bool {
+        self.has(FIN)
+    }
+    pub fn rst(self) -> bool {
+        self.has(RST)
+    }
+}
+
+impl fmt::Display for TcpFlags {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&flags_to_string(self.0))
+    }
+}
+
+impl std::str::FromStr for TcpFlags {
+    type Err = String;
+    /// packetdrill's letters (`S`, `F`, `R`, `P`, `.`, `U`, `E`, `W`; `-` for none).
+    fn from_str(s: &str) -> Result<TcpFlags, String> {
+        let mut b = 0;
+        for c in s.chars() {
+            b |= match c {
+                'S' => SYN,
+                'F' => FIN,
+                'R' => RST,
+                'P' => PSH,
+                '.' => ACK,
+                'U' => URG,
+                'E' => ECE,
+                'W' => CWR,
+                '-' => 0,
+                _ => return Err(format!("`{c}` in `{s}` is not a TCP flag")),
+            };
+        }
+        Ok(TcpFlags(b))
+    }
+}
+
+impl Serialize for TcpFlags {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TcpFlags {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TcpFlags, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// packetdrill letters for a flag byte, e.g. `P.` or `S.`.
 pub fn flags_to_string(flags: u8) -> String {
     let mut s = String::new();

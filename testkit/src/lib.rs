@@ -179,3 +179,35 @@ pub fn seed_attachment(name: &str) -> Result<String, String> {
 pub fn skip(test: &str, why: &str) {
     eprintln!("skipped {test}: {why}");
 }
+
+/// What a run of a binary gave: its exit code (-1 when a signal ended it), stdout and stderr.
+pub type Ran = (i32, String, String);
+
+/// Runs `bin` with `args` and the extra environment `env`, in the workspace root.
+pub fn run_in_workspace(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut c = Command::new(bin);
+    c.args(args).current_dir(workspace());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// `trc!(args)` / `trc!(args, env)`: the calling package's `trc` binary (`CARGO_BIN_EXE_trc`,
+/// so only in the cli's tests) run with [`run_in_workspace`]: (exit code, stdout, stderr).
+#[macro_export]
+macro_rules! trc {
+    ($args:expr $(,)?) => {
+        $crate::run_in_workspace(env!("CARGO_BIN_EXE_trc"), $args, &[])
+    };
+    ($args:expr, $env:expr $(,)?) => {
+        $crate::run_in_workspace(env!("CARGO_BIN_EXE_trc"), $args, $env)
+    };
+}

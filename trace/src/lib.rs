@@ -21,7 +21,7 @@ pub mod shell;
 
 use std::fmt::Write as _;
 use std::path::Path;
-use trc_model::model::State;
+use trc_model::model::{Action, State};
 
 /// Bytes per model segment in exported scripts.
 pub const MSS: u32 = 1000;
@@ -60,6 +60,28 @@ pub fn notes(s: &State) -> Vec<String> {
         n.push("PRR with prior_cwnd == 0".into());
     }
     n
+}
+
+/// An event of a model path in words, with the packet it refers to (segment, original or
+/// retransmission, when it was sent): the short form of `trc check`'s counterexamples, the graph
+/// pages and the Explorer ([`export::describe`] is the exported scripts' longer form).
+pub fn event_text(prev: &State, a: &Action) -> String {
+    let pk = |i: u16| {
+        let p = prev.flight[i as usize];
+        format!(
+            "seg {} ({}, sent at {} ms)",
+            p.seg as u32 + 1,
+            if p.rtx { "retransmission" } else { "original" },
+            p.sent
+        )
+    };
+    match a {
+        Action::Deliver { pkt } => format!("deliver {} → ACK", pk(*pkt)),
+        Action::DeliverEce { pkt } => format!("deliver {} → ACK with ECE", pk(*pkt)),
+        Action::DeliverAckLost { pkt } => format!("deliver {} → its ACK is lost", pk(*pkt)),
+        Action::Drop { pkt } => format!("network drops {}", pk(*pkt)),
+        other => other.to_string(),
+    }
 }
 
 fn dot_escape(s: &str) -> String {

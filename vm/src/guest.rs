@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::proto::{self, BaseManifest, ErrorKind, Job, ModuleLoad, Record};
+use crate::proto::{self, BaseManifest, ErrorKind, Job, ModuleLoad, Record, ScriptJob};
 
 static OUT: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
@@ -316,14 +316,15 @@ fn run() {
         Ok(j) => j,
         Err(e) => return fatal(format!("/t/job.json: {e}")),
     };
-    let tick = Duration::from_secs_f64(job.tick_s.clamp(0.1, 60.0));
+    let tick = Duration::from_secs_f64(job.tick_s().clamp(0.1, 60.0));
     std::thread::spawn(move || loop {
         std::thread::sleep(tick);
         send(&Record::Tick { uptime_s: uptime() });
     });
-    if let Some(ij) = &job.impact {
-        return run_impact(ij);
-    }
+    let job = match job {
+        Job::Impact(ij) => return run_impact(&ij),
+        Job::Scripts(j) => j,
+    };
     let n = job.scripts.len();
     let mut ran = 0;
     for (i, s) in job.scripts.iter().enumerate() {
@@ -423,7 +424,7 @@ fn run_impact(ij: &crate::impact::ImpactJob) {
 
 type Outcome = (Option<trc_kernel::RunReport>, Option<(ErrorKind, String)>);
 
-fn run_one(path: &Path, name: &str, job: &Job) -> Outcome {
+fn run_one(path: &Path, name: &str, job: &ScriptJob) -> Outcome {
     let src = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) => {
@@ -450,7 +451,7 @@ fn run_one(path: &Path, name: &str, job: &Job) -> Outcome {
 /// a SIGINT would); `stuck` when it does not within 10 s more.
 fn run_with_limit(
     s: &proto::JobScript,
-    job: &Job,
+    job: &ScriptJob,
 ) -> (
     Option<trc_kernel::RunReport>,
     Option<(ErrorKind, String)>,

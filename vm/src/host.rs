@@ -32,7 +32,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::initramfs::{self, BaseOptions};
-use crate::proto::{self, Decoder, ErrorKind, GuestOptions, Job, Record};
+use crate::proto::{self, Decoder, ErrorKind, GuestOptions, Job, Record, ScriptJob};
 use crate::{Error, KernelImage, RemoveOnDrop};
 
 /// Which accelerator to use.
@@ -935,12 +935,11 @@ pub fn run_in_vm_with(
             no_python: spec.no_python,
         },
     )?;
-    let job = Job {
+    let job = ScriptJob {
         options: spec.options.clone(),
         scripts: Vec::new(),
         script_timeout_s: spec.script_timeout.as_secs_f64(),
         tick_s: 1.0,
-        impact: None,
     };
     let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
     let entries: Vec<(PathBuf, String)> = parsed
@@ -984,13 +983,7 @@ pub fn run_impact_in_vm_with(
             )));
         }
     }
-    let job = Job {
-        options: spec.options.clone(),
-        scripts: Vec::new(),
-        script_timeout_s: spec.script_timeout.as_secs_f64(),
-        tick_s: 1.0,
-        impact: Some(ij.clone()),
-    };
+    let job = Job::Impact(ij.clone());
     let mut tree = initramfs::Tree::new();
     let j = serde_json::to_vec_pretty(&job).map_err(|e| Error::Failed(e.to_string()))?;
     tree.file("t/job.json", 0o644, 0, initramfs::Data::Bytes(j))?;

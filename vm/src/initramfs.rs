@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cpio::{self, Entry};
-use crate::proto::{BaseManifest, BaseModule, Job, JobScript};
+use crate::proto::{BaseManifest, BaseModule, Job, JobScript, ScriptJob};
 use crate::{write_atomic, Error, KernelImage, RemoveOnDrop};
 
 /// Bumped when the base archive's layout changes (part of the cache key).
@@ -782,8 +782,8 @@ fn common_dir(paths: &[PathBuf]) -> PathBuf {
 /// parsed script).
 pub fn scripts_archive(
     scripts: &[(PathBuf, String, trc_pkt::Script)],
-    mut job: Job,
-) -> Result<(Vec<u8>, Job), Error> {
+    mut job: ScriptJob,
+) -> Result<(Vec<u8>, ScriptJob), Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut canon_scripts = Vec::new();
     for (p, _, s) in scripts {
@@ -838,7 +838,8 @@ pub fn scripts_archive(
             name: name.clone(),
         })
         .collect();
-    let j = serde_json::to_vec_pretty(&job).map_err(|e| Error::Failed(e.to_string()))?;
+    let j = serde_json::to_vec_pretty(&Job::Scripts(job.clone()))
+        .map_err(|e| Error::Failed(e.to_string()))?;
     tree.file("t/job.json", 0o644, 0, Data::Bytes(j))?;
     Ok((tree.to_gzip()?, job))
 }

@@ -24,6 +24,7 @@ pub mod apt;
 pub mod cpio;
 pub mod debver;
 pub mod elf;
+pub mod flags;
 pub mod guest;
 pub mod host;
 pub mod impact;

@@ -75,18 +75,35 @@ pub struct JobScript {
     pub name: String,
 }
 
-/// `/t/job.json`.
+/// `/t/job.json`: what the guest does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Job {
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Job {
+    /// Run scripts (`trc kernel run --kernel`, `trc kernel check --kernel`).
+    Scripts(ScriptJob),
+    /// The runs of the impact experiment ([`crate::impact`]).
+    Impact(crate::impact::ImpactJob),
+}
+
+impl Job {
+    /// A [`Record::Tick`] every this many guest seconds.
+    pub fn tick_s(&self) -> f64 {
+        match self {
+            Job::Scripts(j) => j.tick_s,
+            Job::Impact(_) => 1.0,
+        }
+    }
+}
+
+/// Scripts to run, with the runner's options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptJob {
     pub options: GuestOptions,
     pub scripts: Vec<JobScript>,
     /// Per-script limit in guest seconds.
     pub script_timeout_s: f64,
     /// A [`Record::Tick`] every this many guest seconds.
     pub tick_s: f64,
-    /// Instead of scripts: the runs of the impact experiment ([`crate::impact`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub impact: Option<crate::impact::ImpactJob>,
 }
 
 /// A module in the base archive.

@@ -103,7 +103,7 @@ pub enum Item {
     Undo { desc: String },
 }
 
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -382,54 +382,9 @@ fn timeline(p: &Pictures) -> String {
 }
 
 /// The pictures' style (the page adds it to its own).
-pub const CSS: &str = r#"
-#pictures{flex:none;max-height:58vh;overflow:auto;padding:2px 10px 6px;border-bottom:2px solid #cfd8dc;display:flex;flex-wrap:wrap;gap:0 28px;align-items:flex-start}
-#pictures>div{flex:none}
-#pictures h3.pic-title{font-size:12px;margin:8px 0 2px;color:#455a64;text-transform:uppercase;letter-spacing:.04em}
-#pictures h3 small{text-transform:none;letter-spacing:0;color:#78909c}
-svg.pic{display:block}
-svg.pic text{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11px;fill:#222}
-.pic-col{fill:transparent;cursor:pointer}
-.pic-col:hover{fill:#f5f5f5}
-.pic-col.cur{fill:#e3f2fd}
-.pic-viol rect{fill:#ffcdd2;opacity:.55}
-.pic-viol text{fill:#b71c1c;font-weight:700}
-.pic-grid{stroke:#eee;stroke-width:1}
-.pic-axis{fill:#607d8b !important}
-.tsd-tx line,.tsd-tx path{stroke:#212121;stroke-width:2.5;fill:none}
-.tsd-tx.rtx line,.tsd-tx.rtx path{stroke:#d32f2f}
-.tsd-tx.rtx text{fill:#d32f2f;font-weight:700}
-.tsd-travel{stroke:#90a4ae;stroke-width:1;stroke-dasharray:3 3}
-.tsd-travel.dropped{stroke:#e57373}
-.tsd-drop path{stroke:#d32f2f;stroke-width:3;fill:none}
-.tsd-drop text{fill:#d32f2f;font-weight:700}
-.tsd-ack path{stroke:#2e7d32;stroke-width:2;fill:none}
-.tsd-ack text{fill:#2e7d32;font-size:10px}
-.tsd-ack.lost path{stroke:#9e9e9e;stroke-dasharray:2 2}
-.tsd-ack.lost text{fill:#9e9e9e}
-.tsd-sack{fill:#66bb6a}
-.tsd-timer line{stroke:#6a1b9a;stroke-width:1.5;stroke-dasharray:6 4}
-.tsd-timer text{fill:#6a1b9a;font-weight:700}
-.tsd-event{fill:#37474f}
-.tsd-undo rect{fill:#fce4ec;stroke:#ad1457;stroke-width:1.5}
-.tsd-undo text{fill:#ad1457;font-weight:700;font-size:12px}
-.tl-cwnd-line{stroke:#1565c0;stroke-width:2.5;fill:none}
-.tl-ssthresh-line{stroke:#ef6c00;stroke-width:2;stroke-dasharray:5 3;fill:none}
-.tl-cwnd circle,.tl-cwnd-dot{fill:#1565c0}
-.tl-cwnd text{fill:#0d47a1;font-weight:700}
-.tl-ssthresh rect,.tl-ssthresh-dot{fill:#ef6c00}
-.tl-ca text{font-size:10px}
-[data-pstep]{cursor:pointer}
-"#;
+pub const CSS: &str = include_str!("../../assets/pictures.css");
 
 /// Wires the pictures to the page: a click on anything with `data-pstep` selects that step,
 /// and the current step's columns are shaded. `select_step(k)` and `on_select(hook)` come
 /// from the page.
-pub const JS: &str = r#"
-function picturesInit(selectStep) {
-  document.querySelectorAll('#pictures [data-pstep]').forEach(el => el.addEventListener('click', ev => { ev.stopPropagation(); selectStep(+el.dataset.pstep); }));
-  return function(step) {
-    document.querySelectorAll('#pictures .pic-col').forEach(el => el.classList.toggle('cur', +el.dataset.pstep === step));
-  };
-}
-"#;
+pub const JS: &str = include_str!("../../assets/pictures.js");

@@ -2,11 +2,12 @@
 //! --against-kernel B`: two kernels on one plan, and what the change changed
 //! (`trc_kcheck::patch`).
 
-use crate::kernel::{
-    check_inputs, make_plan, owned, resolve_kernel, vm_error, work_dir, CheckArgs,
-};
-use std::path::{Path, PathBuf};
-use trc_kcheck::patch::{compare, CompareOptions, PatchReport};
+use super::check::{finish, make_plan, CheckArgs};
+use super::work_dir;
+use crate::exit::{self, of_vm_error as vm_error};
+use std::path::PathBuf;
+use trc_kcheck::patch::{compare, CompareOptions};
+use trc_vm::flags::resolve_kernel;
 
 /// The two images: (base, patched), built or named.
 fn images(
@@ -31,9 +32,9 @@ fn images(
     }
     let source = args.base.clone().unwrap_or_else(|| "debian:sid".into());
     let build = |patches: &[PathBuf], label: &str| -> Result<trc_vm::kbuild::Built, i32> {
-        let req = crate::kbuild::request(&source, patches, None, args.jobs, cache.clone())
+        let req = super::build::request(&source, patches, None, args.jobs, cache.clone())
             .map_err(|e| vm_error(what, &e))?;
-        let b = crate::kbuild::build_with_progress(&req, &format!("{what} ({label})"))
+        let b = super::build::build_with_progress(&req, &format!("{what} ({label})"))
             .map_err(|e| vm_error(what, &e))?;
         let how = if b.cached {
             "cached".to_string()
@@ -50,7 +51,7 @@ fn images(
     for p in &args.patch {
         if !p.is_file() {
             eprintln!("{what}: {}: no such patch file", p.display());
-            return Err(2);
+            return Err(exit::USAGE);
         }
     }
     let patched = build(&args.patch, "patched")?;
@@ -73,14 +74,11 @@ pub fn main(args: CheckArgs) -> i32 {
     let what = "trc kernel check";
     if args.shard.is_some() {
         eprintln!("{what}: --shard with --patch/--against-kernel: not supported yet (run the comparison in one job)");
-        return 2;
+        return exit::USAGE;
     }
-    let (suites, mons, profile) = match check_inputs(&args) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            return 2;
-        }
+    let req = match args.request() {
+        Ok(r) => r,
+        Err(e) => return exit::bad_input(what, &e),
     };
     if let Err(e) = trc_vm::host::find_qemu(None) {
         return vm_error(what, &e);
@@ -101,11 +99,11 @@ pub fn main(args: CheckArgs) -> i32 {
         Err(rc) => return rc,
     };
     let t0 = std::time::Instant::now();
-    let plan = match make_plan(&args, suites, mons, profile, &work, what) {
+    let plan = match make_plan(&req, &work, what) {
         Ok(p) => p,
         Err(rc) => return rc,
     };
-    let mine = owned(plan.cases.len(), args.shard, what);
+    let mine = req.owned(&plan);
     let o = CompareOptions {
         rerun: !args.no_rerun,
     };
@@ -115,16 +113,16 @@ pub fn main(args: CheckArgs) -> i32 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{what}: {e}");
-            return e.exit_code();
+            return exit::of_target_error(&e);
         }
     };
     let pages = match &args.out {
         Some(d) => d.join("pages"),
         None => std::env::temp_dir().join(format!("trc-kcheck-pages-{}", std::process::id())),
     };
-    if let Err(e) = write_pages(&mut rep, &plan, &mine, &pages) {
+    if let Err(e) = trc_viz::patch_pages(&mut rep, &plan, &mine, &pages) {
         eprintln!("{what}: {e}");
-        return 2;
+        return exit::USAGE;
     }
     let mut v = serde_json::to_value(&rep).unwrap_or_default();
     v["kernels"] = serde_json::json!(desc);
@@ -138,69 +136,11 @@ pub fn main(args: CheckArgs) -> i32 {
         print!("{}", rep.render());
         println!("total: {:.1} s", t0.elapsed().as_secs_f64());
     }
-    crate::kernel::finish(args.out.is_some(), &work, &v, rep.exit_code(), what)
-}
-
-/// One page per scenario whose behaviour changed: the base's and the patched kernel's pages
-/// (time-sequence diagram, cwnd timeline, steps) side by side.
-fn write_pages(
-    rep: &mut PatchReport,
-    plan: &trc_kcheck::run::Plan,
-    mine: &[usize],
-    dir: &Path,
-) -> Result<(), String> {
-    let changed: Vec<usize> = (0..rep.scenarios.len())
-        .filter(|i| rep.scenarios[*i].changed())
-        .collect();
-    if changed.is_empty() {
-        return Ok(());
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for i in changed {
-        let (Some(b), Some(p)) = rep.runs[i].clone() else {
-            continue;
-        };
-        let case = &plan.cases[mine[i]];
-        let text = crate::read_source(&case.path)?;
-        let stem = trc_trace::file_safe(&case.name.trim_end_matches(".pkt").replace('/', "-"));
-        let title = case.path.display().to_string();
-        for (side, r) in [("base", &b), ("patched", &p)] {
-            let html =
-                crate::pictures::kernel::page(r, &text, &format!("{title} on the {side} kernel"));
-            let f = dir.join(format!("{stem}.{side}.html"));
-            trc_vm::write_atomic(&f, html.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
-        }
-        let d = rep.scenarios[i]
-            .difference
-            .as_ref()
-            .map(|d| format!("first difference at line {}: {}", d.line, d.what.join(", ")))
-            .unwrap_or_default();
-        let html = side_by_side(
-            &case.name,
-            &d,
-            &format!("{stem}.base.html"),
-            &format!("{stem}.patched.html"),
-        );
-        let f = dir.join(format!("{stem}.html"));
-        trc_vm::write_atomic(&f, html.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
-        rep.scenarios[i].page = Some(f.display().to_string());
-    }
-    Ok(())
-}
-
-fn side_by_side(name: &str, diff: &str, base: &str, patched: &str) -> String {
-    let esc = crate::pictures::esc;
-    format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{n}: base and patched kernel</title>
-<style>body{{margin:0;font-family:sans-serif}}h1{{font-size:1.1em;margin:.5em}}p{{margin:.5em}}.two{{display:flex;gap:4px}}.two div{{flex:1}}iframe{{width:100%;height:92vh;border:1px solid #ccc}}</style></head>
-<body><h1>{n}</h1><p>{d}</p><div class="two"><div><p>base</p><iframe src="{b}"></iframe></div><div><p>patched</p><iframe src="{p}"></iframe></div></div></body></html>
-"#,
-        n = esc(name),
-        d = esc(diff),
-        b = esc(base),
-        p = esc(patched)
+    finish(
+        args.out.is_some(),
+        &work.join("report.json"),
+        &v,
+        rep.outcome(),
+        what,
     )
 }

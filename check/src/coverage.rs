@@ -6,25 +6,26 @@
 //! decision sink: the counts are transitions, duplicates included, and do not depend on the
 //! thread count.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
 use trc_engine::{check_with, Options};
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::{Config, Profile};
 
 /// One branch and its count.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Row {
-    pub function: &'static str,
+    pub function: String,
     /// The profile field choosing this function's behaviour and its value on the checked
     /// profile (`packet_delayed=d0fa59`); empty for an undo entry point.
     pub choice: String,
-    pub branch: &'static str,
+    pub branch: String,
     pub transitions: u64,
 }
 
 /// The coverage of one check.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Coverage {
     pub transitions: u64,
     pub rows: Vec<Row>,
@@ -57,18 +58,10 @@ pub fn explore(
     opts: &Options,
     reduce: bool,
 ) -> Coverage {
-    let specs = trc_properties::select(ids).expect("ids were checked by the main exploration");
-    let mut model = TcpModel::new(cfg.clone(), profile.clone())
-        .with_properties(trc_properties::properties(&specs));
-    if reduce {
-        model = model.with_reduce(trc_properties::reductions(&specs));
-    }
+    let model = crate::explore::model(cfg, profile, ids, reduce)
+        .expect("ids were checked by the main exploration");
     let hooks = trc_engine::Tallied {
-        hooks: trc_engine::StateHooks {
-            fingerprint: State::fingerprint,
-            next_state_into: TcpModel::next_state_into,
-            drop_is_noop: State::is_plain,
-        },
+        hooks: crate::state_hooks!(),
         n: Branch::ALL.len(),
         tally: |m: &TcpModel, s: &State, a: &Action, counts: &mut [u64]| {
             let sink = DecisionCounts::default();
@@ -82,9 +75,9 @@ pub fn explore(
         .iter()
         .zip(report.tally.iter().copied().chain(std::iter::repeat(0)))
         .map(|(b, n)| Row {
-            function: b.function(),
+            function: b.function().to_string(),
             choice: choice(profile, b.profile_field()),
-            branch: b.label(),
+            branch: b.label().to_string(),
             transitions: n,
         })
         .collect();
@@ -134,34 +127,34 @@ impl Coverage {
         }
     }
 
-    pub fn print(&self) {
-        println!("\ndecision-point coverage ({} transitions explored; counts are transitions through the branch):", self.transitions);
+    /// The coverage table as `trc check --coverage` prints it after the summary.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "\ndecision-point coverage ({} transitions explored; counts are transitions through the branch):", self.transitions);
         let mut last = ("", "");
         for r in &self.rows {
-            if (r.function, r.choice.as_str()) != last {
-                println!(
-                    "  {}{}",
-                    r.function,
-                    if r.choice.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" [{}]", r.choice)
-                    }
-                );
-                last = (r.function, r.choice.as_str());
+            if (r.function.as_str(), r.choice.as_str()) != last {
+                let choice = if r.choice.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", r.choice)
+                };
+                let _ = writeln!(o, "  {}{choice}", r.function);
+                last = (r.function.as_str(), r.choice.as_str());
             }
-            println!("    {:>10}  {}", r.transitions, r.branch);
+            let _ = writeln!(o, "    {:>10}  {}", r.transitions, r.branch);
         }
         if self.never_reached.is_empty() {
-            println!("every branch was reached");
+            let _ = writeln!(o, "every branch was reached");
         } else {
-            println!("never reached ({}):", self.never_reached.len());
+            let _ = writeln!(o, "never reached ({}):", self.never_reached.len());
             for n in &self.never_reached {
-                println!("  {n}");
+                let _ = writeln!(o, "  {n}");
             }
         }
         for w in &self.warnings {
-            println!("warning: {w}");
+            let _ = writeln!(o, "warning: {w}");
         }
+        o
     }
 }

@@ -1,6 +1,7 @@
 //! `trc kernel build`: the command line of `trc_vm::kbuild` (a kernel from Debian's source or a
 //! tree, trc's fragment, patches; cached).
 
+use crate::exit;
 use clap::Args;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -142,7 +143,7 @@ pub fn main(args: BuildArgs) -> i32 {
     };
     let req = match request(&source, &args.patch, args.config.as_ref(), args.jobs, cache) {
         Ok(r) => r,
-        Err(e) => return crate::kernel::vm_error(what, &e),
+        Err(e) => return exit::of_vm_error(what, &e),
     };
     let res = if args.cached {
         match trc_vm::kbuild::find_cached(&req) {
@@ -180,6 +181,6 @@ pub fn main(args: BuildArgs) -> i32 {
             }
             0
         }
-        Err(e) => crate::kernel::vm_error(what, &e),
+        Err(e) => exit::of_vm_error(what, &e),
     }
 }

@@ -37,7 +37,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 26)]
     pub root_bits: u32,
     /// Worker threads (default: all cores; at most 4 per core).
-    #[arg(long, value_parser = crate::threads_value)]
+    #[arg(long, value_parser = trc_check::run::threads_value)]
     pub threads: Option<usize>,
     /// Print at most this many violations of each kind.
     #[arg(long, default_value_t = 5)]

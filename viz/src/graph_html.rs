@@ -6,6 +6,7 @@
 //! URL selects a state on load.
 
 use crate::graph::{fmt_ssthresh, label_lines, StateGraph};
+use crate::pictures::esc;
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use serde::Serialize;
@@ -21,13 +22,6 @@ const LABEL_GAP: f64 = 210.0;
 /// Width of a sub-column of farther neighbours.
 const SUB_W: f64 = W + 60.0;
 const MARGIN: f64 = 40.0;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 #[derive(Serialize)]
 struct NodeOut<'a> {
@@ -286,158 +280,9 @@ fn data_json(g: &StateGraph, model: &TcpModel, title: &str) -> String {
         .replace('<', "\\u003c")
 }
 
-const CSS: &str = r#"
-*{box-sizing:border-box}
-body{margin:0;font:13px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;display:flex;flex-direction:column;height:100vh}
-header{padding:8px 14px;background:#263238;color:#fff}
-header h1{font-size:15px;margin:0}
-header .sub{font-size:12px;color:#b0bec5}
-#toolbar{display:flex;gap:10px;align-items:center;padding:6px 14px;border-bottom:1px solid #ddd;background:#fafafa}
-#toolbar button{font:inherit;padding:3px 12px;cursor:pointer}
-#step-label{font-weight:600;min-width:90px}
-#step-event{color:#555;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-#main{flex:1;display:flex;min-height:0}
-#canvas{flex:1;overflow:auto;background:#fff}
-#panel{width:440px;border-left:1px solid #ddd;overflow:auto;padding:8px 12px;background:#fcfcfc}
-#panel h2{font-size:14px;margin:4px 0}
-#panel h3{font-size:12px;margin:10px 0 4px;color:#555;text-transform:uppercase;letter-spacing:.04em}
-#details-summary{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap}
-.viol-note{color:#b71c1c;font-weight:600}
-table#fields{border-collapse:collapse;width:100%;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px}
-table#fields th{text-align:left;font-weight:normal;color:#455a64;padding:1px 6px 1px 0;white-space:nowrap;vertical-align:top}
-table#fields td{padding:1px 0;word-break:break-all}
-table#fields tr.changed td,table#fields tr.changed th{background:#fff59d}
-ul.ev{margin:0;padding-left:16px}
-ul.ev li{cursor:pointer}
-ul.ev li:hover{text-decoration:underline}
-ol#steps{margin:0;padding-left:22px;font-size:12px}
-ol#steps li{cursor:pointer;padding:1px 2px}
-ol#steps li.current{background:#bbdefb;font-weight:600}
-svg text{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11px;fill:#222}
-svg text.head{font-weight:700}
-.edge{fill:none;stroke:#c4c4c4;stroke-width:1}
-.edge.hl{stroke:#1565c0;stroke-width:2}
-.path-edge{stroke:#c0392b;stroke-width:3}
-.path-edge.done{stroke:#1565c0}
-.path-label{font-size:10px;fill:#8e2a1f;paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
-.node{cursor:pointer}
-.node rect{stroke:#9e9e9e;stroke-width:1}
-.node.path rect{stroke:#c0392b;stroke-width:2.5}
-.node.ca-Open rect{fill:#e8f5e9}.node.ca-Disorder rect{fill:#fff8e1}.node.ca-Cwr rect{fill:#fff3e0}
-.node.ca-Recovery rect{fill:#e3f2fd}.node.ca-Loss rect{fill:#f3e5f5}
-.node.viol rect{fill:#ffcdd2}
-.node.viol text.head{fill:#b71c1c}
-.node.nbr{opacity:.85}
-.node.current rect{stroke:#0d47a1;stroke-width:5}
-.node.selected rect{stroke:#ff6f00;stroke-width:4;stroke-dasharray:6 3}
-.legend span{display:inline-block;padding:0 6px;margin-right:4px;border:1px solid #999;border-radius:3px;font-size:11px;color:#222}
-"#;
+const CSS: &str = include_str!("../assets/graph.css");
 
-const JS: &str = r#"
-(function(){
-const D = JSON.parse(document.getElementById('trc-data').textContent);
-const byId = new Map(D.nodes.map(n => [n.id, n]));
-const inE = new Map(), outE = new Map();
-for (const e of D.edges) {
-  (inE.get(e.to) || inE.set(e.to, []).get(e.to)).push(e);
-  (outE.get(e.from) || outE.set(e.from, []).get(e.from)).push(e);
-}
-const $ = id => document.getElementById(id);
-let step = 0, selected = null;
-const picHook = typeof picturesInit === 'function' && document.getElementById('pictures') ? picturesInit(k => { if (k < D.path.length) select(D.path[k]); }) : (() => {});
-function flatten(v, pre, out) {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-    const ks = Object.keys(v);
-    if (ks.length === 0) out.push([pre, '{}']);
-    for (const k of ks) flatten(v[k], pre ? pre + '.' + k : k, out);
-  } else if (Array.isArray(v)) {
-    if (v.length === 0) out.push([pre, '[]']);
-    else if (v.every(x => x === null || typeof x !== 'object')) out.push([pre, '[' + v.join(', ') + ']']);
-    else v.forEach((x, i) => out.push([pre + '[' + i + ']', JSON.stringify(x)]));
-  } else out.push([pre, v === null ? 'null' : String(v)]);
-  return out;
-}
-function prevOf(n) {
-  if (n.path_index !== null) return n.path_index > 0 ? byId.get(D.path[n.path_index - 1]) : null;
-  return n.parent !== null ? byId.get(n.parent) : null;
-}
-function ssth(v) { return v >= 0x7fffffff ? '∞' : String(v); }
-function evList(ul, edges, other) {
-  ul.textContent = '';
-  for (const e of edges) {
-    const li = document.createElement('li');
-    const t = byId.get(e[other]);
-    li.textContent = (e.path ? '★ ' : '') + e.event + '  → #' + t.id + (t.path_index !== null ? ' (step ' + t.path_index + ')' : '');
-    li.onclick = () => select(t.id);
-    ul.appendChild(li);
-  }
-  if (!edges.length) { const li = document.createElement('li'); li.textContent = '(none drawn)'; ul.appendChild(li); }
-}
-function select(id) {
-  const n = byId.get(id);
-  if (!n) return;
-  selected = id;
-  if (n.path_index !== null) step = n.path_index;
-  document.querySelectorAll('.node.selected').forEach(e => e.classList.remove('selected'));
-  document.querySelectorAll('.node.current').forEach(e => e.classList.remove('current'));
-  document.querySelectorAll('.edge.hl').forEach(e => e.classList.remove('hl'));
-  const g = $('n' + id);
-  g.classList.add(n.path_index !== null ? 'current' : 'selected');
-  document.querySelectorAll('.edge[data-from="' + id + '"],.edge[data-to="' + id + '"]').forEach(e => e.classList.add('hl'));
-  document.querySelectorAll('.path-edge').forEach(e => e.classList.toggle('done', +e.dataset.step <= step));
-  document.querySelectorAll('#steps li').forEach((li, i) => li.classList.toggle('current', i === step && n.path_index !== null));
-  picHook(n.path_index !== null ? step : -1);
-  $('step-label').textContent = 'step ' + step + ' / ' + (D.path.length - 1);
-  const pe = step > 0 ? D.edges.find(e => e.path && e.to === D.path[step]) : null;
-  $('step-event').textContent = pe ? pe.event : 'initial state';
-  $('prev').disabled = n.path_index !== null && step === 0;
-  $('next').disabled = n.path_index !== null && step === D.path.length - 1;
-  const s = n.state, x = s.sender;
-  $('details-title').textContent = (n.path_index !== null ? 'step ' + n.path_index + ' — ' : 'neighbour (+' + n.dist + ') — ') + 'state #' + n.id;
-  $('details-summary').textContent = 'ca_state ' + x.ca_state + '  cwnd ' + x.cwnd + '  ssthresh ' + ssth(x.ssthresh) +
-    '\nsnd_una ' + x.snd_una + '  snd_nxt ' + x.snd_nxt + '  high_seq ' + x.high_seq + '  t=' + s.now + 'ms' +
-    '\nfingerprint ' + n.fingerprint;
-  $('details-viol').textContent = n.violates.length ? '✗ violates ' + n.violates.join('; ') : '';
-  evList($('details-in'), inE.get(id) || [], 'from');
-  evList($('details-out'), outE.get(id) || [], 'to');
-  const p = prevOf(n);
-  const before = p ? new Map(flatten(p.state, '', [])) : null;
-  const tb = $('fields');
-  tb.textContent = '';
-  for (const [k, v] of flatten(s, '', [])) {
-    const tr = document.createElement('tr');
-    tr.dataset.field = k;
-    if (before && before.get(k) !== v) tr.className = 'changed';
-    const th = document.createElement('th'); th.textContent = k;
-    const td = document.createElement('td'); td.textContent = v;
-    tr.append(th, td); tb.appendChild(tr);
-  }
-  $('changed-note').textContent = p ? 'highlighted: changed since #' + p.id : '';
-  try { history.replaceState(null, '', '#select=' + id); } catch (e) {}
-  try { g.scrollIntoView({block: 'nearest', inline: 'nearest'}); } catch (e) {}
-}
-function go(d) { const i = Math.max(0, Math.min(D.path.length - 1, step + d)); select(D.path[i]); }
-$('prev').onclick = () => go(-1);
-$('next').onclick = () => go(1);
-document.addEventListener('keydown', e => { if (e.key === 'ArrowLeft') go(-1); else if (e.key === 'ArrowRight') go(1); });
-document.querySelectorAll('.node').forEach(g => g.addEventListener('click', () => select(+g.dataset.id)));
-const ol = $('steps');
-D.path.forEach((id, i) => {
-  const li = document.createElement('li');
-  const pe = i > 0 ? D.edges.find(e => e.path && e.to === id) : null;
-  const n = byId.get(id), x = n.state.sender;
-  li.textContent = (pe ? pe.event : 'initial state') + ' ⇒ ' + x.ca_state + ' cwnd ' + x.cwnd + ' ssthresh ' + ssth(x.ssthresh) + (n.violates.length ? '  ✗' : '');
-  li.dataset.step = i;
-  li.onclick = () => select(id);
-  ol.appendChild(li);
-});
-const m = /^#(select|step)=(\d+)$/.exec(location.hash);
-if (m && m[1] === 'select' && byId.has(+m[2])) select(+m[2]);
-else if (m && m[1] === 'step' && +m[2] < D.path.length) select(D.path[+m[2]]);
-else select(D.path[0]);
-document.body.dataset.ready = '1';
-})();
-"#;
+const JS: &str = include_str!("../assets/graph.js");
 
 /// The whole page; `pictures` is the counterexample's time-sequence diagram and timeline
 /// ([`crate::pictures::render`]), drawn above the state graph.

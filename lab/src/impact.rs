@@ -1,12 +1,13 @@
-//! `trc kernel impact`: the impact experiment of finding F1 on a kernel booted in qemu (the
+//! `trc-lab impact`: the impact experiment of finding F1 on a kernel booted in qemu (the
 //! experiment itself is `trc_vm::impact`; docs/findings/F1-impact.md). It prints one line per
 //! run and the medians, and `--json` writes everything (parameters, every run's samples and
 //! undo events) for `docs/findings/F1-impact-plot.py`.
 
+use crate::exit;
 use clap::Args;
 use std::path::PathBuf;
 
-/// Arguments of `trc kernel impact`.
+/// Arguments of `trc-lab impact`.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Inside the VM only (qemu has no network device): two network namespaces (sender, receiver) \
@@ -19,7 +20,7 @@ netem)."
 )]
 pub struct ImpactArgs {
     #[command(flatten)]
-    pub vm: crate::kernel::VmFlags,
+    pub vm: trc_vm::flags::VmFlags,
     /// Base round-trip time, ms (half each way).
     #[arg(long, default_value = "40")]
     pub rtt: f64,
@@ -93,42 +94,32 @@ struct Medians {
     tap_dropped: f64,
 }
 
-pub fn main(args: ImpactArgs) -> i32 {
-    let what = "trc kernel impact";
-    let Some(kspec) = args.vm.kernel.clone() else {
-        eprintln!("{what}: --kernel is required (the experiment runs only inside a VM)");
-        return 2;
-    };
-    let params = trc_vm::impact::ImpactParams {
-        rtt_ms: args.rtt,
-        loss_pct: args.loss,
-        reorder_pct: args.reorder,
-        jitter_ms: args.jitter,
-        jitter_dist: args.jitter_dist.clone(),
-        rate_mbit: args.rate,
-        limit: args.limit,
-        duration_s: args.duration,
-        sample_ms: args.sample_ms,
-        cc: args.cc.clone(),
-    };
-    if let Err(e) = params.validate().and_then(|_| args.vm.validate()) {
-        eprintln!("{what}: {e}");
-        return 2;
+impl ImpactArgs {
+    /// The experiment's parameters, checked (with the VM flags and the number of runs).
+    fn params(&self) -> Result<trc_vm::impact::ImpactParams, String> {
+        let params = trc_vm::impact::ImpactParams {
+            rtt_ms: self.rtt,
+            loss_pct: self.loss,
+            reorder_pct: self.reorder,
+            jitter_ms: self.jitter,
+            jitter_dist: self.jitter_dist.clone(),
+            rate_mbit: self.rate,
+            limit: self.limit,
+            duration_s: self.duration,
+            sample_ms: self.sample_ms,
+            cc: self.cc.clone(),
+        };
+        params.validate().and_then(|_| self.vm.validate())?;
+        if !(1..=100).contains(&self.runs) {
+            return Err("--runs must be 1..100".into());
+        }
+        Ok(params)
     }
-    if !(1..=100).contains(&args.runs) {
-        eprintln!("{what}: --runs must be 1..100");
-        return 2;
-    }
-    let cache = args.vm.cache_dir();
-    let img = match crate::kernel::resolve_kernel(&kspec, args.vm.modules.as_deref(), &cache) {
-        Ok(i) => i,
-        Err(e) => return crate::kernel::vm_error(what, &e),
-    };
-    let mut spec = args.vm.spec(&img, cache);
-    // A run lasts its duration plus the drain; the per-run limit of the guest does not apply.
-    spec.script_timeout = std::time::Duration::from_secs_f64(args.duration + 60.0);
-    let n = args.runs;
-    let mut progress = |e: &trc_vm::Event| match e {
+}
+
+/// A progress line on stderr per VM event.
+fn progress_line(what: &str, release: &str, n: usize, e: &trc_vm::Event) {
+    match e {
         trc_vm::Event::Initramfs {
             cached,
             bytes,
@@ -139,9 +130,7 @@ pub fn main(args: ImpactArgs) -> i32 {
             *bytes as f64 / 1e6,
             if *cached { "base cached" } else { "base built" }
         ),
-        trc_vm::Event::Starting { accel } => {
-            eprintln!("{what}: booting {} under {accel}", img.release)
-        }
+        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {release} under {accel}"),
         trc_vm::Event::KvmFailed { reason } => {
             eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount")
         }
@@ -155,37 +144,11 @@ pub fn main(args: ImpactArgs) -> i32 {
             index, rc, wall_s, ..
         } => eprintln!("{what}: run {}/{n}: exit {rc} ({wall_s:.1} s)", index + 1),
         trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
-    };
-    let ij = trc_vm::impact::ImpactJob {
-        params: params.clone(),
-        runs: n,
-    };
-    let run = match trc_vm::run_impact_in_vm_with(&spec, &ij, &mut progress) {
-        Ok(r) => r,
-        Err(e) => return crate::kernel::vm_error(what, &e),
-    };
-    let mut results = Vec::new();
-    let mut failed = Vec::new();
-    for s in &run.scripts {
-        match &s.outcome {
-            trc_vm::ScriptOutcome::Measured { result } => results.push(result.as_ref()),
-            trc_vm::ScriptOutcome::Error { message, .. } => {
-                failed.push(format!("{}: {message}", s.name))
-            }
-            _ => failed.push(format!("{}: no result from the VM", s.name)),
-        }
     }
-    let release = if run.release.is_empty() {
-        img.release.clone()
-    } else {
-        run.release.clone()
-    };
-    let label = args.label.clone().unwrap_or_else(|| release.clone());
-    println!(
-        "kernel: {release} ({}), label {label}",
-        run.kernel.display()
-    );
-    println!("path: RTT {} ms, jitter {} ms ({}), loss {} %, reorder {} %, rate {}, {} s per run, sampled every {} ms, cc {}", params.rtt_ms, params.jitter_ms, params.jitter_dist.as_deref().unwrap_or("uniform"), params.loss_pct, params.reorder_pct, params.rate_mbit.map(|r| format!("{r} Mbit/s")).unwrap_or_else(|| "unlimited".into()), params.duration_s, params.sample_ms, params.cc);
+}
+
+/// The runs' table: one line per run, and a note for a run whose attribution is incomplete.
+fn print_runs(results: &[&trc_vm::impact::ImpactRun]) {
     println!(
         "{:>4} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
         "run",
@@ -204,7 +167,7 @@ pub fn main(args: ImpactArgs) -> i32 {
         "DSACKU",
         "SpRTO"
     );
-    for r in &results {
+    for r in results {
         let s = &r.summary;
         let c = |k: &str| s.counters.get(k).copied().unwrap_or(0);
         println!(
@@ -232,6 +195,10 @@ pub fn main(args: ImpactArgs) -> i32 {
             println!("     run {}: taps lost {} packets, {} packets longer than the MSS: its attribution is incomplete", r.index, s.tap_losses, s.oversize);
         }
     }
+}
+
+/// The runs' medians, printed, and the totals of the undo events.
+fn print_medians(results: &[&trc_vm::impact::ImpactRun]) -> Medians {
     let med = |f: &dyn Fn(&trc_vm::impact::ImpactSummary) -> f64| {
         trc_vm::impact::median_of(results.iter().map(|r| f(&r.summary)))
     };
@@ -267,17 +234,77 @@ pub fn main(args: ImpactArgs) -> i32 {
         total(&|s| s.undos_spurious),
         total(&|s| s.undos_unplaced)
     );
+    medians
+}
+
+/// The runs the VM measured, and the names of those it did not, with why.
+fn measured(run: &trc_vm::VmRun) -> (Vec<&trc_vm::impact::ImpactRun>, Vec<String>) {
+    let mut results = Vec::new();
+    let mut failed = Vec::new();
+    for s in &run.scripts {
+        match &s.outcome {
+            trc_vm::ScriptOutcome::Measured { result } => results.push(result.as_ref()),
+            trc_vm::ScriptOutcome::Error { message, .. } => {
+                failed.push(format!("{}: {message}", s.name))
+            }
+            _ => failed.push(format!("{}: no result from the VM", s.name)),
+        }
+    }
+    (results, failed)
+}
+
+pub fn main(args: ImpactArgs) -> i32 {
+    let what = "trc-lab impact";
+    let Some(kspec) = args.vm.kernel.clone() else {
+        eprintln!("{what}: --kernel is required (the experiment runs only inside a VM)");
+        return exit::USAGE;
+    };
+    let params = match args.params() {
+        Ok(p) => p,
+        Err(e) => return exit::bad_input(what, &e),
+    };
+    let cache = args.vm.cache_dir();
+    let img = match trc_vm::flags::resolve_kernel(&kspec, args.vm.modules.as_deref(), &cache) {
+        Ok(i) => i,
+        Err(e) => return exit::of_vm_error(what, &e),
+    };
+    let mut spec = args.vm.spec(&img, cache);
+    // A run lasts its duration plus the drain; the per-run limit of the guest does not apply.
+    spec.script_timeout = std::time::Duration::from_secs_f64(args.duration + 60.0);
+    let ij = trc_vm::impact::ImpactJob {
+        params: params.clone(),
+        runs: args.runs,
+    };
+    let mut progress = |e: &trc_vm::Event| progress_line(what, &img.release, args.runs, e);
+    let run = match trc_vm::run_impact_in_vm_with(&spec, &ij, &mut progress) {
+        Ok(r) => r,
+        Err(e) => return exit::of_vm_error(what, &e),
+    };
+    let (results, failed) = measured(&run);
+    let release = if run.release.is_empty() {
+        img.release.clone()
+    } else {
+        run.release.clone()
+    };
+    let label = args.label.clone().unwrap_or_else(|| release.clone());
+    println!(
+        "kernel: {release} ({}), label {label}",
+        run.kernel.display()
+    );
+    println!("path: RTT {} ms, jitter {} ms ({}), loss {} %, reorder {} %, rate {}, {} s per run, sampled every {} ms, cc {}", params.rtt_ms, params.jitter_ms, params.jitter_dist.as_deref().unwrap_or("uniform"), params.loss_pct, params.reorder_pct, params.rate_mbit.map(|r| format!("{r} Mbit/s")).unwrap_or_else(|| "unlimited".into()), params.duration_s, params.sample_ms, params.cc);
+    print_runs(&results);
+    let medians = print_medians(&results);
     println!("accelerator: {}; boot {:.1} s wall; total {:.1} s wall, {:.1} s qemu CPU (load {:.1} -> {:.1})", run.accelerator, run.boot.wall_s, run.total.wall_s, run.total.cpu_s, run.load.0, run.load.1);
     for f in &failed {
         println!("failed: {f}");
     }
-    if let Err(code) = crate::kernel::problem_and_console(
+    if let Err(e) = trc_vm::flags::problem_and_console(
         run.problem.as_deref(),
         &run.console,
         args.console.as_deref(),
         what,
     ) {
-        return code;
+        return exit::bad_input(what, &e);
     }
     if let Some(out) = &args.json {
         let o = Output {
@@ -294,19 +321,15 @@ pub fn main(args: ImpactArgs) -> i32 {
             failed: failed.clone(),
             medians,
         };
-        if let Err(e) = trc_kernel::write_json_atomic(out, &o) {
-            eprintln!("{what}: cannot write {}: {e}", out.display());
-            return 2;
+        if let Err(e) = trc_files::write_json_atomic(out, &o) {
+            return exit::bad_input(what, &format!("cannot write {}: {e}", out.display()));
         }
     }
-    if !failed.is_empty() && results.is_empty() {
-        return if run.complete { 1 } else { 3 };
+    if !failed.is_empty() && (run.complete || !results.is_empty()) {
+        exit::VIOLATED
+    } else if !run.complete {
+        exit::INCOMPLETE
+    } else {
+        0
     }
-    if !failed.is_empty() {
-        return 1;
-    }
-    if !run.complete {
-        return 3;
-    }
-    0
 }

@@ -1,0 +1,62 @@
+//! `trc-check`: `trc check` and `trc matrix` as a library.
+//!
+//! A [`CheckRequest`] (a profile, bounds files, properties, engine options, a baseline and an
+//! optional comparison profile) is explored by the engine ([`run::check_one`] per bounds file
+//! and SACK half, [`run::run`] for all of it) into a typed [`CheckReport`]: the verdict of every
+//! property, every signature of its violations judged against the baseline and the comparison
+//! profile, a shortest counterexample in kernel terms, the exploration's figures and, with
+//! `coverage`, the decision-branch counts ([`coverage`]). `trc check --json` prints the report
+//! as it serialises; its text is [`CheckReport::render`].
+//!
+//! Sharding ([`shard`]): every command has a work list ([`units`]), a shard does every N-th
+//! unit, and [`shard::merge_check`] / [`MatrixRow::absorb`] combine the shards' typed units into
+//! exactly the report the one run gives. [`input`] reads the files a check takes (profile files,
+//! the baseline) with `file:line` errors.
+#![forbid(unsafe_code)]
+
+pub mod coverage;
+pub mod explore;
+pub mod export;
+pub mod input;
+pub mod matrix;
+mod render;
+pub mod report;
+pub mod run;
+pub mod shard;
+pub mod units;
+
+pub use explore::{explore, explore_classified, explore_reduced, signatures};
+pub use input::{load_baseline, load_profile, load_profile_info, FileInfo};
+pub use matrix::MatrixRow;
+pub use report::{Base, CheckReport, Outcome, PropResult, SigResult, SigStatus, Step};
+pub use run::{check_one, run, CheckRequest, Observer, Run};
+pub use trc_properties::baseline::{Accepted, Baseline};
+
+/// Why a check could not be made or its results not written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input: an unknown profile or property, a malformed file, impossible bounds, or
+    /// shards that do not belong together (`file:line: why` where there is a file).
+    #[error("{0}")]
+    Input(String),
+    /// Writing a result failed (an export, the regression corpus).
+    #[error("{0}")]
+    Write(String),
+}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error::Input(s)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(s: &str) -> Error {
+        Error::Input(s.to_string())
+    }
+}
+
+/// The property id of an engine property name (`"I1: statement"` → `I1`).
+pub fn property_id(name: &str) -> &str {
+    name.split(':').next().unwrap_or(name)
+}

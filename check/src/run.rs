@@ -1,0 +1,175 @@
+//! `trc check` as a library call: a [`CheckRequest`] explored into [`CheckReport`]s.
+
+use crate::coverage::{self, Coverage};
+use crate::input::FileInfo;
+use crate::report::{results, Base, CheckReport};
+use crate::units::check_work_list;
+use crate::Error;
+use trc_engine::{Options, Progress, Report};
+use trc_model::model::{Action, TcpModel};
+use trc_model::{Config, Profile};
+use trc_properties::baseline::Accepted;
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub struct CheckRequest {
+    pub profile: Profile,
+    /// The profile file's base and overrides (`--coverage` warns about overrides never reached).
+    pub profile_file: Option<FileInfo>,
+    /// One check per configuration (bounds file), in order.
+    pub configs: Vec<Config>,
+    /// Property ids (all when empty).
+    pub properties: Vec<String>,
+    pub options: Options,
+    /// Exact state-space reductions (`--reduce`).
+    pub reduce: bool,
+    /// The comparison profile: a violation whose signature also occurs there does not fail.
+    pub against: Option<Profile>,
+    /// Accepted findings: reported, not failing.
+    pub baseline: Vec<Accepted>,
+    /// Count the decision branches (a second exploration).
+    pub coverage: bool,
+}
+
+impl CheckRequest {
+    /// `profile` within `config`, every property, default options, nothing accepted.
+    pub fn new(profile: Profile, config: Config) -> CheckRequest {
+        CheckRequest {
+            profile,
+            profile_file: None,
+            configs: vec![config],
+            properties: Vec::new(),
+            options: Options::default(),
+            reduce: false,
+            against: None,
+            baseline: Vec::new(),
+            coverage: false,
+        }
+    }
+
+    /// The selected property ids in catalogue order (all when none was named), or why a name
+    /// is not a property.
+    pub fn property_ids(&self) -> Result<Vec<String>, Error> {
+        Ok(trc_properties::select(&self.properties)?
+            .iter()
+            .map(|s| s.id.to_string())
+            .collect())
+    }
+}
+
+/// What a caller sees while a check runs: the engine's progress (at least once per BFS level)
+/// and each exploration's end (the check's own, the comparison profile's).
+pub trait Observer: Sync {
+    fn progress(&self, _p: &Progress) {}
+    fn explored(&self, _r: &Report<Action>) {}
+}
+
+/// An observer that sees nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// One exploration's result: its report and the model it explored (for exports).
+pub struct Run {
+    pub report: CheckReport,
+    pub model: TcpModel,
+    /// The comparison profile's signatures on the same bounds (a shard's merge needs them).
+    pub base: Option<Base>,
+    /// The engine's report (a shard's merge needs every signature's counterexample).
+    pub engine: Report<Action>,
+}
+
+/// One exploration of `req.profile` within `cfg` for the properties `ids`, with the comparison
+/// profile's and, if asked, the coverage exploration.
+pub fn check_one(
+    req: &CheckRequest,
+    cfg: &Config,
+    ids: &[String],
+    obs: &dyn Observer,
+) -> Result<Run, Error> {
+    let cb = |p: &Progress| obs.progress(p);
+    let explore =
+        |p: &Profile| crate::explore_classified(cfg, p, ids, &req.options, Some(&cb), req.reduce);
+    let (model, report) = explore(&req.profile)?;
+    // The same bounds and properties on the comparison profile, for its signatures.
+    let base = match &req.against {
+        Some(bp) => {
+            let (_, r) = explore(bp)?;
+            Some(Base {
+                name: bp.name.clone(),
+                signatures: crate::signatures(&r),
+                incomplete: crate::report::incomplete(r.stop_reason),
+            })
+        }
+        None => None,
+    };
+    let coverage = req.coverage.then(|| covered(req, cfg, ids));
+    obs.explored(&report);
+    let props = results(&model, &report, &req.baseline, base.as_ref());
+    Ok(Run {
+        report: CheckReport::new(&model, &report, props, base.as_ref(), coverage),
+        model,
+        base,
+        engine: report,
+    })
+}
+
+/// The coverage exploration, with the profile file's overrides never reached as warnings.
+fn covered(req: &CheckRequest, cfg: &Config, ids: &[String]) -> Coverage {
+    let mut c = coverage::explore(cfg, &req.profile, ids, &req.options, req.reduce);
+    if let Some(f) = &req.profile_file {
+        c.warn_overrides(&f.overrides);
+    }
+    c
+}
+
+/// The whole check: one [`CheckReport`] per configuration.
+pub fn run(req: &CheckRequest, obs: &dyn Observer) -> Result<Vec<Run>, Error> {
+    let ids = req.property_ids()?;
+    req.configs
+        .iter()
+        .map(|cfg| check_one(req, cfg, &ids, obs))
+        .collect()
+}
+
+/// The units of the work list a shard owns, each explored: `(unit index, its label, the run)`.
+pub fn run_units(
+    req: &CheckRequest,
+    owns: &dyn Fn(usize) -> bool,
+    obs: &dyn Observer,
+    each: &mut dyn FnMut(usize, &crate::units::CheckUnit, Run) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let ids = req.property_ids()?;
+    for (k, u) in check_work_list(&req.configs, &ids, req.reduce)
+        .iter()
+        .enumerate()
+    {
+        if !owns(k) {
+            continue;
+        }
+        let mut cfg = req.configs[u.config].clone();
+        cfg.sack = u.sack;
+        each(k, u, check_one(req, &cfg, &u.group, obs)?)?;
+    }
+    Ok(())
+}
+
+/// Most worker threads `--threads` takes: 4 per core (at least 4, at most 256). More only cost
+/// memory and time to create (`--threads 100000` spent minutes creating threads).
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (4 * cores).clamp(4, 256)
+}
+
+/// `--threads N`: 0 (all cores) up to [`max_threads`].
+pub fn threads_value(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of threads"))?;
+    let max = max_threads();
+    if n > max {
+        return Err(format!(
+            "at most {max} threads (4 per core on this machine); 0 uses every core"
+        ));
+    }
+    Ok(n)
+}

@@ -1,0 +1,263 @@
+//! `trc kernel check`: the arguments, the request they make of `trc-kcheck`
+//! (`trc_kcheck::request`), and the printing; `--patch` / `--against-kernel` in [`super::patch`].
+
+use super::{target_of, work_dir};
+use crate::exit;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use trc_kcheck::request::{Request, Shrink};
+use trc_vm::flags::VmFlags;
+
+/// Arguments of `trc kernel check`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Suites: regressions (every .pkt under counterexamples/, plus the shortest counterexample of every \
+property on every built-in profile that a kernel can run, exported as trc check --out does), corpus (the .pkt \
+files of --corpus only), random:N[,SEED] \
+(trc diff's seeded walks on --profile) or coverage (shortest kernel-runnable paths of the state graph at the bounds \
+flags or --config, trc check's defaults unless given, chosen so that together they go through every decision-point \
+branch reachable there; the report says which branches were covered, which are reachable only through model-only \
+paths and which not at all). Each scenario runs once on the kernel (the running one, in a private network \
+namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
+violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
+with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/reference/properties.md). Exit codes: 0 every property holds, 1 one is \
+violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
+(not root or no tun; with --kernel: no qemu or no kernel image)."
+)]
+pub struct CheckArgs {
+    /// regressions, corpus, random:N[,SEED] or coverage, or several joined by `+`
+    /// (default: regressions; with --patch or --against-kernel: regressions+coverage+random:20).
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// The bounds of the coverage suite's state graph (as `trc check` takes them; only with
+    /// --suite coverage).
+    #[command(flatten)]
+    pub bounds: crate::args::BoundArgs,
+    /// Only these properties (comma-separated ids).
+    #[arg(long, value_delimiter = ',', value_name = "I1,I2,...")]
+    pub properties: Vec<String>,
+    /// The model's profile the kernel is compared with (and random walks are drawn on).
+    #[arg(long, default_value = "linux-6.18", value_name = "NAME|FILE.toml")]
+    pub profile: String,
+    /// The counterexamples/ directory (default ./counterexamples, else the one of the source tree trc was built from).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// Keep the generated scripts and write report.json here (default: a temporary directory, removed).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Threads for generating the engine's counterexamples and exploring the coverage suite's state graph.
+    #[arg(long, default_value = "0")]
+    pub threads: usize,
+    #[command(flatten)]
+    pub vm: VmFlags,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Run only shard I of N of the suite's scenarios (scenario k is shard k mod N + 1's) and
+    /// print it as JSON for `trc merge` (docs/reference/shards.md).
+    #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
+    pub shard: Option<trc_check::shard::Shard>,
+    /// Kernel runs allowed for shrinking each violated property's shortest scenario that comes
+    /// from a model action list (random walks, coverage scenarios, the engine's counterexamples).
+    #[arg(long, value_name = "N", default_value = "20")]
+    pub shrink_budget: usize,
+    /// Do not shrink violating scenarios.
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Check this change: build the base kernel (--base) and the base with these patches
+    /// applied (`trc kernel build`), run the same suites on both and report what changed.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["kernel", "against_kernel"])]
+    pub patch: Vec<PathBuf>,
+    /// The source the patches apply to: debian:sid (default), debian:trixie, debian:bookworm or
+    /// a kernel tree.
+    #[arg(long, value_name = "SRC", requires = "patch")]
+    pub base: Option<String>,
+    /// Compare --kernel (the changed kernel) with this one (the base), as --patch does.
+    #[arg(long, value_name = "VMLINUZ", requires = "kernel")]
+    pub against_kernel: Option<String>,
+    /// `make -j` for --patch builds (default: the CPU count).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Report differences between the two kernels from one run each, without rerunning them.
+    #[arg(long)]
+    pub no_rerun: bool,
+    /// Accepted findings: a violation in a scenario that stands for one (its model signature is
+    /// accepted) is reported as accepted, not as a failure (default baseline.toml, else the one
+    /// of the source tree trc was built from).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+}
+
+impl CheckArgs {
+    /// The request these arguments make (the plan's scenarios are prepared later), or why
+    /// one is wrong.
+    pub fn request(&self) -> Result<Request, String> {
+        let two_kernels = !self.patch.is_empty() || self.against_kernel.is_some();
+        let cfg = self.bounds.config()?;
+        let bounds_given = cfg != trc_model::Config::default() || !self.bounds.config.is_empty();
+        let mut req = Request::new(
+            self.suite.as_deref(),
+            two_kernels,
+            bounds_given.then_some(cfg),
+            &self.properties,
+            &self.profile,
+        )?;
+        self.vm.validate()?;
+        if let Some(c) = &self.corpus {
+            req.corpus = c.clone();
+        }
+        req.threads = self.threads;
+        let bfile = self
+            .baseline
+            .clone()
+            .unwrap_or_else(trc_kcheck::request::default_baseline);
+        req.baseline = crate::check::load_baseline(&bfile, "trc kernel check")?.accepted;
+        req.shard = self.shard;
+        req.shrink = if self.no_shrink {
+            Shrink::Off("not shrunk (--no-shrink)".into())
+        } else if self.shrink_budget == 0 {
+            Shrink::Off("not shrunk (--shrink-budget 0)".into())
+        } else {
+            // The shrunk scripts go to OUT/shrunk/, or, without --out, to a directory under the
+            // temporary directory that is kept.
+            let out_dir = match &self.out {
+                Some(d) => d.join("shrunk"),
+                None => {
+                    std::env::temp_dir().join(format!("trc-kcheck-shrunk-{}", std::process::id()))
+                }
+            };
+            Shrink::On {
+                budget: self.shrink_budget,
+                out_dir,
+            }
+        };
+        Ok(req)
+    }
+}
+
+/// The plan of `req` (every suite's scenarios prepared under `work`), or exit 2.
+pub(crate) fn make_plan(
+    req: &Request,
+    work: &Path,
+    what: &str,
+) -> Result<trc_kcheck::run::Plan, i32> {
+    let t0 = std::time::Instant::now();
+    let plan = req
+        .plan(work, &mut |m| eprintln!("{what}: {m}"))
+        .map_err(|e| exit::bad_input(what, &e))?;
+    eprintln!(
+        "{what}: {} scenarios ({:.1} s to prepare)",
+        plan.cases.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    if let Some(s) = req.shard {
+        eprintln!(
+            "{what}: shard {}/{}: {} of the {} scenarios",
+            s.index,
+            s.count,
+            req.owned(&plan).len(),
+            plan.cases.len()
+        );
+    }
+    Ok(plan)
+}
+
+pub fn check_cli(args: CheckArgs) -> i32 {
+    if !args.patch.is_empty() || args.against_kernel.is_some() {
+        return super::patch::main(args);
+    }
+    let what = "trc kernel check";
+    let req = match args.request() {
+        Ok(r) => r,
+        Err(e) => return exit::bad_input(what, &e),
+    };
+    // Skips first: nothing is generated for a run that cannot happen.
+    let mut target = match target_of(&args.vm, args.vm.kernel.as_deref(), what) {
+        Ok(t) => t,
+        Err(rc) => return rc,
+    };
+    let (work, _cleanup) = match work_dir(args.out.as_deref(), what) {
+        Ok(w) => w,
+        Err(rc) => return rc,
+    };
+    let t0 = std::time::Instant::now();
+    let plan = match make_plan(&req, &work, what) {
+        Ok(p) => p,
+        Err(rc) => return rc,
+    };
+    let mine = req.owned(&plan);
+    let log = &mut |m: &str| eprintln!("{what}: {m}");
+    let rep = match trc_kcheck::request::check(&req, &plan, &mine, target.as_mut(), &work, log) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return exit::of_target_error(&e);
+        }
+    };
+    let seconds = t0.elapsed().as_secs_f64();
+    if let Some(shard) = args.shard {
+        let v = trc_kcheck::request::shard_file(&plan, &mine, &rep, shard, seconds).json();
+        crate::print_json(&v);
+        let file = format!("shard-{}-of-{}.json", shard.index, shard.count);
+        return finish(
+            args.out.is_some(),
+            &work.join(file),
+            &v,
+            rep.outcome(),
+            what,
+        );
+    }
+    let v = print_report(&rep, plan.coverage.as_ref(), args.json, seconds);
+    finish(
+        args.out.is_some(),
+        &work.join("report.json"),
+        &v,
+        rep.outcome(),
+        what,
+    )
+}
+
+/// The end of a kernel check: the report (or a shard's output) written to `file` (with
+/// `--out`), then the exit code (interrupted, or 2 when the file cannot be written).
+pub(crate) fn finish(
+    out: bool,
+    file: &Path,
+    json: &serde_json::Value,
+    outcome: trc_check::Outcome,
+    what: &str,
+) -> i32 {
+    if out {
+        if let Err(e) = trc_files::write_json_atomic(file, json) {
+            return exit::bad_input(what, &format!("cannot write {}: {e}", file.display()));
+        }
+    }
+    if trc_kernel::sys::interrupted() {
+        return exit::INTERRUPTED;
+    }
+    exit::of_outcome(outcome)
+}
+
+/// Prints a kernel check's report (`trc kernel check` and `trc merge`): JSON, or the text and
+/// the run's total time. Returns the JSON report.
+pub fn print_report(
+    rep: &trc_kcheck::CheckReport,
+    coverage: Option<&trc_kcheck::coverage::CoveragePlan>,
+    json: bool,
+    seconds: f64,
+) -> serde_json::Value {
+    let v = trc_kcheck::request::report_json(rep, coverage);
+    if json {
+        crate::print_json(&v);
+    } else {
+        print!("{}", trc_kcheck::request::report_text(rep, coverage));
+        println!("total: {seconds:.1} s");
+    }
+    v
+}
+
+/// `trc merge` of `trc kernel check` shards.
+pub fn merge(shards: &[trc_check::shard::Loaded], json: bool) -> Result<i32, trc_check::Error> {
+    let (rep, coverage, seconds) = trc_kcheck::request::merge(shards)?;
+    print_report(&rep, coverage.as_ref(), json, seconds);
+    Ok(exit::of_outcome(rep.outcome()))
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Plots of `trc kernel impact --json` files (docs/findings/F1-impact.md).
+"""Plots of `trc-lab impact --json` files (docs/findings/F1-impact.md).
 
 Usage: F1-impact-plot.py OUTDIR FILE.json...
 

@@ -1,6 +1,7 @@
 #!/bin/sh
-# F1's impact, measured: `trc kernel impact` on each kernel for each path, then the plots.
-# Usage (from the repository root, trc built with `cargo build --release`):
+# F1's impact, measured: `trc-lab impact` on each kernel for each path, then the plots.
+# Usage (from the repository root, trc and trc-lab built with
+#   `cargo build --release -p trc -p trc-lab`):
 #   sh docs/findings/F1-impact.sh OUT [KERNEL=LABEL ...]
 # Default kernels: Debian's 7.2 cloud kernel (`trc kernel fetch debian:7.2-sid` first; it has
 # AF_PACKET, so undo events are attributed) and the two trc-minimal builds of Debian's 7.2
@@ -13,6 +14,7 @@ shift
 runs=${RUNS:-5}
 dur=${DURATION:-30}
 trc=${TRC:-./target/release/trc}
+lab=${TRC_LAB:-./target/release/trc-lab}
 mkdir -p "$out"
 if [ $# -eq 0 ]; then
   base=$("$trc" kernel build debian:sid --print-path)
@@ -30,7 +32,7 @@ for path in reorder jitter; do
     l=${kl##*=}
     echo "== $path on $l ($k)"
     # shellcheck disable=SC2086
-    flock /tmp/trc-kernel.lock "$trc" kernel impact --kernel "$k" --label "$l" --runs "$runs" --duration "$dur" $args \
+    flock /tmp/trc-kernel.lock "$lab" impact --kernel "$k" --label "$l" --runs "$runs" --duration "$dur" $args \
       --json "$out/$path-$l.json" | tee "$out/$path-$l.txt"
   done
 done

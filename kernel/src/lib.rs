@@ -29,7 +29,9 @@
 //! A library only: the `trc kernel` command line is `cli/src/kernel.rs`.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+mod calls;
 pub mod packet;
 pub mod report;
 mod runner;
@@ -65,7 +67,14 @@ pub struct RunOptions {
     pub no_shell: bool,
     /// Install SIGINT/SIGTERM handlers that stop the run cleanly.
     pub handle_signals: bool,
+    /// The run's wall-clock limit: past it the run stops where it is (`stopped at line N: ...
+    /// time limit`, incomplete), a blocking system call included. `None`: no limit.
+    pub time_limit: Option<Duration>,
 }
+
+/// [`RunOptions::time_limit`]'s default: far above any script of the public suites (the
+/// longest take about a minute), far below "forever".
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
@@ -77,14 +86,15 @@ impl Default for RunOptions {
             script_dir: PathBuf::from("."),
             no_shell: false,
             handle_signals: false,
+            time_limit: Some(DEFAULT_TIME_LIMIT),
         }
     }
 }
 
-/// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant
-/// (`trc_pkt::engine::run_all_defines`, which the model replay passes too).
-pub fn run_all_defines() -> Vec<(String, Option<String>)> {
-    trc_pkt::engine::run_all_defines()
+/// The command line packetdrill's run_all.py gives its ipv4 variant (the addresses and the
+/// gtests' `-D` definitions: [`trc_pkt::engine::run_all_ipv4`]); trc's own comes after it.
+pub fn run_all_command_line() -> Vec<(String, Option<String>)> {
+    trc_pkt::engine::run_all_ipv4()
 }
 
 /// Why a run did not produce a report.
@@ -117,7 +127,7 @@ pub fn run_script(
     file: &str,
     opts: &RunOptions,
 ) -> Result<RunReport, RunError> {
-    let mut cli = run_all_defines();
+    let mut cli = run_all_command_line();
     cli.extend(opts.packetdrill.iter().cloned());
     let settings =
         trc_pkt::engine::Settings::resolve(script, file, &cli).map_err(RunError::Usage)?;
@@ -133,42 +143,82 @@ pub fn run_script(
     let script = script.clone();
     let opts = opts.clone();
     let file = file.to_string();
+    use std::os::unix::thread::JoinHandleExt;
     let host_ns = sys::current_netns_id();
+    sys::install_wakeup_handler();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let limit = opts.time_limit;
     let handle = std::thread::Builder::new()
         .name("trc-kernel-run".into())
-        .spawn(move || -> Result<RunReport, RunError> {
-            // This thread (only) moves into a fresh namespace; it dies with the thread.
-            sys::unshare_netns().map_err(|e| RunError::Setup(e.to_string()))?;
-            if sys::current_netns_id() == host_ns {
-                return Err(RunError::Setup(
-                    "unshare did not change the network namespace".into(),
-                ));
-            }
-            let mut notes = Vec::new();
-            runner::apply_overrides(&opts, &mut notes);
-            let dir = opts.script_dir.clone();
-            let mut b = runner::KernelBackend::new(&opts, &dir, file.clone())
-                .map_err(|e| RunError::Setup(e.to_string()))?;
-            b.report.notes.extend(notes);
-            let report = trc_pkt::engine::run(&script, &file, settings, &mut b);
-            b.finish();
-            let mut r = std::mem::replace(&mut b.report, RunReport::new(String::new()));
-            r.script = report;
-            drop(b); // closes the sockets, stops the reader, closes the tun
-            Ok(r)
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_in_namespace(&script, &file, &opts, settings, host_ns)
+            }))
+            .unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Err(RunError::Internal(format!("runner panicked: {msg}")))
+            });
+            let _ = tx.send(r);
         })
         .map_err(|e| RunError::Internal(format!("cannot spawn runner thread: {e}")))?;
-    match handle.join() {
+    let first_wait = limit.map_or(Duration::MAX, |l| l + Duration::from_millis(200));
+    let result = match rx.recv_timeout(first_wait) {
         Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(RunError::Internal(format!("runner panicked: {msg}")))
+        Err(_) => {
+            // Past the limit, the runner's waits stop by themselves; a blocking system call is
+            // woken by a signal (again, in case it was between checks), for up to 10 s.
+            let mut got = None;
+            for _ in 0..100 {
+                sys::wake_thread(handle.as_pthread_t());
+                if let Ok(r) = rx.recv_timeout(Duration::from_millis(100)) {
+                    got = Some(r);
+                    break;
+                }
+            }
+            got.unwrap_or_else(|| {
+                Err(RunError::Internal(
+                    "the run did not stop after its time limit".into(),
+                ))
+            })
         }
+    };
+    if result.is_ok() {
+        let _ = handle.join();
     }
+    result
+}
+
+/// The run itself, on its own thread, which moves into a fresh network namespace (it dies with
+/// the thread).
+fn run_in_namespace(
+    script: &trc_pkt::Script,
+    file: &str,
+    opts: &RunOptions,
+    settings: trc_pkt::engine::Settings,
+    host_ns: Option<u64>,
+) -> Result<RunReport, RunError> {
+    sys::unshare_netns().map_err(|e| RunError::Setup(e.to_string()))?;
+    if sys::current_netns_id() == host_ns {
+        return Err(RunError::Setup(
+            "unshare did not change the network namespace".into(),
+        ));
+    }
+    let mut notes = Vec::new();
+    runner::apply_overrides(opts, &mut notes);
+    let dir = opts.script_dir.clone();
+    let mut b = runner::KernelBackend::new(opts, &dir, file.to_string())
+        .map_err(|e| RunError::Setup(e.to_string()))?;
+    b.report.notes.extend(notes);
+    let report = trc_pkt::engine::run(script, file, settings, &mut b);
+    b.finish();
+    let mut r = std::mem::replace(&mut b.report, RunReport::new(String::new()));
+    r.script = report;
+    drop(b); // closes the sockets, stops the reader, closes the tun
+    Ok(r)
 }
 
 /// Where the machine-wide run lock lives (`TRC_KERNEL_LOCK` overrides).

@@ -138,6 +138,11 @@ impl RunReport {
         if let Some((line, why)) = &self.script.stopped {
             s.push_str(&format!("stopped at line {line}: {why}\n"));
         }
+        if let Some((line, what)) = &self.script.unsupported {
+            s.push_str(&format!(
+                "unsupported: {what}, at line {line}: trc's runner does not implement it (later lines not run)\n"
+            ));
+        }
         let (p, f, o) = self.script.counts();
         s.push_str(&format!(
             "{} ({p} passed, {f} failed, {o} not evaluated, {:.0} ms)\n",

@@ -22,8 +22,7 @@ use crate::report::*;
 use crate::sys;
 use crate::RunOptions;
 
-/// packetdrill's `--bind_port` and `--connect_port`.
-const SCRIPT_PORT: u16 = 8080;
+use crate::calls::{CallError, SCRIPT_PORT};
 
 /// Reads the tun device in a helper thread and timestamps every frame (the virtio-net header
 /// stripped).
@@ -101,15 +100,19 @@ pub(crate) struct KernelBackend<'a> {
     /// The peer's port of a passive open (ours to choose: the namespace is private).
     remote_port: u16,
     /// The live 4-tuple of the socket under test, once known (local port, remote port).
-    tuple: Option<(u16, u16)>,
+    pub(crate) tuple: Option<(u16, u16)>,
     ip_id: u16,
     /// Script fd → live fd.
-    fds: HashMap<i64, RawFd>,
+    pub(crate) fds: HashMap<i64, RawFd>,
     /// The socket under test (packetdrill's: the last `socket()`, or the `accept()`ed child).
-    under_test: Option<RawFd>,
+    pub(crate) under_test: Option<RawFd>,
     /// The accepted or connected socket, for tcp_info.
-    conn_fd: Option<RawFd>,
-    blocking: Option<BlockingCall>,
+    pub(crate) conn_fd: Option<RawFd>,
+    /// A `listen()` on the socket under test: the next inbound packet opens a new connection,
+    /// from a new remote port (packetdrill's `handle_listen_for_script_packet`: a new child
+    /// socket with the next ephemeral port).
+    pub(crate) listening: bool,
+    pub(crate) blocking: Option<BlockingCall>,
     cc_used: Option<String>,
     /// Live local ISN and remote ISN (for the trace's script-space numbers).
     local_isn: Option<u32>,
@@ -120,6 +123,8 @@ pub(crate) struct KernelBackend<'a> {
     /// (`nstat -n`) never mixes with another namespace's counters through the shared default
     /// (`/tmp/.nstat.u0`).
     nstat_history: std::path::PathBuf,
+    /// When the run's wall-clock limit passes, and the limit.
+    deadline: Option<(Instant, Duration)>,
     pub(crate) report: RunReport,
 }
 
@@ -152,6 +157,7 @@ impl<'a> KernelBackend<'a> {
             fds: HashMap::new(),
             under_test: None,
             conn_fd: None,
+            listening: false,
             blocking: None,
             cc_used: None,
             local_isn: None,
@@ -166,7 +172,19 @@ impl<'a> KernelBackend<'a> {
                     .map(|d| d.as_nanos())
                     .unwrap_or(0)
             )),
+            deadline: opts.time_limit.map(|l| (Instant::now() + l, l)),
             report: RunReport::new(file),
+        })
+    }
+
+    /// Why the run must stop now: its wall-clock limit has passed.
+    pub(crate) fn time_up(&self) -> Option<String> {
+        let (at, limit) = self.deadline?;
+        (Instant::now() >= at).then(|| {
+            format!(
+                "the run exceeded its wall-clock limit of {} s (--script-timeout)",
+                limit.as_secs_f64()
+            )
         })
     }
 
@@ -222,7 +240,8 @@ impl<'a> KernelBackend<'a> {
     }
 
     fn record_outbound(&mut self, at: Instant, s: &Segment, line: Option<u32>) {
-        if s.has(packet::SYN) && self.local_isn.is_none() {
+        if s.has(packet::SYN) {
+            // A new ISN is a new connection's.
             self.local_isn = Some(s.seq);
         }
         let (q, a) = self.script_space(s);
@@ -284,7 +303,7 @@ impl<'a> KernelBackend<'a> {
         self.conn_fd = None;
     }
 
-    fn live_fd(&self, e: Option<&Expr>) -> Result<RawFd, String> {
+    pub(crate) fn live_fd(&self, e: Option<&Expr>) -> Result<RawFd, String> {
         match e {
             Some(Expr::Int(n)) => self
                 .fds
@@ -299,7 +318,7 @@ impl<'a> KernelBackend<'a> {
     }
 
     /// The connection now exists (accepted or connected): record its congestion control.
-    fn connected(&mut self, fd: RawFd) -> Vec<String> {
+    pub(crate) fn connected(&mut self, fd: RawFd) -> Vec<String> {
         self.conn_fd = Some(fd);
         match sys::get_congestion(fd) {
             Ok(cc) => {
@@ -309,577 +328,6 @@ impl<'a> KernelBackend<'a> {
             }
             Err(e) => vec![e.to_string()],
         }
-    }
-}
-
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-fn ret(rc: i64) -> SysResult {
-    SysResult::Returned {
-        ret: rc,
-        errno: if rc < 0 { errno() } else { 0 },
-        notes: Vec::new(),
-        problems: Vec::new(),
-    }
-}
-
-/// Integer value of a syscall argument (packetdrill's symbols, `-D` definitions, `A|B`, `[x]`,
-/// `htons(x)`).
-pub(crate) fn eval_int(e: &Expr, defines: &BTreeMap<String, String>) -> Result<i64, String> {
-    match e {
-        Expr::Int(i) => Ok(*i),
-        Expr::Word(w) => {
-            if let Some(d) = defines.get(w) {
-                return d
-                    .parse::<i64>()
-                    .ok()
-                    .or_else(|| trc_pkt::symbols::syscall_constant(d))
-                    .ok_or_else(|| format!("definition {w}={d} is not an integer"));
-            }
-            trc_pkt::symbols::syscall_constant(w).ok_or_else(|| format!("unknown symbol: '{w}'"))
-        }
-        Expr::BitOr(v) => v
-            .iter()
-            .try_fold(0i64, |acc, x| Ok(acc | eval_int(x, defines)?)),
-        Expr::Array(v) if v.len() == 1 => eval_int(&v[0], defines),
-        Expr::Call { name, args } if (name == "htons" || name == "htonl") && args.len() == 1 => {
-            eval_int(&args[0], defines)
-        }
-        other => Err(format!(
-            "cannot evaluate {} as an integer",
-            trc_pkt::writer::write_expr(other)
-        )),
-    }
-}
-
-/// An argument that is a C `int` (a `u32` bit pattern is taken as one too): a clear error
-/// outside that range instead of a silent truncation.
-fn c_int(e: &Expr, defines: &BTreeMap<String, String>, what: &str) -> Result<i32, String> {
-    let v = eval_int(e, defines)?;
-    i32::try_from(v)
-        .or_else(|_| u32::try_from(v).map(|u| u as i32))
-        .map_err(|_| format!("{what} {v} does not fit a C int"))
-}
-
-/// Bytes of a `setsockopt` value: a string, a struct of ints (e.g. `{onoff=1, linger=0}`), or
-/// an int.
-fn opt_bytes(e: &Expr, defines: &BTreeMap<String, String>) -> Result<Vec<u8>, String> {
-    match e {
-        Expr::Str(s) => Ok(s.as_bytes().to_vec()),
-        Expr::Struct(fields) => {
-            let mut b = Vec::new();
-            for f in fields {
-                b.extend_from_slice(&c_int(&f.value, defines, "option value field")?.to_ne_bytes());
-            }
-            Ok(b)
-        }
-        other => Ok(c_int(other, defines, "option value")?
-            .to_ne_bytes()
-            .to_vec()),
-    }
-}
-
-fn sockaddr(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(ip.octets()),
-        },
-        sin_zero: [0; 8],
-    }
-}
-
-/// Total length of an iovec list `[{..., 100}, {..., 200}]`.
-fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> Result<usize, String> {
-    let Some(Expr::Array(items)) = e else {
-        return Err("expected an iovec array [{..., len}]".into());
-    };
-    let mut n = 0usize;
-    for it in items {
-        let Expr::Struct(f) = it else {
-            return Err("expected {..., len} in the iovec array".into());
-        };
-        let len = f.last().ok_or("empty iovec")?;
-        n += usize::try_from(eval_int(&len.value, d)?)
-            .map_err(|_| "negative iovec length".to_string())?;
-    }
-    Ok(n)
-}
-
-/// Largest write trc performs (packetdrill's buffers are as large as asked; this keeps a typo
-/// from allocating gigabytes).
-const MAX_IO: i64 = 256 << 20;
-
-impl KernelBackend<'_> {
-    fn sys_socket(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let ty = s
-            .args
-            .get(1)
-            .map(|e| eval_int(e, d))
-            .transpose()?
-            .unwrap_or(libc::SOCK_STREAM as i64);
-        let proto = match s.args.get(2) {
-            Some(Expr::Ellipsis) | None => 0,
-            Some(e) => eval_int(e, d)?,
-        };
-        if ty & 0xf != libc::SOCK_STREAM as i64 {
-            return Err("only SOCK_STREAM sockets are supported".into());
-        }
-        // SAFETY: plain syscall.
-        let fd = unsafe { libc::socket(libc::AF_INET, ty as i32, proto as i32) };
-        if fd < 0 {
-            return Ok(ret(-1));
-        }
-        if let Expr::Int(n) = s.result {
-            self.fds.insert(n, fd);
-        }
-        self.under_test = Some(fd);
-        Ok(ret(fd as i64))
-    }
-
-    fn sys_setsockopt(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
-        let name = c_int(
-            s.args.get(2).ok_or("missing option name")?,
-            d,
-            "option name",
-        )?;
-        let bytes = opt_bytes(s.args.get(3).ok_or("missing option value")?, d)?;
-        // packetdrill passes the length as written.
-        let len = match s.args.get(4) {
-            Some(e @ (Expr::Int(_) | Expr::Word(_))) => eval_int(e, d)? as usize,
-            _ => bytes.len(),
-        };
-        let len = len.min(bytes.len());
-        // SAFETY: pointer/length describe `bytes`.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd,
-                level,
-                name,
-                bytes.as_ptr() as *const libc::c_void,
-                len as libc::socklen_t,
-            )
-        };
-        Ok(ret(rc as i64))
-    }
-
-    fn sys_getsockopt(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
-        let name = c_int(
-            s.args.get(2).ok_or("missing option name")?,
-            d,
-            "option name",
-        )?;
-        let want = s.args.get(3).ok_or("missing option value")?;
-        let mut buf = [0u8; 256];
-        let mut len = buf.len() as libc::socklen_t;
-        // SAFETY: buffer/length are valid.
-        let rc = unsafe {
-            libc::getsockopt(
-                fd,
-                level,
-                name,
-                buf.as_mut_ptr() as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Ok(ret(-1));
-        }
-        let got = &buf[..len as usize];
-        let mut problems = Vec::new();
-        match want {
-            Expr::Ellipsis => {}
-            Expr::Str(w) => {
-                let g = String::from_utf8_lossy(got)
-                    .trim_end_matches('\0')
-                    .to_string();
-                if &g != w {
-                    problems.push(format!("value \"{g}\", expected \"{w}\""));
-                }
-            }
-            other => {
-                let w = opt_bytes(other, d)?;
-                if w.len() > got.len() || got[..w.len()] != w[..] {
-                    problems.push(format!("value {got:?}, expected {w:?}"));
-                }
-            }
-        }
-        Ok(SysResult::Returned {
-            ret: 0,
-            errno: 0,
-            notes: Vec::new(),
-            problems,
-        })
-    }
-
-    fn sys_bind(&mut self, s: &Syscall) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let sa = sockaddr(sys::LOCAL_IP, SCRIPT_PORT);
-        // SAFETY: valid sockaddr_in.
-        let rc = unsafe {
-            libc::bind(
-                fd,
-                &sa as *const _ as *const libc::sockaddr,
-                size_of::<libc::sockaddr_in>() as u32,
-            )
-        };
-        Ok(ret(rc as i64))
-    }
-
-    fn sys_listen(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let backlog = s
-            .args
-            .get(1)
-            .map(|e| eval_int(e, d))
-            .transpose()?
-            .unwrap_or(1);
-        // The child of a passive open: peer port ours, local port the script port.
-        self.tuple = Some((SCRIPT_PORT, self.remote_port));
-        // SAFETY: plain syscall.
-        Ok(ret(unsafe { libc::listen(fd, backlog as i32) } as i64))
-    }
-
-    fn sys_accept(&mut self, s: &Syscall, blocking: bool) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
-                // SAFETY: plain syscall on a socket this run owns.
-                let c = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
-                (c as i64, if c < 0 { errno() } else { 0 }, Instant::now())
-            }));
-            return Ok(SysResult::Blocked);
-        }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd. A handshake completed by the script is there already.
-        unsafe { libc::poll(&mut pfd, 1, 1000) };
-        // SAFETY: plain syscall; non-blocking so a script that never completes a handshake
-        // cannot hang the run.
-        let c = unsafe {
-            libc::accept4(
-                fd,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_NONBLOCK,
-            )
-        };
-        if c < 0 {
-            return Ok(ret(-1));
-        }
-        // SAFETY: back to blocking, as accept() would have returned it.
-        unsafe {
-            libc::fcntl(
-                c,
-                libc::F_SETFL,
-                libc::fcntl(c, libc::F_GETFL) & !libc::O_NONBLOCK,
-            )
-        };
-        if let Expr::Int(n) = s.result {
-            self.fds.insert(n, c);
-        }
-        self.under_test = Some(c);
-        let notes = self.connected(c);
-        Ok(SysResult::Returned {
-            ret: c as i64,
-            errno: 0,
-            notes,
-            problems: Vec::new(),
-        })
-    }
-
-    fn sys_connect(&mut self, s: &Syscall, blocking: bool) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        self.tuple = None; // learnt from the SYN
-        let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
-        if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
-                // SAFETY: valid sockaddr_in, a socket this run owns.
-                let rc = unsafe {
-                    libc::connect(
-                        fd,
-                        &sa as *const _ as *const libc::sockaddr,
-                        size_of::<libc::sockaddr_in>() as u32,
-                    )
-                };
-                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
-            }));
-            return Ok(SysResult::Blocked);
-        }
-        // SAFETY: as above.
-        let rc = unsafe {
-            libc::connect(
-                fd,
-                &sa as *const _ as *const libc::sockaddr,
-                size_of::<libc::sockaddr_in>() as u32,
-            )
-        };
-        let e = errno();
-        if rc == 0 || e == libc::EINPROGRESS {
-            let notes = self.connected(fd);
-            return Ok(SysResult::Returned {
-                ret: rc as i64,
-                errno: if rc < 0 { e } else { 0 },
-                notes,
-                problems: Vec::new(),
-            });
-        }
-        Ok(SysResult::Returned {
-            ret: -1,
-            errno: e,
-            notes: Vec::new(),
-            problems: Vec::new(),
-        })
-    }
-
-    /// `write`, `send`, `sendto` (its address ignored: the socket is connected), `writev`,
-    /// `sendmsg` (the iovec length; `msg_flags` ignored; the flags argument honoured).
-    fn sys_send(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-        blocking: bool,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let (n, flags) = match s.name.as_str() {
-            "writev" => (iov_len(s.args.get(1), d)? as i64, 0),
-            "sendmsg" => {
-                let Some(Expr::Struct(fields)) = s.args.get(1) else {
-                    return Err("sendmsg needs a {msg_...} struct".into());
-                };
-                let iov = fields
-                    .iter()
-                    .find(|f| matches!(&f.value, Expr::Array(_)))
-                    .map(|f| &f.value);
-                (
-                    iov_len(iov, d)? as i64,
-                    s.args
-                        .get(2)
-                        .map(|e| eval_int(e, d))
-                        .transpose()?
-                        .unwrap_or(0),
-                )
-            }
-            _ => (
-                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
-                if s.name == "write" {
-                    0
-                } else {
-                    s.args
-                        .get(3)
-                        .map(|e| eval_int(e, d))
-                        .transpose()?
-                        .unwrap_or(0)
-                },
-            ),
-        };
-        if !(0..=MAX_IO).contains(&n) {
-            return Err(format!("bad length {n} (0 to {MAX_IO} bytes)"));
-        }
-        let flags = flags as i32 | libc::MSG_NOSIGNAL;
-        if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
-                let buf = vec![0u8; n as usize];
-                // SAFETY: buffer valid for n bytes.
-                let rc = unsafe {
-                    libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags)
-                };
-                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
-            }));
-            return Ok(SysResult::Blocked);
-        }
-        let buf = vec![0u8; n as usize];
-        // SAFETY: buffer valid for n bytes.
-        Ok(ret(
-            unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags) } as i64,
-        ))
-    }
-
-    fn sys_recv(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-        blocking: bool,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let n = match s.name.as_str() {
-            "readv" => iov_len(s.args.get(1), d)? as i64,
-            _ => eval_int(s.args.get(2).ok_or("missing length")?, d)?,
-        }
-        .clamp(0, MAX_IO);
-        if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
-                let mut buf = vec![0u8; n as usize];
-                // SAFETY: buffer valid for n bytes.
-                let rc =
-                    unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
-            }));
-            return Ok(SysResult::Blocked);
-        }
-        let mut buf = vec![0u8; n as usize];
-        // SAFETY: buffer valid for n bytes; a blocking socket with nothing to read would hang,
-        // so the read never waits (packetdrill's script would be written with `...` then).
-        Ok(ret(unsafe {
-            libc::recv(
-                fd,
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        } as i64))
-    }
-
-    fn sys_close(&mut self, s: &Syscall) -> Result<SysResult, String> {
-        let Some(Expr::Int(n)) = s.args.first() else {
-            return Err("close needs an fd number".into());
-        };
-        let fd = self
-            .fds
-            .remove(n)
-            .ok_or_else(|| format!("unable to find fd with script fd {n}"))?;
-        if self.conn_fd == Some(fd) {
-            // Keep reading tcp_info of the closed connection? It is gone; packetdrill's
-            // socket under test stays, but its fd is invalid.
-            self.conn_fd = None;
-        }
-        // SAFETY: closing an fd this run owns.
-        Ok(ret(unsafe { libc::close(fd) } as i64))
-    }
-
-    fn sys_shutdown(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let how = eval_int(s.args.get(1).ok_or("missing how")?, d)?;
-        // SAFETY: plain syscall.
-        Ok(ret(unsafe { libc::shutdown(fd, how as i32) } as i64))
-    }
-
-    fn sys_fcntl(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let cmd = c_int(s.args.get(1).ok_or("missing command")?, d, "fcntl command")?;
-        let arg = s
-            .args
-            .get(2)
-            .map(|e| eval_int(e, d))
-            .transpose()?
-            .unwrap_or(0);
-        // SAFETY: fcntl with an integer argument.
-        Ok(ret(
-            unsafe { libc::fcntl(fd, cmd, arg as libc::c_long) } as i64
-        ))
-    }
-
-    fn sys_ioctl(
-        &mut self,
-        s: &Syscall,
-        d: &BTreeMap<String, String>,
-    ) -> Result<SysResult, String> {
-        let fd = self.live_fd(s.args.first())?;
-        let req = eval_int(s.args.get(1).ok_or("missing request")?, d)?;
-        let mut v: libc::c_int = 0;
-        // SAFETY: the requests scripts use (SIOCINQ/FIONREAD) write one int.
-        let rc = unsafe { libc::ioctl(fd, req as _, &mut v as *mut libc::c_int) };
-        let mut problems = Vec::new();
-        if let (Some(want), true) = (s.args.get(2), rc == 0) {
-            let w = eval_int(want, d)?;
-            if w != v as i64 {
-                problems.push(format!("ioctl value {v}, expected {w}"));
-            }
-        }
-        Ok(SysResult::Returned {
-            ret: rc as i64,
-            errno: if rc < 0 { errno() } else { 0 },
-            notes: Vec::new(),
-            problems,
-        })
-    }
-
-    fn sys_poll(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> Result<SysResult, String> {
-        let Some(Expr::Array(items)) = s.args.first() else {
-            return Err("poll needs [{fd=..., events=..., revents=...}]".into());
-        };
-        let mut pfds = Vec::new();
-        let mut want = Vec::new();
-        for it in items {
-            let Expr::Struct(f) = it else {
-                return Err("poll needs {fd=..., events=..., revents=...}".into());
-            };
-            let get = |n: &str| {
-                f.iter()
-                    .find(|x| x.name.as_deref() == Some(n))
-                    .map(|x| &x.value)
-            };
-            let fd = self.live_fd(get("fd"))?;
-            pfds.push(libc::pollfd {
-                fd,
-                events: eval_int(get("events").ok_or("missing events")?, d)? as i16,
-                revents: 0,
-            });
-            want.push(get("revents").map(|e| eval_int(e, d)).transpose()?);
-        }
-        let timeout = s
-            .args
-            .get(2)
-            .map(|e| eval_int(e, d))
-            .transpose()?
-            .unwrap_or(0)
-            .clamp(-1, 10_000);
-        // SAFETY: a valid pollfd array.
-        let rc = unsafe {
-            libc::poll(
-                pfds.as_mut_ptr(),
-                pfds.len() as libc::nfds_t,
-                if timeout < 0 { 10_000 } else { timeout as i32 },
-            )
-        };
-        let problems = pfds
-            .iter()
-            .zip(&want)
-            .filter_map(|(p, w)| {
-                w.filter(|w| *w != p.revents as i64)
-                    .map(|w| format!("revents {:#x}, expected {w:#x}", p.revents))
-            })
-            .collect();
-        Ok(SysResult::Returned {
-            ret: rc as i64,
-            errno: if rc < 0 { errno() } else { 0 },
-            notes: Vec::new(),
-            problems,
-        })
     }
 }
 
@@ -897,6 +345,9 @@ impl Backend for KernelBackend<'_> {
             if sys::interrupted() {
                 return Err(Halt::Interrupted);
             }
+            if let Some(why) = self.time_up() {
+                return Err(Halt::Stop(why));
+            }
             self.drain();
             let left = t_us - self.now_us();
             if left <= 0 {
@@ -913,6 +364,14 @@ impl Backend for KernelBackend<'_> {
     }
 
     fn inbound(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
+        if std::mem::take(&mut self.listening) {
+            // A new passive connection, from the next remote port (an earlier one may still
+            // be open with the same 4-tuple otherwise).
+            let port = self.remote_port;
+            self.remote_port = if port >= 60999 { 40000 } else { port + 1 };
+            self.tuple = Some((SCRIPT_PORT, port));
+            self.remote_isn = None;
+        }
         let (sport, dport) = match self.tuple {
             Some((l, r)) => (r, l),
             None => (self.remote_port, SCRIPT_PORT),
@@ -994,6 +453,9 @@ impl Backend for KernelBackend<'_> {
             if sys::interrupted() {
                 return Err(Halt::Interrupted);
             }
+            if let Some(why) = self.time_up() {
+                return Err(Halt::Stop(why));
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Ok(Next::Timeout);
@@ -1012,31 +474,44 @@ impl Backend for KernelBackend<'_> {
 
     fn syscall(&mut self, s: &Syscall, cx: &SysCtx) -> Result<SysResult, Halt> {
         let d = cx.defines;
-        let r = match s.name.as_str() {
-            "socket" => self.sys_socket(s, d),
-            "setsockopt" => self.sys_setsockopt(s, d),
-            "getsockopt" => self.sys_getsockopt(s, d),
-            "bind" => self.sys_bind(s),
-            "listen" => self.sys_listen(s, d),
-            "accept" | "accept4" => self.sys_accept(s, cx.blocking),
-            "connect" => self.sys_connect(s, cx.blocking),
-            "write" | "send" | "sendto" | "writev" | "sendmsg" => self.sys_send(s, d, cx.blocking),
-            "read" | "recv" | "recvfrom" | "readv" => self.sys_recv(s, d, cx.blocking),
-            "close" => self.sys_close(s),
-            "shutdown" => self.sys_shutdown(s, d),
-            "fcntl" => self.sys_fcntl(s, d),
-            "ioctl" => self.sys_ioctl(s, d),
-            "poll" => self.sys_poll(s, d),
-            other => Err(format!(
-                "Unknown system call: '{other}' (not supported by trc's runner)"
-            )),
-        };
-        Ok(r.unwrap_or_else(|m| {
-            SysResult::Other(Outcome1::fail(format!(
+        let blocks = matches!(
+            s.name.as_str(),
+            "accept"
+                | "accept4"
+                | "connect"
+                | "write"
+                | "send"
+                | "sendto"
+                | "writev"
+                | "sendmsg"
+                | "read"
+                | "recv"
+                | "recvfrom"
+                | "readv"
+        );
+        if cx.blocking && !blocks {
+            return Err(Halt::Unsupported(format!(
+                "a blocking {} call (`...` end time)",
+                s.name
+            )));
+        }
+        if cx.blocking && self.blocking.is_some() {
+            return Err(Halt::Unsupported(
+                "two blocking system calls in progress at once".into(),
+            ));
+        }
+        let r = self.call(s, d, cx.blocking);
+        if let Some(why) = self.time_up() {
+            return Err(Halt::Stop(why));
+        }
+        match r {
+            Ok(r) => Ok(r),
+            Err(CallError::Unsupported(what)) => Err(Halt::Unsupported(what)),
+            Err(CallError::Fail(m)) => Ok(SysResult::Other(Outcome1::fail(format!(
                 "runtime error in {} call: {m}",
                 s.name
-            )))
-        }))
+            )))),
+        }
     }
 
     fn blocking_result(&mut self) -> Option<(i64, i32, i64)> {
@@ -1058,8 +533,14 @@ impl Backend for KernelBackend<'_> {
                 self.nstat_history.display().to_string(),
             ));
         }
-        let mut o = match crate::shell::run(cmd, self.script_dir, &env) {
+        let left = self.deadline.map_or(crate::shell::TIME_LIMIT, |(at, _)| {
+            at.saturating_duration_since(Instant::now())
+        });
+        let mut o = match crate::shell::run(cmd, self.script_dir, &env, left) {
             Err(e) => Outcome1::fail(format!("cannot run /bin/sh: {e}")),
+            Ok(out) if out.timed_out && self.time_up().is_some() => {
+                return Err(Halt::Stop(self.time_up().unwrap_or_default()));
+            }
             Ok(out) => {
                 let mut o = match (out.timed_out, out.code) {
                     (true, _) => Outcome1::fail(format!(
@@ -1107,6 +588,10 @@ impl Backend for KernelBackend<'_> {
     fn interrupted(&self) -> bool {
         sys::interrupted()
     }
+
+    fn time_up(&mut self) -> Option<String> {
+        KernelBackend::time_up(self)
+    }
 }
 
 pub(crate) fn apply_overrides(opts: &RunOptions, notes: &mut Vec<String>) {
@@ -1119,29 +604,5 @@ pub(crate) fn apply_overrides(opts: &RunOptions, notes: &mut Vec<String>) {
                 notes.push(e.to_string());
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn c_int_arguments_are_checked_not_truncated() {
-        let d = BTreeMap::new();
-        assert_eq!(c_int(&Expr::Int(-1), &d, "x"), Ok(-1));
-        assert_eq!(
-            c_int(&Expr::Int(0xffff_ffff), &d, "x"),
-            Ok(-1),
-            "a u32 bit pattern"
-        );
-        assert!(c_int(&Expr::Int(4_294_968_296), &d, "level")
-            .unwrap_err()
-            .contains("does not fit a C int"));
-        assert!(opt_bytes(&Expr::Int(1 << 40), &d).is_err());
-        assert_eq!(
-            opt_bytes(&Expr::Int(1), &d).unwrap(),
-            1i32.to_ne_bytes().to_vec()
-        );
     }
 }

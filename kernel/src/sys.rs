@@ -436,6 +436,36 @@ pub fn request_interrupt() {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
+/// The signal that wakes the runner thread from a blocking system call when a script's time
+/// limit has passed (a real-time signal nothing else here uses; its handler does nothing, and it
+/// is installed without `SA_RESTART`, so the call returns `EINTR`).
+fn wakeup_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 4
+}
+
+extern "C" fn on_wakeup(_sig: libc::c_int) {}
+
+/// Installs the wake-up signal's handler (once per process).
+pub fn install_wakeup_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: installing a handler that does nothing.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_wakeup as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            libc::sigaction(wakeup_signal(), &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+/// Interrupts a blocking system call of `thread` (see [`install_wakeup_handler`]).
+pub fn wake_thread(thread: libc::pthread_t) {
+    // SAFETY: `thread` is a live thread of this process (the caller has not joined it).
+    unsafe { libc::pthread_kill(thread, wakeup_signal()) };
+}
+
 /// Forget an earlier interruption, so that the next script runs (the VM guest runs several
 /// scripts in one process).
 pub fn clear_interrupt() {

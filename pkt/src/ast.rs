@@ -117,6 +117,10 @@ impl From<TimePoint> for Time {
 pub enum StatementKind {
     /// An inbound (`<`) or outbound (`>`) TCP segment.
     Packet(Packet),
+    /// A UDP datagram: `< udp (100)`, `> udp 53>8080 (0)`.
+    Udp(UdpPacket),
+    /// An ICMP message: `< icmp unreachable frag_needed mtu 800 [0:1000(1000)]`.
+    Icmp(IcmpPacket),
     /// A system call such as `socket(...)`, `write(4, ..., 1000) = 1000`.
     Syscall(Syscall),
     /// Text between backticks, verbatim (may contain newlines).
@@ -136,7 +140,8 @@ pub enum Direction {
 }
 
 /// TCP header flags. Written in packetdrill's letters:
-/// `S` SYN, `F` FIN, `R` RST, `P` PSH, `.` ACK, `U` URG, `E` ECE, `W` CWR.
+/// `S` SYN, `F` FIN, `R` RST, `P` PSH, `.` ACK, `U` URG, `E` ECE, `W` CWR, `A` AE (AccECN), and
+/// AccECN's ACE field as one digit `0`..`7` (instead of the letters E, W and A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct TcpFlags {
     pub syn: bool,
@@ -147,6 +152,12 @@ pub struct TcpFlags {
     pub urg: bool,
     pub ece: bool,
     pub cwr: bool,
+    /// `A`: the AccECN AE bit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ae: bool,
+    /// A digit `0`..`7`: AccECN's ACE field (AE, CWR and ECE as one number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ace: Option<u8>,
 }
 
 /// IP-level ECN codepoint marker (`[noecn]`, `[ect0]`, `[ect1]`, `[ce]`,
@@ -160,11 +171,102 @@ pub enum Ecn {
     Ce,
 }
 
+/// IP header details a packet line may give in brackets besides the ECN codepoint (packetdrill's
+/// `ip_info`): `[tos 0x10]`, `[ect0, flowlabel 0x12345]`, `[ttl 64]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct IpExtra {
+    /// `tos 0xNN`: the whole TOS byte (instead of an ECN marker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// `flowlabel 0xNNNNN` (IPv6, 20 bits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flowlabel: Option<u32>,
+    /// `ttl N` (IPv4 TTL or IPv6 hop limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u8>,
+}
+
+impl IpExtra {
+    pub fn is_empty(&self) -> bool {
+        *self == IpExtra::default()
+    }
+}
+
+/// An outer header written before a packet (packetdrill's `packet_prefix`), outermost first:
+/// `ipv4 192.0.2.1 > 192.168.0.1:`, `ipv6 ...:`, `gre:`, `gre flags 0 sum 0 off 0 key 0 seq 0:`,
+/// `mpls (label 1, tc 0, [S], ttl 255):`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Encap {
+    Ipv4 {
+        ecn: Option<Ecn>,
+        ip: IpExtra,
+        src: String,
+        dst: String,
+    },
+    Ipv6 {
+        ecn: Option<Ecn>,
+        ip: IpExtra,
+        src: String,
+        dst: String,
+    },
+    Gre(Option<GreHeader>),
+    Mpls(Vec<MplsEntry>),
+}
+
+/// A GRE header's fields, all given (`flags [checksum present, key present] sum 0 off 0 key 5
+/// seq 0`, or `flags 0x3000 ...`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GreHeader {
+    pub flags: GreFlags,
+    pub sum: i64,
+    pub off: i64,
+    pub key: i64,
+    pub seq: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GreFlags {
+    /// `flags [none]`, `flags [checksum present, key present, sequence# present]`.
+    Named(Vec<GreFlag>),
+    /// `flags 0x3000`.
+    Value(i64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GreFlag {
+    None,
+    Checksum,
+    Key,
+    Sequence,
+}
+
+/// One MPLS label stack entry: `(label 100, tc 0, [S], ttl 255)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MplsEntry {
+    pub label: i64,
+    pub tc: i64,
+    /// `[S]`: the bottom of the stack.
+    pub bottom: bool,
+    pub ttl: i64,
+}
+
 /// A TCP segment line, e.g. `+0 > P. 1:10001(10000) ack 1 win 257 <nop,nop,TS val 1 ecr 2>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Packet {
     pub direction: Direction,
+    /// Outer headers (tunnels), outermost first; none for a plain segment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub encap: Vec<Encap>,
     pub ecn: Option<Ecn>,
+    /// `tos`, `flowlabel`, `ttl` in the brackets.
+    #[serde(default, skip_serializing_if = "IpExtra::is_empty")]
+    pub ip: IpExtra,
+    /// `encap psp spi N`: a PSP-encapsulated segment with this SPI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psp_spi: Option<i64>,
+    /// `SRC>DST` explicit ports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<(u16, u16)>,
     pub flags: TcpFlags,
     /// Start sequence number (relative to the ISN, as in packetdrill).
     pub seq: u32,
@@ -212,6 +314,17 @@ pub enum TcpOption {
     FastOpen(Option<String>),
     /// `FOEXP [COOKIE]`: the experimental Fast Open option (kind 254, magic 0xF989).
     FastOpenExp(Option<String>),
+    /// `ECN e0b N ceb N e1b N` (any order packetdrill's grammar allows, 1 to 3 fields): the
+    /// AccECN option, its byte counters as written (24 bits each).
+    AccEcn(Vec<(AccEcnField, u32)>),
+}
+
+/// A field of the AccECN option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AccEcnField {
+    E0b,
+    Ceb,
+    E1b,
 }
 
 impl TcpOption {
@@ -237,8 +350,53 @@ impl TcpOption {
             TcpOption::Md5(d) => 2 + hex_bytes(d),
             TcpOption::FastOpen(c) => 2 + c.as_deref().map_or(0, hex_bytes),
             TcpOption::FastOpenExp(c) => 4 + c.as_deref().map_or(0, hex_bytes),
+            TcpOption::AccEcn(f) => 2 + 3 * f.len(),
         }
     }
+}
+
+/// A UDP datagram line: `< udp (100)`, `> [tos 0x10] udp 53>8080 (0)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpPacket {
+    pub direction: Direction,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub encap: Vec<Encap>,
+    /// `[ect01]` only: packetdrill refuses other ECN markers on UDP.
+    pub ecn: Option<Ecn>,
+    #[serde(default, skip_serializing_if = "IpExtra::is_empty")]
+    pub ip: IpExtra,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<(u16, u16)>,
+    pub len: u32,
+}
+
+/// An ICMP message line: `< icmp unreachable frag_needed mtu 800 [0:1000(1000)]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcmpPacket {
+    pub direction: Direction,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub encap: Vec<Encap>,
+    pub ecn: Option<Ecn>,
+    #[serde(default, skip_serializing_if = "IpExtra::is_empty")]
+    pub ip: IpExtra,
+    /// The type's name (`unreachable`, `packet_too_big`, ...).
+    pub icmp_type: String,
+    /// The code's name (`frag_needed`, `host_unreachable`, or a `-D` name such as `CODE`).
+    pub code: Option<String>,
+    /// `mtu N`
+    pub mtu: Option<i64>,
+    /// `id N` (echo id)
+    pub echo_id: Option<i64>,
+    /// The packet the message quotes, in brackets.
+    pub echoed: Option<IcmpEchoed>,
+}
+
+/// What an ICMP message quotes: `[1:1001(1000)]` (TCP, the default), `[udp (100)]`, `[raw (8)]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IcmpEchoed {
+    Tcp { seq: u32, end_seq: u32, len: u32 },
+    Udp(u32),
+    Raw(u32),
 }
 
 /// A system call line: `name(args) = result [ERRNO [(note)]]`.
@@ -250,6 +408,9 @@ pub struct Syscall {
     pub result: Expr,
     /// `EAGAIN (Resource temporarily unavailable)` after the result.
     pub errno: Option<Errno>,
+    /// A note after the result (and errno): `= 0x2 (flags O_RDWR)`, `= -1 (Invalid Argument)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// For blocking calls written `start...end name(...)`: the end time, as
     /// written (packetdrill writes it without `+`, e.g. `+.002 ... 0.004`,
     /// which is stored as `Absolute(4000)`; `+N` is also accepted).
@@ -284,11 +445,25 @@ pub enum Expr {
     Struct(Vec<StructField>),
     /// `name(args)`, e.g. `htons(8080)`, `inet_addr("1.2.3.4")`.
     Call { name: String, args: Vec<Expr> },
+    /// Adjacent string literals, concatenated (`"ab" "cd"`), at least two.
+    Concat(Vec<String>),
+    /// `"abc"...`: a string prefix (what follows does not matter).
+    StrPrefix(String),
+    /// `name=value` outside a struct literal (packetdrill's symbol assignment).
+    Assign { name: String, value: Box<Expr> },
+    /// `{(label 1, tc 0, [S], ttl 255) ...}`: an MPLS label stack.
+    Mpls(Vec<MplsEntry>),
+    /// `{flags [...] sum N off N key N seq N}`: a GRE header.
+    Gre(GreHeader),
 }
 
-/// One field of a struct literal: `name=value` or a bare positional value.
+/// One field of a struct literal: `name=value`, `name(args)=value` (packetdrill's
+/// `msg_iov(1)=[...]`, `msg_name(...)=...`) or a bare positional value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructField {
     pub name: Option<String>,
+    /// The arguments in `name(args)=value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<Expr>>,
     pub value: Expr,
 }

@@ -105,6 +105,10 @@ pub enum Halt {
     Interrupted,
     /// The backend cannot go on (the rest of the script is meaningless to it).
     Stop(String),
+    /// The line uses a feature the backend does not implement (a system call, an argument
+    /// form, a packet kind): the run stops there with `unsupported: X` (incomplete, never a
+    /// failure), and no later line runs.
+    Unsupported(String),
 }
 
 /// What a backend made of a statement (other than an outbound packet).
@@ -216,6 +220,11 @@ pub trait Backend {
     fn interrupted(&self) -> bool {
         false
     }
+    /// `Some(why)` when the run's wall-clock limit has passed: the walk stops before the next
+    /// statement (incomplete).
+    fn time_up(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// The settings a script runs with: its `--option` lines, then the command line's.
@@ -235,6 +244,10 @@ pub struct Settings {
     pub defines: BTreeMap<String, String>,
     /// The interpreter for `%{ }%` blocks (`--code_command`, default `python3`).
     pub python: String,
+    /// An option packetdrill knows whose final value trc cannot run with (`--ip_version=ipv6`,
+    /// `--mtu=1520`, `--psp_udp_port=N`, ...): (script line or 0 for the command line, the
+    /// option). The run stops before its first line with `unsupported: --option=value`.
+    pub unsupported: Option<(u32, String)>,
 }
 
 impl Default for Settings {
@@ -247,8 +260,25 @@ impl Default for Settings {
             non_fatal_packet: false,
             defines: BTreeMap::new(),
             python: "python3".into(),
+            unsupported: None,
         }
     }
+}
+
+/// The command line packetdrill's run_all.py gives its ipv4 variant, which is what trc runs: the
+/// addresses (they win over a script's own `--local_ip=...` lines, as any packetdrill command
+/// line does) and the `-D` definitions the gtests use. A backend's own command line comes after.
+pub fn run_all_ipv4() -> Vec<(String, Option<String>)> {
+    let opt = |n: &str, v: &str| (n.to_string(), Some(v.to_string()));
+    let mut v = vec![
+        opt("ip_version", "ipv4"),
+        opt("local_ip", "192.168.0.1"),
+        opt("gateway_ip", "192.168.0.1"),
+        opt("netmask_ip", "255.255.0.0"),
+        opt("remote_ip", "192.0.2.1"),
+    ];
+    v.extend(run_all_defines());
+    v
 }
 
 /// Options packetdrill accepts that change nothing for trc (its runner and addresses are fixed
@@ -270,7 +300,9 @@ const HARMLESS_OPTIONS: &[(&str, Option<&str>)] = &[
     ("code_sockopt", None),
 ];
 
-/// Every option packetdrill knows that trc cannot honour (any value but the one above).
+/// Every other option packetdrill knows: trc runs with one value of each (above) or none, so a
+/// script that needs another is unsupported (unless the command line sets it back, as
+/// packetdrill's own command line wins over a script's options).
 const KNOWN_OPTIONS: &[&str] = &[
     "ip_version",
     "local_ip",
@@ -286,12 +318,14 @@ const KNOWN_OPTIONS: &[&str] = &[
     "wire_client",
     "wire_server",
     "wire_server_ip",
+    "wire_server_at",
     "wire_server_port",
     "wire_client_dev",
     "wire_server_dev",
     "so_filename",
     "so_flags",
-    "psp",
+    "is_anyip",
+    "psp_udp_port",
 ];
 
 /// The `-D` definitions packetdrill's run_all.py passes for its ipv4 variant (the gtests use
@@ -317,18 +351,35 @@ impl Settings {
         command_line: &[(String, Option<String>)],
     ) -> Result<Settings, String> {
         let mut s = Settings::default();
+        // The last value of each option trc has one value for, and where it was set.
+        let mut fixed: BTreeMap<String, (Option<String>, u32)> = BTreeMap::new();
         for o in &script.options {
-            s.apply(&o.name, o.value.as_deref())
+            s.apply(&o.name, o.value.as_deref(), o.line, &mut fixed)
                 .map_err(|e| format!("{file}:{}: {e}", o.line))?;
         }
         for (n, v) in command_line {
-            s.apply(n, v.as_deref())
+            s.apply(n, v.as_deref(), 0, &mut fixed)
                 .map_err(|e| format!("--{n}: {e}"))?;
         }
+        s.unsupported = fixed.into_iter().find_map(|(name, (value, line))| {
+            let ok = HARMLESS_OPTIONS
+                .iter()
+                .any(|(n, want)| *n == name && (want.is_none() || *want == value.as_deref()));
+            (!ok).then(|| {
+                let v = value.map(|v| format!("={v}")).unwrap_or_default();
+                (line, format!("--{name}{v} (trc runs packetdrill's ipv4 variant: 192.168.0.1 and 192.0.2.1 on tun0, ports 8080, MTU 1500)"))
+            })
+        });
         Ok(s)
     }
 
-    fn apply(&mut self, name: &str, value: Option<&str>) -> Result<(), String> {
+    fn apply(
+        &mut self,
+        name: &str,
+        value: Option<&str>,
+        line: u32,
+        fixed: &mut BTreeMap<String, (Option<String>, u32)>,
+    ) -> Result<(), String> {
         let need = || value.ok_or_else(|| format!("option '--{name}' requires an argument"));
         let int = |lo: i64, hi: i64| -> Result<i64, String> {
             let v = need()?;
@@ -374,15 +425,12 @@ impl Settings {
             }
             "code_command" => self.python = need()?.to_string(),
             _ => {
-                if let Some((_, want)) = HARMLESS_OPTIONS.iter().find(|(n, _)| *n == name) {
-                    if want.is_none() || *want == value {
-                        return Ok(());
-                    }
+                let known = HARMLESS_OPTIONS.iter().any(|(n, _)| *n == name)
+                    || KNOWN_OPTIONS.contains(&name);
+                if !known {
+                    return Err(format!("option '{name}' unknown"));
                 }
-                if KNOWN_OPTIONS.contains(&name) {
-                    return Err(format!("--{name}{} is not supported by trc (it runs packetdrill's ipv4 variant: 192.168.0.1 and 192.0.2.1 on tun0, ports 8080, MTU 1500)", value.map(|v| format!("={v}")).unwrap_or_default()));
-                }
-                return Err(format!("option '{name}' unknown"));
+                fixed.insert(name.to_string(), (value.map(str::to_string), line));
             }
         }
         Ok(())
@@ -488,7 +536,12 @@ impl Conn {
     /// A captured packet in script space (seq, ack, SACK blocks, TS val).
     fn script_view(&mut self, c: &Captured, script_syn_seq: u32) -> (u32, u32, Vec<WireOption>) {
         let syn = c.flags & SYN != 0;
-        if syn && self.live_local_isn.is_none() {
+        // A SYN or SYN-ACK with a new ISN is a new connection (a second accept or connect in
+        // the script): packetdrill's new socket under test, with its own sequence spaces.
+        if syn && self.live_local_isn != Some(c.seq) {
+            if c.flags & ACK == 0 {
+                self.remote_isn = None;
+            }
             self.live_local_isn = Some(c.seq);
             self.script_local_isn = Some(script_syn_seq);
         }
@@ -604,6 +657,11 @@ pub fn run(script: &Script, file: &str, settings: Settings, backend: &mut dyn Ba
         pending: None,
         env: vec![("PACKETDRILL_PID".into(), std::process::id().to_string())],
     };
+    if let Some(u) = e.set.unsupported.clone() {
+        e.report.unsupported = Some(u);
+        e.report.finish();
+        return e.report;
+    }
     let n = script.statements.len();
     for (i, st) in script.statements.iter().enumerate() {
         if backend.interrupted() {
@@ -611,23 +669,25 @@ pub fn run(script: &Script, file: &str, settings: Settings, backend: &mut dyn Ba
             break;
         }
         backend.statement_begins(st.line);
-        match e.statement(st, i == 0, i + 1 == n, backend) {
+        let r = match (backend.time_up(), unsupported_feature(st)) {
+            (Some(why), _) => Err(Halt::Stop(why)),
+            (None, Some(what)) => Err(Halt::Unsupported(what)),
+            (None, None) => e.statement(st, i == 0, i + 1 == n, backend),
+        };
+        match r {
             Ok(()) => {}
             Err(Halt::Interrupted) => {
                 e.report.interrupted = true;
                 break;
             }
             Err(Halt::Stop(why)) => {
-                let mut l = LineResult::new(
-                    st.line,
-                    st.col,
-                    kind_of(st),
-                    Status::OutOfScope,
-                    statement_text(st),
-                );
-                l.message = Some(why.clone());
-                e.report.lines.push(l);
+                e.stop_line(st, format!("not run: {why}"));
                 e.report.stopped = Some((st.line, why));
+                break;
+            }
+            Err(Halt::Unsupported(what)) => {
+                e.stop_line(st, format!("unsupported: {what}"));
+                e.report.unsupported = Some((st.line, what));
                 break;
             }
         }
@@ -640,10 +700,49 @@ pub fn run(script: &Script, file: &str, settings: Settings, backend: &mut dyn Ba
     e.report
 }
 
-fn kind_of(st: &Statement) -> LineKind {
+/// What a statement needs that no backend here implements (trc runs TCP over IPv4 on one tun
+/// device, as packetdrill's ipv4 variant does): `Some(feature)`, or `None`.
+pub fn unsupported_feature(st: &Statement) -> Option<String> {
+    let ip = |ip: &crate::ast::IpExtra| {
+        if ip.tos.is_some() {
+            Some("an IP TOS byte ([tos 0x..])".to_string())
+        } else if ip.flowlabel.is_some() {
+            Some("an IPv6 flow label ([flowlabel 0x..])".to_string())
+        } else if ip.ttl.is_some() {
+            Some("an IP TTL ([ttl N])".to_string())
+        } else {
+            None
+        }
+    };
     match &st.kind {
-        StatementKind::Packet(p) if p.direction == Direction::In => LineKind::PacketIn,
-        StatementKind::Packet(_) => LineKind::PacketOut,
+        StatementKind::Udp(_) => Some("UDP packets".into()),
+        StatementKind::Icmp(_) => Some("ICMP packets".into()),
+        StatementKind::Packet(p) if !p.encap.is_empty() => {
+            Some("encapsulated packets (ipv4/ipv6/gre/mpls headers before the segment)".into())
+        }
+        StatementKind::Packet(p) if p.psp_spi.is_some() => {
+            Some("PSP encapsulation (encap psp spi N)".into())
+        }
+        StatementKind::Packet(p) if p.ports.is_some() => {
+            Some("explicit port numbers (SRC>DST) on a packet".into())
+        }
+        StatementKind::Packet(p) if p.flags.ae || p.flags.ace.is_some() => {
+            Some("AccECN flags (the AE flag 'A' and ACE digits)".into())
+        }
+        StatementKind::Packet(p) => ip(&p.ip),
+        _ => None,
+    }
+}
+
+fn kind_of(st: &Statement) -> LineKind {
+    let dir = |d: Direction| match d {
+        Direction::In => LineKind::PacketIn,
+        Direction::Out => LineKind::PacketOut,
+    };
+    match &st.kind {
+        StatementKind::Packet(p) => dir(p.direction),
+        StatementKind::Udp(p) => dir(p.direction),
+        StatementKind::Icmp(p) => dir(p.direction),
         StatementKind::Syscall(_) => LineKind::Syscall,
         StatementKind::Shell(_) => LineKind::Shell,
         StatementKind::Python(_) => LineKind::Code,
@@ -654,6 +753,19 @@ impl Engine<'_> {
     fn push(&mut self, l: LineResult) -> usize {
         self.report.lines.push(l);
         self.report.lines.len() - 1
+    }
+
+    /// The line the walk stopped at: not checked, with why.
+    fn stop_line(&mut self, st: &Statement, why: String) {
+        let mut l = LineResult::new(
+            st.line,
+            st.col,
+            kind_of(st),
+            Status::OutOfScope,
+            statement_text(st),
+        );
+        l.message = Some(why);
+        self.push(l);
     }
 
     fn statement(
@@ -686,6 +798,10 @@ impl Engine<'_> {
                 self.inbound(st, time, p, b)
             }
             StatementKind::Packet(p) => self.outbound(st, time, p, b),
+            // `unsupported_feature` stops the walk before these.
+            StatementKind::Udp(_) | StatementKind::Icmp(_) => {
+                Err(Halt::Unsupported("non-TCP packets".into()))
+            }
             StatementKind::Syscall(s) => self.syscall(st, time, s, b),
             StatementKind::Shell(cmd) => self.shell(st, Some(time), cmd, b),
             StatementKind::Python(code) => self.code(st, time, code, b),
@@ -1080,6 +1196,12 @@ impl Engine<'_> {
             statement_text(st),
         );
         let due = self.arrive(time, EventKind::Syscall, "system call start", b, &mut l)?;
+        if self.pending.is_some() && !self.await_blocking(b)? && s.end_time.is_some() {
+            l.status = Status::Fail;
+            l.message = Some("runtime error: blocking system call while another blocking system call is already in progress".into());
+            self.push(l);
+            return Ok(());
+        }
         let late = (l.status == Status::Fail)
             .then(|| l.message.clone())
             .flatten();
@@ -1170,14 +1292,41 @@ impl Engine<'_> {
         }
     }
 
-    /// At the end: a blocking call still in progress is an error (as in packetdrill).
+    /// At the end: a blocking call still in progress is an error (as in packetdrill), unless
+    /// the walk stopped early (then its end was never due: not checked).
     fn finish_blocking(&mut self, b: &mut dyn Backend) {
         self.poll_blocking(b);
+        let early = self.report.interrupted
+            || self.report.stopped.is_some()
+            || self.report.unsupported.is_some();
         if let Some(p) = self.pending.take() {
             let l = &mut self.report.lines[p.idx];
-            l.status = Status::Fail;
-            l.message =
-                Some("runtime error: exiting while a blocking system call is in progress".into());
+            if early {
+                l.status = Status::OutOfScope;
+                l.message = Some("not finished when the run stopped".into());
+            } else {
+                l.status = Status::Fail;
+                l.message = Some(
+                    "runtime error: exiting while a blocking system call is in progress".into(),
+                );
+            }
+        }
+    }
+
+    /// Before a system call, a blocking call in progress gets up to 1 s to return (packetdrill's
+    /// `await_idle_thread`); `false` when it is still in progress.
+    fn await_blocking(&mut self, b: &mut dyn Backend) -> Result<bool, Halt> {
+        let until = b.now_us() + 1_000_000;
+        loop {
+            self.poll_blocking(b);
+            if self.pending.is_none() {
+                return Ok(true);
+            }
+            let now = b.now_us();
+            if now >= until {
+                return Ok(false);
+            }
+            b.wait_until((now + 1_000).min(until))?;
         }
     }
 
@@ -1513,11 +1662,27 @@ mod tests {
         .unwrap();
         assert_eq!(set.tolerance.usecs, 9000, "the command line wins");
         assert!(set.strict_segments);
-        let bad = crate::parse("--ip_version=ipv6\n0 `true`\n", "t.pkt").unwrap();
-        let e = Settings::resolve(&bad, "t.pkt", &[]).unwrap_err();
+        let v6 = crate::parse("--ip_version=ipv6\n--mtu=1520\n0 `true`\n", "t.pkt").unwrap();
+        let u = Settings::resolve(&v6, "t.pkt", &[]).unwrap().unsupported;
         assert!(
-            e.starts_with("t.pkt:1: --ip_version=ipv6 is not supported"),
-            "{e}"
+            matches!(&u, Some((1, m)) if m.starts_with("--ip_version=ipv6 ")),
+            "an option trc cannot honour is unsupported, at its line: {u:?}"
+        );
+        // run_all.py's command line wins over the script's address lines, as in packetdrill;
+        // the MTU stays unsupported.
+        let u = Settings::resolve(&v6, "t.pkt", &run_all_ipv4())
+            .unwrap()
+            .unsupported;
+        assert!(
+            matches!(&u, Some((2, m)) if m.starts_with("--mtu=1520 ")),
+            "{u:?}"
+        );
+        let local = crate::parse("--local_ip=192.168.0.2\n0 `true`\n", "t.pkt").unwrap();
+        assert_eq!(
+            Settings::resolve(&local, "t.pkt", &run_all_ipv4())
+                .unwrap()
+                .unsupported,
+            None
         );
         let unknown = crate::parse("--frobnicate=1\n0 `true`\n", "t.pkt").unwrap();
         assert!(Settings::resolve(&unknown, "t.pkt", &[])

@@ -19,6 +19,8 @@ pub(crate) enum Tok {
     Code(String),
     /// `...`
     Ellipsis,
+    /// An IPv4 (`192.0.2.1`) or IPv6 (`fd3d::1`) address, as packetdrill's lexer finds them.
+    Addr(String),
     /// `--name` or `--name=value` (a script option line; the value's quotes removed).
     Opt(String, Option<String>),
     /// Any other single character.
@@ -43,6 +45,7 @@ impl Tok {
             Tok::Shell(s) => format!("shell command `{}`", clip(s)),
             Tok::Code(_) => "%{ }% block".to_string(),
             Tok::Ellipsis => "'...'".to_string(),
+            Tok::Addr(a) => format!("address {}", clip(a)),
             Tok::Opt(n, _) => format!("option '--{}'", clip(n)),
             Tok::Punct(c) => format!("'{c}'"),
             Tok::Eof => "end of input".to_string(),
@@ -73,6 +76,9 @@ pub(crate) struct Lexer {
     line: u32,
     col: u32,
 }
+
+/// Longer than any address (an IPv6 address with an embedded IPv4 one has at most 45 characters).
+const MAX_ADDRESS_LEN: usize = 64;
 
 fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
@@ -242,6 +248,33 @@ impl Lexer {
         }
     }
 
+    /// The length of an IPv4 or IPv6 address starting here, if packetdrill's lexer would take
+    /// one (its `ipv4_addr` and `ipv6_addr` patterns, the longest match winning over a number or
+    /// a word): four dotted decimal numbers, or hex groups with `::` or eight groups (an
+    /// embedded IPv4 address included). Sequence ranges like `1:1001` are not addresses.
+    fn address_len(&self) -> Option<usize> {
+        let run: String = self.chars[self.pos..]
+            .iter()
+            .take_while(|c| c.is_ascii_hexdigit() || **c == ':' || **c == '.')
+            .take(MAX_ADDRESS_LEN)
+            .collect();
+        let word = self.chars[self.pos..]
+            .iter()
+            .take_while(|c| is_word_char(**c))
+            .count();
+        (1..=run.len()).rev().find(|&n| {
+            let cand = &run[..n];
+            let v4 = cand.split('.').count() == 4
+                && cand
+                    .split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let v6 = cand.contains(':')
+                && (cand.contains("::") || cand.matches(':').count() == 7)
+                && cand.parse::<std::net::Ipv6Addr>().is_ok();
+            (v4 || v6) && n > word
+        })
+    }
+
     pub(crate) fn next_token(&mut self) -> Result<Token, LexError> {
         self.skip_trivia()?;
         let (line, col) = (self.line, self.col);
@@ -302,8 +335,18 @@ impl Lexer {
                     self.delimited('"', "quote '\"'", line, col)?
                 } else {
                     // A quote cannot be part of an unquoted value (packetdrill's words and
-                    // numbers have none), so every value the writer quotes or not reads back.
-                    self.take_while(|c| !c.is_whitespace() && c != '"')
+                    // numbers have none), so every value the writer quotes or not reads back;
+                    // except after `NAME=`, where packetdrill's grammar takes a quoted or
+                    // backquoted value (`--define=CC="reno"`), kept with its quotes.
+                    let mut v = self.take_while(|c| !c.is_whitespace() && c != '"' && c != '`');
+                    if let (true, Some(q @ ('"' | '`'))) = (v.ends_with('='), self.peek_char(0)) {
+                        self.advance();
+                        let inner = self.delimited(q, "closing quote", line, col)?;
+                        v.push(q);
+                        v.push_str(&inner);
+                        v.push(q);
+                    }
+                    v
                 };
                 mk(Tok::Opt(name, Some(value)))
             }
@@ -332,6 +375,14 @@ impl Lexer {
                 // Malformed forms like `-12ab` stay one token and are
                 // rejected by whoever needs a number.
                 mk(Tok::Num(s))
+            }
+            c if (c.is_ascii_hexdigit() || c == ':') && self.address_len().is_some() => {
+                let n = self.address_len().unwrap_or(0);
+                let mut s = String::new();
+                for _ in 0..n {
+                    s.extend(self.advance());
+                }
+                mk(Tok::Addr(s))
             }
             c if is_word_char(c) => {
                 let mut s = self.take_while(is_word_char);

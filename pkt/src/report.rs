@@ -9,8 +9,9 @@
 //! Verdict: **failed** if any check failed, at the line packetdrill would stop at (the first
 //! failing line that is not Python, else the first failing Python block: packetdrill runs the
 //! Python after everything else); otherwise **incomplete** if anything was out of scope, the
-//! run stopped or was interrupted early, or nothing was checked; otherwise **passed**. Exit codes
-//! 0 / 1 / 3 ([`Verdict::exit_code`]).
+//! run stopped or was interrupted early, the run reached a feature the backend does not
+//! implement (`unsupported: X`; nothing after it runs, so nothing after it can fail), or nothing
+//! was checked; otherwise **passed**. Exit codes 0 / 1 / 3 ([`Verdict::exit_code`]).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -200,6 +201,10 @@ pub struct Report {
     /// The run stopped here, later lines not run: (line, why).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<(u32, String)>,
+    /// The run stopped here at a feature the backend does not implement, later lines not run:
+    /// (line, the feature). Line 0: an option (nothing ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsupported: Option<(u32, String)>,
     pub interrupted: bool,
     pub verdict: Verdict,
 }
@@ -210,6 +215,7 @@ impl Report {
             file: file.to_string(),
             lines: Vec::new(),
             stopped: None,
+            unsupported: None,
             interrupted: false,
             verdict: Verdict::Incomplete {
                 reason: "not run".into(),
@@ -240,6 +246,15 @@ impl Report {
         if self.interrupted {
             return Verdict::Incomplete {
                 reason: "interrupted".into(),
+            };
+        }
+        if let Some((line, what)) = &self.unsupported {
+            return Verdict::Incomplete {
+                reason: if *line == 0 {
+                    format!("unsupported: {what} (nothing run)")
+                } else {
+                    format!("unsupported: {what} (line {line}; later lines not run)")
+                },
             };
         }
         if let Some((line, why)) = &self.stopped {
@@ -309,6 +324,11 @@ impl Report {
         if let Some((line, why)) = &self.stopped {
             s.push_str(&format!(
                 "stopped at line {line}: {why} (later lines not run)\n"
+            ));
+        }
+        if let Some((line, what)) = &self.unsupported {
+            s.push_str(&format!(
+                "unsupported: {what}, at line {line}: trc's runner does not implement it (later lines not run)\n"
             ));
         }
         let (p, f, o) = self.counts();

@@ -389,5 +389,20 @@ pub fn from_script(
                 .transpose()?
                 .unwrap_or_default(),
         },
+        T::AccEcn(fields) => accecn(fields),
     })
+}
+
+/// The AccECN option (kind 172 when the counters start with e0b, 174 with e1b; 3 bytes each),
+/// as packetdrill's `new_tcp_accecn_option` lays it out.
+fn accecn(fields: &[(crate::ast::AccEcnField, u32)]) -> WireOption {
+    let kind = match fields.first() {
+        Some((crate::ast::AccEcnField::E1b, _)) => 174,
+        _ => 172,
+    };
+    let data = fields
+        .iter()
+        .flat_map(|(_, v)| v.to_be_bytes()[1..].to_vec())
+        .collect();
+    WireOption::Unknown { kind, data }
 }

@@ -49,6 +49,8 @@ pub fn write_statement(s: &Statement) -> String {
     }
     match &s.kind {
         StatementKind::Packet(p) => out.push_str(&write_packet(p)),
+        StatementKind::Udp(p) => out.push_str(&write_udp(p)),
+        StatementKind::Icmp(p) => out.push_str(&write_icmp(p)),
         StatementKind::Syscall(c) => out.push_str(&write_syscall(c)),
         StatementKind::Shell(cmd) => {
             out.push('`');
@@ -117,14 +119,162 @@ pub fn write_flags(f: &TcpFlags) -> String {
         (f.urg, 'U'),
         (f.ece, 'E'),
         (f.cwr, 'W'),
-        (f.ack, '.'),
+        (f.ae, 'A'),
     ] {
         if on {
             s.push(c);
         }
     }
+    match (f.ace, f.ack) {
+        // `.5` (ACK and the digit) reads back as one token; a digit needs a letter before it
+        // to be a word (`S5`), which every parsed script has.
+        (Some(d), true) => {
+            let _ = write!(s, ".{d}");
+        }
+        (Some(d), false) => {
+            let _ = write!(s, "{d}");
+        }
+        (None, true) => s.push('.'),
+        (None, false) => {}
+    }
     if s.is_empty() {
         s.push('-');
+    }
+    s
+}
+
+/// The bracketed IP info (`[ect0]`, `[tos 0x10, flowlabel 0x1]`, `[ttl 64]`), with a leading
+/// space, or nothing.
+fn write_ip_info(ecn: Option<Ecn>, ip: &IpExtra) -> String {
+    let mut parts = Vec::new();
+    if let Some(e) = ecn {
+        parts.push(ecn_str(e).to_string());
+    }
+    if let Some(t) = ip.tos {
+        parts.push(format!("tos {t:#04x}"));
+    }
+    if let Some(f) = ip.flowlabel {
+        parts.push(format!("flowlabel {f:#x}"));
+    }
+    if let Some(t) = ip.ttl {
+        parts.push(format!("ttl {t}"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", parts.join(", "))
+    }
+}
+
+fn write_gre(g: &GreHeader) -> String {
+    let flags = match &g.flags {
+        GreFlags::Value(v) => v.to_string(),
+        GreFlags::Named(v) => {
+            let names: Vec<&str> = v
+                .iter()
+                .map(|f| match f {
+                    GreFlag::None => "none",
+                    GreFlag::Checksum => "checksum present",
+                    GreFlag::Key => "key present",
+                    GreFlag::Sequence => "sequence# present",
+                })
+                .collect();
+            format!("[{}]", names.join(", "))
+        }
+    };
+    format!(
+        "flags {flags} sum {} off {} key {} seq {}",
+        g.sum, g.off, g.key, g.seq
+    )
+}
+
+fn write_mpls(stack: &[MplsEntry]) -> String {
+    let items: Vec<String> = stack
+        .iter()
+        .map(|e| {
+            format!(
+                "(label {}, tc {}, {}ttl {})",
+                e.label,
+                e.tc,
+                if e.bottom { "[S], " } else { "" },
+                e.ttl
+            )
+        })
+        .collect();
+    items.join(" ")
+}
+
+/// The direction and the encapsulation headers, e.g. `< ipv4 192.0.2.1 > 192.168.0.1: gre:`.
+fn write_head(direction: Direction, encap: &[Encap]) -> String {
+    let mut s = String::new();
+    s.push(match direction {
+        Direction::In => '<',
+        Direction::Out => '>',
+    });
+    for e in encap {
+        match e {
+            Encap::Ipv4 { ecn, ip, src, dst } | Encap::Ipv6 { ecn, ip, src, dst } => {
+                let v = if matches!(e, Encap::Ipv4 { .. }) {
+                    4
+                } else {
+                    6
+                };
+                let _ = write!(s, " ipv{v}{} {src} > {dst}:", write_ip_info(*ecn, ip));
+            }
+            Encap::Gre(None) => s.push_str(" gre:"),
+            Encap::Gre(Some(g)) => {
+                let _ = write!(s, " gre {}:", write_gre(g));
+            }
+            Encap::Mpls(stack) if stack.is_empty() => s.push_str(" mpls:"),
+            Encap::Mpls(stack) => {
+                let _ = write!(s, " mpls {}:", write_mpls(stack));
+            }
+        }
+    }
+    s
+}
+
+fn write_ports(p: Option<(u16, u16)>) -> String {
+    p.map(|(a, b)| format!(" {a}>{b}")).unwrap_or_default()
+}
+
+pub fn write_udp(p: &UdpPacket) -> String {
+    format!(
+        "{}{} udp{} ({})",
+        write_head(p.direction, &p.encap),
+        write_ip_info(p.ecn, &p.ip),
+        write_ports(p.ports),
+        p.len
+    )
+}
+
+pub fn write_icmp(p: &IcmpPacket) -> String {
+    let mut s = format!(
+        "{}{} icmp {}",
+        write_head(p.direction, &p.encap),
+        write_ip_info(p.ecn, &p.ip),
+        p.icmp_type
+    );
+    if let Some(c) = &p.code {
+        let _ = write!(s, " {c}");
+    }
+    if let Some(m) = p.mtu {
+        let _ = write!(s, " mtu {m}");
+    }
+    if let Some(i) = p.echo_id {
+        let _ = write!(s, " id {i}");
+    }
+    match p.echoed {
+        None => {}
+        Some(IcmpEchoed::Tcp { seq, end_seq, len }) => {
+            let _ = write!(s, " [{seq}:{end_seq}({len})]");
+        }
+        Some(IcmpEchoed::Udp(n)) => {
+            let _ = write!(s, " [udp ({n})]");
+        }
+        Some(IcmpEchoed::Raw(n)) => {
+            let _ = write!(s, " [raw ({n})]");
+        }
     }
     s
 }
@@ -161,18 +311,28 @@ pub fn write_option(o: &TcpOption) -> String {
         TcpOption::FastOpenExp(c) => c
             .as_ref()
             .map_or_else(|| "FOEXP".to_string(), |c| format!("FOEXP {c}")),
+        TcpOption::AccEcn(fields) => {
+            let mut s = String::from("ECN");
+            for (f, v) in fields {
+                let n = match f {
+                    AccEcnField::E0b => "e0b",
+                    AccEcnField::Ceb => "ceb",
+                    AccEcnField::E1b => "e1b",
+                };
+                let _ = write!(s, " {n} {v}");
+            }
+            s
+        }
     }
 }
 
 pub fn write_packet(p: &Packet) -> String {
-    let mut s = String::new();
-    s.push(match p.direction {
-        Direction::In => '<',
-        Direction::Out => '>',
-    });
-    if let Some(e) = p.ecn {
-        let _ = write!(s, " [{}]", ecn_str(e));
+    let mut s = write_head(p.direction, &p.encap);
+    s.push_str(&write_ip_info(p.ecn, &p.ip));
+    if let Some(spi) = p.psp_spi {
+        let _ = write!(s, " encap psp spi {spi}");
     }
+    s.push_str(&write_ports(p.ports));
     let _ = write!(
         s,
         " {} {}:{}({})",
@@ -212,14 +372,26 @@ pub fn write_expr(e: &Expr) -> String {
         Expr::Struct(fields) => {
             let items: Vec<String> = fields
                 .iter()
-                .map(|f| match &f.name {
-                    Some(n) => format!("{n}={}", write_expr(&f.value)),
-                    None => write_expr(&f.value),
+                .map(|f| match (&f.name, &f.args) {
+                    (Some(n), None) => format!("{n}={}", write_expr(&f.value)),
+                    (Some(n), Some(a)) => {
+                        format!("{n}({})={}", write_list(a), write_expr(&f.value))
+                    }
+                    (None, _) => write_expr(&f.value),
                 })
                 .collect();
             format!("{{{}}}", items.join(", "))
         }
         Expr::Call { name, args } => format!("{name}({})", write_list(args)),
+        Expr::Concat(parts) => parts
+            .iter()
+            .map(|p| format!("\"{p}\""))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Expr::StrPrefix(s) => format!("\"{s}\"..."),
+        Expr::Assign { name, value } => format!("{name}={}", write_expr(value)),
+        Expr::Mpls(stack) => format!("{{{}}}", write_mpls(stack)),
+        Expr::Gre(g) => format!("{{{}}}", write_gre(g)),
     }
 }
 
@@ -243,6 +415,9 @@ pub fn write_syscall(c: &Syscall) -> String {
         if let Some(n) = &e.note {
             let _ = write!(s, " ({n})");
         }
+    }
+    if let Some(n) = &c.note {
+        let _ = write!(s, " ({n})");
     }
     s
 }

@@ -344,10 +344,12 @@ fn expression_forms() {
         Expr::Struct(vec![
             StructField {
                 name: Some("l_onoff".into()),
+                args: None,
                 value: Expr::Int(1)
             },
             StructField {
                 name: Some("l_linger".into()),
+                args: None,
                 value: Expr::Int(0)
             },
         ])
@@ -358,10 +360,12 @@ fn expression_forms() {
         Expr::Array(vec![Expr::Struct(vec![
             StructField {
                 name: None,
+                args: None,
                 value: Expr::Ellipsis
             },
             StructField {
                 name: None,
+                args: None,
                 value: Expr::Int(1000)
             }
         ])])

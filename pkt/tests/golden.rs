@@ -50,7 +50,7 @@ fn census(s: &Script) -> (usize, usize, usize, usize) {
     let mut c = (0, 0, 0, 0);
     for st in &s.statements {
         match st.kind {
-            StatementKind::Packet(_) => c.0 += 1,
+            StatementKind::Packet(_) | StatementKind::Udp(_) | StatementKind::Icmp(_) => c.0 += 1,
             StatementKind::Syscall(_) => c.1 += 1,
             StatementKind::Shell(_) => c.2 += 1,
             StatementKind::Python(_) => c.3 += 1,
@@ -129,7 +129,11 @@ fn fr_non_sack_details() {
         st[8].kind,
         StatementKind::Packet(Packet {
             direction: Direction::In,
+            encap: Vec::new(),
             ecn: None,
+            ip: IpExtra::default(),
+            psp_spi: None,
+            ports: None,
             flags: TcpFlags {
                 ack: true,
                 ..Default::default()

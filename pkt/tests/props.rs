@@ -90,6 +90,24 @@ const SNIPPETS: &[&str] = &[
     "FO TFO_COOKIE",
     "md5 0011",
     "<mss 1000,sackOK,nop,nop>",
+    "udp (10)",
+    "icmp unreachable frag_needed mtu 800 [0:10(10)]",
+    "ipv4 1.2.3.4 > 5.6.7.8:",
+    "ipv6 fd::1 > fd::2:",
+    "gre flags [key present] sum 0 off 0 key = 1 seq 2:",
+    "mpls (label 1, tc 0, [S], ttl 9):",
+    "encap psp spi 7",
+    "[tos 0x10, flowlabel 0x1]",
+    "[ttl 64]",
+    "8080>40000",
+    "S.5",
+    "<ECN e0b 1 ceb 2>",
+    "msg_iov(1)=[{..., 10}]",
+    "\"a\" \"b\"",
+    "\"ab\"...",
+    "= 0x2 (flags O_RDWR)",
+    "{(label 1, tc 0, ttl 9)}",
+    "fd3d::1",
 ];
 
 #[derive(Debug, Clone)]
@@ -184,16 +202,183 @@ fn any_time_for_outbound() -> impl Strategy<Value = Time> {
 }
 
 fn flags() -> impl Strategy<Value = TcpFlags> {
-    any::<[bool; 8]>().prop_map(|b| TcpFlags {
-        syn: b[0],
-        fin: b[1],
-        rst: b[2],
-        psh: b[3],
-        ack: b[4],
-        urg: b[5],
-        ece: b[6],
-        cwr: b[7],
+    (any::<[bool; 9]>(), prop::option::of(0u8..8)).prop_map(|(b, ace)| {
+        let mut f = TcpFlags {
+            syn: b[0],
+            fin: b[1],
+            rst: b[2],
+            psh: b[3],
+            ack: b[4],
+            urg: b[5],
+            ece: b[6],
+            cwr: b[7],
+            ae: b[8],
+            ace: None,
+        };
+        // An ACE digit excludes E, W and A, and needs a letter or the ACK dot before it.
+        if ace.is_some() && !(f.ece || f.cwr || f.ae) && (f.ack || f.syn || f.fin || f.psh) {
+            f.ace = ace;
+        }
+        f
     })
+}
+
+/// An ECN marker or a TOS byte, a flow label, or a TTL, as packetdrill's `ip_info` combines them.
+fn ip_info(out: bool, tcp: bool) -> impl Strategy<Value = (Option<Ecn>, IpExtra)> {
+    let ecn = prop_oneof![
+        Just(Some(Ecn::NoEcn)),
+        Just(Some(Ecn::Ect0)),
+        Just(Some(Ecn::Ect1)),
+        Just(Some(Ecn::Ce)),
+        Just(Some(Ecn::Ect01)),
+    ]
+    .prop_map(move |e| match e {
+        Some(Ecn::Ect01) if !out => None,
+        Some(e) if !tcp && e != Ecn::Ect01 => None,
+        e => e,
+    });
+    prop_oneof![
+        4 => Just((None, IpExtra::default())),
+        2 => ecn.clone().prop_map(|e| (e, IpExtra::default())),
+        1 => (ecn, prop::option::of(0u32..0x10_0000)).prop_map(|(e, flowlabel)| {
+            (e, IpExtra { flowlabel, ..IpExtra::default() })
+        }),
+        1 => (any::<u8>(), prop::option::of(0u32..0x10_0000)).prop_map(|(t, flowlabel)| {
+            (None, IpExtra { tos: Some(t), flowlabel, ttl: None })
+        }),
+        1 => (0u32..0x10_0000).prop_map(|f| (None, IpExtra { flowlabel: Some(f), ..IpExtra::default() })),
+        1 => any::<u8>().prop_map(|t| (None, IpExtra { ttl: Some(t), ..IpExtra::default() })),
+    ]
+}
+
+fn mpls_stack() -> impl Strategy<Value = Vec<MplsEntry>> {
+    prop::collection::vec(
+        (0i64..(1 << 20), 0i64..8, any::<bool>(), 0i64..256).prop_map(
+            |(label, tc, bottom, ttl)| MplsEntry {
+                label,
+                tc,
+                bottom,
+                ttl,
+            },
+        ),
+        0..4,
+    )
+}
+
+fn gre_header() -> impl Strategy<Value = GreHeader> {
+    let flag = prop_oneof![
+        Just(GreFlag::None),
+        Just(GreFlag::Checksum),
+        Just(GreFlag::Key),
+        Just(GreFlag::Sequence)
+    ];
+    (
+        prop_oneof![
+            prop::collection::vec(flag, 1..4).prop_map(GreFlags::Named),
+            (0i64..0x10000).prop_map(GreFlags::Value),
+        ],
+        [0i64..100_000, 0i64..100_000, 0i64..100_000, 0i64..100_000],
+    )
+        .prop_map(|(flags, [sum, off, key, seq])| GreHeader {
+            flags,
+            sum,
+            off,
+            key,
+            seq,
+        })
+}
+
+fn encap(out: bool) -> impl Strategy<Value = Vec<Encap>> {
+    let v4 = prop::sample::select(vec!["192.0.2.1", "10.0.0.1", "1.2.3.4"]);
+    let v6 = prop::sample::select(vec!["fd3d:a0b:17d6::1", "::1", "2001:db8::2"]);
+    let one = prop_oneof![
+        (ip_info(out, true), v4.clone(), v4).prop_map(|((ecn, ip), a, b)| Encap::Ipv4 {
+            ecn,
+            ip,
+            src: a.to_string(),
+            dst: b.to_string()
+        }),
+        (ip_info(out, true), v6.clone(), v6).prop_map(|((ecn, ip), a, b)| Encap::Ipv6 {
+            ecn,
+            ip,
+            src: a.to_string(),
+            dst: b.to_string()
+        }),
+        prop::option::of(gre_header()).prop_map(Encap::Gre),
+        mpls_stack().prop_map(Encap::Mpls),
+    ];
+    prop_oneof![
+        6 => Just(Vec::new()),
+        1 => prop::collection::vec(one, 1..3),
+    ]
+}
+
+fn direction() -> impl Strategy<Value = Direction> {
+    prop_oneof![Just(Direction::In), Just(Direction::Out)]
+}
+
+fn udp() -> impl Strategy<Value = UdpPacket> {
+    direction().prop_flat_map(|d| {
+        let out = d == Direction::Out;
+        (
+            encap(out),
+            ip_info(out, false),
+            prop::option::of(any::<(u16, u16)>()),
+            0u32..=65535,
+        )
+            .prop_map(move |(encap, (ecn, ip), ports, len)| UdpPacket {
+                direction: d,
+                encap,
+                ecn,
+                ip,
+                ports,
+                len,
+            })
+    })
+}
+
+fn icmp() -> impl Strategy<Value = IcmpPacket> {
+    let name = prop::sample::select(vec![
+        "unreachable",
+        "packet_too_big",
+        "echo_request",
+        "type_3",
+    ]);
+    let code = prop::sample::select(vec!["frag_needed", "host_unreachable", "CODE", "code_4"]);
+    let echoed = prop_oneof![
+        (any::<u32>(), 0u32..=65535).prop_map(|(seq, len)| {
+            let seq = seq.min(u32::MAX - len);
+            IcmpEchoed::Tcp {
+                seq,
+                end_seq: seq + len,
+                len,
+            }
+        }),
+        any::<u32>().prop_map(IcmpEchoed::Udp),
+        any::<u32>().prop_map(IcmpEchoed::Raw),
+    ];
+    (
+        direction(),
+        name,
+        prop::option::of(code),
+        prop::option::of(0i64..=u32::MAX as i64),
+        prop::option::of(0i64..=65535),
+        prop::option::of(echoed),
+    )
+        .prop_flat_map(|(d, t, code, mtu, echo_id, echoed)| {
+            let out = d == Direction::Out;
+            (encap(out), ip_info(out, true)).prop_map(move |(encap, (ecn, ip))| IcmpPacket {
+                direction: d,
+                encap,
+                ecn,
+                ip,
+                icmp_type: t.to_string(),
+                code: code.map(str::to_string),
+                mtu,
+                echo_id,
+                echoed,
+            })
+        })
 }
 
 fn tcp_option() -> impl Strategy<Value = TcpOption> {
@@ -209,6 +394,15 @@ fn tcp_option() -> impl Strategy<Value = TcpOption> {
         hex.prop_map(TcpOption::Md5),
         prop::option::of(hex).prop_map(TcpOption::FastOpen),
         prop::option::of("TFO_COOKIE|([0-9a-f]{2}){1,8}").prop_map(TcpOption::FastOpenExp),
+        (any::<bool>(), prop::collection::vec(0u32..(1 << 24), 1..4)).prop_map(|(e1b, v)| {
+            use AccEcnField::*;
+            let order = if e1b {
+                [E1b, Ceb, E0b]
+            } else {
+                [E0b, Ceb, E1b]
+            };
+            TcpOption::AccEcn(order.into_iter().zip(v).collect())
+        }),
     ]
 }
 
@@ -238,6 +432,12 @@ fn packet(direction: Direction) -> impl Strategy<Value = Packet> {
         Just(if out { Some(TcpOptions::Any) } else { None }),
         option_list().prop_map(|l| Some(TcpOptions::List(l))),
     ];
+    let extra = (
+        encap(out),
+        ip_info(out, true),
+        prop::option::of(any::<u32>().prop_map(i64::from)),
+        prop::option::of(any::<(u16, u16)>()),
+    );
     (
         ecn,
         flags(),
@@ -247,24 +447,36 @@ fn packet(direction: Direction) -> impl Strategy<Value = Packet> {
         prop::option::of(0u32..=65535),
         prop::option::of(0u32..=65535),
         options,
+        (any::<bool>(), extra),
     )
-        .prop_map(move |(ecn, flags, seq, len, ack, win, urg, options)| {
-            // packetdrill requires the window of an inbound packet.
-            let win = if out { win } else { Some(win.unwrap_or(0)) };
-            let seq = seq.min(u32::MAX - len);
-            Packet {
-                direction,
-                ecn,
-                flags,
-                seq,
-                end_seq: seq + len,
-                len,
-                ack,
-                win,
-                urg,
-                options,
-            }
-        })
+        .prop_map(
+            move |(ecn, flags, seq, len, ack, win, urg, options, (x, extra))| {
+                // packetdrill requires the window of an inbound packet.
+                let win = if out { win } else { Some(win.unwrap_or(0)) };
+                let seq = seq.min(u32::MAX - len);
+                let (encap, (ecn, ip), psp_spi, ports) = if x {
+                    extra
+                } else {
+                    (Vec::new(), (ecn, IpExtra::default()), None, None)
+                };
+                Packet {
+                    direction,
+                    encap,
+                    ecn,
+                    ip,
+                    psp_spi,
+                    ports,
+                    flags,
+                    seq,
+                    end_seq: seq + len,
+                    len,
+                    ack,
+                    win,
+                    urg,
+                    options,
+                }
+            },
+        )
 }
 
 fn expr() -> impl Strategy<Value = Expr> {
@@ -273,6 +485,13 @@ fn expr() -> impl Strategy<Value = Expr> {
         any::<i64>().prop_map(Expr::Int),
         ident().prop_map(Expr::Word),
         "[a-z0-9 ;,.%/]{0,8}".prop_map(Expr::Str),
+        prop::collection::vec("[a-z0-9 ]{0,4}", 2..4).prop_map(Expr::Concat),
+        "[a-z0-9]{0,4}".prop_map(Expr::StrPrefix),
+        // `{}` reads back as an empty struct: a stack expression has entries.
+        mpls_stack()
+            .prop_filter("an entry", |v| !v.is_empty())
+            .prop_map(Expr::Mpls),
+        gre_header().prop_map(Expr::Gre),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         // BitOr parts are never BitOr themselves (the parser flattens).
@@ -283,8 +502,25 @@ fn expr() -> impl Strategy<Value = Expr> {
             prop::collection::vec(part, 2..4).prop_map(Expr::BitOr),
             prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::Array),
             prop::collection::vec(
-                (prop::option::of(ident()), inner.clone())
-                    .prop_map(|(name, value)| StructField { name, value }),
+                (
+                    prop::option::of((
+                        ident(),
+                        prop::option::of(prop::collection::vec(inner.clone(), 0..2))
+                    )),
+                    inner.clone()
+                )
+                    .prop_map(|(name, value)| match name {
+                        Some((n, args)) => StructField {
+                            name: Some(n),
+                            args,
+                            value
+                        },
+                        None => StructField {
+                            name: None,
+                            args: None,
+                            value
+                        },
+                    }),
                 0..4
             )
             .prop_map(Expr::Struct),
@@ -302,17 +538,31 @@ fn syscall() -> impl Strategy<Value = Syscall> {
         )
             .prop_map(|(name, note)| Errno { name, note }),
     );
+    // `name=value` as an argument (not inside `|` or a struct, where it reads otherwise).
+    let arg = prop_oneof![
+        4 => expr(),
+        1 => (ident(), expr()).prop_map(|(name, v)| Expr::Assign { name, value: Box::new(v) }),
+    ];
+    // A result is no call (`= W (x)` is a word and a note), nor one inside `|`.
+    let result = expr().prop_filter("no call at the top of a result", |e| match e {
+        Expr::Call { .. } => false,
+        Expr::BitOr(v) => !v.iter().any(|p| matches!(p, Expr::Call { .. })),
+        _ => true,
+    });
     (
         "[a-z_][a-z0-9_]{0,10}",
-        prop::collection::vec(expr(), 0..5),
-        expr(),
+        prop::collection::vec(arg, 0..5),
+        result,
         errno,
+        prop::option::of("[A-Za-z]{1,8}( [A-Za-z]{1,8}){0,3}"),
         prop::option::of(plain_time()),
     )
-        .prop_map(|(name, args, result, errno, end_time)| Syscall {
+        .prop_map(|(name, args, result, errno, note, end_time)| Syscall {
             name,
             args,
             result,
+            // A note right after an errno is the errno's (packetdrill's grammar).
+            note: note.filter(|_| errno.as_ref().is_none_or(|e| e.note.is_some())),
             errno,
             end_time,
         })
@@ -340,6 +590,22 @@ fn statement() -> impl Strategy<Value = Statement> {
             .prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
         (plain_time(), packet(Direction::In))
             .prop_map(|(t, p)| (Some(t), StatementKind::Packet(p))),
+        (any_time_for_outbound(), udp()).prop_map(|(t, p)| {
+            let t = if p.direction == Direction::Out {
+                t
+            } else {
+                Time::Relative(0)
+            };
+            (Some(t), StatementKind::Udp(p))
+        }),
+        (any_time_for_outbound(), icmp()).prop_map(|(t, p)| {
+            let t = if p.direction == Direction::Out {
+                t
+            } else {
+                Time::Relative(0)
+            };
+            (Some(t), StatementKind::Icmp(p))
+        }),
         (plain_time(), syscall()).prop_map(|(t, c)| (Some(t), StatementKind::Syscall(c))),
         (plain_time(), "[a-z0-9 ./=_\n-]{0,20}")
             .prop_map(|(t, s)| (Some(t), StatementKind::Shell(s))),

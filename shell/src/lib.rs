@@ -240,9 +240,10 @@ fn above_stdio(fd: std::os::fd::OwnedFd) -> io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(d) })
 }
 
-/// Runs `cmd` confined (see the module docs) in `dir` with `env` added.
-pub fn run(cmd: &str, dir: &Path, env: &[(String, String)]) -> io::Result<Output> {
-    run_with(cmd, dir, env, Confinement::default())
+/// Runs `cmd` confined (see the module docs) in `dir` with `env` added, killed after `limit`
+/// (at most [`TIME_LIMIT`]).
+pub fn run(cmd: &str, dir: &Path, env: &[(String, String)], limit: Duration) -> io::Result<Output> {
+    run_with(cmd, dir, env, Confinement::default(), limit)
 }
 
 /// [`run`] with more confinement.
@@ -251,7 +252,9 @@ pub fn run_with(
     dir: &Path,
     env: &[(String, String)],
     confinement: Confinement,
+    limit: Duration,
 ) -> io::Result<Output> {
+    let limit = limit.min(TIME_LIMIT);
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let maps = IdMaps {
@@ -310,7 +313,7 @@ pub fn run_with(
         if let Some(st) = child.try_wait()? {
             break st;
         }
-        if start.elapsed() > TIME_LIMIT {
+        if start.elapsed() > limit {
             timed_out = true;
             // SAFETY: signalling the child's own process group.
             unsafe { libc::kill(-pid, libc::SIGKILL) };

@@ -144,7 +144,7 @@ impl ModelShell {
             ("TRC_MODEL_BOOT".into(), self.boot.to_string()),
         ]);
         let conf = trc_shell::Confinement { private_net: true };
-        let out = match trc_shell::run_with(text, cwd, &env, conf) {
+        let out = match trc_shell::run_with(text, cwd, &env, conf, trc_shell::TIME_LIMIT) {
             Ok(o) => o,
             Err(e) => {
                 return LineRun::CannotRun(format!(

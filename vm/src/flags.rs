@@ -35,8 +35,9 @@ pub struct VmFlags {
     /// A limit on the whole VM run, in wall-clock seconds (besides the boot and progress limits).
     #[arg(long, value_name = "SECS", requires = "kernel")]
     pub vm_timeout: Option<f64>,
-    /// Per-script limit inside the VM, in guest seconds.
-    #[arg(long, value_name = "SECS", default_value = "120", requires = "kernel")]
+    /// Per-script wall-clock limit (in a VM: guest seconds): past it the run stops where it is
+    /// and says so (incomplete, exit 3).
+    #[arg(long, value_name = "SECS", default_value = "120")]
     pub script_timeout: f64,
     /// The VM's memory, MB.
     #[arg(long, value_name = "MB", default_value = "1024", requires = "kernel")]

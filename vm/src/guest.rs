@@ -439,12 +439,19 @@ fn run_one(path: &Path, name: &str, job: &ScriptJob) -> Outcome {
         Err(e) => return (None, Some((ErrorKind::Usage, e.to_string()))),
     };
     let dir = path.parent().unwrap_or(Path::new("/t"));
-    match trc_kernel::run_script(&script, name, &job.options.run_options(dir)) {
+    let mut opts = job.options.run_options(dir);
+    opts.time_limit = Some(script_limit(job));
+    match trc_kernel::run_script(&script, name, &opts) {
         Ok(r) => (Some(r), None),
         Err(trc_kernel::RunError::Skipped(m)) => (None, Some((ErrorKind::Skipped, m))),
         Err(trc_kernel::RunError::Usage(m)) => (None, Some((ErrorKind::Usage, m))),
         Err(e) => (None, Some((ErrorKind::Error, e.to_string()))),
     }
+}
+
+/// The job's per-script limit (guest time).
+fn script_limit(job: &ScriptJob) -> Duration {
+    Duration::from_secs_f64(job.script_timeout_s.clamp(1.0, 86400.0))
 }
 
 /// Runs one script under the job's limit (guest time): past it the run is asked to stop (as
@@ -475,7 +482,8 @@ fn run_with_limit(
             false,
         );
     }
-    let limit = Duration::from_secs_f64(job.script_timeout_s.clamp(1.0, 86400.0));
+    // The runner stops itself at the limit (a report that says so); this is the backstop.
+    let limit = script_limit(job) + Duration::from_secs(5);
     let out = match rx.recv_timeout(limit) {
         Ok(r) => (r.0, r.1, false),
         Err(_) => {

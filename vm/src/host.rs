@@ -1134,7 +1134,7 @@ fn parse_scripts(
     scripts: &[PathBuf],
 ) -> Result<Vec<(PathBuf, String, trc_pkt::Script)>, Error> {
     let mut parsed = Vec::new();
-    let mut cli = trc_kernel::run_all_defines();
+    let mut cli = trc_kernel::run_all_command_line();
     cli.extend(spec.options.packetdrill.iter().cloned());
     for p in scripts {
         let src = std::fs::read_to_string(p)

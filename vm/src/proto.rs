@@ -62,6 +62,8 @@ impl GuestOptions {
             script_dir: dir.to_path_buf(),
             no_shell: self.no_shell,
             handle_signals: false,
+            // The guest sets the job's per-script limit (guest time).
+            time_limit: None,
         }
     }
 }

@@ -365,6 +365,10 @@ pub fn run_cli(args: RunArgs) -> i32 {
         eprintln!("trc kernel run: --cache needs --kernel");
         return exit::USAGE;
     }
+    if let Err(e) = args.vm.validate() {
+        eprintln!("trc kernel run: {e}");
+        return exit::USAGE;
+    }
     // Parse first: a malformed script is exit 2 even where runs would be skipped.
     let src = match trc_files::read_source(file) {
         Ok(s) => s,
@@ -412,6 +416,7 @@ pub fn run_cli(args: RunArgs) -> i32 {
             .unwrap_or_else(|| PathBuf::from(".")),
         no_shell: args.no_shell,
         handle_signals: true,
+        time_limit: Some(std::time::Duration::from_secs_f64(args.vm.script_timeout)),
     };
     let report = match trc_kernel::run_script(&script, &name, &opts) {
         Ok(r) => r,

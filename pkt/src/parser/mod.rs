@@ -1,5 +1,8 @@
-//! Hand-written recursive-descent parser for the supported packetdrill
-//! subset. See the crate documentation for the accepted grammar.
+//! Hand-written recursive-descent parser for packetdrill's grammar (its `parser.y` and
+//! `lexer.l` are the reference). See the crate documentation for the accepted grammar.
+
+mod expr;
+mod packet;
 
 use crate::ast::*;
 use crate::error::ParseError;
@@ -18,6 +21,7 @@ pub fn parse(src: &str, file_name: &str) -> Result<Script, ParseError> {
         peeked: None,
         file: file_name,
         depth: 0,
+        in_result: false,
     };
     let options = p.options()?;
     let mut statements = Vec::new();
@@ -57,6 +61,8 @@ struct Parser<'f> {
     peeked: Option<Token>,
     file: &'f str,
     depth: u32,
+    /// Parsing a system call's result expression.
+    in_result: bool,
 }
 
 /// Parse a time literal (`0`, `.020`, `1.5`) into microseconds.
@@ -111,8 +117,6 @@ pub(crate) fn int_value(text: &str) -> Option<i64> {
     let v = i128::from(magnitude);
     i64::try_from(if neg { -v } else { v }).ok()
 }
-
-const FLAG_CHARS: &str = "SFRPUEW";
 
 impl<'f> Parser<'f> {
     fn lex_err(&self, e: LexError) -> ParseError {
@@ -293,9 +297,7 @@ impl<'f> Parser<'f> {
         }
         let action = self.peek()?.clone();
         let kind = match &action.tok {
-            Tok::Punct('<') | Tok::Punct('>') if end_time.is_none() => {
-                StatementKind::Packet(self.packet()?)
-            }
+            Tok::Punct('<') | Tok::Punct('>') if end_time.is_none() => self.packet_statement()?,
             Tok::Shell(s) if end_time.is_none() => {
                 let s = s.clone();
                 self.bump()?;
@@ -319,9 +321,13 @@ impl<'f> Parser<'f> {
             }
         };
         // packetdrill only allows '*' and time ranges on outbound packets.
-        if matches!(time, Some(Time::Any) | Some(Time::Range { .. }))
-            && !matches!(&kind, StatementKind::Packet(p) if p.direction == Direction::Out)
-        {
+        let outbound = match &kind {
+            StatementKind::Packet(p) => p.direction == Direction::Out,
+            StatementKind::Udp(p) => p.direction == Direction::Out,
+            StatementKind::Icmp(p) => p.direction == Direction::Out,
+            _ => false,
+        };
+        if matches!(time, Some(Time::Any) | Some(Time::Range { .. })) && !outbound {
             return Err(self.err_at(&action, "outbound packet ('>') after a '*' or range time"));
         }
         Ok(Statement {
@@ -329,191 +335,6 @@ impl<'f> Parser<'f> {
             col,
             time,
             kind,
-        })
-    }
-
-    fn flags(&mut self) -> Result<TcpFlags, ParseError> {
-        let t = self.bump()?;
-        let mut f = TcpFlags::default();
-        let expected =
-            "TCP flags (letters from S F R P U E W, optionally followed by '.', or '.' or '-')";
-        match &t.tok {
-            Tok::Punct('.') => {
-                f.ack = true;
-                return Ok(f);
-            }
-            Tok::Punct('-') => return Ok(f),
-            Tok::Word(w) if w.chars().all(|c| FLAG_CHARS.contains(c)) => {
-                for c in w.chars() {
-                    let slot = match c {
-                        'S' => &mut f.syn,
-                        'F' => &mut f.fin,
-                        'R' => &mut f.rst,
-                        'P' => &mut f.psh,
-                        'U' => &mut f.urg,
-                        'E' => &mut f.ece,
-                        _ => &mut f.cwr,
-                    };
-                    if *slot {
-                        return Err(self.err_at(&t, "TCP flags without repeated letters"));
-                    }
-                    *slot = true;
-                }
-            }
-            Tok::Word(w)
-                if ["udp", "icmp", "ipv4", "ipv6", "gre", "GREv0", "mpls"]
-                    .contains(&w.as_str()) =>
-            {
-                return Err(self.err_at(
-                    &t,
-                    "TCP segment (UDP, ICMP and encapsulated packets are not supported)",
-                ));
-            }
-            Tok::Num(_) if self.peek_is_punct('>')? => {
-                return Err(self.err_at(&t, "TCP flags (explicit port numbers are not supported)"));
-            }
-            _ => return Err(self.err_at(&t, expected)),
-        }
-        if self.eat_punct('.')? {
-            f.ack = true;
-        }
-        Ok(f)
-    }
-
-    fn ecn(&mut self, direction: Direction) -> Result<Option<Ecn>, ParseError> {
-        let close = if self.peek_is_punct('[')? {
-            ']'
-        } else if self.peek_is_punct('(')? {
-            ')'
-        } else {
-            return Ok(None);
-        };
-        self.bump()?;
-        let t = self.bump()?;
-        let ecn = match &t.tok {
-            Tok::Word(w) => match w.as_str() {
-                "noecn" => Ecn::NoEcn,
-                "ect0" => Ecn::Ect0,
-                "ect1" => Ecn::Ect1,
-                "ect01" => Ecn::Ect01,
-                "ce" => Ecn::Ce,
-                _ => return Err(self.err_at(&t, "IP ECN marker (noecn, ect0, ect1, ect01, ce); tos/flowlabel/ttl are not supported")),
-            },
-            _ => return Err(self.err_at(&t, "IP ECN marker (noecn, ect0, ect1, ect01, ce)")),
-        };
-        if ecn == Ecn::Ect01 && direction == Direction::In {
-            return Err(self.err_at(&t, "ECN marker other than [ect01] on an inbound packet"));
-        }
-        self.expect_punct(close, &format!("'{close}' after the ECN marker"))?;
-        Ok(Some(ecn))
-    }
-
-    fn packet(&mut self) -> Result<Packet, ParseError> {
-        let d = self.bump()?;
-        let direction = if d.tok == Tok::Punct('<') {
-            Direction::In
-        } else {
-            Direction::Out
-        };
-        let ecn = self.ecn(direction)?;
-        let flags = self.flags()?;
-        let seq_tok = self.peek()?.clone();
-        let seq = self.u32_("start sequence number")?;
-        self.expect_punct(':', "':' after the start sequence number")?;
-        let end_seq = self.u32_("end sequence number")?;
-        self.expect_punct('(', "'(' before the payload length")?;
-        let len = self.u32_("payload length")?;
-        self.expect_punct(')', "')' after the payload length")?;
-        if u64::from(seq) + u64::from(len) != u64::from(end_seq) {
-            return Err(ParseError {
-                file: self.file.to_string(),
-                line: seq_tok.line,
-                col: seq_tok.col,
-                expected: "end sequence number equal to start + length".into(),
-                found: format!("{seq}:{end_seq}({len})"),
-            });
-        }
-        let mut ack = None;
-        let mut win = None;
-        let mut urg = None;
-        if self.peek_is_word("ack")? {
-            self.bump()?;
-            ack = Some(self.u32_("ack number")?);
-        }
-        if self.peek_is_word("win")? {
-            self.bump()?;
-            win = Some(self.int_in("window", 0, 65535)? as u32);
-        }
-        if self.peek_is_word("urg")? {
-            self.bump()?;
-            urg = Some(self.int_in("urgent pointer", 0, 65535)? as u32);
-        }
-        let mut options = None;
-        if self.peek_is_punct('<')? {
-            let lt = self.bump()?;
-            if self.peek()?.tok == Tok::Ellipsis {
-                if direction == Direction::In {
-                    return Err(self.err_at(
-                        &lt,
-                        "explicit TCP options ('<...>' is only allowed on outbound packets)",
-                    ));
-                }
-                self.bump()?;
-                self.expect_punct('>', "'>' after '<...'")?;
-                options = Some(TcpOptions::Any);
-            } else {
-                let mut list = Vec::new();
-                if !self.eat_punct('>')? {
-                    loop {
-                        list.push(self.tcp_option()?);
-                        let t = self.bump()?;
-                        match t.tok {
-                            Tok::Punct(',') => continue,
-                            Tok::Punct('>') => break,
-                            _ => return Err(self.err_at(&t, "',' or '>' in TCP option list")),
-                        }
-                    }
-                }
-                options = Some(TcpOptions::List(list));
-            }
-        }
-        if direction == Direction::In && win.is_none() {
-            return Err(ParseError {
-                file: self.file.to_string(),
-                line: d.line,
-                col: d.col,
-                expected: "'win N' on an inbound packet (packetdrill requires the window of every injected segment)".into(),
-                found: "no window".into(),
-            });
-        }
-        if let Some(TcpOptions::List(list)) = &options {
-            let bytes: usize = list.iter().map(TcpOption::wire_len).sum();
-            if bytes > MAX_OPTION_BYTES || !bytes.is_multiple_of(4) {
-                let found = if bytes > MAX_OPTION_BYTES {
-                    format!("{bytes} bytes of options")
-                } else {
-                    format!("{bytes} bytes of options, {} excess", bytes % 4)
-                };
-                return Err(ParseError {
-                    file: self.file.to_string(),
-                    line: d.line,
-                    col: d.col,
-                    expected: format!("TCP options padded to a multiple of 4 bytes and at most {MAX_OPTION_BYTES} (add nop or eol)"),
-                    found,
-                });
-            }
-        }
-        Ok(Packet {
-            direction,
-            ecn,
-            flags,
-            seq,
-            end_seq,
-            len,
-            ack,
-            win,
-            urg,
-            options,
         })
     }
 
@@ -552,13 +373,50 @@ impl<'f> Parser<'f> {
             },
             "FO" => TcpOption::FastOpen(self.cookie()?),
             "FOEXP" => TcpOption::FastOpenExp(self.cookie()?),
+            "ECN" => self.accecn_option(&t)?,
             _ => {
                 return Err(self.err_at(
                     &t,
-                    "TCP option (mss, sackOK, nop, wscale, TS, sack, eol, md5, FO, FOEXP)",
+                    "TCP option (mss, sackOK, nop, wscale, TS, sack, eol, md5, FO, FOEXP, ECN)",
                 ))
             }
         })
+    }
+
+    /// The AccECN option: `ECN` then the byte counters in one of the orders packetdrill's grammar
+    /// allows (`e0b [ceb [e1b]]` or `e1b [ceb [e0b]]`), each at most 24 bits.
+    fn accecn_option(&mut self, t: &Token) -> Result<TcpOption, ParseError> {
+        let mut fields = Vec::new();
+        let names = |f: AccEcnField| match f {
+            AccEcnField::E0b => "e0b",
+            AccEcnField::Ceb => "ceb",
+            AccEcnField::E1b => "e1b",
+        };
+        let first = if self.peek_is_word("e0b")? {
+            AccEcnField::E0b
+        } else if self.peek_is_word("e1b")? {
+            AccEcnField::E1b
+        } else {
+            let n = self.peek()?.clone();
+            return Err(self.err_at(&n, "'e0b' or 'e1b' after 'ECN'"));
+        };
+        let last = if first == AccEcnField::E0b {
+            AccEcnField::E1b
+        } else {
+            AccEcnField::E0b
+        };
+        for f in [first, AccEcnField::Ceb, last] {
+            if !fields.is_empty() && !self.peek_is_word(names(f))? {
+                break;
+            }
+            self.bump()?;
+            let v = self.int_in("AccECN field value", 0, (1 << 24) - 1)? as u32;
+            fields.push((f, v));
+        }
+        if fields.is_empty() {
+            return Err(self.err_at(t, "AccECN fields"));
+        }
+        Ok(TcpOption::AccEcn(fields))
     }
 
     /// An optional Fast Open cookie or MD5 digest: a word or number token (hex digits, or a name
@@ -583,152 +441,43 @@ impl<'f> Parser<'f> {
         self.expect_punct('(', &format!("'(' after system call name '{name}'"))?;
         let args = self.expr_list(')')?;
         self.expect_punct('=', "'=' and the expected return value")?;
-        let result = self.expr()?;
+        // packetdrill has no calls in a result: `= WORD (note)` is a word and a note.
+        self.in_result = true;
+        let result = self.expr();
+        self.in_result = false;
+        let result = result?;
         let mut errno = None;
         if let Tok::Word(w) = &self.peek()?.tok {
             let name = w.clone();
             self.bump()?;
-            let mut note = None;
-            if self.peek_is_punct('(')? {
-                let open = self.bump()?;
-                // The peek buffer is empty now, so the lexer sits right
-                // after the '('.
-                let raw = self
-                    .lx
-                    .raw_until(')', open.line, open.col)
-                    .map_err(|e| self.lex_err(e))?;
-                note = Some(raw.trim().to_string());
-            }
-            errno = Some(Errno { name, note });
+            errno = Some(Errno {
+                name,
+                note: self.opt_note()?,
+            });
         }
+        // packetdrill's `opt_note`: a note after the result, with or without an errno.
+        let note = self.opt_note()?;
         Ok(Syscall {
             name,
             args,
             result,
             errno,
+            note,
             end_time,
         })
     }
 
-    /// Comma-separated expressions up to and including `close`.
-    fn expr_list(&mut self, close: char) -> Result<Vec<Expr>, ParseError> {
-        let mut out = Vec::new();
-        if self.eat_punct(close)? {
-            return Ok(out);
+    /// `(free text)` after a result or an errno, if there.
+    fn opt_note(&mut self) -> Result<Option<String>, ParseError> {
+        if !self.peek_is_punct('(')? {
+            return Ok(None);
         }
-        loop {
-            out.push(self.expr()?);
-            let t = self.bump()?;
-            match t.tok {
-                Tok::Punct(',') => continue,
-                Tok::Punct(c) if c == close => return Ok(out),
-                _ => return Err(self.err_at(&t, format!("',' or '{close}'"))),
-            }
-        }
-    }
-
-    fn enter(&mut self) -> Result<(), ParseError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            let t = self.peek()?.clone();
-            return Err(self.err_at(&t, format!("expression nested at most {MAX_DEPTH} deep")));
-        }
-        Ok(())
-    }
-
-    fn expr(&mut self) -> Result<Expr, ParseError> {
-        self.enter()?;
-        let r = self.expr_inner();
-        self.depth -= 1;
-        r
-    }
-
-    fn expr_inner(&mut self) -> Result<Expr, ParseError> {
-        let first = self.primary()?;
-        if !self.peek_is_punct('|')? {
-            return Ok(first);
-        }
-        let mut parts = vec![first];
-        while self.eat_punct('|')? {
-            parts.push(self.primary()?);
-        }
-        Ok(Expr::BitOr(parts))
-    }
-
-    fn primary(&mut self) -> Result<Expr, ParseError> {
-        let t = self.bump()?;
-        match t.tok {
-            Tok::Ellipsis => Ok(Expr::Ellipsis),
-            Tok::Num(ref s) => match int_value(s) {
-                Some(v) => Ok(Expr::Int(v)),
-                None => Err(self.err_at(&t, "integer (64-bit, decimal or 0x hex)")),
-            },
-            Tok::Str(s) => Ok(Expr::Str(s)),
-            Tok::Word(w) => {
-                if self.eat_punct('(')? {
-                    let args = self.expr_list(')')?;
-                    Ok(Expr::Call { name: w, args })
-                } else {
-                    Ok(Expr::Word(w))
-                }
-            }
-            Tok::Punct('[') => Ok(Expr::Array(self.expr_list(']')?)),
-            Tok::Punct('{') => {
-                let mut fields = Vec::new();
-                if self.eat_punct('}')? {
-                    return Ok(Expr::Struct(fields));
-                }
-                loop {
-                    fields.push(self.struct_field()?);
-                    let t = self.bump()?;
-                    match t.tok {
-                        Tok::Punct(',') => continue,
-                        Tok::Punct('}') => return Ok(Expr::Struct(fields)),
-                        _ => return Err(self.err_at(&t, "',' or '}' in struct literal")),
-                    }
-                }
-            }
-            _ => Err(self.err_at(
-                &t,
-                "expression (integer, name, string, '...', [array] or {struct})",
-            )),
-        }
-    }
-
-    fn struct_field(&mut self) -> Result<StructField, ParseError> {
-        // `name = value` or a positional value.
-        if let Tok::Word(w) = &self.peek()?.tok {
-            let w = w.clone();
-            self.bump()?;
-            if self.eat_punct('=')? {
-                let value = self.expr()?;
-                return Ok(StructField {
-                    name: Some(w),
-                    value,
-                });
-            }
-            // Not a named field: re-parse as an expression starting with
-            // the word we already consumed.
-            let first = if self.eat_punct('(')? {
-                let args = self.expr_list(')')?;
-                Expr::Call { name: w, args }
-            } else {
-                Expr::Word(w)
-            };
-            let value = if self.peek_is_punct('|')? {
-                let mut parts = vec![first];
-                while self.eat_punct('|')? {
-                    parts.push(self.primary()?);
-                }
-                Expr::BitOr(parts)
-            } else {
-                first
-            };
-            return Ok(StructField { name: None, value });
-        }
-        Ok(StructField {
-            name: None,
-            value: self.expr()?,
-        })
+        let open = self.bump()?;
+        // The peek buffer is empty now, so the lexer sits right after the '('.
+        let raw = self
+            .lx
+            .raw_until(')', open.line, open.col)
+            .map_err(|e| self.lex_err(e))?;
+        Ok(Some(raw.trim().to_string()))
     }
 }

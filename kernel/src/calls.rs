@@ -1,0 +1,697 @@
+//! The system calls of the kernel backend, one function each (packetdrill's
+//! `run_system_call.c`): arguments evaluated from the script's expressions (packetdrill's symbols,
+//! `-D` definitions), the call made on the run's sockets, its result and errno returned for the
+//! engine to check. A call, argument form or symbol trc does not implement is
+//! [`CallError::Unsupported`]: the run stops there with `unsupported: X`, never a failure.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use trc_pkt::ast::{Expr, Syscall};
+use trc_pkt::engine::SysResult;
+
+use crate::runner::KernelBackend;
+use crate::sys;
+
+/// packetdrill's `--bind_port` and `--connect_port`.
+pub(crate) const SCRIPT_PORT: u16 = 8080;
+
+/// Why a call did not return a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CallError {
+    /// A runtime error packetdrill reports too (an fd the script never opened, a bad length).
+    Fail(String),
+    /// Something trc does not implement: a call, an argument form, a symbol.
+    Unsupported(String),
+}
+
+impl From<String> for CallError {
+    fn from(m: String) -> CallError {
+        CallError::Fail(m)
+    }
+}
+
+impl From<&str> for CallError {
+    fn from(m: &str) -> CallError {
+        CallError::Fail(m.to_string())
+    }
+}
+
+type CallResult<T> = Result<T, CallError>;
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn ret(rc: i64) -> SysResult {
+    SysResult::Returned {
+        ret: rc,
+        errno: if rc < 0 { errno() } else { 0 },
+        notes: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+/// Integer value of a syscall argument (packetdrill's symbols, `-D` definitions, `A|B`, `[x]`,
+/// `htons(x)`). A symbol trc's table lacks, or an expression form it cannot evaluate, is
+/// unsupported.
+pub(crate) fn eval_int(e: &Expr, defines: &BTreeMap<String, String>) -> CallResult<i64> {
+    match e {
+        Expr::Int(i) => Ok(*i),
+        Expr::Word(w) => {
+            if let Some(d) = defines.get(w) {
+                return d
+                    .parse::<i64>()
+                    .ok()
+                    .or_else(|| trc_pkt::symbols::syscall_constant(d))
+                    .ok_or_else(|| format!("definition {w}={d} is not an integer").into());
+            }
+            trc_pkt::symbols::syscall_constant(w).ok_or_else(|| {
+                CallError::Unsupported(format!(
+                    "the symbol {w} (not in trc's table of packetdrill's constants)"
+                ))
+            })
+        }
+        Expr::BitOr(v) => v
+            .iter()
+            .try_fold(0i64, |acc, x| Ok(acc | eval_int(x, defines)?)),
+        Expr::Array(v) if v.len() == 1 => eval_int(&v[0], defines),
+        Expr::Call { name, args } if (name == "htons" || name == "htonl") && args.len() == 1 => {
+            eval_int(&args[0], defines)
+        }
+        other => Err(CallError::Unsupported(format!(
+            "the argument {} as an integer",
+            trc_pkt::writer::write_expr(other)
+        ))),
+    }
+}
+
+/// An argument that is a C `int` (a `u32` bit pattern is taken as one too): a clear error
+/// outside that range instead of a silent truncation.
+fn c_int(e: &Expr, defines: &BTreeMap<String, String>, what: &str) -> CallResult<i32> {
+    let v = eval_int(e, defines)?;
+    i32::try_from(v)
+        .or_else(|_| u32::try_from(v).map(|u| u as i32))
+        .map_err(|_| format!("{what} {v} does not fit a C int").into())
+}
+
+/// Bytes of a `setsockopt` value: a string, a struct of ints (e.g. `{onoff=1, linger=0}`), or
+/// an int.
+fn opt_bytes(e: &Expr, defines: &BTreeMap<String, String>) -> CallResult<Vec<u8>> {
+    match e {
+        Expr::Str(s) => Ok(s.as_bytes().to_vec()),
+        Expr::Struct(fields) => {
+            let mut b = Vec::new();
+            for f in fields {
+                b.extend_from_slice(&c_int(&f.value, defines, "option value field")?.to_ne_bytes());
+            }
+            Ok(b)
+        }
+        other => Ok(c_int(other, defines, "option value")?
+            .to_ne_bytes()
+            .to_vec()),
+    }
+}
+
+fn sockaddr(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip.octets()),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// Total length of an iovec list `[{..., 100}, {..., 200}]`.
+fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usize> {
+    let Some(Expr::Array(items)) = e else {
+        return Err(CallError::Unsupported(format!(
+            "the iovec {} (trc takes [{{..., len}}, ...])",
+            e.map(trc_pkt::writer::write_expr).unwrap_or_default()
+        )));
+    };
+    let mut n = 0usize;
+    for it in items {
+        let Expr::Struct(f) = it else {
+            return Err(CallError::Unsupported(
+                "an iovec entry that is not {..., len}".into(),
+            ));
+        };
+        let len = f.last().ok_or("empty iovec")?;
+        n += usize::try_from(eval_int(&len.value, d)?)
+            .map_err(|_| "negative iovec length".to_string())?;
+    }
+    Ok(n)
+}
+
+/// The payload length of a `sendmsg` message header (`{msg_name(...)=..., msg_iov(N)=[...],
+/// msg_flags=F}`); ancillary data (`msg_control=[...]`) is not implemented.
+fn msghdr_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usize> {
+    let Some(Expr::Struct(fields)) = e else {
+        return Err(CallError::Unsupported(format!(
+            "the message header {} (trc takes {{msg_name(...)=..., msg_iov(N)=[...], msg_flags=F}})",
+            e.map(trc_pkt::writer::write_expr).unwrap_or_default()
+        )));
+    };
+    let named = |n: &str| fields.iter().find(|f| f.name.as_deref() == Some(n));
+    if named("msg_control").is_some_and(|f| !matches!(&f.value, Expr::Array(v) if v.is_empty())) {
+        return Err(CallError::Unsupported(
+            "ancillary data (msg_control, cmsg) in sendmsg".into(),
+        ));
+    }
+    let iov = named("msg_iov")
+        .or_else(|| fields.iter().find(|f| matches!(&f.value, Expr::Array(_))))
+        .map(|f| &f.value);
+    iov_len(iov, d)
+}
+
+/// Largest write trc performs (packetdrill's buffers are as large as asked; this keeps a typo
+/// from allocating gigabytes).
+const MAX_IO: i64 = 256 << 20;
+
+impl KernelBackend<'_> {
+    /// Runs the call `s` (`blocking`: it has a `...end` time).
+    pub(crate) fn call(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+        blocking: bool,
+    ) -> CallResult<SysResult> {
+        match s.name.as_str() {
+            "socket" => self.sys_socket(s, d),
+            "setsockopt" => self.sys_setsockopt(s, d),
+            "getsockopt" => self.sys_getsockopt(s, d),
+            "bind" => self.sys_bind(s),
+            "listen" => self.sys_listen(s, d),
+            "accept" | "accept4" => self.sys_accept(s, blocking),
+            "connect" => self.sys_connect(s, blocking),
+            "write" | "send" | "sendto" | "writev" | "sendmsg" => self.sys_send(s, d, blocking),
+            "read" | "recv" | "recvfrom" | "readv" => self.sys_recv(s, d, blocking),
+            "close" => self.sys_close(s),
+            "shutdown" => self.sys_shutdown(s, d),
+            "fcntl" => self.sys_fcntl(s, d),
+            "ioctl" => self.sys_ioctl(s, d),
+            "poll" => self.sys_poll(s, d),
+            other => Err(CallError::Unsupported(format!("the system call {other}"))),
+        }
+    }
+
+    fn sys_socket(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
+        let ty = s
+            .args
+            .get(1)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(libc::SOCK_STREAM as i64);
+        let proto = match s.args.get(2) {
+            Some(Expr::Ellipsis) | None => 0,
+            Some(e) => eval_int(e, d)?,
+        };
+        if ty & 0xf != libc::SOCK_STREAM as i64 {
+            return Err("only SOCK_STREAM sockets are supported".into());
+        }
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::socket(libc::AF_INET, ty as i32, proto as i32) };
+        if fd < 0 {
+            return Ok(ret(-1));
+        }
+        if let Expr::Int(n) = s.result {
+            self.fds.insert(n, fd);
+        }
+        self.under_test = Some(fd);
+        Ok(ret(fd as i64))
+    }
+
+    fn sys_setsockopt(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
+        let name = c_int(
+            s.args.get(2).ok_or("missing option name")?,
+            d,
+            "option name",
+        )?;
+        let bytes = opt_bytes(s.args.get(3).ok_or("missing option value")?, d)?;
+        // packetdrill passes the length as written.
+        let len = match s.args.get(4) {
+            Some(e @ (Expr::Int(_) | Expr::Word(_))) => eval_int(e, d)? as usize,
+            _ => bytes.len(),
+        };
+        let len = len.min(bytes.len());
+        // SAFETY: pointer/length describe `bytes`.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                bytes.as_ptr() as *const libc::c_void,
+                len as libc::socklen_t,
+            )
+        };
+        Ok(ret(rc as i64))
+    }
+
+    fn sys_getsockopt(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
+        let name = c_int(
+            s.args.get(2).ok_or("missing option name")?,
+            d,
+            "option name",
+        )?;
+        let want = s.args.get(3).ok_or("missing option value")?;
+        let mut buf = [0u8; 256];
+        let mut len = buf.len() as libc::socklen_t;
+        // SAFETY: buffer/length are valid.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                level,
+                name,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Ok(ret(-1));
+        }
+        let got = &buf[..len as usize];
+        let mut problems = Vec::new();
+        match want {
+            Expr::Ellipsis => {}
+            Expr::Str(w) => {
+                let g = String::from_utf8_lossy(got)
+                    .trim_end_matches('\0')
+                    .to_string();
+                if &g != w {
+                    problems.push(format!("value \"{g}\", expected \"{w}\""));
+                }
+            }
+            other => {
+                let w = opt_bytes(other, d)?;
+                if w.len() > got.len() || got[..w.len()] != w[..] {
+                    problems.push(format!("value {got:?}, expected {w:?}"));
+                }
+            }
+        }
+        Ok(SysResult::Returned {
+            ret: 0,
+            errno: 0,
+            notes: Vec::new(),
+            problems,
+        })
+    }
+
+    fn sys_bind(&mut self, s: &Syscall) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let sa = sockaddr(sys::LOCAL_IP, SCRIPT_PORT);
+        // SAFETY: valid sockaddr_in.
+        let rc = unsafe {
+            libc::bind(
+                fd,
+                &sa as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_in>() as u32,
+            )
+        };
+        Ok(ret(rc as i64))
+    }
+
+    fn sys_listen(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let backlog = s
+            .args
+            .get(1)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(1);
+        // The next inbound packet starts a passive open (`inbound` picks its remote port).
+        self.listening = true;
+        // SAFETY: plain syscall.
+        Ok(ret(unsafe { libc::listen(fd, backlog as i32) } as i64))
+    }
+
+    fn sys_accept(&mut self, s: &Syscall, blocking: bool) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        if blocking {
+            self.blocking = Some(std::thread::spawn(move || {
+                // SAFETY: plain syscall on a socket this run owns.
+                let c = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
+                (c as i64, if c < 0 { errno() } else { 0 }, Instant::now())
+            }));
+            return Ok(SysResult::Blocked);
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd. A handshake completed by the script is there already.
+        unsafe { libc::poll(&mut pfd, 1, 1000) };
+        // SAFETY: plain syscall; non-blocking so a script that never completes a handshake
+        // cannot hang the run.
+        let c = unsafe {
+            libc::accept4(
+                fd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK,
+            )
+        };
+        if c < 0 {
+            return Ok(ret(-1));
+        }
+        // SAFETY: back to blocking, as accept() would have returned it.
+        unsafe {
+            libc::fcntl(
+                c,
+                libc::F_SETFL,
+                libc::fcntl(c, libc::F_GETFL) & !libc::O_NONBLOCK,
+            )
+        };
+        if let Expr::Int(n) = s.result {
+            self.fds.insert(n, c);
+        }
+        self.under_test = Some(c);
+        let notes = self.connected(c);
+        Ok(SysResult::Returned {
+            ret: c as i64,
+            errno: 0,
+            notes,
+            problems: Vec::new(),
+        })
+    }
+
+    fn sys_connect(&mut self, s: &Syscall, blocking: bool) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        self.tuple = None; // learnt from the SYN
+        let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
+        if blocking {
+            self.blocking = Some(std::thread::spawn(move || {
+                // SAFETY: valid sockaddr_in, a socket this run owns.
+                let rc = unsafe {
+                    libc::connect(
+                        fd,
+                        &sa as *const _ as *const libc::sockaddr,
+                        size_of::<libc::sockaddr_in>() as u32,
+                    )
+                };
+                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
+            }));
+            return Ok(SysResult::Blocked);
+        }
+        // SAFETY: as above.
+        let rc = unsafe {
+            libc::connect(
+                fd,
+                &sa as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_in>() as u32,
+            )
+        };
+        let e = errno();
+        if rc == 0 || e == libc::EINPROGRESS {
+            let notes = self.connected(fd);
+            return Ok(SysResult::Returned {
+                ret: rc as i64,
+                errno: if rc < 0 { e } else { 0 },
+                notes,
+                problems: Vec::new(),
+            });
+        }
+        Ok(SysResult::Returned {
+            ret: -1,
+            errno: e,
+            notes: Vec::new(),
+            problems: Vec::new(),
+        })
+    }
+
+    /// `write`, `send`, `sendto`, `writev`, `sendmsg` (its iovec length; `msg_flags` ignored, as
+    /// the kernel does on send; the flags argument honoured). With `MSG_FASTOPEN` the data goes
+    /// to the peer's address (a TCP Fast Open client's connect-with-data, as packetdrill sends
+    /// it); otherwise the socket is connected and the address is not used.
+    fn sys_send(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+        blocking: bool,
+    ) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let arg = |i: usize| -> CallResult<i64> {
+            s.args
+                .get(i)
+                .map(|e| eval_int(e, d))
+                .transpose()
+                .map(|v| v.unwrap_or(0))
+        };
+        let (n, flags) = match s.name.as_str() {
+            "writev" => (iov_len(s.args.get(1), d)? as i64, 0),
+            "sendmsg" => (msghdr_len(s.args.get(1), d)? as i64, arg(2)?),
+            "write" => (eval_int(s.args.get(2).ok_or("missing length")?, d)?, 0),
+            _ => (
+                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
+                arg(3)?,
+            ),
+        };
+        if !(0..=MAX_IO).contains(&n) {
+            return Err(format!("bad length {n} (0 to {MAX_IO} bytes)").into());
+        }
+        let fastopen = flags & i64::from(libc::MSG_FASTOPEN) != 0;
+        if fastopen {
+            // The connection starts here: its 4-tuple is learnt from the SYN.
+            self.tuple = None;
+            self.listening = false;
+        }
+        let flags = flags as i32 | libc::MSG_NOSIGNAL;
+        let send = move || -> isize {
+            let buf = vec![0u8; n as usize];
+            let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
+            // SAFETY: the buffer is valid for n bytes, the address for its size.
+            unsafe {
+                if fastopen {
+                    libc::sendto(
+                        fd,
+                        buf.as_ptr() as *const libc::c_void,
+                        buf.len(),
+                        flags,
+                        &sa as *const _ as *const libc::sockaddr,
+                        size_of::<libc::sockaddr_in>() as u32,
+                    )
+                } else {
+                    libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags)
+                }
+            }
+        };
+        if blocking {
+            self.blocking = Some(std::thread::spawn(move || {
+                let rc = send();
+                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
+            }));
+            if fastopen {
+                self.conn_fd = Some(fd);
+            }
+            return Ok(SysResult::Blocked);
+        }
+        let rc = send();
+        let e = errno();
+        let mut notes = Vec::new();
+        if fastopen && (rc >= 0 || e == libc::EINPROGRESS) {
+            notes = self.connected(fd);
+        }
+        Ok(SysResult::Returned {
+            ret: rc as i64,
+            errno: if rc < 0 { e } else { 0 },
+            notes,
+            problems: Vec::new(),
+        })
+    }
+
+    fn sys_recv(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+        blocking: bool,
+    ) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let n = match s.name.as_str() {
+            "readv" => iov_len(s.args.get(1), d)? as i64,
+            _ => eval_int(s.args.get(2).ok_or("missing length")?, d)?,
+        }
+        .clamp(0, MAX_IO);
+        if blocking {
+            self.blocking = Some(std::thread::spawn(move || {
+                let mut buf = vec![0u8; n as usize];
+                // SAFETY: buffer valid for n bytes.
+                let rc =
+                    unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
+            }));
+            return Ok(SysResult::Blocked);
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: buffer valid for n bytes; a blocking socket with nothing to read would hang,
+        // so the read never waits (packetdrill's script would be written with `...` then).
+        Ok(ret(unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        } as i64))
+    }
+
+    fn sys_close(&mut self, s: &Syscall) -> CallResult<SysResult> {
+        let Some(Expr::Int(n)) = s.args.first() else {
+            return Err("close needs an fd number".into());
+        };
+        let fd = self
+            .fds
+            .remove(n)
+            .ok_or_else(|| format!("unable to find fd with script fd {n}"))?;
+        if self.conn_fd == Some(fd) {
+            // Keep reading tcp_info of the closed connection? It is gone; packetdrill's
+            // socket under test stays, but its fd is invalid.
+            self.conn_fd = None;
+        }
+        // SAFETY: closing an fd this run owns.
+        Ok(ret(unsafe { libc::close(fd) } as i64))
+    }
+
+    fn sys_shutdown(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let how = eval_int(s.args.get(1).ok_or("missing how")?, d)?;
+        // SAFETY: plain syscall.
+        Ok(ret(unsafe { libc::shutdown(fd, how as i32) } as i64))
+    }
+
+    fn sys_fcntl(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let cmd = c_int(s.args.get(1).ok_or("missing command")?, d, "fcntl command")?;
+        let arg = s
+            .args
+            .get(2)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(0);
+        // SAFETY: fcntl with an integer argument.
+        Ok(ret(
+            unsafe { libc::fcntl(fd, cmd, arg as libc::c_long) } as i64
+        ))
+    }
+
+    fn sys_ioctl(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
+        let fd = self.live_fd(s.args.first())?;
+        let req = eval_int(s.args.get(1).ok_or("missing request")?, d)?;
+        let mut v: libc::c_int = 0;
+        // SAFETY: the requests scripts use (SIOCINQ/FIONREAD) write one int.
+        let rc = unsafe { libc::ioctl(fd, req as _, &mut v as *mut libc::c_int) };
+        let mut problems = Vec::new();
+        if let (Some(want), true) = (s.args.get(2), rc == 0) {
+            let w = eval_int(want, d)?;
+            if w != v as i64 {
+                problems.push(format!("ioctl value {v}, expected {w}"));
+            }
+        }
+        Ok(SysResult::Returned {
+            ret: rc as i64,
+            errno: if rc < 0 { errno() } else { 0 },
+            notes: Vec::new(),
+            problems,
+        })
+    }
+
+    fn sys_poll(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
+        let Some(Expr::Array(items)) = s.args.first() else {
+            return Err("poll needs [{fd=..., events=..., revents=...}]".into());
+        };
+        let mut pfds = Vec::new();
+        let mut want = Vec::new();
+        for it in items {
+            let Expr::Struct(f) = it else {
+                return Err("poll needs {fd=..., events=..., revents=...}".into());
+            };
+            let get = |n: &str| {
+                f.iter()
+                    .find(|x| x.name.as_deref() == Some(n))
+                    .map(|x| &x.value)
+            };
+            let fd = self.live_fd(get("fd"))?;
+            pfds.push(libc::pollfd {
+                fd,
+                events: eval_int(get("events").ok_or("missing events")?, d)? as i16,
+                revents: 0,
+            });
+            want.push(get("revents").map(|e| eval_int(e, d)).transpose()?);
+        }
+        let timeout = s
+            .args
+            .get(2)
+            .map(|e| eval_int(e, d))
+            .transpose()?
+            .unwrap_or(0)
+            .clamp(-1, 10_000);
+        // SAFETY: a valid pollfd array.
+        let rc = unsafe {
+            libc::poll(
+                pfds.as_mut_ptr(),
+                pfds.len() as libc::nfds_t,
+                if timeout < 0 { 10_000 } else { timeout as i32 },
+            )
+        };
+        let problems = pfds
+            .iter()
+            .zip(&want)
+            .filter_map(|(p, w)| {
+                w.filter(|w| *w != p.revents as i64)
+                    .map(|w| format!("revents {:#x}, expected {w:#x}", p.revents))
+            })
+            .collect();
+        Ok(SysResult::Returned {
+            ret: rc as i64,
+            errno: if rc < 0 { errno() } else { 0 },
+            notes: Vec::new(),
+            problems,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_int_arguments_are_checked_not_truncated() {
+        let d = BTreeMap::new();
+        assert_eq!(c_int(&Expr::Int(-1), &d, "x"), Ok(-1));
+        assert_eq!(
+            c_int(&Expr::Int(0xffff_ffff), &d, "x"),
+            Ok(-1),
+            "a u32 bit pattern"
+        );
+        assert!(matches!(
+            c_int(&Expr::Int(4_294_968_296), &d, "level"),
+            Err(CallError::Fail(m)) if m.contains("does not fit a C int")
+        ));
+        assert!(
+            matches!(
+                eval_int(&Expr::Word("SO_NOT_A_THING".into()), &d),
+                Err(CallError::Unsupported(m)) if m.contains("SO_NOT_A_THING")
+            ),
+            "a symbol trc does not know is unsupported, not a failure"
+        );
+        assert!(opt_bytes(&Expr::Int(1 << 40), &d).is_err());
+        assert_eq!(
+            opt_bytes(&Expr::Int(1), &d).unwrap(),
+            1i32.to_ne_bytes().to_vec()
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! What the runner does not do, and how long it may take: a feature it does not implement stops
+//! the run with "unsupported: X" (incomplete, exit 3), never a failure, and no later line runs;
+//! the wall-clock limit stops a run that waits (or blocks in a system call) too long, and says
+//! so; a second passive connection in one script gets its own 4-tuple, as packetdrill's does.
+//! Needs root and /dev/net/tun; otherwise prints why and returns.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use trc_kernel::{run_file, skip_reason, RunOptions, Status, Verdict};
+
+/// Kernel runs must never overlap.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn skip() -> bool {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return true;
+    }
+    false
+}
+
+fn script(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("trc-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const PASSIVE_OPEN: &str = "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n\
++0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0\n\
++0 bind(3, ..., ...) = 0\n\
++0 listen(3, 1) = 0\n\
++0 < S 0:0(0) win 32792 <mss 1000,nop,nop,sackOK,nop,wscale 7>\n\
++0 > S. 0:0(0) ack 1 <...>\n\
++.01 < . 1:1(0) ack 1 win 257\n\
++0 accept(3, ..., ...) = 4\n";
+
+fn unsupported(r: &trc_kernel::RunReport) -> Option<(u32, String)> {
+    r.script.unsupported.clone()
+}
+
+#[test]
+fn unsupported_features_stop_the_run_without_failing_it() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cases = [
+        // A system call trc does not implement; the lines after it would fail if run.
+        (
+            "epoll.pkt",
+            format!("{PASSIVE_OPEN}+0 epoll_create(1) = 5\n+0 write(4, ..., 1000) = 1\n+0 > . 1:2(1) ack 9\n"),
+            9,
+            "the system call epoll_create",
+        ),
+        // A symbol outside trc's table.
+        (
+            "symbol.pkt",
+            format!("{PASSIVE_OPEN}+0 setsockopt(4, SOL_SOCKET, SO_NOT_A_SYMBOL, [1], 4) = 0\n"),
+            9,
+            "the symbol SO_NOT_A_SYMBOL",
+        ),
+        // Ancillary data.
+        (
+            "cmsg.pkt",
+            format!("{PASSIVE_OPEN}+0 sendmsg(4, {{msg_name(...)=..., msg_iov(1)=[{{..., 10}}], msg_flags=0, msg_control=[{{cmsg_level=SOL_SOCKET, cmsg_type=SCM_TIMESTAMPING, cmsg_data=0}}]}}, 0) = 10\n"),
+            9,
+            "ancillary data",
+        ),
+        // Packets trc cannot build.
+        (
+            "icmp.pkt",
+            format!("{PASSIVE_OPEN}+0 < icmp unreachable frag_needed mtu 800 [1:1(0)]\n+0 > . 9:9(0) ack 9\n"),
+            9,
+            "ICMP packets",
+        ),
+        // An option trc cannot run with (the script's own line; nothing runs).
+        ("mtu.pkt", format!("--mtu=1520\n{PASSIVE_OPEN}"), 1, "--mtu=1520"),
+    ];
+    for (name, text, line, what) in cases {
+        let r = run_file(&script(name, &text), &RunOptions::default()).unwrap();
+        let u = unsupported(&r);
+        assert!(
+            matches!(&u, Some((l, w)) if *l == line && w.contains(what)),
+            "{name}: {u:?}\n{}",
+            r.render()
+        );
+        assert_eq!(r.script.verdict.exit_code(), 3, "{name}:\n{}", r.render());
+        assert!(
+            matches!(&r.script.verdict, Verdict::Incomplete { reason } if reason.starts_with("unsupported: ")),
+            "{name}: {:?}",
+            r.script.verdict
+        );
+        assert_eq!(
+            r.script.counts().1,
+            0,
+            "{name}: nothing failed:\n{}",
+            r.render()
+        );
+        assert!(
+            r.script.lines.iter().all(|l| l.line <= line),
+            "{name}: no line after {line} ran:\n{}",
+            r.render()
+        );
+        if line > 1 {
+            assert!(
+                r.script.lines.iter().any(|l| l.status == Status::Pass),
+                "{name}: the lines before it were checked:\n{}",
+                r.render()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_time_limit_stops_waits_and_blocking_calls() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let opts = RunOptions {
+        time_limit: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    // A script that waits 30 s, and one whose connect blocks in the kernel (nobody answers
+    // the SYN: a blocking connect retries for minutes).
+    for (name, text) in [
+        ("wait.pkt", format!("{PASSIVE_OPEN}+30 close(4) = 0\n")),
+        (
+            "connect.pkt",
+            "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 connect(3, ..., ...) = 0\n".into(),
+        ),
+    ] {
+        let t = Instant::now();
+        let r = run_file(&script(name, &text), &opts).unwrap();
+        let took = t.elapsed();
+        assert!(took < Duration::from_secs(10), "{name}: took {took:?}");
+        assert_eq!(r.script.verdict.exit_code(), 3, "{name}:\n{}", r.render());
+        assert!(
+            matches!(&r.script.stopped, Some((_, why)) if why.contains("wall-clock limit of 1 s")),
+            "{name}: {:?}\n{}",
+            r.script.stopped,
+            r.render()
+        );
+        assert_eq!(r.script.counts().1, 0, "{name}:\n{}", r.render());
+    }
+}
+
+#[test]
+fn a_second_passive_connection_gets_its_own_tuple() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The first connection stays open (fd 4) while the same script opens a second one with the
+    // same script ports: packetdrill gives each passive open a new remote port.
+    let second = "+0 close(3) = 0\n\
++0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n\
++0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0\n\
++0 bind(3, ..., ...) = 0\n\
++0 listen(3, 1) = 0\n\
++0 < S 5000:5000(0) win 32792 <mss 1000,nop,nop,sackOK,nop,wscale 7>\n\
++0 > S. 0:0(0) ack 5001 <...>\n\
++.01 < . 1:1(0) ack 1 win 257\n\
++0 accept(3, ..., ...) = 5\n\
++0 write(5, ..., 1000) = 1000\n\
++0 > P. 1:1001(1000) ack 1\n";
+    let r = run_file(
+        &script("two.pkt", &format!("{PASSIVE_OPEN}{second}")),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    assert!(r.passed(), "{}", r.render());
+}

@@ -98,9 +98,7 @@ fn cli_reference_matches_help() {
     let want = cli_reference();
     let file = root.join(CLI_MD);
     if std::env::var_os("TRC_BLESS").is_some_and(|v| v == "1") {
-        let tmp = file.with_extension("md.tmp");
-        fs::write(&tmp, &want).unwrap();
-        fs::rename(&tmp, &file).unwrap();
+        trc_files::write_atomic(&file, want.as_bytes()).unwrap();
         return;
     }
     let have = fs::read_to_string(&file).unwrap_or_default();

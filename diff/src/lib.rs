@@ -256,7 +256,7 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
         if let Some(dir) = &opts.keep {
             if let Ok(x) = export_actions(&opts.profile, &sc, &sc.actions, &opts.gen) {
                 let _ = std::fs::create_dir_all(dir);
-                let _ = trc_trace::write_atomic(
+                let _ = trc_files::write_atomic(
                     &dir.join(format!("{}.pkt", sc.name())),
                     x.pkt.as_bytes(),
                 );
@@ -406,7 +406,7 @@ fn save_disagreement(
     }
     let _ = std::fs::create_dir_all(dir);
     let p = dir.join(format!("diff-{}.pkt", sc.name()));
-    if trc_trace::write_atomic(&p, text.as_bytes()).is_ok() {
+    if trc_files::write_atomic(&p, text.as_bytes()).is_ok() {
         r.saved = Some(p.display().to_string());
         r.shrunk_steps = Some(walk.len());
     }

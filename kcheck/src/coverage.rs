@@ -322,7 +322,7 @@ pub fn plan(
             None => format!("{text}\n{notes}"),
         };
         let f = cdir.join(format!("{stem}.pkt"));
-        trc_trace::write_atomic(&f, text.as_bytes())
+        trc_files::write_atomic(&f, text.as_bytes())
             .map_err(|e| format!("{}: {e}", f.display()))?;
         let origin = format!(
             "shortest kernel-runnable path through {} ({} events; covers {} branch(es))",

@@ -329,7 +329,7 @@ pub fn plan(
                 let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g)
                     .map_err(|e| format!("scenario {i}: {e}"))?;
                 let f = dir.join(format!("{}.pkt", sc.name()));
-                trc_trace::write_atomic(&f, x.pkt.as_bytes())
+                trc_files::write_atomic(&f, x.pkt.as_bytes())
                     .map_err(|e| format!("{}: {e}", f.display()))?;
                 let mut c = Case::from_file(
                     &f,

@@ -259,7 +259,7 @@ pub fn shrink_violation(
         n += 1;
         let pkt = list.export(actions)?;
         let f = work.join(format!("{stem}-{n}.pkt"));
-        trc_trace::write_atomic(&f, pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
+        trc_files::write_atomic(&f, pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
         Case::from_file(
             &f,
             format!("{}~shrink{n}", case.name),
@@ -304,7 +304,7 @@ pub fn shrink_violation(
     let text = std::fs::read_to_string(&from).map_err(|e| format!("{}: {e}", from.display()))?;
     trc_trace::write_defaults(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let dest = out_dir.join(format!("{stem}.pkt"));
-    trc_trace::write_atomic(&dest, text.as_bytes())
+    trc_files::write_atomic(&dest, text.as_bytes())
         .map_err(|e| format!("{}: {e}", dest.display()))?;
     Ok(ShrinkResult {
         scenario: case.name.clone(),

@@ -77,7 +77,7 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
     let work = dir.join("padded");
     trc_trace::write_defaults(&work).unwrap();
     let f = work.join("I1-padded.pkt");
-    trc_trace::write_atomic(&f, pkt.as_bytes()).unwrap();
+    trc_files::write_atomic(&f, pkt.as_bytes()).unwrap();
     let mon = monitors().into_iter().find(|m| m.id == "I1").unwrap();
     let opts = trc_kernel::RunOptions::default();
     let run = trc_kernel::run_file(&f, &opts).unwrap();

@@ -257,28 +257,3 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunReport, RunError> {
         .unwrap_or_else(|| PathBuf::from("."));
     run_script(&script, &name, &o)
 }
-
-/// Write `value` as JSON to `path` atomically (temp file in the same directory + rename).
-pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let base = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace.json".into());
-    let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut f, value).map_err(std::io::Error::other)?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}

@@ -21,6 +21,7 @@ pub mod shell;
 
 use std::fmt::Write as _;
 use std::path::Path;
+use trc_files::{remove_stale_tmp, write_atomic};
 use trc_model::model::{Action, State};
 
 /// Bytes per model segment in exported scripts.
@@ -137,31 +138,6 @@ pub fn dot(t: &export::TraceFile) -> String {
     o
 }
 
-/// Writes `contents` to `path` atomically: a temporary file in the same directory, synced, then
-/// renamed over `path` (an existing file is replaced whole or not at all).
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let base = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
 /// `s` with every character that is not a letter, a digit, `.`, `_`, `+` or `-` replaced by
 /// `_`, and no leading `.` (a file name in the directory it is written to, never a path).
 pub fn file_safe(s: &str) -> String {
@@ -179,36 +155,6 @@ pub fn file_safe(s: &str) -> String {
         out.insert(0, '_');
     }
     out
-}
-
-/// Removes the temporary files ([`write_atomic`]'s `.NAME.tmp-PID`) that a trc killed between
-/// create and rename left in `dir`: those whose process is gone (Linux: no `/proc/PID`).
-/// Returns how many it removed.
-pub fn remove_stale_tmp(dir: &Path) -> usize {
-    if !Path::new("/proc/self").exists() {
-        return 0;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((_, pid)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")) else {
-            continue;
-        };
-        let Ok(pid) = pid.parse::<u32>() else {
-            continue;
-        };
-        if pid != std::process::id()
-            && !Path::new("/proc").join(pid.to_string()).exists()
-            && std::fs::remove_file(e.path()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
 }
 
 /// trc's `counterexamples/common/defaults.sh`: the namespace settings exported scripts expect

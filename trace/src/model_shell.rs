@@ -107,7 +107,7 @@ impl ModelShell {
                 None => t.push_str(&format!("{name} -\n")),
             }
         }
-        atomic_write(&self.dir.join("counters"), &t)
+        trc_files::write_atomic(&self.dir.join("counters"), t.as_bytes())
     }
 
     /// Runs `text` (the line with its settings replaced by `:`) in `cwd` with the script's
@@ -170,11 +170,4 @@ impl ModelShell {
             timed_out: out.timed_out,
         }
     }
-}
-
-/// Writes `path` through a temporary file in the same directory and a rename.
-fn atomic_write(path: &Path, text: &str) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }

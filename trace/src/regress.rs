@@ -67,7 +67,7 @@ impl Manifest {
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         let body = toml::to_string_pretty(self).map_err(std::io::Error::other)?;
         let text = format!("# Regression corpus: one exported counterexample per known bug (see docs/reference/export.md).\n# violated_on: profiles that must fail the property (the script replays with every line passing);\n# holds_on: profiles that must pass it (the replay fails at or after the step where it breaks).\n\n{body}");
-        crate::write_atomic(&dir.join(MANIFEST), text.as_bytes())
+        trc_files::write_atomic(&dir.join(MANIFEST), text.as_bytes())
     }
 }
 
@@ -129,7 +129,8 @@ pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
     let pkt = x
         .pkt
         .replacen(crate::EXPORT_INIT, "`../common/defaults.sh`", 1);
-    crate::write_atomic(&path, pkt.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    trc_files::write_atomic(&path, pkt.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     m.regressions.push(Entry {
         name: file.trim_end_matches(".pkt").to_string(),
         property: x.trace.property.clone(),

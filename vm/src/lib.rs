@@ -71,32 +71,10 @@ pub fn default_cache_dir() -> PathBuf {
     home.join(".cache/trc")
 }
 
-/// Writes `data` to `path` atomically: a temporary file in the same directory, then a rename.
+/// `trc_files::write_atomic` with this crate's error.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let base = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{base}.tmp-{}", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::Failed(format!(
-            "cannot write {}: {e}",
-            path.display()
-        )));
-    }
-    Ok(())
+    trc_files::write_atomic(path, data)
+        .map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Removes a file or directory tree when dropped (temporary files on every exit path).

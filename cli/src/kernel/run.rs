@@ -112,7 +112,7 @@ fn write_plots(
         } else {
             out.to_path_buf()
         };
-        trc_vm::write_atomic(&file, html.as_bytes())
+        trc_files::write_atomic(&file, html.as_bytes())
             .map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
         written.push(file);
     }
@@ -280,7 +280,7 @@ pub fn vm_cli(args: RunArgs) -> i32 {
         return exit::bad_input(what, &e);
     }
     if let Some(out) = &args.json {
-        if let Err(e) = trc_kernel::write_json_atomic(out, &run) {
+        if let Err(e) = trc_files::write_json_atomic(out, &run) {
             eprintln!("{what}: cannot write {}: {e}", out.display());
             return exit::USAGE;
         }
@@ -440,7 +440,7 @@ pub fn run_cli(args: RunArgs) -> i32 {
         }
     }
     if let Some(out) = &args.json {
-        if let Err(e) = trc_kernel::write_json_atomic(out, &report) {
+        if let Err(e) = trc_files::write_json_atomic(out, &report) {
             eprintln!("trc kernel run: cannot write {}: {e}", out.display());
             return exit::USAGE;
         }

@@ -152,6 +152,24 @@ impl Receiver {
         self.sacks.insert(0, (s, e));
     }
 
+    /// PAWS (`tcp_paws_discard()`, `TCP_PAWS_WINDOW` = 1): a TSval older than TS.Recent by
+    /// more than the window is discarded (and answered with a dupack).
+    fn paws_discard(&self, tsval: u32, ts_ok: bool) -> bool {
+        ts_ok && (self.ts_recent.wrapping_sub(tsval) as i32) > 1
+    }
+
+    /// Whether `pkt` arriving now becomes TS.Recent (`tcp_replace_ts_recent()`, RFC 7323 4.3):
+    /// not discarded by PAWS, it starts at or below `rcv_nxt` and its TSval is not older.
+    /// The exporter uses it to know *which* transmission an ACK echoes.
+    pub fn replaces_ts_recent(&self, cfg: &Config, pkt: &Pkt, ts_ok: bool) -> bool {
+        let seq = cfg.isn.wrapping_add(pkt.seg as u32);
+        let tsval = pkt.sent.wrapping_add(cfg.ts_base);
+        ts_ok
+            && !self.paws_discard(tsval, ts_ok)
+            && !after(seq, self.rcv_nxt(cfg))
+            && !before(tsval, self.ts_recent)
+    }
+
     /// A data segment arrives; returns the ACK the receiver sends for it.
     pub fn receive(&mut self, cfg: &Config, pkt: &Pkt, sack_ok: bool, ts_ok: bool) -> AckSeg {
         let seq = cfg.isn.wrapping_add(pkt.seg as u32);
@@ -159,16 +177,14 @@ impl Receiver {
         let tsval = pkt.sent.wrapping_add(cfg.ts_base);
         let rcv_nxt = self.rcv_nxt(cfg);
         let mut dsack: Option<(u32, u32)> = None;
-        // PAWS (tcp_paws_discard, TCP_PAWS_WINDOW = 1): an older TSval than TS.Recent is dropped
-        // and answered with a dupack (DSACK if below rcv_nxt).
-        let paws_drop = ts_ok && (self.ts_recent.wrapping_sub(tsval) as i32) > 1;
-        if paws_drop {
+        // A PAWS-discarded segment is answered with a dupack (DSACK if below rcv_nxt).
+        if self.paws_discard(tsval, ts_ok) {
             if cfg.dsack && before(seq, rcv_nxt) {
                 dsack = Some((seq, end));
             }
         } else {
-            if ts_ok && !after(seq, rcv_nxt) && !before(tsval, self.ts_recent) {
-                self.ts_recent = tsval; // tcp_replace_ts_recent()
+            if self.replaces_ts_recent(cfg, pkt, ts_ok) {
+                self.ts_recent = tsval;
             }
             if self.have.contains(pkt.seg as u32) {
                 if cfg.dsack {

@@ -10,7 +10,6 @@ use crate::driver::{Driver, Sent};
 use crate::{seq_bytes, MSS};
 use serde::{Deserialize, Serialize};
 use stateright::Model;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::sender::ack::AckSeg;
@@ -285,13 +284,7 @@ impl Ctx<'_> {
     /// whose TS clock did not tick between sending the two. The model's receiver has no TS
     /// clock; with a tick between them the kernel's PAWS check (`tcp_validate_incoming`) would
     /// discard the late ACK, which is an ACK loss (`--ack-losses`).
-    fn ack_line(
-        &mut self,
-        ack: &AckSeg,
-        ece: bool,
-        old: bool,
-        ts_map: &BTreeMap<u32, u32>,
-    ) -> String {
+    fn ack_line(&mut self, ack: &AckSeg, ece: bool, old: bool, ecr_label: u32) -> String {
         let m = &self.model.cfg;
         let a = seq_bytes(ack.ack.wrapping_sub(m.isn));
         let blocks: Vec<String> = ack
@@ -306,15 +299,11 @@ impl Ctx<'_> {
             })
             .collect();
         let mut opts = Vec::new();
-        if let (true, Some(ecr)) = (self.ts, ack.tsecr) {
+        if let (true, Some(_)) = (self.ts, ack.tsecr) {
             if !old {
                 self.peer_ts += 1;
             }
-            let lbl = ts_map
-                .get(&ecr)
-                .copied()
-                .unwrap_or_else(|| label(ecr, m.ts_base));
-            opts.push(format!("nop,nop,TS val {} ecr {lbl}", self.peer_ts));
+            opts.push(format!("nop,nop,TS val {} ecr {ecr_label}", self.peer_ts));
         }
         if self.sack && !blocks.is_empty() {
             opts.push(format!("nop,nop,sack {}", blocks.join(" ")));
@@ -579,6 +568,115 @@ fn write_ends(segments: u32, path: &[(Option<Action>, State)]) -> Vec<u32> {
     ends
 }
 
+/// A TSval as the model has it (`model`: model ms + `ts_base`) and as the script writes it
+/// (`label`: [`TS_LABEL_BASE`] + the re-timed send time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    model: u32,
+    label: u32,
+}
+
+/// Which transmission each ACK echoes. The model's TS clock is its time in ms, and re-timing
+/// spreads events that share a model ms over several script times, so a model TSval may stand
+/// for transmissions with different labels: a map from model TSval to label gave an echo the
+/// label of the *last* send of that ms (F5's script echoed the Recovery retransmission's label
+/// where the model's receiver echoed the TLP copy sent 9 ms earlier in the script). So the
+/// exporter follows the transmissions themselves: a label per packet in the model's flight (in
+/// its order: deliveries and drops remove one, a step's sends are appended), the packet whose
+/// TSval the receiver holds as TS.Recent ([`trc_model::net::Receiver::replaces_ts_recent`]),
+/// and the held ACK's echo. The script's ACK carries the label of the transmission the model's
+/// receiver echoed, which packetdrill maps to that packet's real TSval; the re-timed run is fed
+/// the same echo, so a decision that the spreading changes (an echo now older than
+/// `retrans_stamp`) fails the re-check and the export falls back to the model's exact times.
+#[derive(Clone, Debug)]
+struct Echo {
+    /// One per packet of the model's flight, in its order.
+    flight: Vec<Stamp>,
+    /// The receiver's TS.Recent.
+    recent: Stamp,
+    /// The held ACK's echo (`Action::DeliverAckHeld`), if any.
+    held: Option<Stamp>,
+}
+
+impl Echo {
+    /// The first flight leaves at script label [`TS_LABEL_BASE`]; TS.Recent starts at the model's
+    /// `ts_base` (the same label).
+    fn new(cfg: &trc_model::Config, init: &State) -> Echo {
+        let first = Stamp {
+            model: cfg.ts_base,
+            label: TS_LABEL_BASE,
+        };
+        Echo {
+            flight: init.flight.iter().map(|_| first).collect(),
+            recent: first,
+            held: None,
+        }
+    }
+
+    /// A packet leaves the flight (delivered or dropped) in `prev` by `a`; returns the echo of
+    /// the ACK the sender then receives (`None`: no ACK reaches it).
+    fn arrive(
+        &mut self,
+        cfg: &trc_model::Config,
+        prev: &State,
+        a: Action,
+        idx: usize,
+    ) -> Result<Option<Stamp>, String> {
+        let (pkt, fate) = match a {
+            Action::Drop { pkt } => {
+                self.take(pkt, idx)?;
+                return Ok(None);
+            }
+            Action::OldAck => return Ok(self.held.take()),
+            Action::Deliver { pkt }
+            | Action::DeliverEce { pkt }
+            | Action::DeliverLate { pkt, .. } => (pkt, Some(false)),
+            Action::DeliverAckHeld { pkt } => (pkt, Some(true)),
+            Action::DeliverAckLost { pkt } => (pkt, None),
+            _ => return Ok(None),
+        };
+        let p = &prev.flight[pkt as usize];
+        let stamp = self.take(pkt, idx)?;
+        if prev.rcv.replaces_ts_recent(cfg, p, prev.sender.ts_ok) {
+            self.recent = stamp;
+        }
+        match fate {
+            Some(false) => Ok(Some(self.recent)),
+            Some(true) => {
+                self.held = Some(self.recent);
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn take(&mut self, pkt: u16, idx: usize) -> Result<Stamp, String> {
+        if (pkt as usize) < self.flight.len() {
+            Ok(self.flight.remove(pkt as usize))
+        } else {
+            Err(format!(
+                "step {idx}: packet {pkt} is not in the exporter's flight"
+            ))
+        }
+    }
+
+    /// The packets the step appended to the model's flight left at script label `label`.
+    fn sent(&mut self, next: &State, ts_base: u32, label: u32, idx: usize) -> Result<(), String> {
+        if next.flight.len() < self.flight.len() {
+            return Err(format!(
+                "step {idx}: the flight shrank by more than the step's packet"
+            ));
+        }
+        for p in &next.flight[self.flight.len()..] {
+            self.flight.push(Stamp {
+                model: p.sent.wrapping_add(ts_base),
+                label,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// The state of one export in progress.
 struct Exporter<'a> {
     model: &'a TcpModel,
@@ -593,8 +691,8 @@ struct Exporter<'a> {
     model_only: Vec<String>,
     /// Index of the last step (where a property breaks).
     vstep: usize,
-    /// Model TSval → script label, by send identity (trace time → re-timed time).
-    ts_map: BTreeMap<u32, u32>,
+    /// Which transmission each ACK echoes ([`Echo`]).
+    echo: Echo,
     steps: Vec<TraceStep>,
     /// Re-timed model time of the last event, and its trace time.
     last_t: u32,
@@ -624,8 +722,6 @@ impl<'a> Exporter<'a> {
         let cfg = &model.cfg;
         let init = &path[0].1;
         let (sack, ts) = (init.sender.sack_ok, init.sender.ts_ok);
-        let mut ts_map = BTreeMap::new();
-        ts_map.insert(cfg.ts_base, label(cfg.ts_base, cfg.ts_base));
         Exporter {
             model,
             path,
@@ -653,7 +749,7 @@ impl<'a> Exporter<'a> {
             },
             model_only: model_only_notes(path),
             vstep: path.len() - 1,
-            ts_map,
+            echo: Echo::new(cfg, init),
             steps: Vec::new(),
             last_t: 0,
             last_m: 0,
@@ -842,6 +938,7 @@ impl<'a> Exporter<'a> {
         } else {
             String::new()
         };
+        let echo = self.echo.arrive(&self.model.cfg, prev, a, idx)?;
         let out = match a {
             Action::Drop { .. } => {
                 self.e.comment(&format!(
@@ -873,15 +970,8 @@ impl<'a> Exporter<'a> {
             }
             Action::Deliver { pkt } | Action::DeliverEce { pkt } => {
                 let (_, ack) = self.model.ack_for(prev, pkt as usize);
-                self.inbound_ack(
-                    idx,
-                    ack,
-                    matches!(a, Action::DeliverEce { .. }),
-                    false,
-                    m,
-                    &desc,
-                    &brk,
-                )?
+                let ece = matches!(a, Action::DeliverEce { .. });
+                self.inbound_ack(idx, ack, echo, (ece, false), m, &desc, &brk)?
             }
             Action::OldAck => {
                 let ack = prev.held_ack.ack_seg(&self.model.cfg, prev.sender.ts_ok);
@@ -893,7 +983,7 @@ impl<'a> Exporter<'a> {
                 if lag > PEER_MAX_WINDOW as u64 {
                     return Err(format!("step {idx}: the old ACK is {lag} bytes below snd_una, more than the script's peer window ({PEER_MAX_WINDOW} bytes): the kernel would discard it (RFC 5961 5.2)"));
                 }
-                self.inbound_ack(idx, ack, false, true, m, &desc, &brk)?
+                self.inbound_ack(idx, ack, echo, (false, true), m, &desc, &brk)?
             }
             Action::Rto | Action::Tlp | Action::Reo => self.timer(idx, a, m, &desc, &brk)?,
             Action::Write => self.write(idx, m, &desc, &brk)?,
@@ -907,6 +997,8 @@ impl<'a> Exporter<'a> {
                 ))
             }
         };
+        let base = self.model.cfg.ts_base;
+        self.echo.sent(next, base, label(out.t + base, base), idx)?;
         self.recheck(idx, next)?;
         if out.script_ms.is_some() && !(out.quiet && idx != self.vstep) {
             self.step_asserts(idx, out.t, out.quiet, next)?;
@@ -926,23 +1018,16 @@ impl<'a> Exporter<'a> {
         Ok(())
     }
 
-    /// The TS labels of transmissions at trace time `m`, re-timed to `t`.
-    fn map_ts(&mut self, sent: &[Sent], m: u32, t: u32) {
-        let base = self.model.cfg.ts_base;
-        if !sent.is_empty() {
-            self.ts_map.insert(m + base, label(t + base, base));
-        }
-    }
-
     /// An inbound ACK (a delivery's, or the held one arriving late): its line (spaced, off the
-    /// timers' deadlines), then what the sender sent.
+    /// timers' deadlines), then what the sender sent. `echo`: the transmission whose TSval it
+    /// echoes ([`Echo::arrive`]); `(ece, old)`: it carries ECE; it is the held ACK.
     #[allow(clippy::too_many_arguments)]
     fn inbound_ack(
         &mut self,
         idx: usize,
         ack: AckSeg,
-        ece: bool,
-        old: bool,
+        echo: Option<Stamp>,
+        (ece, old): (bool, bool),
         m: u32,
         desc: &str,
         brk: &str,
@@ -970,16 +1055,20 @@ impl<'a> Exporter<'a> {
         }
         let mut ack2 = ack.clone();
         ack2.ece = ece;
-        ack2.tsecr = ack
-            .tsecr
-            .map(|ecr| retimed_tsecr(ecr, &self.ts_map, cfg.ts_base));
+        let ecr_label = match (ack.tsecr, echo) {
+            (None, _) => 0,
+            (Some(ecr), Some(e)) if ecr == e.model => e.label,
+            (Some(ecr), e) => {
+                return Err(format!("step {idx}: the ACK echoes TS {ecr}, the receiver's TS.Recent came from {e:?}: the echo's transmission is unknown"));
+            }
+        };
+        ack2.tsecr = ack.tsecr.map(|_| retimed_tsecr(ecr_label, cfg.ts_base));
         self.e
             .comment(&format!("step {idx} (model t={m} ms): {desc}{brk}"));
-        let text = self.cx.ack_line(&ack, ece, old, &self.ts_map);
+        let text = self.cx.ack_line(&ack, ece, old, ecr_label);
         let at = self.at(t);
         self.e.line(at, &text);
         let sent = self.d.ack(t, &ack2);
-        self.map_ts(&sent, m, t);
         self.cx.out_lines(
             &mut self.e,
             None,
@@ -1041,7 +1130,6 @@ impl<'a> Exporter<'a> {
                 .comment("(nothing is sent; the state is asserted after the next event)");
             self.quiet_timer = Some(t);
         } else {
-            self.map_ts(&sent, m, t);
             let at = self.at(t);
             // As late as the kernel's jiffies and timer wheel may make it (a level-1 RTO: up to
             // 8 jiffies), at least 5 ms.
@@ -1091,7 +1179,6 @@ impl<'a> Exporter<'a> {
         let at = self.at(t);
         self.e.line(at, &format!("write(4, ..., {MSS}) = {MSS}"));
         let sent = self.d.write(t, 1);
-        self.map_ts(&sent, m, t);
         self.cx
             .out_lines(&mut self.e, None, at, &sent, label(t + base, base));
         self.d.out.clear();
@@ -1122,7 +1209,6 @@ impl<'a> Exporter<'a> {
             self.d.tsq_fill(t);
         } else {
             let sent = self.d.tsq_drain(t);
-            self.map_ts(&sent, m, t);
             self.cx
                 .out_lines(&mut self.e, None, at, &sent, label(t + base, base));
         }
@@ -1206,9 +1292,9 @@ impl<'a> Exporter<'a> {
     }
 }
 
-/// The TS echo the re-timed run's sender sees: the one the script's ACK line carries
-/// (`ack_line` maps the model's echo through `ts_map` to the label of the re-timed send), turned
-/// back into the re-timed run's TS clock. Feeding the model's own echo instead made the re-timed
+/// The TS echo the re-timed run's sender sees: the one the script's ACK line carries (the label
+/// of the re-timed send the model's receiver echoes, [`Echo`]), turned back into the re-timed
+/// run's TS clock. Feeding the model's own echo instead made the re-timed
 /// run answer a different ACK than the script's: seed 2 scenarios 53 and 202 (SACK, TS). There
 /// the RTO retransmission, the ACKs right after it and the RACK retransmission they trigger all
 /// share one model ms; re-timed, the retransmission of 6001:7001 leaves 15 ms after the RTO, and
@@ -1218,11 +1304,8 @@ impl<'a> Exporter<'a> {
 /// 11001:12001 (sent 12 ms before, reo_wnd 0 in Recovery), lost 3, cwnd 4. The nominal run
 /// does not mark it either (a same-ms tie, ordered by sequence: docs/explanation/model.md), so with the
 /// script's echo the re-timed run decides differently and the walk is refused.
-fn retimed_tsecr(ecr: u32, ts_map: &BTreeMap<u32, u32>, ts_base: u32) -> u32 {
-    match ts_map.get(&ecr) {
-        Some(&lbl) => lbl.wrapping_sub(TS_LABEL_BASE).wrapping_add(ts_base),
-        None => ecr,
-    }
+fn retimed_tsecr(ecr_label: u32, ts_base: u32) -> u32 {
+    ecr_label.wrapping_sub(TS_LABEL_BASE).wrapping_add(ts_base)
 }
 
 /// How much later (ms) a re-timed ACK arrives when it (S)ACKs a retransmission exactly one path
@@ -1372,6 +1455,78 @@ mod tests {
         ));
     }
 
+    /// F5's counterexample (default bounds, SACK): the TLP copy of 5001:6001 and RACK's fast
+    /// retransmit of 1001:2001 share model ms 152 (one TSval in the model), and re-timing puts
+    /// them 9 ms apart in the script. The ACK of the TLP copy must echo the TLP copy's label,
+    /// not the fast retransmit's (the old TSval→label map gave the last send of that ms); with
+    /// the true echo the spaced re-timed run undoes by timestamp in Loss, which the model does
+    /// not, so the export keeps the model's exact times, where both sends share a label.
+    #[test]
+    fn ack_echoes_the_label_of_the_copy_the_receiver_echoed() {
+        let cfg = trc_model::Config {
+            sack: trc_model::SackMode::Sack,
+            ..Default::default()
+        };
+        let model = TcpModel::new(cfg, trc_model::Profile::linux_6_18());
+        let d = |pkt| Action::Deliver { pkt };
+        let path = [
+            d(0),
+            Action::Drop { pkt: 4 },
+            Action::Tlp,
+            d(1),
+            d(1),
+            d(1),
+            d(0),
+            Action::Rto,
+            d(0),
+            d(1),
+        ];
+        let subject = Subject {
+            id: "I1",
+            name: "t",
+            statement: "",
+        };
+        let spaced = Spacing {
+            gap_ms: COUNTEREXAMPLE_GAP_MS,
+            margin_ms: 0,
+        };
+        let why = export_with(&model, 0, &path, subject, spaced, Variant::default())
+            .err()
+            .expect("spaced with the true echo, the re-timed run undoes at step 9");
+        assert!(
+            why.starts_with("step 9: the re-timed run decides differently"),
+            "{why}"
+        );
+        let x = export(&model, 0, &path, subject, COUNTEREXAMPLE_GAP_MS).unwrap();
+        assert!(x.pkt.contains("// timing: exact model times"), "{}", x.pkt);
+        let line = |needle: &str| {
+            x.pkt
+                .lines()
+                .skip_while(|l| !l.contains(needle))
+                .find(|l| l.contains(" < "))
+                .unwrap_or_else(|| panic!("{needle}: no ACK line"))
+                .to_string()
+        };
+        // The TLP copy and the fast retransmit leave at model ms 152: label 352.
+        assert!(x
+            .pkt
+            .contains("> P. 5001:6001(1000) ack 1 <nop,nop,TS val 352"));
+        assert!(x
+            .pkt
+            .contains("> . 1001:2001(1000) ack 1 <nop,nop,TS val 352"));
+        assert!(
+            line("// step 9 ").contains("ecr 352>"),
+            "{}",
+            line("// step 9 ")
+        );
+        // The RTO copy (604) is DSACKed at step 10: the receiver echoes it.
+        assert!(
+            line("// step 10 ").contains("ecr 604,"),
+            "{}",
+            line("// step 10 ")
+        );
+    }
+
     #[test]
     fn walk_whose_cubic_decision_depends_on_the_jiffy_phase_is_refused() {
         // Seed 1 scenario 352 (non-SACK, no TS, CUBIC): after the RTO, ssthresh 2, step 9 grows
@@ -1515,10 +1670,7 @@ mod tests {
             0
         )
         .is_ok());
-        let mut m = BTreeMap::new();
-        m.insert(517, label(532, 1));
-        assert_eq!(retimed_tsecr(517, &m, 1), 532);
-        assert_eq!(retimed_tsecr(400, &m, 1), 400);
+        assert_eq!(retimed_tsecr(label(532, 1), 1), 532);
     }
 
     #[test]

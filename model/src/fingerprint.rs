@@ -284,7 +284,7 @@ fn sender_flags(p: &mut Packer, s: &Sender, tsq_full: bool) {
             | ep_tag << 30
             | re_tag << 32
             | left_tag << 34
-            | b(s.undo_beyond_head) << 38
+            | b(s.undo_echo_unproven) << 38
             | (s.reord_seen as u64) << 40
             | (s.icsk_retransmits as u64) << 48
             | (s.icsk_backoff as u64) << 56,
@@ -372,7 +372,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         total_retrans,
         dsack_dups,
         is_sack_reneg: _,
-        undo_beyond_head: _,
+        undo_echo_unproven: _,
         ecn_queue_cwr: _,
         timer,
         cc,

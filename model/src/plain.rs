@@ -79,7 +79,7 @@ impl State {
             total_retrans,
             dsack_dups,
             is_sack_reneg,
-            undo_beyond_head,
+            undo_echo_unproven,
             ecn_queue_cwr,
             timer,
             cc,
@@ -121,7 +121,7 @@ impl State {
         copy(total_retrans);
         copy(dsack_dups);
         copy(is_sack_reneg);
-        copy(undo_beyond_head);
+        copy(undo_echo_unproven);
         copy(ecn_queue_cwr);
         copy(timer);
         copy(cc);

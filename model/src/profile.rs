@@ -55,6 +55,15 @@ pub enum PacketDelayedScope {
     /// `tcp_try_undo_partial()`'s undo); `tcp_packet_delayed()` itself, which
     /// `tcp_try_undo_partial()` also reads to record reordering, is unchanged.
     HeadOnly,
+    /// The F1 fix proposed here (vm/kconfig/f1-fix-v2.patch, profile `linux-7.2-f1-fix-v2`):
+    /// an echo older than `retrans_stamp` shows that no retransmission of the episode reached
+    /// the receiver *in order* (it would have raised TS.Recent past `retrans_stamp`), and
+    /// nothing about a copy that arrived out of order. So the echo proves the episode only if
+    /// no retransmitted segment was SACKed since `tcp_init_undo()` (a flag set in
+    /// `tcp_sacktag_one()`, cleared in `tcp_init_undo()`) and no retransmitted segment is still
+    /// outstanding after the ACK (its copy may yet repair a loss). Applied where an undo is
+    /// decided, as `head-only`; `tcp_packet_delayed()` is unchanged.
+    SackedRetrans,
 }
 
 /// `tcp_rack_reo_timeout()` (tcp_recovery.c): which states RACK's reordering timer may move to
@@ -399,6 +408,17 @@ impl Profile {
         }
     }
 
+    /// linux-6.18 with the F1 fix proposed here (vm/kconfig/f1-fix-v2.patch): the echo proves
+    /// an episode only if none of its retransmitted segments was SACKed or is still outstanding.
+    pub fn linux_7_2_f1_fix_v2() -> Profile {
+        Profile {
+            name: "linux-7.2-f1-fix-v2".into(),
+            description: "linux-6.18 behaviour (= 7.2's recovery code) + the F1 fix of vm/kconfig/f1-fix-v2.patch: a timestamp echo undoes an episode only if no retransmitted segment was SACKed during it and none is still outstanding".into(),
+            packet_delayed_scope: PacketDelayedScope::SackedRetrans,
+            ..Profile::linux_6_18()
+        }
+    }
+
     /// linux-6.18 with the F9 fix (vm/kconfig/f9-fix.patch): RACK's reordering timer no longer
     /// enters Recovery from Loss.
     pub fn linux_7_2_f9_fix() -> Profile {
@@ -607,6 +627,7 @@ impl Profile {
             Profile::linux_6_6(),
             Profile::linux_7_2_f1_fix(),
             Profile::linux_7_2_f1_fix_head_only(),
+            Profile::linux_7_2_f1_fix_v2(),
             Profile::linux_7_2_f9_fix(),
             Profile::linux_7_2_f11_fix(),
             Profile::linux_5_1(),

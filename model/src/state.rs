@@ -375,10 +375,12 @@ pub struct Sender {
     pub total_retrans: u32,
     pub dsack_dups: u32,
     pub is_sack_reneg: bool,
-    /// The reworked F1 fix's flag (`packet_delayed_scope = "head-only"`): since `tcp_init_undo()`
-    /// the episode retransmitted a segment other than the one at `snd_una` (set in
-    /// `tcp_retransmit_skb()`); always false on every other profile.
-    pub undo_beyond_head: bool,
+    /// The F1 reworks' flag: since `tcp_init_undo()` something happened that a timestamp echo
+    /// cannot rule out, so the echo no longer proves the episode spurious. `head-only`: the
+    /// episode retransmitted a segment other than the one at `snd_una` (set in
+    /// `tcp_retransmit_skb()`); `sacked-retrans`: a retransmitted segment was SACKed (set in
+    /// `tcp_sacktag_one()`: the SACK may be of the copy). Always false on every other profile.
+    pub undo_echo_unproven: bool,
     /// Whether `tcp_ecn_queue_cwr` asked for CWR on the next data segment.
     pub ecn_queue_cwr: bool,
     pub timer: Option<Timer>,

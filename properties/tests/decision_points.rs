@@ -95,6 +95,9 @@ const GAPS: &[(&str, &str, &str)] = &[
     // The F1 rework the review proposed: rejected by the model (tests/f1_fix.rs,
     // head_only_rework_is_not_the_fix), no row (it is a fix, not a historical bug).
     ("packet_delayed_scope", "head-only", "the review's F1 rework (linux-7.2-f1-fix-head-only): checked by tests/f1_fix.rs, not by a failing row"),
+    // The F1 fix proposed in docs/findings/F1.md: checked by tests/f1_fix.rs (F1's signatures
+    // gone, I20/I20e hold at the bounds named there).
+    ("packet_delayed_scope", "sacked-retrans", "the F1 fix (linux-7.2-f1-fix-v2): checked by tests/f1_fix.rs, not by a failing row"),
     // F9's proposed fix, as the F1 fix: checked by tests/f9_fix.rs (F9's I2 signature gone,
     // nothing new against linux-6.18).
     ("reo_timeout_recovery", "not-from-loss", "the F9 fix (linux-7.2-f9-fix): checked by tests/f9_fix.rs, not by a failing row"),

@@ -3,10 +3,11 @@
 //! RTO or TLP is still undone by the timestamp echo; but it loses legitimate Eifel undos (I20,
 //! I20e: `missed_undo.rs`), so it is not the fix to send.
 
+use stateright::Model;
 use std::collections::BTreeMap;
 use trc_engine::{check, replay, Options};
 use trc_model::config::SackMode;
-use trc_model::model::{State, TcpModel};
+use trc_model::model::{Action, State, TcpModel};
 use trc_model::profile::Profile;
 use trc_model::state::{evidence, UndoKind};
 use trc_model::Config;
@@ -200,4 +201,94 @@ fn head_only_rework_is_not_the_fix() {
         Some(9),
         "{f1:?}"
     );
+}
+
+/// The third attempt (`linux-7.2-f1-fix-v2`, model only): the echo proves the episode only if
+/// no retransmitted segment was SACKed later than `min_rtt` after the episode's first
+/// retransmission, none is outstanding with its copy in flight or marked lost again, and a TLP
+/// copy stamps `retrans_stamp`. It removes F1's no-RTO form (I1 holds at the no-RTO bounds) and
+/// all but 29 states (10 events, against 1,642 and 7 on linux-6.18) of the Loss form at the
+/// default bounds, with no new I1 signature; but it loses legitimate undos (I20, I20e).
+#[test]
+fn v2_narrows_f1_and_adds_no_i1_signature() {
+    let fix = i1_signatures(&no_rto(), Profile::linux_7_2_f1_fix_v2());
+    assert!(fix.is_empty(), "no-RTO bounds: {fix:?}");
+    let c = cfg(SackMode::Sack, true);
+    let base = i1_signatures(&c, Profile::linux_6_18());
+    let fix = i1_signatures(&c, Profile::linux_7_2_f1_fix_v2());
+    let new: Vec<_> = fix.keys().filter(|k| !base.contains_key(*k)).collect();
+    assert!(new.is_empty(), "new I1 signatures {new:?}");
+    let key = "I1:tcp_try_undo_loss:Loss:ts-echo";
+    assert_eq!((base[key].0, base[key].1), (1642, 7), "{base:?}");
+    assert_eq!((fix[key].0, fix[key].1), (29, 10), "{fix:?}");
+}
+
+/// The sender's view of a path: its states after each step, with the network's ghost truth
+/// and the flight (which the sender cannot see) left out, and the steps only the network sees
+/// (a drop) skipped. Also every state of the path.
+fn sender_view(model: &TcpModel, actions: &[Action]) -> (Vec<trc_model::Sender>, Vec<State>) {
+    let mut s = model.init_states().swap_remove(0);
+    let (mut view, mut states) = (vec![s.sender.clone()], vec![s.clone()]);
+    for a in actions {
+        s = model.next_state(&s, *a).expect("the action applies");
+        if !matches!(a, Action::Drop { .. }) {
+            view.push(s.sender.clone());
+        }
+        states.push(s.clone());
+    }
+    (view, states)
+}
+
+fn holds_everywhere(model: &TcpModel, id: &str, states: &[State]) -> bool {
+    let spec = trc_properties::select(&[id.to_string()]).unwrap().remove(0);
+    states.iter().all(|s| (spec.holds)(model, s))
+}
+
+/// Why no sender-side F1 fix can keep every undo I20 and I20e demand: the shortest missed undo
+/// of `linux-7.2-f1-fix-v2` at the no-RTO bounds (8 events: 2001:3001 delayed, RACK
+/// retransmits it and 4001:5001, the first copy is dropped, the second copy is SACKed, the
+/// delayed original fills the hole with an old echo) has a twin in which 4001:5001's
+/// *original* is the one dropped, and the sender sees the same packets at the same times in
+/// both: its states are equal step by step, on every profile. linux-6.18 undoes in both, so it
+/// holds I20e in the first and violates I1 in the twin (F1's no-RTO form); the fix undoes in
+/// neither. Any sender decides the same in both, so I1 and I20e cannot both hold.
+#[test]
+fn missed_undo_is_indistinguishable_from_f1() {
+    let d = |pkt| Action::Deliver { pkt };
+    let drop = |pkt| Action::Drop { pkt };
+    let spurious = [d(0), d(0), d(1), Action::Reo, d(2), drop(2), d(2), d(0)];
+    let twin = [
+        d(0),
+        d(0),
+        d(1),
+        Action::Reo,
+        d(2),
+        drop(1),
+        drop(1),
+        d(1),
+        d(0),
+    ];
+    let c = Config {
+        max_losses: 2,
+        ..no_rto()
+    };
+    for p in [Profile::linux_6_18(), Profile::linux_7_2_f1_fix_v2()] {
+        let m = TcpModel::new(c.clone(), p.clone());
+        let (a, sa) = sender_view(&m, &spurious);
+        let (b, sb) = sender_view(&m, &twin);
+        assert_eq!(a, b, "{}: the sender cannot tell the two apart", p.name);
+        let fix = p.name != "linux-6.18";
+        assert_eq!(
+            holds_everywhere(&m, "I1", &sb),
+            fix,
+            "{}: I1 in the twin",
+            p.name
+        );
+        assert_eq!(
+            holds_everywhere(&m, "I20e", &sa),
+            !fix,
+            "{}: I20e in the first",
+            p.name
+        );
+    }
 }

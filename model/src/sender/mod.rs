@@ -189,7 +189,7 @@ impl Sender {
             total_retrans: 0,
             dsack_dups: 0,
             is_sack_reneg: false,
-            undo_beyond_head: false,
+            undo_echo_unproven: false,
             ecn_queue_cwr: false,
             timer: None,
             cc: crate::cc::Cc::Reno,

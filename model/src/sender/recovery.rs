@@ -35,7 +35,9 @@ impl Sender {
         }
         // D. State exit conditions: the episode can end once high_seq is ACKed.
         if self.ca_state == CaState::Open {
-            self.retrans_stamp = 0;
+            if !self.f1_fix_tlp_stamp(cx) {
+                self.retrans_stamp = 0;
+            }
         } else if !before(self.snd_una, self.high_seq) {
             match self.ca_state {
                 CaState::Cwr
@@ -134,10 +136,10 @@ impl Sender {
     pub fn tcp_init_undo(&mut self, cx: &Cx) {
         self.end_undo_episode();
         self.ghost.rtx_mask.clear();
-        self.undo_beyond_head = false;
         self.undo_marker = self.snd_una;
         self.undo_retrans = self.retrans_out as i32;
         let tlp_in_flight = self.tlp_high_seq != 0 && self.tlp_retrans;
+        self.undo_echo_unproven = false;
         if cx.prof.init_undo_tlp == InitUndoTlp::Count && tlp_in_flight {
             self.undo_retrans += 1;
         }
@@ -266,7 +268,7 @@ impl Sender {
         } else {
             Branch::RecoveryNoRetrans
         });
-        if cx.prof.enter_recovery_stamp_cleanup && !retrans_done {
+        if cx.prof.enter_recovery_stamp_cleanup && !self.retrans_stamp_in_use(cx) {
             self.retrans_stamp = 0;
         }
         cx.mib.inc(if self.sack_ok {
@@ -306,7 +308,7 @@ impl Sender {
 
     /// `tcp_try_to_open()`.
     pub fn tcp_try_to_open(&mut self, cx: &Cx, fl: u32) {
-        if !self.tcp_any_retrans_done(cx.cfg) {
+        if !self.retrans_stamp_in_use(cx) {
             self.retrans_stamp = 0;
         }
         if fl & flag::ECE != 0 {
@@ -384,7 +386,9 @@ impl Sender {
     pub fn tcp_packet_delayed_ts(&self, cx: &Cx) -> bool {
         self.tcp_tsopt_ecr_before(cx, self.retrans_stamp)
             && match cx.prof.packet_delayed_scope {
-                PacketDelayedScope::Episode | PacketDelayedScope::HeadOnly => true,
+                PacketDelayedScope::Episode
+                | PacketDelayedScope::HeadOnly
+                | PacketDelayedScope::SackedRetrans => true,
                 PacketDelayedScope::AckedHead => self.undo_retrans <= 0 || cx.echo_proves_retrans,
             }
     }
@@ -395,13 +399,54 @@ impl Sender {
             && (self.undo_retrans == 0 || (self.tcp_packet_delayed(cx) && !self.echo_unproven(cx)))
     }
 
-    /// The reworked F1 fix (`packet_delayed_scope = "head-only"`), where an undo is decided: a
-    /// timestamp echo (`retrans_stamp` set) does not prove an episode that retransmitted a
-    /// segment other than the one at `snd_una` (`undo_beyond_head`). Every other scope: false.
+    /// Where the kernel clears `retrans_stamp` once no retransmission is out
+    /// (`tcp_retrans_stamp_cleanup()` and its open-coded copies: `!tcp_any_retrans_done()`).
+    /// The F1 fix (`sacked-retrans`) also keeps it while a TLP retransmission is unresolved
+    /// ([`Self::f1_fix_tlp_stamp`]).
+    fn retrans_stamp_in_use(&self, cx: &Cx) -> bool {
+        self.tcp_any_retrans_done(cx.cfg) || self.f1_fix_tlp_stamp(cx)
+    }
+
+    /// The F1 fix (`sacked-retrans`, vm/kconfig/f1-fix-v2.patch): a TLP retransmission is a
+    /// retransmission. `tcp_send_loss_probe()` sets `retrans_stamp` if it is 0, as
+    /// `tcp_retransmit_skb()` does, and it is kept while the probe is unresolved
+    /// (`tlp_high_seq` set, `tlp_retrans`), so an echo of the TLP copy is not older than it.
+    /// Every kernel so far: a TLP copy sets no stamp and its echo passes for an original's
+    /// (F10, and F1's Loss form after a TLP). Every other scope: false.
+    pub fn f1_fix_tlp_stamp(&self, cx: &Cx) -> bool {
+        cx.prof.packet_delayed_scope == PacketDelayedScope::SackedRetrans
+            && self.tlp_high_seq != 0
+            && self.tlp_retrans
+    }
+
+    /// The F1 reworks, where an undo is decided: a timestamp echo (`retrans_stamp` set) does
+    /// not prove the episode. `head-only`: it retransmitted a segment other than the one at
+    /// `snd_una` (`undo_echo_unproven`). `sacked-retrans`: a retransmitted segment was SACKed
+    /// (`undo_echo_unproven`), or one is still outstanding ([`Self::retrans_outstanding`]).
+    /// Every other scope: false.
     fn echo_unproven(&self, cx: &Cx) -> bool {
-        cx.prof.packet_delayed_scope == PacketDelayedScope::HeadOnly
-            && self.undo_beyond_head
-            && self.retrans_stamp != 0
+        self.retrans_stamp != 0
+            && match cx.prof.packet_delayed_scope {
+                PacketDelayedScope::HeadOnly => self.undo_echo_unproven,
+                PacketDelayedScope::SackedRetrans => {
+                    self.undo_echo_unproven || self.retrans_outstanding(cx.cfg)
+                }
+                PacketDelayedScope::Episode | PacketDelayedScope::AckedHead => false,
+            }
+    }
+
+    /// The F1 fix's walk of the retransmit queue (`tcp_unproven_retrans_out()` in
+    /// vm/kconfig/f1-fix-v2.patch): a segment above `snd_una`, not SACKed, whose retransmission
+    /// is in flight (`R`) or was retransmitted and marked lost again (`E` and `L`): its copy may
+    /// yet repair a loss, so the episode is not proven yet. A copy sent but never marked lost
+    /// again (`E` alone: a TLP probe, which `tcp_init_cwnd_reduction()` forgets) does not
+    /// count: a loss it repairs is the probe's (`tcp_process_tlp_ack()`), not the episode's.
+    fn retrans_outstanding(&self, cfg: &crate::Config) -> bool {
+        let (una, nxt) = (self.idx(cfg, self.snd_una), self.idx(cfg, self.snd_nxt));
+        (una..nxt).any(|i| {
+            let t = self.segs[i as usize].tags;
+            t & tag::S == 0 && (t & tag::R != 0 || t & (tag::E | tag::L) == tag::E | tag::L)
+        })
     }
 
     /// Ghost: the evidence `tcp_may_undo()` acts on now, in the kernel's order of evaluation
@@ -493,7 +538,7 @@ impl Sender {
     /// while `snd_una == high_seq` (RFC 6582), clearing `retrans_stamp` if nothing is retransmitted.
     pub fn tcp_is_non_sack_preventing_reopen(&mut self, cx: &Cx) -> bool {
         if self.snd_una == self.high_seq && !self.sack_ok && !mutant!(cx.prof, NoNonSackHold) {
-            if !self.tcp_any_retrans_done(cx.cfg) {
+            if !self.retrans_stamp_in_use(cx) {
                 self.retrans_stamp = 0;
             }
             self.ghost.ev.nonsack_hold = true;
@@ -566,7 +611,7 @@ impl Sender {
             if self.echo_unproven(cx) {
                 return false;
             }
-            if !self.tcp_any_retrans_done(cx.cfg) {
+            if !self.retrans_stamp_in_use(cx) {
                 self.retrans_stamp = 0;
             }
             cx.took(Branch::UndoPartial);

@@ -340,6 +340,7 @@ impl Sender {
         }
         if tags & tag::S == 0 {
             self.tcp_rack_advance(cx, tags, end, xmit);
+            self.f1_fix_sacked_retrans(cx, tags);
             if tags & tag::R != 0 {
                 if tags & tag::L != 0 {
                     tags &= !(tag::L | tag::R);
@@ -374,6 +375,25 @@ impl Sender {
             self.retrans_out = self.retrans_out.wrapping_sub(1);
         }
         tags
+    }
+
+    /// The F1 fix (`packet_delayed_scope = "sacked-retrans"`, vm/kconfig/f1-fix-v2.patch) in
+    /// `tcp_sacktag_one()`: a retransmitted segment newly SACKed while `undo_marker` is set may
+    /// have arrived as a copy sent in this episode, which no timestamp echo can rule out, so the
+    /// echo no longer proves the episode. Unless the SACK comes sooner than `min_rtt` after the
+    /// episode's first retransmission (`retrans_stamp`; under the fix a TLP copy sets it too):
+    /// no copy sent since can have arrived, so it is of the original. (Sooner than `min_rtt`
+    /// after the segment's *last* transmission, `tcp_rack_advance()`'s test, is not enough: an
+    /// earlier copy of the episode may be the one SACKed.)
+    fn f1_fix_sacked_retrans(&mut self, cx: &Cx, tags: u8) {
+        if cx.prof.packet_delayed_scope == crate::profile::PacketDelayedScope::SackedRetrans
+            && tags & tag::RETRANS != 0
+            && self.undo_marker != 0
+            && (self.retrans_stamp == 0
+                || cx.ts_of(cx.now).wrapping_sub(self.retrans_stamp) >= cx.cfg.rtt_ms)
+        {
+            self.undo_echo_unproven = true;
+        }
     }
 
     /// `tcp_check_sack_reordering()`: SACKs below the highest SACK reveal reordering

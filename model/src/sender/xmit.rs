@@ -145,6 +145,13 @@ impl Sender {
                     self.ghost.rtx_mask.insert(last);
                     self.ghost.ever_rtx_mask.insert(last);
                     self.tlp_retrans = true;
+                    // The F1 fix (`sacked-retrans`): a TLP copy stamps the episode.
+                    if cx.prof.packet_delayed_scope
+                        == crate::profile::PacketDelayedScope::SackedRetrans
+                        && self.retrans_stamp == 0
+                    {
+                        self.retrans_stamp = cx.ts_of(cx.now);
+                    }
                     self.tlp_undo_retrans(cx);
                     sent = true;
                 }
@@ -348,7 +355,7 @@ impl Sender {
         if cx.prof.packet_delayed_scope == crate::profile::PacketDelayedScope::HeadOnly
             && i != self.idx(cx.cfg, self.snd_una)
         {
-            self.undo_beyond_head = true;
+            self.undo_echo_unproven = true;
         }
     }
 

@@ -1491,8 +1491,8 @@ mod tests {
             margin_ms: 0,
         };
         let why = export_with(&model, 0, &path, subject, spaced, Variant::default())
-            .err()
-            .expect("spaced with the true echo, the re-timed run undoes at step 9");
+            .map(|x| x.pkt)
+            .expect_err("spaced with the true echo, the re-timed run undoes at step 9");
         assert!(
             why.starts_with("step 9: the re-timed run decides differently"),
             "{why}"

@@ -26,7 +26,7 @@ fn strip_timings(v: &mut Value) {
     }
 }
 
-/// A baseline accepting only F1 (the repository's accepts F1, F4-F8): the tests need unaccepted
+/// A baseline accepting only F1 (the repository's accepts F1, F3-F7, F9-F11): the tests need unaccepted
 /// signatures on the SACK half, whatever the repository's triage has accepted since.
 fn f1_only_baseline(dir: &std::path::Path) -> String {
     let p = dir.join("f1-baseline.toml");

@@ -18,8 +18,11 @@
 //! kernels (a base and a patched build) on the same plan.
 #![forbid(unsafe_code)]
 
+pub mod basecache;
+pub mod cc_monitor;
 pub mod coverage;
 pub mod ghost;
+pub mod missed_undo;
 pub mod monitor;
 pub mod observe;
 pub mod patch;
@@ -926,3 +929,5 @@ impl CheckReport {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_undo;

@@ -494,6 +494,42 @@ pub fn monitors() -> Vec<Monitor> {
             blind: "high_seq is derived (snd_nxt when the episode began or the RTO fired), not read",
             check: i14,
         },
+        Monitor {
+            id: "I12",
+            definition: "at every loss response (Recovery entry not from CWR, CWR entry, an RTO that changed ssthresh) ssthresh >= 2; at a statement where TcpExtTCPHystart{Train,Delay}Detect moved, the statement before had cwnd < ssthresh (slow start)",
+            blind: "ssthresh() results the trace does not show (an RTO that recomputes the same value); cwnd between statements",
+            check: super::cc_monitor::i12,
+        },
+        Monitor {
+            id: "I15b",
+            definition: "at a HyStart delay exit (TcpExtTCPHystartDelayDetect moved), some RTT sample of the true round that the detector saw (slow start, cwnd >= 16) is at most the minimum sample so far + clamp(min/8, 4 ms, 16 ms) (+0.2 ms of clock slack): violated",
+            blind: "samples are the script's clock (injection time minus send time of the newest never-retransmitted segment acked), not the kernel's tcp_mstamp; delay_min is the minimum of all samples (the kernel skips those within 1 s of an epoch start)",
+            check: super::cc_monitor::i15b,
+        },
+        Monitor {
+            id: "I15c",
+            definition: "at a HyStart ACK-train exit (TcpExtTCPHystartTrainDetect moved), the time since the true round began (the first ACK past the previous round's snd_nxt) is at least half the minimum RTT sample so far (less 0.2 ms of clock slack); unpaced (the scripts' tun has no pacing qdisc)",
+            blind: "the round start and samples are the script's clock; HyStart's own round (end_seq) is not visible, so I15 itself stays model-only",
+            check: super::cc_monitor::i15c,
+        },
+        Monitor {
+            id: "I17",
+            definition: "at every loss response (as I12) with one ACK in the statement, ssthresh == the congestion control's ssthresh() of the cwnd before the statement: CUBIC max(cwnd*717/1024, 2), Reno max(cwnd/2, 2)",
+            blind: "a statement of several ACKs is undecided (cwnd may move before the reduction); beta and fast convergence are the module defaults",
+            check: super::cc_monitor::i17,
+        },
+        Monitor {
+            id: "I20",
+            definition: "at a statement whose one ACK, in Recovery or Loss with an undo episode open, advances snd_una past every range retransmitted since the episode began (at least one) and echoes a TSecr older than every TSval retrans_stamp may hold (the retransmissions since the connection was last in Open, up to the episode's first), with the ghost saying no original of [undo_marker, high_seq) was lost: a TcpExt*Undo counter moves in that statement",
+            blind: "retrans_stamp and undo_marker are derived, not read: an echo between the candidate stamps is undecided; a statement of several ACKs with a proof is undecided; the DSACK form of the proof is not judged (as in the model)",
+            check: super::missed_undo::i20,
+        },
+        Monitor {
+            id: "I20e",
+            definition: "after such a proof (I20), some TcpExt*Undo counter moves before the episode ends: before the state leaves Recovery/Loss or a new episode (Recovery entry, or an RTO that re-arms undo) begins",
+            blind: "as I20; an episode still open when the script ends is not judged",
+            check: super::missed_undo::i20e,
+        },
     ]
 }
 

@@ -71,6 +71,8 @@ pub struct KTrace {
     pub sends: Vec<Send>,
     pub acks: Vec<Ack>,
     pub steps: Vec<Step>,
+    /// The connection's congestion control (`TCP_CONGESTION`), when the runner read it.
+    pub cc: Option<String>,
 }
 
 fn ts_of(opts: &[WireOption]) -> Option<(u32, u32)> {
@@ -83,7 +85,10 @@ fn ts_of(opts: &[WireOption]) -> Option<(u32, u32)> {
 impl KTrace {
     /// Reads a run's trace.
     pub fn from_report(r: &RunReport) -> KTrace {
-        let mut k = KTrace::default();
+        let mut k = KTrace {
+            cc: r.congestion_control.clone(),
+            ..KTrace::default()
+        };
         let (mut peer_sack, mut peer_ts, mut our_sack, mut our_ts) = (false, false, false, false);
         let mut max_end: Option<u32> = None;
         let mut pending: Vec<usize> = Vec::new();

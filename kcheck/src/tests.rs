@@ -8,7 +8,13 @@ use std::collections::BTreeMap;
 use trc_kernel::packet::WireOption;
 use trc_kernel::{RunReport, TcpInfoSnapshot, TraceEvent, TraceSegment};
 
-fn info(ca: u8, cwnd: u32, ssth: u32, retransmits: u8, delivered: u32) -> TcpInfoSnapshot {
+pub(crate) fn info(
+    ca: u8,
+    cwnd: u32,
+    ssth: u32,
+    retransmits: u8,
+    delivered: u32,
+) -> TcpInfoSnapshot {
     TcpInfoSnapshot {
         state: 1,
         ca_state: ca,
@@ -24,8 +30,8 @@ fn info(ca: u8, cwnd: u32, ssth: u32, retransmits: u8, delivered: u32) -> TcpInf
 
 /// A trace built event by event; counters are cumulative, as the runner records them.
 #[derive(Default)]
-struct B {
-    k: KTrace,
+pub(crate) struct B {
+    pub(crate) k: KTrace,
     t: f64,
     counters: BTreeMap<String, i64>,
     line: u32,
@@ -33,7 +39,7 @@ struct B {
 }
 
 impl B {
-    fn new(sack: bool, ts: bool) -> B {
+    pub(crate) fn new(sack: bool, ts: bool) -> B {
         B {
             k: KTrace {
                 sack,
@@ -43,7 +49,7 @@ impl B {
             ..Default::default()
         }
     }
-    fn send(&mut self, seq: u32, end: u32, tsval: u32) -> &mut Self {
+    pub(crate) fn send(&mut self, seq: u32, end: u32, tsval: u32) -> &mut Self {
         self.t += 1.0;
         let max = self.k.sends.iter().map(|s| s.end).max().unwrap_or(1);
         self.k.sends.push(Send {
@@ -55,7 +61,7 @@ impl B {
         });
         self
     }
-    fn ack(
+    pub(crate) fn ack(
         &mut self,
         ack: u32,
         sacks: &[(u32, u32)],
@@ -74,11 +80,11 @@ impl B {
         self.pending.push(self.k.acks.len() - 1);
         self
     }
-    fn count(&mut self, name: &str) -> &mut Self {
+    pub(crate) fn count(&mut self, name: &str) -> &mut Self {
         *self.counters.entry(name.to_string()).or_default() += 1;
         self
     }
-    fn step(&mut self, i: TcpInfoSnapshot) -> &mut Self {
+    pub(crate) fn step(&mut self, i: TcpInfoSnapshot) -> &mut Self {
         self.t += 0.5;
         self.line += 1;
         self.k.steps.push(Step {
@@ -92,11 +98,11 @@ impl B {
     }
 }
 
-fn check(id: &str, k: &KTrace, g: &Ghost) -> Outcome {
+pub(crate) fn check(id: &str, k: &KTrace, g: &Ghost) -> Outcome {
     (monitors().into_iter().find(|m| m.id == id).unwrap().check)(k, g)
 }
 
-fn inferred() -> Ghost {
+pub(crate) fn inferred() -> Ghost {
     Ghost::of_script("// hand-written\n")
 }
 

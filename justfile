@@ -20,3 +20,9 @@ kernel-run FILE *ARGS:
 
 ci:
     bash .ci/run
+
+# the detection benchmark of docs/kernel-bugs.md: every mutant of vm/mutants/ (or those given) on
+# trc's suites, the regressions, packetdrill's gtests and trc diff, in qemu; table in target/kernel-bugs/table.md
+kernel-bugs *ARGS:
+    cargo build --release -p trc -p trc-testkit
+    vm/mutants/kernel-bugs.sh {{ARGS}}

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use trc_check::load_profile;
 use trc_check::shard::{Shard, ShardFile};
 use trc_diff::{run, DiffOptions, GenOptions};
+use trc_vm::flags::{resolve_kernel, VmFlags};
+use trc_vm::target::Vm;
 
 #[derive(Args, Debug)]
 #[command(
@@ -69,6 +71,11 @@ pub struct DiffArgs {
     /// it as JSON for `trc merge` (docs/reference/shards.md).
     #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
     pub shard: Option<Shard>,
+    /// Run the scripts on this kernel in qemu (a bzImage, e.g. a mutant of vm/mutants/ built
+    /// with `trc kernel build --patch`, or debian:SUITE) instead of the running one: each
+    /// batch (all scenarios, then the reruns) in one boot; disagreements are saved unshrunk.
+    #[command(flatten)]
+    pub vm: VmFlags,
 }
 
 /// Exit codes: 0 agreement at or above the bar, 1 below it (or a kernel error), 2 usage error,
@@ -84,9 +91,15 @@ pub fn run_diff(a: DiffArgs) -> i32 {
     if a.max_steps == 0 {
         return usage_error("--max-steps must be at least 1");
     }
-    if let Some(why) = trc_kernel::skip_reason() {
-        eprintln!("trc diff: skipped: {why}");
-        return exit::SKIPPED;
+    let mut vm = match vm_target(&a) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    if vm.is_none() {
+        if let Some(why) = trc_kernel::skip_reason() {
+            eprintln!("trc diff: skipped: {why}");
+            return exit::SKIPPED;
+        }
     }
     let fixed = match a.bulk {
         None => None,
@@ -146,10 +159,10 @@ pub fn run_diff(a: DiffArgs) -> i32 {
         a.only.clone()
     };
     if let Some(shard) = a.shard {
-        return diff_shard(&a, opts, &indices, shard);
+        return diff_shard(&a, opts, &indices, shard, vm.as_mut());
     }
     let quiet = a.quiet || a.json;
-    let rep = run(&opts, &mut |l| {
+    let rep = run_on(&opts, vm.as_mut(), &mut |l| {
         if !quiet {
             eprintln!("{l}");
         }
@@ -158,7 +171,13 @@ pub fn run_diff(a: DiffArgs) -> i32 {
 }
 
 /// A shard of the diff: its scenarios run and printed as JSON for `trc merge`.
-fn diff_shard(a: &DiffArgs, opts: DiffOptions, indices: &[usize], shard: Shard) -> i32 {
+fn diff_shard(
+    a: &DiffArgs,
+    opts: DiffOptions,
+    indices: &[usize],
+    shard: Shard,
+    vm: Option<&mut Vm>,
+) -> i32 {
     let mine: Vec<usize> = (0..indices.len()).filter(|k| shard.owns(*k)).collect();
     let rep = if mine.is_empty() {
         trc_diff::DiffReport::empty(opts.profile.name.clone(), opts.seed)
@@ -171,7 +190,7 @@ fn diff_shard(a: &DiffArgs, opts: DiffOptions, indices: &[usize], shard: Shard) 
             },
             ..opts
         };
-        run(&opts, &mut |l| {
+        run_on(&opts, vm, &mut |l| {
             if !a.quiet {
                 eprintln!("{l}");
             }
@@ -196,6 +215,59 @@ fn diff_shard(a: &DiffArgs, opts: DiffOptions, indices: &[usize], shard: Shard) 
     file.report = Some(serde_json::to_value(&rep).expect("a report serialises"));
     crate::print_json(&file.json());
     exit::of_diff(&rep, a.bar)
+}
+
+/// The VM of `--kernel`, if given (`Err`: the exit code of a bad kernel or a missing qemu).
+fn vm_target(a: &DiffArgs) -> Result<Option<Vm>, i32> {
+    let Some(k) = a.vm.kernel.as_deref() else {
+        return Ok(None);
+    };
+    let what = "trc diff";
+    if let Err(e) = a.vm.validate() {
+        return Err(exit::bad_input(what, &e));
+    }
+    if let Err(e) = trc_vm::host::find_qemu(None) {
+        return Err(exit::of_vm_error(what, &e));
+    }
+    let cache = a.vm.cache_dir();
+    let img = resolve_kernel(k, a.vm.modules.as_deref(), &cache)
+        .map_err(|e| exit::of_vm_error(what, &e))?;
+    Ok(Some(Vm::new(&img, a.vm.spec(&img, cache))))
+}
+
+/// The differential run on the running kernel, or batched in the VM.
+fn run_on(
+    opts: &DiffOptions,
+    vm: Option<&mut Vm>,
+    log: &mut dyn FnMut(&str),
+) -> trc_diff::DiffReport {
+    let Some(vm) = vm else {
+        return run(opts, log);
+    };
+    let dir = std::env::temp_dir().join(format!("trc-diff-vm-{}", std::process::id()));
+    let _cleanup = trc_vm::RemoveOnDrop(dir.clone());
+    let mut round = 0;
+    let mut exec = |scripts: &[(String, String)]| -> Vec<Result<trc_kernel::RunReport, String>> {
+        round += 1;
+        let d = dir.join(format!("batch-{round}"));
+        if let Err(e) = trc_trace::write_defaults(&d) {
+            return scripts.iter().map(|_| Err(e.to_string())).collect();
+        }
+        let mut paths = Vec::new();
+        for (name, text) in scripts {
+            let p = d.join(name);
+            if let Err(e) = trc_trace::write_atomic(&p, text.as_bytes()) {
+                return scripts.iter().map(|_| Err(e.to_string())).collect();
+            }
+            paths.push(p);
+        }
+        use trc_kernel::target::Target;
+        match vm.run(&paths, &mut |m| eprintln!("trc diff: {m}")) {
+            Ok(b) => b.runs,
+            Err(e) => scripts.iter().map(|_| Err(e.to_string())).collect(),
+        }
+    };
+    trc_diff::batch::run_batched(opts, &mut exec, log)
 }
 
 /// Prints a diff report (`trc diff` and `trc merge`) and returns its exit code.

@@ -70,6 +70,15 @@ pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
         ..Default::default()
     };
     let k = trc_kernel::run_script(&script, name, &opts).map_err(|e| e.to_string())?;
+    judge(x, &views, &k)
+}
+
+/// Judges one kernel run (`k`, of the script `x` exported) against the model's views.
+pub fn judge(
+    x: &Exported,
+    views: &[crate::compare::StepView],
+    k: &trc_kernel::RunReport,
+) -> Result<Trial, String> {
     if k.congestion_control.as_deref()
         != Some(if x.trace.config.cc == CcKind::Reno {
             "reno"
@@ -79,8 +88,8 @@ pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
     {
         return Err(format!("the connection used {:?}", k.congestion_control));
     }
-    let (kobs, problems) = kernel_view(&k, &views);
-    let comparison = compare(&views, &kobs);
+    let (kobs, problems) = kernel_view(k, views);
+    let comparison = compare(views, &kobs);
     // Only timing up to the diverging step's asserts can have caused the divergence. Later
     // lines ran on diverged kernel state: a segment the model expects and the kernel never
     // sends holds the runner for the outbound grace period (~1 s) and segments consumed out of
@@ -97,7 +106,7 @@ pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
     })
 }
 
-fn same(a: &Trial, b: &Trial) -> bool {
+pub(crate) fn same(a: &Trial, b: &Trial) -> bool {
     match (&a.comparison.divergence, &b.comparison.divergence) {
         (Some(x), Some(y)) => x.step == y.step && x.field_names() == y.field_names(),
         _ => false,

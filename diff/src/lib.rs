@@ -25,6 +25,7 @@
 //! debugging of a disagreement). [`run`] drives them and builds the [`DiffReport`].
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod compare;
 pub mod execute;
 pub mod generate;
@@ -263,71 +264,82 @@ pub fn run(opts: &DiffOptions, log: &mut dyn FnMut(&str)) -> DiffReport {
             }
         }
         let mut r = run_scenario(&opts.profile, &sc, &opts.gen, opts.reruns);
-        rep.kernel_runs += r.runs;
-        match r.verdict {
-            Verdict::Agree | Verdict::Disagree => {
-                let c = &r.trial.as_ref().unwrap().comparison;
-                rep.steps_compared += c.steps_compared;
-                rep.steps_skipped += c.steps_skipped;
-                for (f, (a, n)) in &c.fields {
-                    let e = rep.fields.entry(f.clone()).or_default();
-                    e.0 += a;
-                    e.1 += n;
-                }
+        account(&mut rep, i, &sc, &r, log);
+        if matches!(r.verdict, Verdict::Disagree) {
+            if let Some(dir) = &opts.out {
+                save_disagreement(opts, &sc, &mut r, dir, &mut shrunk, log);
             }
-            _ => {}
-        }
-        let line = match r.verdict {
-            Verdict::Agree => format!(
-                "[{i:>4}] {} {} actions: agree{}",
-                sc.name(),
-                sc.actions.len(),
-                r.note
-                    .as_ref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            ),
-            Verdict::Disagree => format!(
-                "[{i:>4}] {} {} actions: DISAGREE {}",
-                sc.name(),
-                sc.actions.len(),
-                r.trial
-                    .as_ref()
-                    .unwrap()
-                    .comparison
-                    .divergence
-                    .as_ref()
-                    .unwrap()
-                    .describe()
-            ),
-            Verdict::Flaky => format!(
-                "[{i:>4}] {} {} actions: flaky ({})",
-                sc.name(),
-                sc.actions.len(),
-                r.note.clone().unwrap_or_default()
-            ),
-            Verdict::Error => format!(
-                "[{i:>4}] {} {} actions: error ({})",
-                sc.name(),
-                sc.actions.len(),
-                r.note.clone().unwrap_or_default()
-            ),
-        };
-        log(&line);
-        match r.verdict {
-            Verdict::Agree => rep.agree += 1,
-            Verdict::Disagree => {
-                rep.disagree += 1;
-                if let Some(dir) = &opts.out {
-                    save_disagreement(opts, &sc, &mut r, dir, &mut shrunk, log);
-                }
-            }
-            Verdict::Flaky => rep.flaky += 1,
-            Verdict::Error => rep.errors += 1,
         }
         rep.results.push(r);
     }
     rep
+}
+
+/// Adds one scenario's result to the report's figures and logs its line.
+pub(crate) fn account(
+    rep: &mut DiffReport,
+    i: usize,
+    sc: &Scenario,
+    r: &ScenarioResult,
+    log: &mut dyn FnMut(&str),
+) {
+    rep.kernel_runs += r.runs;
+    match r.verdict {
+        Verdict::Agree | Verdict::Disagree => {
+            let c = &r.trial.as_ref().unwrap().comparison;
+            rep.steps_compared += c.steps_compared;
+            rep.steps_skipped += c.steps_skipped;
+            for (f, (a, n)) in &c.fields {
+                let e = rep.fields.entry(f.clone()).or_default();
+                e.0 += a;
+                e.1 += n;
+            }
+        }
+        _ => {}
+    }
+    let line = match r.verdict {
+        Verdict::Agree => format!(
+            "[{i:>4}] {} {} actions: agree{}",
+            sc.name(),
+            sc.actions.len(),
+            r.note
+                .as_ref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        ),
+        Verdict::Disagree => format!(
+            "[{i:>4}] {} {} actions: DISAGREE {}",
+            sc.name(),
+            sc.actions.len(),
+            r.trial
+                .as_ref()
+                .unwrap()
+                .comparison
+                .divergence
+                .as_ref()
+                .unwrap()
+                .describe()
+        ),
+        Verdict::Flaky => format!(
+            "[{i:>4}] {} {} actions: flaky ({})",
+            sc.name(),
+            sc.actions.len(),
+            r.note.clone().unwrap_or_default()
+        ),
+        Verdict::Error => format!(
+            "[{i:>4}] {} {} actions: error ({})",
+            sc.name(),
+            sc.actions.len(),
+            r.note.clone().unwrap_or_default()
+        ),
+    };
+    log(&line);
+    match r.verdict {
+        Verdict::Agree => rep.agree += 1,
+        Verdict::Disagree => rep.disagree += 1,
+        Verdict::Flaky => rep.flaky += 1,
+        Verdict::Error => rep.errors += 1,
+    }
 }
 
 /// Shrinks a disagreement (at most `opts.shrink_per_signature` per signature; otherwise its

@@ -140,6 +140,46 @@ pub fn packetdrill_binary() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
+/// packetdrill built from a second copy of the vendored tree with
+/// `testkit/patches/packetdrill-tun-capture.patch` (ours): when `PACKETDRILL_TUN_CAPTURE` is set
+/// it reads the kernel's outbound packets from its tun device instead of an `AF_PACKET` socket,
+/// which trc's minimal kernels (vm/kconfig/trc-minimal.config) lack. Everything else is
+/// packetdrill's own; without the variable it behaves as [`packetdrill_binary`]'s.
+pub fn packetdrill_binary_tun_capture() -> Result<PathBuf, String> {
+    let tar = tarball()?;
+    let dest = cache().join("packetdrill-tun-capture");
+    let src = dest.join("packetdrill/gtests/net/packetdrill");
+    let bin = src.join("packetdrill");
+    let patch = workspace().join("testkit/patches/packetdrill-tun-capture.patch");
+    locked("build-tun-capture", || {
+        if bin.is_file() {
+            return Ok(());
+        }
+        let _ = std::fs::remove_dir_all(&dest);
+        std::fs::create_dir_all(&dest).map_err(|e| e.to_string())?;
+        let script = format!(
+            "tar -xzf '{}' -C '{}' && cd '{}/packetdrill' && patch -p1 -s < '{}' && cd gtests/net/packetdrill && ./configure >/dev/null && make -j2 >/dev/null",
+            tar.display(),
+            dest.display(),
+            dest.display(),
+            patch.display()
+        );
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() || !bin.is_file() {
+            return Err(format!(
+                "building packetdrill (tun capture) failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    })?;
+    Ok(bin)
+}
+
 /// The script attached to a seed mail as `[-- Attachment #N: NAME --]` (its declared size in
 /// bytes, after the `Type:` line and a blank line).
 pub fn seed_attachment(name: &str) -> Result<String, String> {

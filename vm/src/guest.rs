@@ -129,7 +129,7 @@ struct IfreqFlags {
 }
 
 /// `ip link set lo up`, by ioctl.
-fn lo_up() -> Result<(), String> {
+pub(crate) fn lo_up() -> Result<(), String> {
     // SAFETY: a plain socket; the ifreq is a properly sized, initialised buffer.
     unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
@@ -325,6 +325,9 @@ fn run() {
         Job::Impact(ij) => return run_impact(&ij),
         Job::Scripts(j) => j,
     };
+    if let Some(pd) = &job.packetdrill {
+        return run_packetdrill(pd, &job);
+    }
     let n = job.scripts.len();
     let mut ran = 0;
     for (i, s) in job.scripts.iter().enumerate() {
@@ -360,6 +363,7 @@ fn run() {
             report: report.map(Box::new),
             error,
             impact: None,
+            output: None,
         });
         ran += 1;
         if stuck {
@@ -372,6 +376,39 @@ fn run() {
     let up = uptime();
     say(&format!("done: {ran} scripts at {up:.2} s"));
     send(&Record::Done { uptime_s: up, ran });
+}
+
+/// The job's scripts run by real packetdrill ([`crate::packetdrill`]), one result record each.
+fn run_packetdrill(pd: &crate::packetdrill::PacketdrillJob, job: &ScriptJob) {
+    let n = job.scripts.len();
+    let limit = Duration::from_secs_f64(job.script_timeout_s.clamp(1.0, 86400.0));
+    for (i, s) in job.scripts.iter().enumerate() {
+        let t0 = uptime();
+        say(&format!("[{}/{n}] packetdrill {}", i + 1, s.name));
+        send(&Record::Begin {
+            index: i,
+            uptime_s: t0,
+        });
+        let (rc, output) = crate::packetdrill::guest::run(pd, Path::new(&s.guest_path), limit);
+        let t1 = uptime();
+        say(&format!("[{}/{n}] rc={rc} ({:.2} s)", i + 1, t1 - t0));
+        send(&Record::Result {
+            index: i,
+            uptime_s: t1,
+            guest_s: t1 - t0,
+            rc,
+            report: None,
+            error: None,
+            impact: None,
+            output: Some(output),
+        });
+    }
+    let up = uptime();
+    say(&format!("done: {n} packetdrill scripts at {up:.2} s"));
+    send(&Record::Done {
+        uptime_s: up,
+        ran: n,
+    });
 }
 
 /// The impact experiment's runs ([`crate::impact::guest::run`]), one result record each.
@@ -412,6 +449,7 @@ fn run_impact(ij: &crate::impact::ImpactJob) {
             report: None,
             error,
             impact,
+            output: None,
         });
     }
     let up = uptime();

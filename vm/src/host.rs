@@ -161,6 +161,9 @@ pub enum ScriptOutcome {
     Measured {
         result: Box<crate::impact::ImpactRun>,
     },
+    /// Real packetdrill ran it ([`crate::packetdrill`]): the tail of its output (`rc` is its
+    /// exit code).
+    Exited { output: String },
     /// No result came back (the VM died or timed out first).
     Missing,
 }
@@ -182,7 +185,9 @@ impl ScriptRun {
         match &self.outcome {
             ScriptOutcome::Ran { report } => Some(report),
             ScriptOutcome::Error { report, .. } => report.as_deref(),
-            ScriptOutcome::Measured { .. } | ScriptOutcome::Missing => None,
+            ScriptOutcome::Measured { .. }
+            | ScriptOutcome::Exited { .. }
+            | ScriptOutcome::Missing => None,
         }
     }
 }
@@ -260,7 +265,7 @@ pub fn find_qemu(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     Err(Error::Missing("qemu-system-x86_64 is not installed (apt-get install --no-install-recommends qemu-system-x86)".into()))
 }
 
-fn loadavg() -> f64 {
+pub(crate) fn loadavg() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
@@ -940,6 +945,7 @@ pub fn run_in_vm_with(
         scripts: Vec::new(),
         script_timeout_s: spec.script_timeout.as_secs_f64(),
         tick_s: 1.0,
+        packetdrill: None,
     };
     let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
     let entries: Vec<(PathBuf, String)> = parsed
@@ -996,7 +1002,7 @@ pub fn run_impact_in_vm_with(
 
 /// Writes the run's initrd (base + `scripts_gz`), boots it and collects one result per entry.
 #[allow(clippy::too_many_arguments)]
-fn boot(
+pub(crate) fn boot(
     spec: &VmSpec,
     qemu: &Path,
     base: &initramfs::Base,
@@ -1235,11 +1241,15 @@ fn script_runs(entries: &[(PathBuf, String)], at: &mut Attempt) -> Vec<ScriptRun
                     report,
                     error,
                     impact,
+                    output,
                     ..
                 },
                 t,
             )) => {
                 let o = match (error, impact) {
+                    (None, None) if output.is_some() => ScriptOutcome::Exited {
+                        output: output.unwrap_or_default(),
+                    },
                     (Some((kind, message)), _) => ScriptOutcome::Error {
                         kind,
                         message,

@@ -344,6 +344,38 @@ pub fn python_files(python: &Path) -> Result<(String, Vec<PathBuf>), Error> {
     Ok((version, files))
 }
 
+/// The files of `modules` (and what they import) in the host's `python`, as [`python_files`]
+/// lists the driver's: for guests whose scripts import more (packetdrill's code blocks and
+/// `set_sysctls.py`).
+pub fn python_module_files(python: &Path, modules: &[&str]) -> Result<Vec<PathBuf>, Error> {
+    let code = format!(
+        "import sys\nimport {}\nfor m in list(sys.modules.values()):\n    for a in ('__file__', '__cached__'):\n        f = getattr(m, a, None)\n        if isinstance(f, str): print(f)\n",
+        modules.join(", ")
+    );
+    let out = Command::new(python)
+        .args(["-I", "-c", &code])
+        .output()
+        .map_err(|e| Error::Failed(format!("{}: {e}", python.display())))?;
+    if !out.status.success() {
+        return Err(Error::Failed(format!(
+            "{}: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )));
+    }
+    let mut files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_file())
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
 // ---- the base archive ------------------------------------------------------------------------
 
 /// What [`base`] made or found.

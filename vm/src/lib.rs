@@ -31,6 +31,7 @@ pub mod impact;
 pub mod initramfs;
 pub mod kbuild;
 pub mod modules;
+pub mod packetdrill;
 pub mod proto;
 pub mod target;
 

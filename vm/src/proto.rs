@@ -106,6 +106,9 @@ pub struct ScriptJob {
     pub script_timeout_s: f64,
     /// A [`Record::Tick`] every this many guest seconds.
     pub tick_s: f64,
+    /// Instead of trc's runner: real packetdrill on each script ([`crate::packetdrill`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packetdrill: Option<crate::packetdrill::PacketdrillJob>,
 }
 
 /// A module in the base archive.
@@ -187,6 +190,9 @@ pub enum Record {
         /// An impact run's result (a job with `impact`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         impact: Option<Box<crate::impact::ImpactRun>>,
+        /// A packetdrill run's output (its tail; a job with `packetdrill`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
     },
     /// The guest cannot go on (no job, a panic): why.
     Fatal { message: String },
@@ -366,6 +372,7 @@ mod tests {
             report: Some(Box::new(rep.clone())),
             error: None,
             impact: None,
+            output: None,
         };
         let frame = encode_record(&r);
         let got = Decoder::new().push_records(&frame);

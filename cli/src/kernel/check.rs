@@ -81,6 +81,11 @@ pub struct CheckArgs {
     /// Report differences between the two kernels from one run each, without rerunning them.
     #[arg(long)]
     pub no_rerun: bool,
+    /// With --patch: keep the base kernel's first run of each scenario in DIR and reuse it when
+    /// the same base image runs the same script again (a benchmark over many patches runs the
+    /// base once); reruns of differing scenarios always run.
+    #[arg(long, value_name = "DIR")]
+    pub base_runs: Option<PathBuf>,
     /// Accepted findings: a violation in a scenario that stands for one (its model signature is
     /// accepted) is reported as accepted, not as a failure (default baseline.toml, else the one
     /// of the source tree trc was built from).

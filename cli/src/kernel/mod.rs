@@ -5,6 +5,7 @@
 
 pub mod build;
 pub mod check;
+pub mod packetdrill;
 pub mod patch;
 pub mod run;
 
@@ -57,6 +58,7 @@ pub struct FetchArgs {
 /// Entry point used by the CLI; returns the process exit code.
 pub fn main(cmd: KernelCommand) -> i32 {
     match cmd {
+        KernelCommand::Run(args) if args.packetdrill.is_some() => packetdrill::cli(args),
         KernelCommand::Run(args) if args.vm.kernel.is_some() => run::vm_cli(args),
         KernelCommand::Run(args) => run::run_cli(args),
         KernelCommand::Check(args) => check::check_cli(*args),

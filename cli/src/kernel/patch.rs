@@ -107,7 +107,22 @@ pub fn main(args: CheckArgs) -> i32 {
     let o = CompareOptions {
         rerun: !args.no_rerun,
     };
-    let mut rep = match compare(&plan, &mine, &mut base, &mut patched, &o, &mut |m| {
+    let mut cached;
+    let base_t: &mut dyn trc_kernel::target::Target = match &args.base_runs {
+        Some(dir) => {
+            cached = trc_kcheck::basecache::FirstBatchCache::new(
+                &mut base,
+                dir,
+                &trc_kcheck::basecache::identity(
+                    &base_img.vmlinuz,
+                    &args.vm.spec(&base_img, cache.clone()).options,
+                ),
+            );
+            &mut cached
+        }
+        None => &mut base,
+    };
+    let mut rep = match compare(&plan, &mine, base_t, &mut patched, &o, &mut |m| {
         eprintln!("{what}: {m}")
     }) {
         Ok(r) => r,

@@ -76,6 +76,20 @@ pub struct RunArgs {
     /// (--kernel), OUT is a directory and each script's page is OUT/NAME.html.
     #[arg(long, value_name = "OUT.html")]
     pub plot: Option<PathBuf>,
+    /// With --kernel: run the scripts with this packetdrill binary (real packetdrill, e.g. built
+    /// from ../shared/vendor) inside the VM instead of trc's runner; every FILE must be under
+    /// --packetdrill-tree, which goes to the guest whole. Prints each script's exit code.
+    #[arg(
+        long,
+        value_name = "BIN",
+        requires = "kernel",
+        requires = "packetdrill_tree"
+    )]
+    pub packetdrill: Option<PathBuf>,
+    /// The directory of the scripts and their support files for --packetdrill (e.g. a copy of
+    /// gtests/net with cubic selected by route).
+    #[arg(long, value_name = "DIR", requires = "packetdrill")]
+    pub packetdrill_tree: Option<PathBuf>,
 }
 
 /// Writes the page of each script's run (`--plot`): `out` itself for one script, else
@@ -228,7 +242,9 @@ pub fn vm_cli(args: RunArgs) -> i32 {
                 }
                 println!("{}: {message}", s.name);
             }
-            trc_vm::ScriptOutcome::Measured { .. } | trc_vm::ScriptOutcome::Missing => {
+            trc_vm::ScriptOutcome::Measured { .. }
+            | trc_vm::ScriptOutcome::Exited { .. }
+            | trc_vm::ScriptOutcome::Missing => {
                 println!("{}: no result from the VM", s.name)
             }
         }

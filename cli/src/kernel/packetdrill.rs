@@ -1,0 +1,104 @@
+//! `trc kernel run --kernel K --packetdrill BIN --packetdrill-tree DIR FILE...`: real packetdrill
+//! on the scripts inside the VM (`trc_vm::packetdrill`), one line per script with its exit code.
+
+use super::run::RunArgs;
+use crate::exit;
+use crate::exit::of_vm_error as vm_error;
+use trc_vm::flags::{problem_and_console, resolve_kernel};
+
+/// The command: exit 0 when every script passed, 1 when one failed, 3 when one has no result.
+pub fn cli(args: RunArgs) -> i32 {
+    let what = "trc kernel run --packetdrill";
+    let (Some(bin), Some(tree)) = (&args.packetdrill, &args.packetdrill_tree) else {
+        return exit::usage_error(&format!(
+            "{what}: needs --packetdrill BIN and --packetdrill-tree DIR"
+        ));
+    };
+    if let Err(e) = args.vm.validate() {
+        return exit::usage_error(&format!("{what}: {e}"));
+    }
+    let cache = args.vm.cache_dir();
+    let kspec = args.vm.kernel.as_deref().unwrap_or_default();
+    let img = match resolve_kernel(kspec, args.vm.modules.as_deref(), &cache) {
+        Ok(i) => i,
+        Err(e) => return vm_error(what, &e),
+    };
+    let spec = args.vm.spec(&img, cache);
+    let mut pd_args = trc_vm::packetdrill::run_all_ipv4_args();
+    for d in &args.defines {
+        pd_args.push("-D".into());
+        pd_args.push(d.clone());
+    }
+    let setup = trc_vm::packetdrill::Setup {
+        binary: bin.clone(),
+        tree: tree.clone(),
+        args: pd_args,
+    };
+    let n = args.files.len();
+    let mut progress = |e: &trc_vm::Event| match e {
+        trc_vm::Event::Booted {
+            release, wall_s, ..
+        } => eprintln!("{what}: {release} booted in {wall_s:.1} s"),
+        trc_vm::Event::ScriptEnd {
+            index,
+            name,
+            rc,
+            wall_s,
+        } => eprintln!(
+            "{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)",
+            index + 1
+        ),
+        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
+        _ => {}
+    };
+    let run = match trc_vm::packetdrill::run_in_vm_with(&spec, &setup, &args.files, &mut progress) {
+        Ok(r) => r,
+        Err(e) => return vm_error(what, &e),
+    };
+    for s in &run.scripts {
+        match &s.outcome {
+            trc_vm::ScriptOutcome::Exited { output } => {
+                println!("{}\t{}", s.rc, s.name);
+                if s.rc != 0 && args.verbose {
+                    for l in output.lines() {
+                        println!("    {l}");
+                    }
+                }
+            }
+            _ => println!("-\t{}\t(no result from the VM)", s.name),
+        }
+    }
+    let passed = run.scripts.iter().filter(|s| s.rc == 0).count();
+    println!(
+        "kernel: {}; {} scripts: {passed} passed, {} failed; {:.1} s wall",
+        if run.release.is_empty() {
+            img.release.as_str()
+        } else {
+            run.release.as_str()
+        },
+        n,
+        n - passed,
+        run.total.wall_s
+    );
+    if let Err(e) = problem_and_console(
+        run.problem.as_deref(),
+        &run.console,
+        args.console.as_deref(),
+        what,
+    ) {
+        return exit::bad_input(what, &e);
+    }
+    if let Some(out) = &args.json {
+        if let Err(e) = trc_kernel::write_json_atomic(out, &run) {
+            eprintln!("{what}: cannot write {}: {e}", out.display());
+            return exit::USAGE;
+        }
+    }
+    if !run.complete {
+        exit::INCOMPLETE
+    } else if passed < n {
+        exit::VIOLATED
+    } else {
+        exit::HOLDS
+    }
+}

@@ -2,7 +2,7 @@
 //! (ssthresh >= 2; a HyStart exit only in slow start), I15b (a delay exit needs every sample of
 //! the round above the threshold) and I15c (an ACK-train exit needs half the real minimum RTT).
 //! The model's definitions are in properties/src/lib.rs; what a kernel trace cannot show is in
-//! docs/properties.md ("On a kernel").
+//! docs/reference/properties.md ("On a kernel").
 //!
 //! The RTT samples are the script's: an ACK that advances `snd_una` over never-retransmitted data
 //! gives (its injection time − the send time of the highest such segment it covers), as

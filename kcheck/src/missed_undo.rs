@@ -1,6 +1,6 @@
 //! The missed-undo monitors: I20 and I20e (an episode the timestamps prove spurious is undone on
 //! the proving ACK / before it ends) on a kernel's trace. The model's definitions are in
-//! properties/src/lib.rs (`i20`, `i20e`) and `Sender::eifel_proof`; docs/properties.md ("On a
+//! properties/src/lib.rs (`i20`, `i20e`) and `Sender::eifel_proof`; docs/reference/properties.md ("On a
 //! kernel") says what the kernel trace cannot show.
 //!
 //! The proof, as the model computes it on the state the ACK found: the connection was in

@@ -483,6 +483,12 @@ pub fn monitors() -> Vec<Monitor> {
             check: i11,
         },
         Monitor {
+            id: "I12",
+            definition: "at every loss response (Recovery entry not from CWR, CWR entry, an RTO that changed ssthresh) ssthresh >= 2; at a statement where TcpExtTCPHystart{Train,Delay}Detect moved, the statement before had cwnd < ssthresh (slow start)",
+            blind: "ssthresh() results the trace does not show (an RTO that recomputes the same value); cwnd between statements",
+            check: super::cc_monitor::i12,
+        },
+        Monitor {
             id: "I13",
             definition: "at a statement that leaves Recovery for Open/Disorder with no undo counter moving and a finite ssthresh: ssthresh <= cwnd <= ssthresh + delivered/2 + 1 (the same ACK's congestion avoidance may add a little)",
             blind: "the exact value tcp_end_cwnd_reduction set (the same ACK's congestion avoidance runs after it); exits within one statement that re-enter Recovery",
@@ -493,12 +499,6 @@ pub fn monitors() -> Vec<Monitor> {
             definition: "on a non-SACK connection, no statement with an ACK leaves Recovery/Loss (for Open, Disorder or CWR) with snd_una (the highest ACK injected) equal to high_seq (snd_nxt at the last Recovery entry or RTO)",
             blind: "high_seq is derived (snd_nxt when the episode began or the RTO fired), not read",
             check: i14,
-        },
-        Monitor {
-            id: "I12",
-            definition: "at every loss response (Recovery entry not from CWR, CWR entry, an RTO that changed ssthresh) ssthresh >= 2; at a statement where TcpExtTCPHystart{Train,Delay}Detect moved, the statement before had cwnd < ssthresh (slow start)",
-            blind: "ssthresh() results the trace does not show (an RTO that recomputes the same value); cwnd between statements",
-            check: super::cc_monitor::i12,
         },
         Monitor {
             id: "I15b",

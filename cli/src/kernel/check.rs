@@ -20,7 +20,7 @@ branch reachable there; the report says which branches were covered, which are r
 paths and which not at all). Each scenario runs once on the kernel (the running one, in a private network \
 namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
-with a kernel monitor: I1, I2, I3, I11, I13, I14 (docs/reference/properties.md). Exit codes: 0 every property holds, 1 one is \
+with a kernel monitor: I1, I2, I3, I11, I12, I13, I14, I15b, I15c, I17, I20, I20e (docs/reference/properties.md). Exit codes: 0 every property holds, 1 one is \
 violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario decided a property), 4 skipped \
 (not root or no tun; with --kernel: no qemu or no kernel image)."
 )]

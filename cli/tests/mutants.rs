@@ -193,3 +193,65 @@ fn every_mutant_applies_to_debians_7_2_tree() {
         );
     }
 }
+
+/// docs/kernel-bugs.md: its mutant table lists exactly vm/mutants/, its results table has one
+/// row per mutant at most (none that is not one), and the commands it shows are the ones
+/// vm/mutants/kernel-bugs.sh runs.
+#[test]
+fn the_benchmark_page_agrees_with_vm_mutants() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/kernel-bugs.md")).unwrap();
+    let script = std::fs::read_to_string(root.join("vm/mutants/kernel-bugs.sh")).unwrap();
+    let ps = patches();
+    let section = |title: &str| -> String {
+        let start = page.find(title).unwrap_or_else(|| panic!("no {title}"));
+        let rest = &page[start + title.len()..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+    };
+    let names = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .map(|l| l.split('`').next().unwrap().to_string())
+            .collect()
+    };
+    let listed: std::collections::BTreeSet<String> =
+        names(&section("## The mutants")).into_iter().collect();
+    let have: std::collections::BTreeSet<String> = ps.keys().cloned().collect();
+    assert_eq!(
+        listed, have,
+        "docs/kernel-bugs.md's mutant table against vm/mutants/"
+    );
+    for n in names(&section("## Results")) {
+        assert!(
+            have.contains(&n),
+            "a result row for {n}, which has no patch"
+        );
+    }
+    // Every command the page shows is in the script's header, and its suite arguments are
+    // what the script runs.
+    let block = section("## Running the benchmark");
+    let cmds: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.find("trc ").map(|i| &l[i..]))
+        .filter(|c| c.contains(" --"))
+        .collect();
+    assert!(cmds.len() >= 5, "{block}");
+    for c in cmds {
+        assert!(
+            script.contains(&format!("  {c}\n")),
+            "the page's `{c}` is not in kernel-bugs.sh's header"
+        );
+    }
+    for args in [
+        "--suite coverage+random:20,7",
+        "--suite coverage --losses 2 --rtos 2",
+        "--suite regressions",
+        "--scenarios 20 --seed 11",
+        "--packetdrill-tree",
+    ] {
+        assert!(
+            script.matches(args).count() >= 2,
+            "kernel-bugs.sh does not run {args}"
+        );
+    }
+}

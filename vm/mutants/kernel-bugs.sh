@@ -4,14 +4,15 @@
 # and compared with its model profile. `just kernel-bugs` runs it; the results go to OUT
 # (default target/kernel-bugs), one directory per mutant, and OUT/table.md is the table.
 #
-#   vm/mutants/kernel-bugs.sh [--out DIR] [--only a|b|c|d ...] [MUTANT...]
+#   vm/mutants/kernel-bugs.sh [--out DIR] [--only "a b c d"] [MUTANT...]   (a1: (a)'s first line only)
 #
 # Columns (the commands, per mutant P; MUT is P's image from `trc kernel build --patch`):
 #   (a)  trc kernel check --patch vm/mutants/P.patch --suite coverage+random:20,7
 #        trc kernel check --patch vm/mutants/P.patch --suite coverage --losses 2 --rtos 2
 #   (b)  trc kernel check --patch vm/mutants/P.patch --suite regressions
 #   (c)  trc kernel run --kernel MUT --packetdrill PD --packetdrill-tree TREE TREE/tcp/**.pkt
-#        (and on the base; a script passing on the base and failing on MUT is rerun on both)
+#        (all on the base once; on MUT the scripts that pass on the base; one that fails on MUT
+#        is rerun on both)
 #   (d)  trc diff --profile P[.toml] --kernel MUT --scenarios 20 --seed 11
 # The base kernel's runs are kept in OUT/base-runs (--base-runs), so the base runs each scenario once.
 # Needs root, qemu-system-x86, busybox-static and the kernel toolchain (as trc kernel check
@@ -80,14 +81,17 @@ for n in "${names[@]}"; do
   for c in $cols; do
     t0=$(date +%s)
     case $c in
-      a) log "$n (a)"
+      a|a1) log "$n (a)"
          "$trc" kernel check --patch "$p" --suite coverage+random:20,7 --base-runs "$out/base-runs" --json --out "$d/a1" > "$d/a1.json" 2>> "$out/log.txt"; echo "$?" > "$d/a1.rc"
+         [ "$c" = a1 ] && { echo "$(( $(date +%s) - t0 ))" > "$d/a.seconds"; continue; }
          "$trc" kernel check --patch "$p" --suite coverage --losses 2 --rtos 2 --base-runs "$out/base-runs" --json --out "$d/a2" > "$d/a2.json" 2>> "$out/log.txt"; echo "$?" > "$d/a2.rc" ;;
       b) log "$n (b)"
          "$trc" kernel check --patch "$p" --suite regressions --base-runs "$out/base-runs" --json --out "$d/b" > "$d/b.json" 2>> "$out/log.txt"; echo "$?" > "$d/b.rc" ;;
       c) [ "$have_pd" = 1 ] || continue
          log "$n (c)"
-         pd_run "$mut" "$d/c.json" "${scripts[@]}"
+         # only the scripts that pass on the base can detect the mutant
+         mapfile -t okbase < <(pd_passed "$out/c-base.json")
+         pd_run "$mut" "$d/c.json" "${okbase[@]}"
          mapfile -t cand < <(comm -12 <(pd_passed "$out/c-base.json") <(pd_failed "$d/c.json"))
          : > "$d/c-confirmed.txt"
          if [ ${#cand[@]} -gt 0 ]; then
@@ -98,7 +102,7 @@ for n in "${names[@]}"; do
       d) log "$n (d)"
          "$trc" diff --profile "$prof" --kernel "$mut" --scenarios 20 --seed 11 --json --out "$d/d" > "$d/d.json" 2>> "$out/log.txt"; echo "$?" > "$d/d.rc" ;;
     esac
-    echo "$(( $(date +%s) - t0 ))" > "$d/$c.seconds"
+    echo "$(( $(date +%s) - t0 ))" > "$d/${c:0:1}.seconds"
   done
 done
 python3 "$here/kernel-bugs-table.py" "$out" > "$out/table.md" && log "table: $out/table.md"

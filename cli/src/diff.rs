@@ -256,7 +256,7 @@ fn run_on(
         let mut paths = Vec::new();
         for (name, text) in scripts {
             let p = d.join(name);
-            if let Err(e) = trc_trace::write_atomic(&p, text.as_bytes()) {
+            if let Err(e) = trc_files::write_atomic(&p, text.as_bytes()) {
                 return scripts.iter().map(|_| Err(e.to_string())).collect();
             }
             paths.push(p);

@@ -166,7 +166,7 @@ pub fn run_batched(opts: &DiffOptions, exec: &mut Exec, log: &mut dyn FnMut(&str
                         d.describe(),
                         x.pkt
                     );
-                    if trc_trace::write_atomic(&path, text.as_bytes()).is_ok() {
+                    if trc_files::write_atomic(&path, text.as_bytes()).is_ok() {
                         r.saved = Some(path.display().to_string());
                         r.shrunk_steps = Some(walk.len());
                     }

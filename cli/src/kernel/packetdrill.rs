@@ -89,7 +89,7 @@ pub fn cli(args: RunArgs) -> i32 {
         return exit::bad_input(what, &e);
     }
     if let Some(out) = &args.json {
-        if let Err(e) = trc_kernel::write_json_atomic(out, &run) {
+        if let Err(e) = trc_files::write_json_atomic(out, &run) {
             eprintln!("{what}: cannot write {}: {e}", out.display());
             return exit::USAGE;
         }

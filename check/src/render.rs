@@ -102,9 +102,10 @@ impl CheckReport {
         if let Some(s) = self.spill.as_ref().filter(|s| s.bytes_written > 0) {
             let _ = writeln!(
                 o,
-                "frontier spilled to a temporary file in {}: {:.1} GiB written, {:.1} GiB read back; state blocks in memory at most {:.1} GiB",
+                "frontier spilled to a temporary file in {}: {:.1} GiB of states written ({:.1} GiB compressed), {:.1} GiB read back; state blocks in memory at most {:.1} GiB",
                 s.dir,
                 s.bytes_written as f64 / GIB,
+                s.file_bytes_written as f64 / GIB,
                 s.bytes_read as f64 / GIB,
                 s.peak_block_bytes as f64 / GIB
             );

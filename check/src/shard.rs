@@ -392,6 +392,8 @@ fn merged_spill<'a>(spills: impl Iterator<Item = &'a SpillReport>) -> Option<Spi
         dir: first.dir.clone(),
         bytes_written: spills.iter().map(|s| s.bytes_written).sum(),
         bytes_read: spills.iter().map(|s| s.bytes_read).sum(),
+        file_bytes_written: spills.iter().map(|s| s.file_bytes_written).sum(),
+        file_bytes_read: spills.iter().map(|s| s.file_bytes_read).sum(),
         peak_block_bytes: spills.iter().map(|s| s.peak_block_bytes).max().unwrap_or(0),
         error: spills.iter().find_map(|s| s.error.clone()),
     })

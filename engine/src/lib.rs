@@ -111,6 +111,7 @@ use serde::{Deserialize, Serialize};
 pub use stateright::Expectation;
 use stateright::Model;
 
+pub mod dist;
 pub mod fphash;
 mod parallel;
 mod reference;
@@ -170,6 +171,9 @@ pub struct SpillReport {
     /// State bytes written to the file and read back.
     pub bytes_written: u64,
     pub bytes_read: u64,
+    /// What those took in the file: the blocks are LZ4-compressed.
+    pub file_bytes_written: u64,
+    pub file_bytes_read: u64,
     /// Peak bytes of the state blocks in memory.
     pub peak_block_bytes: u64,
     /// The first I/O error (the check then stopped with [`StopReason::MemoryBudget`]), or why
@@ -275,6 +279,8 @@ pub struct Report<A> {
     pub tally: Vec<u64>,
     /// With [`Options::spill_dir`] and a budget: what the spill file did.
     pub spill: Option<SpillReport>,
+    /// A distributed check's figures per rank and per level ([`dist::check_distributed`]).
+    pub dist: Option<dist::DistReport>,
 }
 
 impl<A> Report<A> {

@@ -539,7 +539,7 @@ where
 }
 
 /// The hooks with fingerprint 0 mapped to 1 (0 marks an empty table slot).
-struct NonZeroFp<H>(H);
+pub(crate) struct NonZeroFp<H>(pub(crate) H);
 
 impl<M: Model, H: Hooks<M>> Hooks<M> for NonZeroFp<H> {
     #[inline(always)]
@@ -1300,11 +1300,14 @@ where
         let spill = match (self.env.pool.spill(), &self.env.spill_error) {
             (Some(s), _) => {
                 let (bytes_written, bytes_read) = s.traffic();
+                let (file_bytes_written, file_bytes_read) = s.file_traffic();
                 let peak_block_bytes = self.env.pool.resident_bytes().1;
                 Some(SpillReport {
                     dir: s.dir().display().to_string(),
                     bytes_written,
                     bytes_read,
+                    file_bytes_written,
+                    file_bytes_read,
                     peak_block_bytes,
                     error: s.error(),
                 })
@@ -1327,6 +1330,7 @@ where
             visited_set_bytes: self.visited_bytes(),
             tally: std::mem::take(&mut self.tally),
             spill,
+            dist: None,
         }
     }
 }

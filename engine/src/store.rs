@@ -59,10 +59,11 @@ pub(crate) const fn block_bytes<S>() -> usize {
 
 pub(crate) type Slots<S> = Box<[MaybeUninit<S>]>;
 
-/// A store's block: in memory, or written to the spill file (`len` bytes at `off`).
+/// A store's block: in memory, or written to the spill file (its first `len` bytes, compressed
+/// to the `stored` bytes at `off`).
 pub(crate) enum Block<S> {
     Mem(Slots<S>),
-    Disk { off: u64, len: usize },
+    Disk { off: u64, len: usize, stored: usize },
 }
 
 /// Free blocks, and how many blocks exist (free or in a store).
@@ -161,8 +162,8 @@ impl<S> Blocks<S> {
         };
         let len = block_bytes::<S>();
         match spill.write(b.as_ptr() as *const u8, len) {
-            Some(off) => {
-                blocks.push(Block::Disk { off, len });
+            Some((off, stored)) => {
+                blocks.push(Block::Disk { off, len, stored });
                 blocks.push(Block::Mem(b));
                 true
             }
@@ -210,13 +211,13 @@ impl<S> Blocks<S> {
             .as_ref()
             .expect("written blocks without a spill file");
         for blk in store.blocks.iter_mut() {
-            if let Block::Disk { off, len } = *blk {
+            if let Block::Disk { off, len, stored } = *blk {
                 let b = self.take();
-                if !spill.read(off, b.as_ptr() as *mut u8, len) {
+                if !spill.read(off, stored, b.as_ptr() as *mut u8, len) {
                     self.give_back(b);
                     return true;
                 }
-                spill.punch(off, len);
+                spill.punch(off, stored);
                 *blk = Block::Mem(b);
                 store.disk -= 1;
             }
@@ -314,10 +315,10 @@ impl<S> ChunkStore<S> {
                     per
                 };
                 let len = states * size_of::<S>();
-                let Some(off) = spill.write(b.as_ptr() as *const u8, len) else {
+                let Some((off, stored)) = spill.write(b.as_ptr() as *const u8, len) else {
                     return;
                 };
-                let Block::Mem(b) = std::mem::replace(blk, Block::Disk { off, len }) else {
+                let Block::Mem(b) = std::mem::replace(blk, Block::Disk { off, len, stored }) else {
                     unreachable!()
                 };
                 self.disk += 1;
@@ -349,9 +350,9 @@ impl<S> ChunkStore<S> {
         for blk in self.blocks.drain(..) {
             match blk {
                 Block::Mem(b) => freed |= blocks.give_back(b),
-                Block::Disk { off, len } => {
+                Block::Disk { off, stored, .. } => {
                     if let Some(s) = blocks.spill() {
-                        s.punch(off, len);
+                        s.punch(off, stored);
                     }
                 }
             }
@@ -384,8 +385,9 @@ impl<S> Drop for ChunkStore<S> {
 
 /// The spill file of a check: created in a private directory (mode 0700) under the directory
 /// given, then unlinked at once with its directory, so it takes disk space only while the check
-/// runs, whatever way the process ends. Blocks are written at offsets rounded to 4 KiB (so a
-/// block read back can be freed with a punched hole).
+/// runs, whatever way the process ends. Blocks are written LZ4-compressed (states are mostly
+/// zero bytes and small numbers: about 1/8 of their size, docs/performance.md) at offsets
+/// rounded to 4 KiB (so a block read back can be freed with a punched hole).
 pub(crate) struct Spill {
     file: std::fs::File,
     /// The private directory it was created in (already removed).
@@ -393,11 +395,18 @@ pub(crate) struct Spill {
     next: AtomicU64,
     written: AtomicU64,
     read: AtomicU64,
+    stored_written: AtomicU64,
+    stored_read: AtomicU64,
     failed: AtomicBool,
     error: Mutex<Option<String>>,
 }
 
 const SPILL_ALIGN: u64 = 4096;
+
+std::thread_local! {
+    /// A worker's buffer for compressing a block before it is written and reading one back.
+    static SPILL_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 impl Spill {
     /// Creates the spill file under `parent` (e.g. `std::env::temp_dir()`, which is `$TMPDIR`
@@ -432,6 +441,8 @@ impl Spill {
             next: AtomicU64::new(0),
             written: AtomicU64::new(0),
             read: AtomicU64::new(0),
+            stored_written: AtomicU64::new(0),
+            stored_read: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         })
@@ -449,9 +460,17 @@ impl Spill {
         self.error.lock().unwrap().clone()
     }
 
-    /// Bytes written and read so far.
+    /// State bytes written and read so far.
     pub(crate) fn traffic(&self) -> (u64, u64) {
         (self.written.load(Relaxed), self.read.load(Relaxed))
+    }
+
+    /// File bytes (compressed) written and read so far.
+    pub(crate) fn file_traffic(&self) -> (u64, u64) {
+        (
+            self.stored_written.load(Relaxed),
+            self.stored_read.load(Relaxed),
+        )
     }
 
     fn fail(&self, what: &str, e: std::io::Error) {
@@ -462,70 +481,58 @@ impl Spill {
         }
     }
 
-    /// Writes `len` bytes at `src` to a new range of the file; its offset, or `None` after
-    /// recording the error.
-    fn write(&self, src: *const u8, len: usize) -> Option<u64> {
-        let off = self
-            .next
-            .fetch_add((len as u64).next_multiple_of(SPILL_ALIGN), Relaxed);
-        let mut done = 0usize;
-        while done < len {
-            // SAFETY: `src` is valid for `len` bytes (a block's slots); the kernel only reads
-            // them.
-            let n = unsafe {
-                libc::pwrite(
-                    std::os::unix::io::AsRawFd::as_raw_fd(&self.file),
-                    src.add(done) as *const libc::c_void,
-                    len - done,
-                    (off + done as u64) as libc::off_t,
-                )
+    /// Writes the `len` bytes at `src` (a block's states), LZ4-compressed when that makes them
+    /// smaller, to a new range of the file; its offset and the bytes stored there (`len`: not
+    /// compressed), or `None` after recording the error.
+    fn write(&self, src: *const u8, len: usize) -> Option<(u64, usize)> {
+        // SAFETY: `src` is valid for `len` bytes (a block's initialised slots); only read.
+        let raw = unsafe { std::slice::from_raw_parts(src, len) };
+        SPILL_BUF.with_borrow_mut(|buf| {
+            buf.resize(lz4_flex::block::get_maximum_output_size(len), 0);
+            let data = match lz4_flex::block::compress_into(raw, buf) {
+                Ok(n) if n < len => &buf[..n],
+                _ => raw,
             };
-            if n <= 0 {
-                let e = if n < 0 {
-                    std::io::Error::last_os_error()
-                } else {
-                    std::io::Error::from(std::io::ErrorKind::WriteZero)
-                };
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
+            let off = self
+                .next
+                .fetch_add((data.len() as u64).next_multiple_of(SPILL_ALIGN), Relaxed);
+            if let Err(e) = std::os::unix::fs::FileExt::write_all_at(&self.file, data, off) {
                 self.fail("write", e);
                 return None;
             }
-            done += n as usize;
-        }
-        self.written.fetch_add(len as u64, Relaxed);
-        Some(off)
+            self.written.fetch_add(len as u64, Relaxed);
+            self.stored_written.fetch_add(data.len() as u64, Relaxed);
+            Some((off, data.len()))
+        })
     }
 
-    /// Reads `len` bytes at `off` into `dst`; false after recording the error.
-    fn read(&self, off: u64, dst: *mut u8, len: usize) -> bool {
-        let mut done = 0usize;
-        while done < len {
-            // SAFETY: `dst` is valid for `len` bytes (a block's slots, owned by the caller).
-            let n = unsafe {
-                libc::pread(
-                    std::os::unix::io::AsRawFd::as_raw_fd(&self.file),
-                    dst.add(done) as *mut libc::c_void,
-                    len - done,
-                    (off + done as u64) as libc::off_t,
-                )
-            };
-            if n <= 0 {
-                let e = if n < 0 {
-                    std::io::Error::last_os_error()
-                } else {
-                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof)
-                };
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
+    /// Reads the `stored` bytes at `off` written by [`Spill::write`] and decompresses them into
+    /// the `len` bytes at `dst`; false after recording the error.
+    fn read(&self, off: u64, stored: usize, dst: *mut u8, len: usize) -> bool {
+        // SAFETY: `dst` is valid for `len` bytes (a block's slots, owned by the caller).
+        let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+        let io = |buf: &mut [u8]| std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, off);
+        let done = if stored == len {
+            io(out)
+        } else {
+            SPILL_BUF.with_borrow_mut(|buf| {
+                buf.resize(stored, 0);
+                io(buf)?;
+                match lz4_flex::block::decompress_into(buf, out) {
+                    Ok(n) if n == len => Ok(()),
+                    Ok(n) => Err(std::io::Error::other(format!(
+                        "a block decompressed to {n} bytes, not {len}"
+                    ))),
+                    Err(e) => Err(std::io::Error::other(e)),
                 }
-                self.fail("read", e);
-                return false;
-            }
-            done += n as usize;
+            })
+        };
+        if let Err(e) = done {
+            self.fail("read", e);
+            return false;
         }
         self.read.fetch_add(len as u64, Relaxed);
+        self.stored_read.fetch_add(stored as u64, Relaxed);
         true
     }
 

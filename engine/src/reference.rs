@@ -170,5 +170,6 @@ where
         visited_set_bytes: 0,
         tally: Vec::new(),
         spill: None,
+        dist: None,
     }
 }

@@ -36,6 +36,17 @@ pub(crate) fn resident_bytes() -> Option<u64> {
     None
 }
 
+/// The process's peak resident set size in bytes (`VmHWM`), 0 where it cannot be read.
+pub(crate) fn peak_resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

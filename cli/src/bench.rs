@@ -1,6 +1,10 @@
 //! `trc bench`: stateright 0.31's BFS and our engine on the same `stateright::Model` (our model)
 //! over a fixed set of configurations. Each run happens in a child process of the same binary
 //! (`trc bench --one CASE --engine ours|stateright`), so its peak RSS (`VmHWM`) is its own.
+//! With `--instructions`, each case also runs once per engine under callgrind
+//! ([`callgrind`]): instructions per state do not move with the machine's load.
+
+mod callgrind;
 
 use clap::Args;
 use stateright::{Checker, Model};
@@ -26,6 +30,19 @@ pub struct BenchArgs {
     /// by ±10 % on a VM.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
+    /// Also run each case once per checker under `valgrind --tool=callgrind` (one thread) and
+    /// report instructions per state and their ratio: a figure that does not move with the
+    /// machine's load (wall-clock ratios do). Needs valgrind.
+    #[arg(long)]
+    pub instructions: bool,
+    /// Only these cases (their numbers in the table, from 0; repeatable). Default: all (or the
+    /// first four with --quick).
+    #[arg(long = "case", value_name = "N")]
+    pub cases: Vec<usize>,
+    /// With --instructions: keep the callgrind output files in this directory (for
+    /// `callgrind_annotate`); by default they are written to a temporary directory and removed.
+    #[arg(long, value_name = "DIR", requires = "instructions")]
+    pub callgrind_dir: Option<std::path::PathBuf>,
     /// Internal: run one case with one engine and print a JSON line.
     #[arg(long, hide = true)]
     pub one: Option<usize>,
@@ -180,24 +197,114 @@ fn median_row(runs: &[Row]) -> Row {
     v[v.len() / 2].clone()
 }
 
+/// The arguments of a bench child that runs case `case` with `engine`.
+fn child_args(case: usize, engine: &str, threads: usize) -> Vec<String> {
+    vec![
+        "bench".into(),
+        "--one".into(),
+        case.to_string(),
+        "--engine".into(),
+        engine.into(),
+        "--threads".into(),
+        threads.to_string(),
+    ]
+}
+
 fn child(case: usize, engine: &str, threads: usize) -> Result<Row, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::process::Command::new(exe)
-        .args([
-            "bench",
-            "--one",
-            &case.to_string(),
-            "--engine",
-            engine,
-            "--threads",
-            &threads.to_string(),
-        ])
+        .args(child_args(case, engine, threads))
         .output()
         .map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+}
+
+/// A bench child under callgrind, one thread: its row and its instruction count.
+fn child_callgrind(case: usize, engine: &str, dir: &callgrind::OutDir) -> Result<Counted, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let file = dir.file(&format!("callgrind.case{case}.{engine}"));
+    let (stdout, ir) = callgrind::run(&exe, &child_args(case, engine, 1), &file)?;
+    let row = serde_json::from_slice(&stdout).map_err(|e| e.to_string())?;
+    Ok((row, ir))
+}
+
+/// A run under callgrind: its row and the instructions it executed.
+type Counted = (Row, u64);
+
+/// One case's runs: wall-clock (`repeat` of each checker, alternating) and, with
+/// `--instructions`, one callgrind run of each.
+struct CaseRuns {
+    ours: Vec<Row>,
+    sr: Vec<Row>,
+    /// (ours, stateright) under callgrind.
+    ir: Option<(Counted, Option<Counted>)>,
+}
+
+impl CaseRuns {
+    fn measure(
+        i: usize,
+        a: &BenchArgs,
+        dir: Option<&callgrind::OutDir>,
+    ) -> Result<CaseRuns, String> {
+        let mut r = CaseRuns {
+            ours: Vec::new(),
+            sr: Vec::new(),
+            ir: None,
+        };
+        for _ in 0..a.repeat {
+            r.ours.push(child(i, "ours", a.threads)?);
+            if !a.ours_only {
+                r.sr.push(child(i, "stateright", a.threads)?);
+            }
+        }
+        if let Some(dir) = dir {
+            let ours = child_callgrind(i, "ours", dir)?;
+            let sr = match a.ours_only {
+                true => None,
+                false => Some(child_callgrind(i, "stateright", dir)?),
+            };
+            r.ir = Some((ours, sr));
+        }
+        Ok(r)
+    }
+
+    /// Same unique states, transitions and verdicts in every run of both checkers.
+    fn same(&self) -> bool {
+        let first = &self.ours[0];
+        let ir_rows = self
+            .ir
+            .iter()
+            .flat_map(|(o, s)| std::iter::once(&o.0).chain(s.iter().map(|s| &s.0)));
+        self.ours.iter().chain(&self.sr).chain(ir_rows).all(|r| {
+            r.states == first.states
+                && r.transitions == first.transitions
+                && r.verdicts == first.verdicts
+        })
+    }
+
+    /// The median of the per-pair wall-clock ratios, with their range when there are several.
+    fn wall_ratio(&self) -> String {
+        let mut ratios: Vec<f64> = self
+            .ours
+            .iter()
+            .zip(&self.sr)
+            .map(|(o, s)| s.secs / o.secs.max(1e-9))
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let mid = ratios[ratios.len() / 2];
+        if ratios.len() > 1 {
+            format!(
+                "{mid:>5.1}x ({:.1}-{:.1})",
+                ratios[0],
+                ratios[ratios.len() - 1]
+            )
+        } else {
+            format!("{mid:>5.1}x")
+        }
+    }
 }
 
 pub fn run_bench(a: BenchArgs) -> i32 {
@@ -212,7 +319,26 @@ pub fn run_bench(a: BenchArgs) -> i32 {
         );
         return 0;
     }
-    let n = cases(a.quick).len();
+    let selected: Vec<usize> = if a.cases.is_empty() {
+        (0..cases(a.quick).len()).collect()
+    } else {
+        a.cases.clone()
+    };
+    if let Some(&bad) = selected.iter().find(|&&i| i >= all.len()) {
+        return crate::exit::usage_error(&format!(
+            "--case {bad}: no such bench case (0 to {})",
+            all.len() - 1
+        ));
+    }
+    let dir = match a.instructions {
+        false => None,
+        true => match callgrind::available()
+            .and_then(|()| callgrind::OutDir::new(a.callgrind_dir.as_deref()))
+        {
+            Ok(d) => Some(d),
+            Err(e) => return crate::exit::usage_error(&format!("--instructions: {e}")),
+        },
+    };
     println!(
         "trc bench: linux-6.18, properties I5+I14 (hold), {} threads, each run in its own process",
         a.threads
@@ -221,7 +347,7 @@ pub fn run_bench(a: BenchArgs) -> i32 {
         println!("machine: {line}");
     }
     println!(
-        "{:<20} {:>9} {:>10} {:>8} {:>11} {:>8} {:>8} | {:>8} {:>11} {:>8} {:>6} | {:>6}",
+        "{:<22} {:>9} {:>10} {:>8} {:>11} {:>8} {:>8} | {:>8} {:>11} {:>8} {:>6} | {:>6}",
         "case",
         "states",
         "transit.",
@@ -235,72 +361,91 @@ pub fn run_bench(a: BenchArgs) -> i32 {
         "same?",
         "ratio"
     );
-    for (i, case) in all.iter().take(n).enumerate() {
-        let mut ours_runs: Vec<Row> = Vec::new();
-        let mut sr_runs: Vec<Row> = Vec::new();
-        for _ in 0..a.repeat {
-            match child(i, "ours", a.threads) {
-                Ok(r) => ours_runs.push(r),
-                Err(e) => return crate::exit::usage_error(&format!("bench child failed: {e}")),
-            }
-            if !a.ours_only {
-                match child(i, "stateright", a.threads) {
-                    Ok(r) => sr_runs.push(r),
-                    Err(e) => return crate::exit::usage_error(&format!("bench child failed: {e}")),
-                }
-            }
-        }
-        let ours = median_row(&ours_runs);
-        print!(
-            "{:<20} {:>9} {:>10} {:>8.2} {:>11.0} {:>8.1} {:>8.1} |",
-            case.name,
-            ours.states,
-            ours.transitions,
-            ours.secs,
-            ours.states as f64 / ours.secs.max(1e-9),
-            ours.peak as f64 / 1e6,
-            ours.bytes_per_state
-        );
-        if a.ours_only {
-            println!();
-            continue;
-        }
-        let sr = median_row(&sr_runs);
-        let same = ours_runs.iter().chain(&sr_runs).all(|r| {
-            r.states == ours.states
-                && r.transitions == ours.transitions
-                && r.verdicts == ours.verdicts
-        });
-        let mut ratios: Vec<f64> = ours_runs
-            .iter()
-            .zip(&sr_runs)
-            .map(|(o, s)| s.secs / o.secs.max(1e-9))
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let ratio = if ratios.len() > 1 {
-            format!(
-                "{:>5.1}x ({:.1}-{:.1})",
-                ratios[ratios.len() / 2],
-                ratios[0],
-                ratios[ratios.len() - 1]
-            )
-        } else {
-            format!("{:>5.1}x", ratios[0])
+    let mut measured = Vec::new();
+    for &i in &selected {
+        let r = match CaseRuns::measure(i, &a, dir.as_ref()) {
+            Ok(r) => r,
+            Err(e) => return crate::exit::usage_error(&format!("bench child failed: {e}")),
         };
-        println!(
-            " {:>8.2} {:>11.0} {:>8.1} {:>6} | {}",
-            sr.secs,
-            sr.states as f64 / sr.secs.max(1e-9),
-            sr.peak as f64 / 1e6,
-            if same { "yes" } else { "NO" },
-            ratio
-        );
+        print_wall_row(&format!("{i} {}", all[i].name), &r, a.ours_only);
+        measured.push((i, r));
     }
     if a.repeat > 1 {
         println!("\n{} runs per case and checker, alternating; seconds are the medians (st/s and MB from those runs), same? = every run agreed.", a.repeat);
     }
     println!("\nratio = stateright seconds / ours seconds; MB = peak RSS of the run's process; B/state = our visited set (fingerprint table + parent links) per state.");
+    if a.instructions {
+        print_instructions(&all, &measured, a.ours_only);
+        if let Some(d) = &a.callgrind_dir {
+            println!(
+                "callgrind profiles: {}/callgrind.case<N>.<engine> (callgrind_annotate FILE)",
+                d.display()
+            );
+        }
+    }
     0
+}
+
+/// One case's wall-clock row: medians of each checker's runs and the ratio column.
+fn print_wall_row(label: &str, r: &CaseRuns, ours_only: bool) {
+    let ours = median_row(&r.ours);
+    print!(
+        "{:<22} {:>9} {:>10} {:>8.2} {:>11.0} {:>8.1} {:>8.1} |",
+        label,
+        ours.states,
+        ours.transitions,
+        ours.secs,
+        ours.states as f64 / ours.secs.max(1e-9),
+        ours.peak as f64 / 1e6,
+        ours.bytes_per_state
+    );
+    if ours_only {
+        println!();
+        return;
+    }
+    let sr = median_row(&r.sr);
+    println!(
+        " {:>8.2} {:>11.0} {:>8.1} {:>6} | {}",
+        sr.secs,
+        sr.states as f64 / sr.secs.max(1e-9),
+        sr.peak as f64 / 1e6,
+        if r.same() { "yes" } else { "NO" },
+        r.wall_ratio()
+    );
+}
+
+/// The instruction table: per case, instructions per state of each checker under callgrind (one
+/// thread, the whole child process) and their ratio, beside the wall-clock ratio.
+fn print_instructions(all: &[Case], measured: &[(usize, CaseRuns)], ours_only: bool) {
+    println!("\ninstructions (valgrind --tool=callgrind, 1 thread, whole process, user space):");
+    println!(
+        "{:<22} {:>9} {:>14} {:>11} | {:>14} {:>11} | {:>8} {:>16}",
+        "case", "states", "ours Ir", "ours Ir/st", "sr Ir", "sr Ir/st", "Ir ratio", "wall ratio"
+    );
+    for (i, r) in measured {
+        let Some(((orow, oir), sr)) = &r.ir else {
+            continue;
+        };
+        let per = |ir: u64, row: &Row| ir as f64 / row.states.max(1) as f64;
+        print!(
+            "{:<22} {:>9} {:>14} {:>11.0} |",
+            format!("{i} {}", all[*i].name),
+            orow.states,
+            oir,
+            per(*oir, orow)
+        );
+        match (sr, ours_only) {
+            (Some((srow, sir)), false) => println!(
+                " {:>14} {:>11.0} | {:>7.2}x {:>16}",
+                sir,
+                per(*sir, srow),
+                per(*sir, srow) / per(*oir, orow),
+                r.wall_ratio()
+            ),
+            _ => println!(),
+        }
+    }
+    println!("Ir ratio = stateright instructions per state / ours; the kernel's work (page faults) is not counted.");
 }
 
 /// The facts about this machine that move the figures (docs/explanation/performance.md): CPU model, cores

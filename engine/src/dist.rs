@@ -55,6 +55,9 @@ use crate::{
 };
 
 pub mod local;
+mod packed;
+
+use packed::Packed;
 
 /// The collectives the distributed BFS needs, on `u64` words. Every rank calls each one in the
 /// same order (they are collective: a rank that skips one deadlocks the others).
@@ -141,9 +144,8 @@ fn owner(fp: u64, n: usize) -> usize {
 }
 
 /// A state as words for another rank: `[byte length | JSON flag << 63, bytes...]`. A plain
-/// state (it owns no heap memory) goes as its bytes, copied untyped (its padding too, as the
-/// frontier store's copy does); the words are only moved and copied (here, by the
-/// communicator and by [`decode`]), never read as numbers.
+/// state (it owns no heap memory) goes as its bytes, its padding included
+/// ([`crate::store::copy_frozen`]).
 fn encode<S: Serialize>(s: &S, plain: bool, out: &mut Vec<u64>) {
     let json;
     let (src, len, flag) = if plain {
@@ -156,8 +158,8 @@ fn encode<S: Serialize>(s: &S, plain: bool, out: &mut Vec<u64>) {
     let start = out.len();
     out.resize(start + len.div_ceil(8), 0);
     // SAFETY: `src` is valid for `len` bytes (the state, or the JSON text) and `out[start..]`
-    // has room for them; an untyped copy.
-    unsafe { std::ptr::copy_nonoverlapping(src, out[start..].as_mut_ptr() as *mut u8, len) };
+    // has room for them.
+    unsafe { crate::store::copy_frozen(src, out[start..].as_mut_ptr() as *mut u8, len) };
 }
 
 /// Decodes one state written by [`encode`] at the start of `words`; returns it and the words
@@ -188,11 +190,32 @@ fn decode<S: DeserializeOwned>(words: &[u64]) -> (S, usize) {
     }
 }
 
+/// A set of fingerprints (already uniform hashes: used as they are).
+type FpSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<FpIdentity>>;
+
+/// The identity hash of a fingerprint.
+#[derive(Default)]
+struct FpIdentity(u64);
+
+impl std::hash::Hasher for FpIdentity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
 /// This rank's candidates of one level, in link order.
 struct Candidates<S> {
     fps: Vec<u64>,
     links: Vec<u64>,
-    states: Vec<S>,
+    states: Packed<S>,
 }
 
 /// What checking one level's held block found: per property the first hit (global rank), the
@@ -203,6 +226,9 @@ struct LevelFinds {
     classes: Vec<(usize, u64, usize, u64)>,
     tally: Vec<u64>,
     transitions: u64,
+    /// At `max_depth`: the in-boundary successors' fingerprints, by owner, to ask whether any is
+    /// unvisited.
+    probe: Vec<Vec<u64>>,
 }
 
 /// One rank's check in progress.
@@ -223,8 +249,9 @@ struct Rank<'a, M: Model, H, C: ?Sized> {
     links: Vec<(u64, Vec<u64>)>,
     /// Per level: its size (to find the holder of a global rank).
     sizes: Vec<u64>,
-    /// The held block of the current level, in canonical order.
-    frontier: Vec<M::State>,
+    /// The held block of the current level, in canonical order (read once, by the level's
+    /// expansion).
+    frontier: Packed<M::State>,
     hits: Vec<Option<(usize, usize)>>,
     classes: Vec<(usize, u64, (usize, usize), u64)>,
     tally: Vec<u64>,
@@ -327,7 +354,7 @@ where
         let total = kept.len() as u64;
         let table = FpTable::with_capacity_for(total / n as u64 + 1);
         let (lo, hi) = (block_start(me, n, total), block_start(me + 1, n, total));
-        let (mut init_index, mut frontier, mut owned) = (Vec::new(), Vec::new(), 0);
+        let (mut init_index, mut frontier, mut owned) = (Vec::new(), Packed::default(), 0);
         for (g, (i, fp, s)) in kept.into_iter().enumerate() {
             if owner(fp, n) == me {
                 table.insert(fp);
@@ -335,7 +362,8 @@ where
             }
             if (lo..hi).contains(&(g as u64)) {
                 init_index.push(i as u64);
-                frontier.push(s);
+                let plain = hooks.drop_is_noop(&s);
+                frontier.push(s, plain);
             }
         }
         let props = model.properties();
@@ -376,8 +404,9 @@ where
         use std::ops::ControlFlow::{Break, Continue};
         let probe = self.opts.max_depth == Some(self.depth);
         let expand = !self.cut && !probe;
-        let (cands, finds) = self.expand(expand);
+        let (cands, mut finds) = self.expand(expand, probe && !self.cut);
         let level_transitions = finds.transitions;
+        let probe_parts = std::mem::take(&mut finds.probe);
         self.combine(finds);
         let violated = self
             .props
@@ -391,7 +420,7 @@ where
             return Break(StopReason::MaxStates);
         }
         if probe {
-            return Break(match self.probe() {
+            return Break(match self.probe(probe_parts) {
                 true => StopReason::MaxDepth,
                 false => StopReason::Complete,
             });
@@ -459,38 +488,42 @@ where
 
     /// Step 1: checks the properties on the held block and, if `expand`, generates its
     /// candidates: the in-boundary successors whose fingerprint is new to the block, in link
-    /// order (the first of each fingerprint has the smallest link).
-    fn expand(&mut self, expand: bool) -> (Candidates<M::State>, LevelFinds) {
-        let (model, hooks) = (self.model, self.hooks);
+    /// order (the first of each fingerprint has the smallest link); if `probe` (at
+    /// `max_depth`), collects the successors' fingerprints instead. The block is consumed.
+    fn expand(&mut self, expand: bool, probe: bool) -> (Candidates<M::State>, LevelFinds) {
+        let (model, hooks, n) = (self.model, self.hooks, self.comm.size());
         let lo = self.links[self.depth].0 as usize;
         let mut c = Candidates {
             fps: Vec::new(),
             links: Vec::new(),
-            states: Vec::new(),
+            states: Packed::default(),
         };
         let mut f = LevelFinds {
             hits: vec![None; self.props.len()],
             classes: Vec::new(),
             tally: vec![0; hooks.tallies()],
             transitions: 0,
+            probe: vec![Vec::new(); if probe { n } else { 0 }],
         };
-        let mut local = std::collections::HashSet::new();
+        let mut local = FpSet::default();
         let active: Vec<bool> = self.hits.iter().map(Option::is_none).collect();
         let mut actions = Vec::new();
         let mut scratch = MaybeUninit::<M::State>::uninit();
-        let frontier = std::mem::take(&mut self.frontier);
-        for (j, state) in frontier.iter().enumerate() {
-            self.check_state(lo + j, state, &active, &mut f);
-            if !expand {
-                continue;
+        let mut j = 0;
+        std::mem::take(&mut self.frontier).drain(|state| {
+            let g = lo + j;
+            j += 1;
+            self.check_state(g, &state, &active, &mut f);
+            if !expand && !probe {
+                return;
             }
             actions.clear();
-            model.actions(state, &mut actions);
+            model.actions(&state, &mut actions);
             for (ai, a) in actions.drain(..).enumerate() {
-                if !f.tally.is_empty() {
-                    hooks.tally(model, state, &a, &mut f.tally);
+                if expand && !f.tally.is_empty() {
+                    hooks.tally(model, &state, &a, &mut f.tally);
                 }
-                if !hooks.next_state_into(model, state, a, &mut scratch) {
+                if !hooks.next_state_into(model, &state, a, &mut scratch) {
                     continue;
                 }
                 // SAFETY: `next_state_into` returned true: `scratch` is initialised; it is read
@@ -499,24 +532,25 @@ where
                 if !model.within_boundary(&next) {
                     continue;
                 }
+                let fp = hooks.fingerprint(&next);
+                if probe {
+                    f.probe[owner(fp, n)].push(fp);
+                    continue;
+                }
                 f.transitions += 1;
                 assert!(
                     ai as u64 <= ACTION_MASK,
                     "more than 2^24 actions in one state"
                 );
-                let fp = hooks.fingerprint(&next);
                 if local.insert(fp) {
                     c.fps.push(fp);
-                    c.links.push(((lo + j) as u64) << ACTION_BITS | ai as u64);
-                    c.states.push(next);
+                    c.links.push((g as u64) << ACTION_BITS | ai as u64);
+                    let plain = hooks.drop_is_noop(&next);
+                    c.states.push(next, plain);
                 }
             }
-        }
-        self.frontier = frontier;
-        self.note_memory(
-            c.states.len() as u64 * (16 + size_of::<M::State>() as u64)
-                + local.capacity() as u64 * 9,
-        );
+        });
+        self.note_memory(c.states.bytes() + c.fps.len() as u64 * 16 + local.capacity() as u64 * 9);
         (c, f)
     }
 
@@ -590,27 +624,9 @@ where
     }
 
     /// At `max_depth`: whether some held state has an in-boundary successor that no rank's part
-    /// of the visited set holds (each successor's fingerprint is asked of its owner).
-    fn probe(&mut self) -> bool {
-        let (model, hooks, n) = (self.model, self.hooks, self.comm.size());
-        let mut parts = vec![Vec::new(); n];
-        let mut actions = Vec::new();
-        let mut scratch = MaybeUninit::<M::State>::uninit();
-        for state in &self.frontier {
-            actions.clear();
-            model.actions(state, &mut actions);
-            for a in actions.drain(..) {
-                if !hooks.next_state_into(model, state, a, &mut scratch) {
-                    continue;
-                }
-                // SAFETY: initialised by `next_state_into`; read out once.
-                let next = unsafe { scratch.assume_init_read() };
-                if model.within_boundary(&next) {
-                    let fp = hooks.fingerprint(&next);
-                    parts[owner(fp, n)].push(fp);
-                }
-            }
-        }
+    /// of the visited set holds (each successor's fingerprint, in `parts` by owner, is asked of
+    /// its owner).
+    fn probe(&mut self, parts: Vec<Vec<u64>>) -> bool {
         let unvisited = self
             .comm
             .all_to_all(parts)
@@ -640,8 +656,7 @@ where
         let got = self.comm.all_to_all(parts);
         let received: usize = got.iter().map(|p| p.len() / 2).sum();
         self.note_memory(
-            c.states.len() as u64 * (16 + size_of::<M::State>() as u64)
-                + self.claim.bytes_after_reset(received),
+            c.states.bytes() + c.fps.len() as u64 * 16 + self.claim.bytes_after_reset(received),
         );
         self.claim.reset(received);
         let mut distinct = 0u64;
@@ -698,39 +713,41 @@ where
     ) {
         let (n, me) = (self.comm.size(), self.comm.rank());
         let mut parts = vec![Vec::new(); n];
-        let (mut own_links, mut own_states) = (Vec::new(), Vec::new());
-        let winners = c
-            .states
-            .into_iter()
-            .zip(&c.links)
-            .zip(won)
-            .filter(|(_, &w)| w);
-        for (x, ((state, &link), _)) in (first..take).zip(winners) {
+        let (mut own_links, mut own_states) = (Vec::new(), Packed::default());
+        let (mut k, mut x) = (0, first);
+        c.states.drain(|state| {
+            let (link, w) = (c.links[k], won[k]);
+            k += 1;
+            if !w || x >= take {
+                return;
+            }
             let dest = block_of(x, n, take);
+            x += 1;
+            let plain = self.hooks.drop_is_noop(&state);
             if dest == me {
                 own_links.push(link);
-                own_states.push(state);
-                continue;
+                own_states.push(state, plain);
+                return;
             }
-            let plain = self.hooks.drop_is_noop(&state);
             parts[dest].push(link);
             encode(&state, plain, &mut parts[dest]);
             traffic.moved_states += 1;
-        }
+        });
         traffic.move_bytes += bytes_to_others(&parts, me);
         let got = self.comm.all_to_all(parts);
-        let (mut links, mut frontier) = (Vec::new(), Vec::new());
+        let (mut links, mut frontier) = (Vec::new(), Packed::default());
         for (src, words) in got.into_iter().enumerate() {
             if src == me {
                 links.append(&mut own_links);
-                frontier.append(&mut own_states);
+                frontier.append(std::mem::take(&mut own_states));
                 continue;
             }
             let mut k = 0;
             while k < words.len() {
                 links.push(words[k]);
                 let (s, used) = decode::<M::State>(&words[k + 1..]);
-                frontier.push(s);
+                let plain = self.hooks.drop_is_noop(&s);
+                frontier.push(s, plain);
                 k += 1 + used;
             }
         }
@@ -748,10 +765,7 @@ where
     /// peak: its part of the visited set, its links, its block of the frontier.
     fn note_memory(&mut self, extra: u64) {
         let links: u64 = self.links.iter().map(|(_, l)| l.len() as u64 * 8).sum();
-        let mem = self.table.bytes()
-            + links
-            + self.frontier.len() as u64 * size_of::<M::State>() as u64
-            + extra;
+        let mem = self.table.bytes() + links + self.frontier.bytes() + extra;
         self.peak = self.peak.max(mem);
     }
 

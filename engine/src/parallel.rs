@@ -63,16 +63,33 @@ struct ChunkOut<S> {
 /// Slots of [`Seen`]; it takes at most half as many fingerprints.
 const SEEN_SLOTS: usize = 4096;
 
-/// The candidate fingerprints of the chunk being expanded (open addressing, 0 = empty; on the
-/// worker's stack): a successor already generated in this chunk is dropped before it is stored
-/// (its first occurrence has the smaller link: links grow through a chunk). Most of a level's
-/// duplicates are near each other (siblings reached by commuting events).
+/// The candidate fingerprints of the chunk being expanded (open addressing, 0 = empty; one per
+/// worker thread, [`SEEN`]): a successor already generated in this chunk is dropped before it is
+/// stored (its first occurrence has the smaller link: links grow through a chunk). Most of a
+/// level's duplicates are near each other (siblings reached by commuting events).
 struct Seen {
-    slots: [u64; SEEN_SLOTS],
-    len: usize,
+    slots: Box<[u64; SEEN_SLOTS]>,
+    /// The slots in use, so that [`Seen::clear`] empties only those (a chunk of a few hundred
+    /// states fills a few hundred of the 4096: clearing all of them cost 64 bytes of stores per
+    /// state, and building the set on the stack as much again in a copy).
+    used: Vec<u16>,
+}
+
+std::thread_local! {
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen {
+        slots: Box::new([0; SEEN_SLOTS]),
+        used: Vec::with_capacity(SEEN_SLOTS / 2),
+    });
 }
 
 impl Seen {
+    /// Empties the set for the next chunk.
+    fn clear(&mut self) {
+        for i in self.used.drain(..) {
+            self.slots[i as usize] = 0;
+        }
+    }
+
     /// Whether `fp` is new to this chunk (recording it while there is room; once the set is
     /// half full, fingerprints not in it count as new).
     #[inline]
@@ -82,9 +99,9 @@ impl Seen {
         loop {
             match self.slots[i] {
                 0 => {
-                    if self.len < SEEN_SLOTS / 2 {
+                    if self.used.len() < SEEN_SLOTS / 2 {
                         self.slots[i] = fp;
-                        self.len += 1;
+                        self.used.push(i as u16);
                     }
                     return true;
                 }
@@ -317,10 +334,26 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         // they are new to the chunk.
         let mut scratch_box = Aligned(MaybeUninit::<M::State>::uninit());
         let scratch = &mut scratch_box.0;
-        let mut seen = Seen {
-            slots: [0; SEEN_SLOTS],
-            len: 0,
-        };
+        SEEN.with_borrow_mut(|seen| {
+            self.expand_states(base, chunk, out, seen, scratch, &mut actions);
+            seen.clear();
+        });
+        stream_fence();
+        out.store.finish(self.pool);
+    }
+
+    /// The loop of [`Self::expand_chunk`]: each state checked, then probed or expanded by the
+    /// level's [`Mode`], its candidates counted against the budget.
+    #[inline(always)]
+    fn expand_states(
+        &self,
+        base: usize,
+        chunk: &[StatePtr<M::State>],
+        out: &mut ChunkOut<M::State>,
+        seen: &mut Seen,
+        scratch: &mut MaybeUninit<M::State>,
+        actions: &mut Vec<M::Action>,
+    ) {
         let mut pending = 0u64;
         for (j, p) in chunk.iter().enumerate() {
             let rank = base + j;
@@ -334,7 +367,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
             match self.mode {
                 Mode::CheckOnly => {}
                 Mode::Probe => {
-                    if !self.probe_found.load(Relaxed) && self.probe(state, scratch, &mut actions) {
+                    if !self.probe_found.load(Relaxed) && self.probe(state, scratch, actions) {
                         self.probe_found.store(true, Relaxed);
                     }
                 }
@@ -343,7 +376,7 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
                         continue;
                     }
                     let before = out.fps.len();
-                    self.expand_state(rank, state, out, &mut seen, scratch, &mut actions);
+                    self.expand_state(rank, state, out, seen, scratch, actions);
                     if self.cand_limit.is_some() || self.rss_budget.is_some() {
                         pending += (out.fps.len() - before) as u64;
                         if pending >= FLUSH {
@@ -353,8 +386,6 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
                 }
             }
         }
-        stream_fence();
-        out.store.finish(self.pool);
         self.flush(&mut pending);
     }
 

@@ -12,15 +12,12 @@ use std::fmt::Write as _;
 pub fn write(script: &Script) -> String {
     let mut out = String::new();
     for o in &script.options {
-        out.push_str("--");
-        out.push_str(&o.name);
-        if let Some(v) = &o.value {
-            let plain = !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '"');
-            let _ = if plain {
-                write!(out, "={v}")
-            } else {
-                write!(out, "=\"{v}\"")
-            };
+        match &o.value {
+            Some(v) => write_option_line(&mut out, &o.name, v),
+            None => {
+                out.push_str("--");
+                out.push_str(&o.name);
+            }
         }
         out.push('\n');
     }
@@ -29,6 +26,26 @@ pub fn write(script: &Script) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `--name=value` in the first form the lexer reads back as this option: unquoted, else in
+/// quotes. The lexer reads an unquoted value up to white space or a quote, keeps `NAME="..."`
+/// (packetdrill's `--define=CC="reno"`) with its quotes, and keeps escapes inside quotes
+/// verbatim, so asking it is simpler and surer than restating its rules here.
+fn write_option_line(out: &mut String, name: &str, value: &str) {
+    let plain = format!("--{name}={value}");
+    let reads_back = |text: &str| {
+        let mut lexer = crate::lexer::Lexer::new(text);
+        let first = lexer.next_token().map(|t| t.tok);
+        let then = lexer.next_token().map(|t| t.tok);
+        first == Ok(crate::lexer::Tok::Opt(name.into(), Some(value.into())))
+            && then == Ok(crate::lexer::Tok::Eof)
+    };
+    if !value.is_empty() && reads_back(&plain) {
+        out.push_str(&plain);
+    } else {
+        let _ = write!(out, "--{name}=\"{value}\"");
+    }
 }
 
 /// Render one statement (no trailing newline).

@@ -13,6 +13,16 @@ use trc_kernel::{run_file, skip_reason, RunOptions, Status, Verdict};
 /// Kernel runs must never overlap.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// These tests are about what the runner supports and how it stops, not about timing: a wide
+/// tolerance keeps a descheduled runner (a loaded 2-core CI machine injected an ACK due at
+/// +10 ms 6 ms late) from failing them. Timing is the conformance suite's job.
+fn untimed() -> RunOptions {
+    RunOptions {
+        packetdrill: vec![("tolerance_usecs".into(), Some("100000".into()))],
+        ..Default::default()
+    }
+}
+
 fn skip() -> bool {
     if let Some(r) = skip_reason() {
         eprintln!("skipped: {r}");
@@ -81,7 +91,7 @@ fn unsupported_features_stop_the_run_without_failing_it() {
         ("mtu.pkt", format!("--mtu=1520\n{PASSIVE_OPEN}"), 1, "--mtu=1520"),
     ];
     for (name, text, line, what) in cases {
-        let r = run_file(&script(name, &text), &RunOptions::default()).unwrap();
+        let r = run_file(&script(name, &text), &untimed()).unwrap();
         let u = unsupported(&r);
         assert!(
             matches!(&u, Some((l, w)) if *l == line && w.contains(what)),
@@ -123,7 +133,7 @@ fn the_time_limit_stops_waits_and_blocking_calls() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let opts = RunOptions {
         time_limit: Some(Duration::from_secs(1)),
-        ..Default::default()
+        ..untimed()
     };
     // A script that waits 30 s, and one whose connect blocks in the kernel (nobody answers
     // the SYN: a blocking connect retries for minutes).
@@ -168,9 +178,10 @@ fn a_second_passive_connection_gets_its_own_tuple() {
 +0 accept(3, ..., ...) = 5\n\
 +0 write(5, ..., 1000) = 1000\n\
 +0 > P. 1:1001(1000) ack 1\n";
+    let opts = untimed();
     let r = run_file(
         &script("two.pkt", &format!("{PASSIVE_OPEN}{second}")),
-        &RunOptions::default(),
+        &opts,
     )
     .unwrap();
     assert!(r.passed(), "{}", r.render());

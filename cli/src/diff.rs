@@ -2,11 +2,10 @@
 //! docs/explanation/differential.md). The logic is in the `trc-diff` crate; this is the CLI glue.
 
 use crate::exit::{self, usage_error};
-use crate::merge::{DiffShardArgs, DiffUnit};
 use clap::Args;
 use std::path::PathBuf;
 use trc_check::load_profile;
-use trc_check::shard::{Shard, ShardFile};
+use trc_check::shard::{units_in_order, HasUnit, Loaded, Shard, ShardFile};
 use trc_diff::{run, DiffOptions, GenOptions};
 use trc_vm::flags::{resolve_kernel, VmFlags};
 use trc_vm::target::Vm;
@@ -286,4 +285,52 @@ pub fn finish(rep: &trc_diff::DiffReport, bar: f64, json: bool) -> i32 {
         }
     }
     exit::of_diff(rep, bar)
+}
+
+/// What a `trc diff` shard says about the run.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct DiffShardArgs {
+    pub profile: String,
+    pub seed: u64,
+    pub bar: f64,
+    /// The scenario indices of the work list.
+    pub scenarios: Vec<usize>,
+    pub bulk: Option<u16>,
+    pub drop: Vec<u32>,
+}
+
+/// A `trc diff` unit: a scenario of the work list.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct DiffUnit {
+    pub unit: usize,
+    pub scenario: usize,
+}
+
+impl HasUnit for DiffUnit {
+    fn unit(&self) -> usize {
+        self.unit
+    }
+}
+
+/// `trc merge` of `trc diff` shards.
+pub fn merge(shards: &[Loaded], json: bool) -> Result<i32, trc_check::Error> {
+    let (args, _): (DiffShardArgs, Vec<DiffUnit>) = units_in_order(shards)?;
+    let mut parts = Vec::new();
+    for s in shards {
+        let f: ShardFile<serde_json::Value, DiffUnit> = s.typed()?;
+        let r: trc_diff::DiffReport = serde_json::from_value(f.report.unwrap_or_default())
+            .map_err(|e| format!("{}: its report: {e}", s.name))?;
+        let ks: Vec<usize> = f.units.iter().map(|u| u.unit).collect();
+        if ks.len() != r.results.len() {
+            return Err(trc_check::Error::Input(format!(
+                "{}: {} units but {} scenario results",
+                s.name,
+                ks.len(),
+                r.results.len()
+            )));
+        }
+        parts.push((ks, r));
+    }
+    let rep = trc_diff::DiffReport::merge(args.profile, args.seed, shards[0].header.units, parts);
+    Ok(finish(&rep, args.bar, json))
 }

@@ -482,6 +482,52 @@ fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
     );
 }
 
+/// The seed bug's kernel run as drawn: the write's flight of 5 (seg 1 dropped by the script), the
+/// RTO and its retransmission of seg 1, four dupacks, the ACK of 5001 with seg 6 in answer, the ACK
+/// of 6001: 8 columns (the model has a 9th, the drop, which a kernel run does not see apart).
+fn assert_seed_run_drawn(dom: &str) {
+    assert_eq!(count_class(dom, "tsd-tx"), 6, "6 originals");
+    assert_eq!(count_class(dom, "tsd-tx rtx"), 1);
+    assert!(
+        dom.contains("class=\"tsd-tx rtx\" data-pstep=\"1\" data-seg=\"1:1001\""),
+        "retransmission of seg 1 at the RTO"
+    );
+    assert!(
+        dom.contains("class=\"tsd-drop\" data-pstep=\"0\" data-seg=\"1:1001\""),
+        "the declared drop of seg 1"
+    );
+    assert_eq!(count_class(dom, "tsd-drop"), 1);
+    assert!(
+        dom.contains("class=\"tsd-timer\" data-pstep=\"1\" data-kind=\"rto\""),
+        "RTO"
+    );
+    assert_eq!(count_class(dom, "tsd-timer"), 1);
+    assert_eq!(count_class(dom, "tsd-ack"), 6);
+    assert!(dom.contains("class=\"tsd-ack\" data-pstep=\"6\" data-ack=\"5001\""));
+    assert!(
+        dom.contains("class=\"tsd-tx\" data-pstep=\"6\" data-seg=\"5001:6001\""),
+        "seg 6 answers the ACK of 5001"
+    );
+    assert_eq!(count_class(dom, "tl-cwnd"), 8);
+    assert_eq!(count_class(dom, "tl-ca"), 8);
+    assert_eq!(
+        dom.matches("class=\"pic-col").count(),
+        16,
+        "8 columns in each picture"
+    );
+    assert!(
+        dom.contains("class=\"tl-cwnd\" data-pstep=\"0\" data-value=\"5\"")
+            && dom.contains("class=\"tl-cwnd\" data-pstep=\"1\" data-value=\"1\""),
+        "cwnd 5, then 1 at the RTO"
+    );
+    assert!(dom.contains("class=\"tl-ca\" data-pstep=\"1\" data-state=\"Loss\""));
+    assert_eq!(
+        dom.matches("<tr data-step=").count(),
+        8,
+        "a table row per step"
+    );
+}
+
 /// `trc kernel run --plot`: the seed bug's exported script (regressions/I1-linux-6.15-nosack)
 /// on the running kernel, drawn from the run's trace by the counterexample page's renderer,
 /// and F1's script, which the kernels here undo on (I1 violated from the kernel's behaviour).
@@ -552,49 +598,7 @@ fn kernel_run_plot_draws_the_trace() {
         dom.contains("data-ready=\"1\""),
         "the page's script did not finish"
     );
-    // The run: the write's flight of 5 (seg 1 dropped by the script), the RTO and its
-    // retransmission of seg 1, four dupacks, the ACK of 5001 with seg 6 in answer, the ACK of
-    // 6001: 8 columns (the model has a 9th, the drop, which a kernel run does not see apart).
-    assert_eq!(count_class(&dom, "tsd-tx"), 6, "6 originals");
-    assert_eq!(count_class(&dom, "tsd-tx rtx"), 1);
-    assert!(
-        dom.contains("class=\"tsd-tx rtx\" data-pstep=\"1\" data-seg=\"1:1001\""),
-        "retransmission of seg 1 at the RTO"
-    );
-    assert!(
-        dom.contains("class=\"tsd-drop\" data-pstep=\"0\" data-seg=\"1:1001\""),
-        "the declared drop of seg 1"
-    );
-    assert_eq!(count_class(&dom, "tsd-drop"), 1);
-    assert!(
-        dom.contains("class=\"tsd-timer\" data-pstep=\"1\" data-kind=\"rto\""),
-        "RTO"
-    );
-    assert_eq!(count_class(&dom, "tsd-timer"), 1);
-    assert_eq!(count_class(&dom, "tsd-ack"), 6);
-    assert!(dom.contains("class=\"tsd-ack\" data-pstep=\"6\" data-ack=\"5001\""));
-    assert!(
-        dom.contains("class=\"tsd-tx\" data-pstep=\"6\" data-seg=\"5001:6001\""),
-        "seg 6 answers the ACK of 5001"
-    );
-    assert_eq!(count_class(&dom, "tl-cwnd"), 8);
-    assert_eq!(count_class(&dom, "tl-ca"), 8);
-    assert_eq!(
-        dom.matches("class=\"pic-col").count(),
-        16,
-        "8 columns in each picture"
-    );
-    assert!(
-        dom.contains("class=\"tl-cwnd\" data-pstep=\"0\" data-value=\"5\"")
-            && dom.contains("class=\"tl-cwnd\" data-pstep=\"1\" data-value=\"1\""),
-        "cwnd 5, then 1 at the RTO"
-    );
-    assert!(dom.contains("class=\"tl-ca\" data-pstep=\"1\" data-state=\"Loss\""));
-    assert_eq!(
-        dom.matches("<tr data-step=").count(),
-        8,
-        "a table row per step"
-    );
+    assert_seed_run_drawn(&dom);
     // A click on the timeline's point of step 3 selects row 3 and shades its columns.
     let click = dir.join("click.html");
     let clicker = "<script>document.querySelector('#timeline .tl-cwnd[data-pstep=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>";

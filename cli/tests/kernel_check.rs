@@ -300,6 +300,46 @@ fn untimed(x: &serde_json::Value, y: &serde_json::Value) -> (serde_json::Value, 
     (x, y)
 }
 
+/// `trc merge` refuses (exit 2) a missing shard, a shard twice, a shard of another command, of
+/// another run (`foreign`), of another kernel. `a`, `b`: shards 2/2 and 1/2.
+fn merge_refuses(dir: &Path, a: &str, b: &str, foreign: &str) {
+    let (c, _, e) = trc!(&["merge", a]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("missing shard 2/2"), "{e}");
+    let (c, _, e) = trc!(&["merge", a, a, b]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("given twice"), "{e}");
+    let (_, matrix, _) = trc!(&[
+        "matrix",
+        "--segments",
+        "3",
+        "--profile",
+        "linux-6.18",
+        "--shard",
+        "2/2",
+    ]);
+    let mf = dir.join("matrix-2-of-2.json");
+    std::fs::write(&mf, matrix).unwrap();
+    let (c, _, e) = trc!(&["merge", a, mf.to_str().unwrap()]);
+    assert_eq!(c, 2, "{e}");
+    assert!(
+        e.contains("trc kernel check") && e.contains("trc matrix"),
+        "{e}"
+    );
+    let (c, _, e) = trc!(&["merge", a, foreign]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("different runs"), "{e}");
+    // Shards from two kernels: the same split, but one shard's kernel is another's.
+    let mut other: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
+    other["report"]["kernel"] = "0.0.0-other (running kernel)".into();
+    let of = dir.join("other-kernel.json");
+    std::fs::write(&of, other.to_string()).unwrap();
+    let (c, _, e) = trc!(&["merge", a, of.to_str().unwrap()]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("on one kernel"), "{e}");
+}
+
 /// `--shard I/N` and `trc merge`: for N = 1..3 the small corpus's shards merge to the single
 /// run's JSON, text (apart from the `total:` timing line) and exit code (a scenario that failed
 /// a line by a timing error in one of the runs is compared without that line); the merge refuses a
@@ -418,44 +458,8 @@ fn shards_merge_to_the_single_run() {
         &single,
     );
     assert_eq!(um, us);
-    // Refusals: a missing shard, a shard twice, a shard of another command, of another run.
-    let (a, b) = (&files_of_2[1], &files_of_2[0]);
-    let (c, _, e) = trc!(&["merge", a]);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("missing shard 2/2"), "{e}");
-    let (c, _, e) = trc!(&["merge", a, a, b]);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("given twice"), "{e}");
-    let (_, matrix, _) = trc!(&[
-        "matrix",
-        "--segments",
-        "3",
-        "--profile",
-        "linux-6.18",
-        "--shard",
-        "2/2",
-    ]);
-    let mf = dir.join("matrix-2-of-2.json");
-    std::fs::write(&mf, matrix).unwrap();
-    let (c, _, e) = trc!(&["merge", a, mf.to_str().unwrap()]);
-    assert_eq!(c, 2, "{e}");
-    assert!(
-        e.contains("trc kernel check") && e.contains("trc matrix"),
-        "{e}"
-    );
     let foreign = shard_file(2, 2, &["--properties", "I1,I2"]);
-    let (c, _, e) = trc!(&["merge", a, &foreign]);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("different runs"), "{e}");
-    // Shards from two kernels: the same split, but one shard's kernel is another's.
-    let mut other: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
-    other["report"]["kernel"] = "0.0.0-other (running kernel)".into();
-    let of = dir.join("other-kernel.json");
-    std::fs::write(&of, other.to_string()).unwrap();
-    let (c, _, e) = trc!(&["merge", a, of.to_str().unwrap()]);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("on one kernel"), "{e}");
+    merge_refuses(&dir, &files_of_2[1], &files_of_2[0], &foreign);
 }
 
 /// F9 from the kernel's behaviour alone: the I2 monitor fails on F9's scripts (RACK's reordering

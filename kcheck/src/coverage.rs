@@ -234,31 +234,16 @@ pub struct CoveragePlan {
     pub scenarios: Vec<ScenarioCover>,
 }
 
-/// The coverage suite of `cfg` on `profile`: the plan and its cases, exported under `dir`.
-pub fn plan(
-    cfg: &Config,
-    profile: &Profile,
-    dir: &Path,
-    threads: usize,
-    log: &mut dyn FnMut(&str),
-) -> Result<(CoveragePlan, Vec<Case>), String> {
-    let t0 = std::time::Instant::now();
-    let all = reach(cfg, profile, threads);
-    let kcfg = kernel_runnable_bounds(cfg);
-    let kr = if kcfg == *cfg {
-        all.clone()
-    } else {
-        reach(&kcfg, profile, threads)
-    };
-    log(&format!(
-        "coverage: {} states ({} transitions) explored, {} of them on kernel-runnable paths, in {:.1} s",
-        all.unique_states,
-        all.transitions,
-        kr.unique_states,
-        t0.elapsed().as_secs_f64()
-    ));
-    let kmodel = TcpModel::new(kcfg.clone(), profile.clone());
-    // Candidates: each kernel-runnable branch's shortest path (equal paths once), exported.
+/// The candidate scenarios of the coverage suite, and the branches whose paths the exporter refused.
+struct Candidates {
+    /// (branch index, its shortest kernel-runnable path, the branches along it with their step).
+    paths: Vec<(usize, GraphPath, BTreeMap<Branch, usize>)>,
+    export_errors: Vec<String>,
+    failed: BTreeSet<Branch>,
+}
+
+/// Each kernel-runnable branch's shortest path (equal paths once), if the exporter takes it.
+fn candidates(kmodel: &TcpModel, kr: &Reach) -> Candidates {
     let mut cand: Vec<(usize, GraphPath, BTreeMap<Branch, usize>)> = Vec::new();
     let mut export_errors = Vec::new();
     let mut failed: BTreeSet<Branch> = BTreeSet::new();
@@ -268,10 +253,10 @@ pub fn plan(
             continue;
         }
         // Refused by the exporter (or, impossibly, model-only): not a candidate.
-        let probe = export(&kmodel, p, "probe");
+        let probe = export(kmodel, p, "probe");
         match probe {
             Ok(x) if x.trace.kernel_runnable => {
-                cand.push((i, p.clone(), branches_along(&kmodel, p)))
+                cand.push((i, p.clone(), branches_along(kmodel, p)))
             }
             Ok(x) => {
                 export_errors.push(format!(
@@ -287,77 +272,95 @@ pub fn plan(
             }
         }
     }
-    let covers: Vec<BTreeSet<Branch>> =
-        cand.iter().map(|c| c.2.keys().copied().collect()).collect();
-    let lens: Vec<usize> = cand.iter().map(|c| c.1.actions.len()).collect();
-    let chosen = greedy_cover(&covers, &lens);
-    let cdir = dir.join("coverage");
-    trc_trace::write_defaults(&cdir).map_err(|e| format!("{}: {e}", cdir.display()))?;
-    let mut cases = Vec::new();
-    let mut scenarios = Vec::new();
-    let mut by_branch: BTreeMap<Branch, Vec<String>> = BTreeMap::new();
-    for (k, &ci) in chosen.iter().enumerate() {
-        let (bi, path, along) = &cand[ci];
-        let b = Branch::ALL[*bi];
-        let stem = format!("cov-{:02}-{}", k + 1, b.function());
-        let name = format!("coverage/{stem}");
-        let title = format!(
-            "coverage scenario {} of {}: a shortest path through {}",
-            k + 1,
-            chosen.len(),
-            branch_name(b)
-        );
-        let x = export(&kmodel, path, &title).map_err(|e| format!("{name}: {e}"))?;
-        let mut notes = String::new();
-        for (br, step) in along {
-            notes.push_str(&format!("// covers (step {step}): {}\n", branch_name(*br)));
-        }
-        let text = x.pkt.replacen(
-            "// trc diff scenario: ",
-            "// trc kernel check --suite coverage: ",
-            1,
-        );
-        let text = match text.split_once('\n') {
-            Some((first, rest)) => format!("{first}\n{notes}{rest}"),
-            None => format!("{text}\n{notes}"),
-        };
-        let f = cdir.join(format!("{stem}.pkt"));
-        trc_files::write_atomic(&f, text.as_bytes())
-            .map_err(|e| format!("{}: {e}", f.display()))?;
-        let origin = format!(
-            "shortest kernel-runnable path through {} ({} events; covers {} branch(es))",
-            branch_name(b),
-            path.actions.len(),
-            along.len()
-        );
-        let mut case = Case::from_file(&f, name.clone(), origin)?;
-        // Its path, so that a violation found on it can shrink (as an engine counterexample: the
-        // path may start from either initial state).
-        let how = super::shrink::How::Counterexample {
-            init: path.init_index,
-            id: String::new(),
-            name: title.clone(),
-            statement: String::new(),
-        };
-        case = case.with_actions(super::shrink::ActionList {
-            cfg: kcfg.clone(),
-            profile: profile.clone(),
-            actions: path.actions.clone(),
-            how,
-        });
-        cases.push(case);
-        for br in along.keys() {
-            by_branch.entry(*br).or_default().push(name.clone());
-        }
-        scenarios.push(ScenarioCover {
-            name,
-            events: path.actions.len(),
-            branches: along
-                .iter()
-                .map(|(br, s)| format!("{} (step {s})", branch_name(*br)))
-                .collect(),
-        });
+    Candidates {
+        paths: cand,
+        export_errors,
+        failed,
     }
+}
+
+/// One scenario of the coverage suite: the `number`th of `of`, a shortest path through `branch`.
+struct Scenario<'a> {
+    number: usize,
+    of: usize,
+    branch: Branch,
+    path: &'a GraphPath,
+    /// The branches along the path, with their step.
+    along: &'a BTreeMap<Branch, usize>,
+}
+
+/// The scenario's script written under `cdir` (its header names the branches it covers), as a
+/// case that carries its path (so that a violation found on it can shrink).
+fn write_case(
+    kmodel: &TcpModel,
+    kcfg: &Config,
+    profile: &Profile,
+    cdir: &Path,
+    sc: &Scenario,
+) -> Result<Case, String> {
+    let (b, path, along) = (sc.branch, sc.path, sc.along);
+    let stem = format!("cov-{:02}-{}", sc.number, b.function());
+    let name = format!("coverage/{stem}");
+    let title = format!(
+        "coverage scenario {} of {}: a shortest path through {}",
+        sc.number,
+        sc.of,
+        branch_name(b)
+    );
+    let x = export(kmodel, path, &title).map_err(|e| format!("{name}: {e}"))?;
+    let mut notes = String::new();
+    for (br, step) in along {
+        notes.push_str(&format!("// covers (step {step}): {}\n", branch_name(*br)));
+    }
+    let text = x.pkt.replacen(
+        "// trc diff scenario: ",
+        "// trc kernel check --suite coverage: ",
+        1,
+    );
+    let text = match text.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{notes}{rest}"),
+        None => format!("{text}\n{notes}"),
+    };
+    let f = cdir.join(format!("{stem}.pkt"));
+    trc_files::write_atomic(&f, text.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
+    let origin = format!(
+        "shortest kernel-runnable path through {} ({} events; covers {} branch(es))",
+        branch_name(b),
+        path.actions.len(),
+        along.len()
+    );
+    let case = Case::from_file(&f, name.clone(), origin)?;
+    // Its path, so that a violation found on it can shrink (as an engine counterexample: the
+    // path may start from either initial state).
+    let how = super::shrink::How::Counterexample {
+        init: path.init_index,
+        id: String::new(),
+        name: title.clone(),
+        statement: String::new(),
+    };
+    Ok(case.with_actions(super::shrink::ActionList {
+        cfg: kcfg.clone(),
+        profile: profile.clone(),
+        actions: path.actions.clone(),
+        how,
+    }))
+}
+
+/// The coverage table's rows, and the branches it lists apart.
+struct BranchRows {
+    rows: Vec<BranchRow>,
+    model_only: Vec<String>,
+    uncovered: Vec<String>,
+    unreached: Vec<String>,
+}
+
+/// One row per branch: how far the model reaches it and which scenarios cover it.
+fn branch_rows(
+    all: &Reach,
+    kr: &Reach,
+    by_branch: &BTreeMap<Branch, Vec<String>>,
+    failed: &BTreeSet<Branch>,
+) -> BranchRows {
     let mut rows = Vec::new();
     let (mut model_only, mut uncovered, mut unreached) = (Vec::new(), Vec::new(), Vec::new());
     for (i, b) in Branch::ALL.iter().enumerate() {
@@ -389,6 +392,81 @@ pub fn plan(
             scenarios: covered,
         });
     }
+    BranchRows {
+        rows,
+        model_only,
+        uncovered,
+        unreached,
+    }
+}
+
+/// The coverage suite of `cfg` on `profile`: the plan and its cases, exported under `dir`.
+pub fn plan(
+    cfg: &Config,
+    profile: &Profile,
+    dir: &Path,
+    threads: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<(CoveragePlan, Vec<Case>), String> {
+    let t0 = std::time::Instant::now();
+    let all = reach(cfg, profile, threads);
+    let kcfg = kernel_runnable_bounds(cfg);
+    let kr = if kcfg == *cfg {
+        all.clone()
+    } else {
+        reach(&kcfg, profile, threads)
+    };
+    log(&format!(
+        "coverage: {} states ({} transitions) explored, {} of them on kernel-runnable paths, in {:.1} s",
+        all.unique_states,
+        all.transitions,
+        kr.unique_states,
+        t0.elapsed().as_secs_f64()
+    ));
+    let kmodel = TcpModel::new(kcfg.clone(), profile.clone());
+    let Candidates {
+        paths: cand,
+        export_errors,
+        failed,
+    } = candidates(&kmodel, &kr);
+    let covers: Vec<BTreeSet<Branch>> =
+        cand.iter().map(|c| c.2.keys().copied().collect()).collect();
+    let lens: Vec<usize> = cand.iter().map(|c| c.1.actions.len()).collect();
+    let chosen = greedy_cover(&covers, &lens);
+    let cdir = dir.join("coverage");
+    trc_trace::write_defaults(&cdir).map_err(|e| format!("{}: {e}", cdir.display()))?;
+    let mut cases = Vec::new();
+    let mut scenarios = Vec::new();
+    let mut by_branch: BTreeMap<Branch, Vec<String>> = BTreeMap::new();
+    for (k, &ci) in chosen.iter().enumerate() {
+        let (bi, path, along) = &cand[ci];
+        let name = format!("coverage/cov-{:02}-{}", k + 1, Branch::ALL[*bi].function());
+        let scenario = Scenario {
+            number: k + 1,
+            of: chosen.len(),
+            branch: Branch::ALL[*bi],
+            path,
+            along,
+        };
+        cases.push(write_case(&kmodel, &kcfg, profile, &cdir, &scenario)?);
+        for br in along.keys() {
+            by_branch.entry(*br).or_default().push(name.clone());
+        }
+        scenarios.push(ScenarioCover {
+            name,
+            events: path.actions.len(),
+            branches: along
+                .iter()
+                .map(|(br, s)| format!("{} (step {s})", branch_name(*br)))
+                .collect(),
+        });
+    }
+    let BranchRows {
+        rows,
+        model_only,
+        uncovered,
+        unreached,
+    } = branch_rows(&all, &kr, &by_branch, &failed);
     let plan = CoveragePlan {
         bounds: cfg.clone(),
         profile: profile.name.clone(),

@@ -7,27 +7,9 @@ use stateright::Model as _;
 use trc_kcheck::shrink::{shrink_violation, still_violates, Runner};
 use trc_kcheck::{engine_counterexamples, monitors};
 
-#[test]
-fn a_padded_f1_shrinks_to_at_most_the_original() {
-    if let Some(why) = trc_kernel::skip_reason() {
-        eprintln!("skipped: kernel runs impossible here: {why}");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("trc-kcheck-shrink-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cases = engine_counterexamples(&dir.join("check"), 0, &mut |_| {}).unwrap();
-    let f1 = cases
-        .iter()
-        .find(|c| c.name == "check/I1-linux-6.18.pkt")
-        .expect("the engine's I1 counterexample on linux-6.18");
-    let list = f1
-        .actions
-        .clone()
-        .expect("an engine counterexample has its action list");
-    let original = list.actions.len();
-
-    // Padding: after the undo, the sender's next events (writes and in-order deliveries), as
-    // long as the model allows them and the walk still exports.
+/// `list` padded: after the undo, the sender's next events (writes and in-order deliveries), as
+/// long as the model allows them and the walk still exports (at most 6).
+fn pad(list: &trc_kcheck::shrink::ActionList) -> Vec<trc_model::model::Action> {
     let m = trc_model::model::TcpModel::new(list.cfg.clone(), list.profile.clone());
     let mut padded = list.actions.clone();
     let init = match list.how {
@@ -61,6 +43,29 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
         s = m.next_state(&s, a).unwrap();
         padded = cand;
     }
+    padded
+}
+
+#[test]
+fn a_padded_f1_shrinks_to_at_most_the_original() {
+    if let Some(why) = trc_kernel::skip_reason() {
+        eprintln!("skipped: kernel runs impossible here: {why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("trc-kcheck-shrink-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cases = engine_counterexamples(&dir.join("check"), 0, &mut |_| {}).unwrap();
+    let f1 = cases
+        .iter()
+        .find(|c| c.name == "check/I1-linux-6.18.pkt")
+        .expect("the engine's I1 counterexample on linux-6.18");
+    let list = f1
+        .actions
+        .clone()
+        .expect("an engine counterexample has its action list");
+    let original = list.actions.len();
+
+    let padded = pad(&list);
     assert!(
         padded.len() >= original + 2,
         "padding added {} events",

@@ -117,36 +117,6 @@ impl ImpactArgs {
     }
 }
 
-/// A progress line on stderr per VM event.
-fn progress_line(what: &str, release: &str, n: usize, e: &trc_vm::Event) {
-    match e {
-        trc_vm::Event::Initramfs {
-            cached,
-            bytes,
-            seconds,
-            ..
-        } => eprintln!(
-            "{what}: initramfs {:.1} MB ({}, {seconds:.1} s)",
-            *bytes as f64 / 1e6,
-            if *cached { "base cached" } else { "base built" }
-        ),
-        trc_vm::Event::Starting { accel } => eprintln!("{what}: booting {release} under {accel}"),
-        trc_vm::Event::KvmFailed { reason } => {
-            eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount")
-        }
-        trc_vm::Event::Booted {
-            release,
-            wall_s,
-            cpu_s,
-        } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
-        trc_vm::Event::ScriptBegin { .. } => {}
-        trc_vm::Event::ScriptEnd {
-            index, rc, wall_s, ..
-        } => eprintln!("{what}: run {}/{n}: exit {rc} ({wall_s:.1} s)", index + 1),
-        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
-    }
-}
-
 /// The runs' table: one line per run, and a note for a run whose attribution is incomplete.
 fn print_runs(results: &[&trc_vm::impact::ImpactRun]) {
     println!(
@@ -275,7 +245,11 @@ pub fn main(args: ImpactArgs) -> i32 {
         params: params.clone(),
         runs: args.runs,
     };
-    let mut progress = |e: &trc_vm::Event| progress_line(what, &img.release, args.runs, e);
+    let mut progress = |e: &trc_vm::Event| {
+        if let Some(l) = e.line(&img.release, args.runs) {
+            eprintln!("{what}: {l}");
+        }
+    };
     let run = match trc_vm::run_impact_in_vm_with(&spec, &ij, &mut progress) {
         Ok(r) => r,
         Err(e) => return exit::of_vm_error(what, &e),

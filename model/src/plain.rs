@@ -21,6 +21,8 @@ impl State {
     /// True when the state owns no heap memory (no spilled `InlineVec`): then a bitwise copy is
     /// a clone, and dropping it does nothing.
     #[inline(always)]
+    // A table: one line per field of the state, each classified (Copy or a tested InlineVec).
+    #[allow(clippy::too_many_lines)]
     pub fn is_plain(&self) -> bool {
         let State {
             now,

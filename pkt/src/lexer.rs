@@ -275,6 +275,60 @@ impl Lexer {
         })
     }
 
+    /// The text of a `%{ ... }%` block after its opening `%{`, through its closing `}%`.
+    fn code_block(&mut self, line: u32, col: u32) -> Result<String, LexError> {
+        let mut s = String::new();
+        loop {
+            match (self.peek_char(0), self.peek_char(1)) {
+                (Some('}'), Some('%')) => {
+                    self.advance();
+                    self.advance();
+                    return Ok(s);
+                }
+                (Some(c), _) => {
+                    s.push(c);
+                    self.advance();
+                }
+                (None, _) => {
+                    return Err(LexError {
+                        line,
+                        col,
+                        expected: "'}%' closing this %{ block".into(),
+                        found: "end of input".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// An option `--name` or `--name=value` after its `--`.
+    fn option(&mut self, line: u32, col: u32) -> Result<Tok, LexError> {
+        let name = self.take_while(is_word_char);
+        if self.peek_char(0) != Some('=') {
+            return Ok(Tok::Opt(name, None));
+        }
+        self.advance();
+        let value = if self.peek_char(0) == Some('"') {
+            self.advance();
+            self.delimited('"', "quote '\"'", line, col)?
+        } else {
+            // A quote cannot be part of an unquoted value (packetdrill's words and
+            // numbers have none), so every value the writer quotes or not reads back;
+            // except after `NAME=`, where packetdrill's grammar takes a quoted or
+            // backquoted value (`--define=CC="reno"`), kept with its quotes.
+            let mut v = self.take_while(|c| !c.is_whitespace() && c != '"' && c != '`');
+            if let (true, Some(q @ ('"' | '`'))) = (v.ends_with('='), self.peek_char(0)) {
+                self.advance();
+                let inner = self.delimited(q, "closing quote", line, col)?;
+                v.push(q);
+                v.push_str(&inner);
+                v.push(q);
+            }
+            v
+        };
+        Ok(Tok::Opt(name, Some(value)))
+    }
+
     pub(crate) fn next_token(&mut self) -> Result<Token, LexError> {
         self.skip_trivia()?;
         let (line, col) = (self.line, self.col);
@@ -299,56 +353,12 @@ impl Lexer {
             '%' if next == Some('{') => {
                 self.advance();
                 self.advance();
-                let mut s = String::new();
-                loop {
-                    match (self.peek_char(0), self.peek_char(1)) {
-                        (Some('}'), Some('%')) => {
-                            self.advance();
-                            self.advance();
-                            return mk(Tok::Code(s));
-                        }
-                        (Some(c), _) => {
-                            s.push(c);
-                            self.advance();
-                        }
-                        (None, _) => {
-                            return Err(LexError {
-                                line,
-                                col,
-                                expected: "'}%' closing this %{ block".into(),
-                                found: "end of input".into(),
-                            })
-                        }
-                    }
-                }
+                mk(Tok::Code(self.code_block(line, col)?))
             }
             '-' if next == Some('-') && self.peek_char(2).is_some_and(is_word_char) => {
                 self.advance();
                 self.advance();
-                let name = self.take_while(is_word_char);
-                if self.peek_char(0) != Some('=') {
-                    return mk(Tok::Opt(name, None));
-                }
-                self.advance();
-                let value = if self.peek_char(0) == Some('"') {
-                    self.advance();
-                    self.delimited('"', "quote '\"'", line, col)?
-                } else {
-                    // A quote cannot be part of an unquoted value (packetdrill's words and
-                    // numbers have none), so every value the writer quotes or not reads back;
-                    // except after `NAME=`, where packetdrill's grammar takes a quoted or
-                    // backquoted value (`--define=CC="reno"`), kept with its quotes.
-                    let mut v = self.take_while(|c| !c.is_whitespace() && c != '"' && c != '`');
-                    if let (true, Some(q @ ('"' | '`'))) = (v.ends_with('='), self.peek_char(0)) {
-                        self.advance();
-                        let inner = self.delimited(q, "closing quote", line, col)?;
-                        v.push(q);
-                        v.push_str(&inner);
-                        v.push(q);
-                    }
-                    v
-                };
-                mk(Tok::Opt(name, Some(value)))
+                mk(self.option(line, col)?)
             }
             '.' if next == Some('.') && self.peek_char(2) == Some('.') => {
                 self.advance();

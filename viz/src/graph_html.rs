@@ -113,19 +113,9 @@ fn wrap(s: &str, n: usize) -> Vec<String> {
     lines
 }
 
-fn svg(g: &StateGraph) -> String {
+/// The edges off the path: a curve between columns, a loop out to the left within one.
+fn neighbour_edges(o: &mut String, g: &StateGraph, pos: &[(f64, f64)]) {
     let gr = &g.graph;
-    let (pos, width, height) = layout(g);
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        r##"<svg id="graph" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">
-<defs><marker id="arr" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#9a9a9a"/></marker>
-<marker id="arrp" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="12" markerHeight="12" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#c0392b"/></marker></defs>
-"##
-    );
-    // Neighbour edges first (behind everything).
-    o.push_str("<g id=\"edges\">\n");
     for e in gr.edge_references() {
         let w = e.weight();
         if w.on_path {
@@ -159,7 +149,11 @@ fn svg(g: &StateGraph) -> String {
             esc(&w.event)
         );
     }
-    o.push_str("</g>\n<g id=\"path-edges\">\n");
+}
+
+/// The path's edges, each with its numbered event as a label above it.
+fn path_edges(o: &mut String, g: &StateGraph, pos: &[(f64, f64)]) {
+    let gr = &g.graph;
     for e in gr.edge_references() {
         let w = e.weight();
         if !w.on_path {
@@ -186,7 +180,12 @@ fn svg(g: &StateGraph) -> String {
         }
         o.push_str("</text>\n");
     }
-    o.push_str("</g>\n<g id=\"nodes\">\n");
+}
+
+/// The states: a box each, with its head line (step or distance, violated properties) and three
+/// lines of fields.
+fn nodes(o: &mut String, g: &StateGraph, pos: &[(f64, f64)]) {
+    let gr = &g.graph;
     for n in gr.node_indices() {
         let node = &gr[n];
         let (x, y) = pos[n.index()];
@@ -236,6 +235,25 @@ fn svg(g: &StateGraph) -> String {
             c = esc(&c),
         );
     }
+}
+
+fn svg(g: &StateGraph) -> String {
+    let (pos, width, height) = layout(g);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg id="graph" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">
+<defs><marker id="arr" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#9a9a9a"/></marker>
+<marker id="arrp" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="12" markerHeight="12" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#c0392b"/></marker></defs>
+"##
+    );
+    // Neighbour edges first (behind everything).
+    o.push_str("<g id=\"edges\">\n");
+    neighbour_edges(&mut o, g, &pos);
+    o.push_str("</g>\n<g id=\"path-edges\">\n");
+    path_edges(&mut o, g, &pos);
+    o.push_str("</g>\n<g id=\"nodes\">\n");
+    nodes(&mut o, g, &pos);
     o.push_str("</g>\n</svg>");
     o
 }

@@ -382,38 +382,12 @@ pub struct FetchOptions {
     pub force: bool,
 }
 
-/// See [`crate::fetch_debian_kernel`].
-pub fn fetch(
+/// The newest kernel package for `spec` in the suites apt knows: (version, package, abi, suite).
+/// `linux-binary-*` packages win over `linux-image-*` ones.
+fn newest_package(
+    apt: &PrivateApt,
     spec: &KernelSpec,
-    cache: &Path,
-    o: &FetchOptions,
-    log: &mut dyn FnMut(&str),
-) -> Result<KernelImage, Error> {
-    let mut suites: Vec<String> = SUITES.iter().map(|s| s.to_string()).collect();
-    if let Some(s) = &spec.suite {
-        if !suites.contains(s) {
-            suites.push(s.clone());
-        }
-    }
-    if !Path::new(KEYRING).exists() {
-        return Err(Error::Missing(format!(
-            "{KEYRING} is missing (apt-get install debian-archive-keyring)"
-        )));
-    }
-    for tool in ["dpkg-deb"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            return Err(Error::Missing(format!("{tool} is not installed")));
-        }
-    }
-    let apt = PrivateApt::setup(&cache.join("apt"), &suites)?;
-    let t = std::time::Instant::now();
-    if apt.update_if_stale(&suites, o.refresh)? {
-        log(&format!(
-            "apt-get update ({}): {:.1} s",
-            suites.join(" "),
-            t.elapsed().as_secs_f64()
-        ));
-    }
+) -> Result<Option<(String, String, String, String)>, Error> {
     let in_suite = |s: &str| spec.suite.as_deref().is_none_or(|w| w == s);
     // (version, package, abi, suite)
     let mut best: Option<(String, String, String, String)> = None;
@@ -447,6 +421,93 @@ pub fn fetch(
             break;
         }
     }
+    Ok(best)
+}
+
+/// `apt-get download` of `pkgs` into `debs`: the .deb files, sorted.
+fn download_debs(
+    apt: &PrivateApt,
+    debs: &Path,
+    pkgs: &[String],
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<PathBuf>, Error> {
+    let t = std::time::Instant::now();
+    let mut args = vec!["-q", "download"];
+    args.extend(pkgs.iter().map(String::as_str));
+    apt.run("apt-get", &args, Some(debs))?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(debs)
+        .map_err(|e| io_err(debs.display(), e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    files.sort();
+    let bytes: u64 = files
+        .iter()
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    log(&format!(
+        "downloaded {} packages, {:.1} MB, in {:.1} s",
+        files.len(),
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    ));
+    Ok(files)
+}
+
+/// `dpkg-deb -x` of each file into `root`.
+fn unpack(files: &[PathBuf], root: &Path) -> Result<(), Error> {
+    for f in files {
+        let st = Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(f)
+            .arg(root)
+            .status()
+            .map_err(|e| io_err("dpkg-deb", e))?;
+        if !st.success() {
+            return Err(Error::Failed(format!(
+                "dpkg-deb -x {} failed ({st})",
+                f.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// See [`crate::fetch_debian_kernel`].
+pub fn fetch(
+    spec: &KernelSpec,
+    cache: &Path,
+    o: &FetchOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<KernelImage, Error> {
+    let mut suites: Vec<String> = SUITES.iter().map(|s| s.to_string()).collect();
+    if let Some(s) = &spec.suite {
+        if !suites.contains(s) {
+            suites.push(s.clone());
+        }
+    }
+    if !Path::new(KEYRING).exists() {
+        return Err(Error::Missing(format!(
+            "{KEYRING} is missing (apt-get install debian-archive-keyring)"
+        )));
+    }
+    for tool in ["dpkg-deb"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            return Err(Error::Missing(format!("{tool} is not installed")));
+        }
+    }
+    let apt = PrivateApt::setup(&cache.join("apt"), &suites)?;
+    let t = std::time::Instant::now();
+    if apt.update_if_stale(&suites, o.refresh)? {
+        log(&format!(
+            "apt-get update ({}): {:.1} s",
+            suites.join(" "),
+            t.elapsed().as_secs_f64()
+        ));
+    }
+    let best = newest_package(&apt, spec)?;
     let Some((version, pkg, abi, suite)) = best else {
         return Err(Error::Failed(format!(
             "no linux-binary-*-{FLAVOUR} or linux-image-*-{FLAVOUR}{} in {}",
@@ -487,47 +548,13 @@ pub fn fetch(
     let _ = std::fs::remove_dir_all(&debs);
     std::fs::create_dir_all(&debs).map_err(|e| io_err(debs.display(), e))?;
     let _clean_debs = crate::RemoveOnDrop(debs.clone());
-    let t = std::time::Instant::now();
-    let mut args = vec!["-q", "download"];
-    args.extend(pkgs.iter().map(String::as_str));
-    apt.run("apt-get", &args, Some(&debs))?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&debs)
-        .map_err(|e| io_err(debs.display(), e))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
-        .collect();
-    files.sort();
-    let bytes: u64 = files
-        .iter()
-        .filter_map(|f| f.metadata().ok())
-        .map(|m| m.len())
-        .sum();
-    log(&format!(
-        "downloaded {} packages, {:.1} MB, in {:.1} s",
-        files.len(),
-        bytes as f64 / 1e6,
-        t.elapsed().as_secs_f64()
-    ));
+    let files = download_debs(&apt, &debs, &pkgs, log)?;
     let tmp = kdir.join(format!(".{abi}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let guard = crate::RemoveOnDrop(tmp.clone());
     let root = tmp.join("root");
     std::fs::create_dir_all(&root).map_err(|e| io_err(root.display(), e))?;
-    for f in &files {
-        let st = Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(f)
-            .arg(&root)
-            .status()
-            .map_err(|e| io_err("dpkg-deb", e))?;
-        if !st.success() {
-            return Err(Error::Failed(format!(
-                "dpkg-deb -x {} failed ({st})",
-                f.display()
-            )));
-        }
-    }
+    unpack(&files, &root)?;
     let img = lay_out(&tmp, &abi, &suite, &version, &pkgs)?;
     drop(img);
     // Replace an older unpacking of the same release.

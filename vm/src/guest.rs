@@ -220,6 +220,32 @@ fn run() {
     // The kernel starts init with no PATH.
     std::env::set_var("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
     std::env::set_var("HOME", "/root");
+    boot();
+    let job: Job = match std::fs::read("/t/job.json")
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(j) => j,
+        Err(e) => return fatal(format!("/t/job.json: {e}")),
+    };
+    let tick = Duration::from_secs_f64(job.tick_s().clamp(0.1, 60.0));
+    std::thread::spawn(move || loop {
+        std::thread::sleep(tick);
+        send(&Record::Tick { uptime_s: uptime() });
+    });
+    let job = match job {
+        Job::Impact(ij) => return run_impact(&ij),
+        Job::Scripts(j) => j,
+    };
+    if let Some(pd) = &job.packetdrill {
+        return run_packetdrill(pd, &job);
+    }
+    run_scripts(&job);
+}
+
+/// Mounts the file systems, opens the result port, loads the base's modules, brings up lo, and
+/// sends the boot record (what failed is a note in it).
+fn boot() {
     let mut notes = Vec::new();
     let nosuid = (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong;
     for (src, t, fs, fl, d) in [
@@ -309,25 +335,10 @@ fn run() {
         port: port.is_some(),
         notes,
     });
-    let job: Job = match std::fs::read("/t/job.json")
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-    {
-        Ok(j) => j,
-        Err(e) => return fatal(format!("/t/job.json: {e}")),
-    };
-    let tick = Duration::from_secs_f64(job.tick_s().clamp(0.1, 60.0));
-    std::thread::spawn(move || loop {
-        std::thread::sleep(tick);
-        send(&Record::Tick { uptime_s: uptime() });
-    });
-    let job = match job {
-        Job::Impact(ij) => return run_impact(&ij),
-        Job::Scripts(j) => j,
-    };
-    if let Some(pd) = &job.packetdrill {
-        return run_packetdrill(pd, &job);
-    }
+}
+
+/// The job's scripts run by trc's own runner, one result record each.
+fn run_scripts(job: &ScriptJob) {
     let n = job.scripts.len();
     let mut ran = 0;
     for (i, s) in job.scripts.iter().enumerate() {
@@ -337,7 +348,7 @@ fn run() {
             index: i,
             uptime_s: t0,
         });
-        let (report, error, stuck) = run_with_limit(s, &job);
+        let (report, error, stuck) = run_with_limit(s, job);
         let rc = match (&report, &error) {
             (_, Some((k, _))) => k.exit_code(),
             (Some(r), None) if r.script.interrupted => 130,

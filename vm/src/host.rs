@@ -137,6 +137,43 @@ pub enum Event {
     Note(String),
 }
 
+impl Event {
+    /// The progress line for the event, or none (a script's start has none). `label`: the kernel
+    /// being booted; `n`: the number of scripts.
+    pub fn line(&self, label: &str, n: usize) -> Option<String> {
+        Some(match self {
+            Event::Initramfs {
+                base,
+                cached,
+                bytes,
+                seconds,
+            } => format!(
+                "initramfs {:.1} MB ({}, {seconds:.1} s): {}",
+                *bytes as f64 / 1e6,
+                if *cached { "base cached" } else { "base built" },
+                base.display()
+            ),
+            Event::Starting { accel } => format!("booting {label} under {accel}"),
+            Event::KvmFailed { reason } => {
+                format!("KVM failed ({reason}); falling back to TCG icount")
+            }
+            Event::Booted {
+                release,
+                wall_s,
+                cpu_s,
+            } => format!("{release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
+            Event::ScriptBegin { .. } => return None,
+            Event::ScriptEnd {
+                index,
+                name,
+                rc,
+                wall_s,
+            } => format!("[{}/{n}] {name}: exit {rc} ({wall_s:.1} s)", index + 1),
+            Event::Note(m) => format!("note: {m}"),
+        })
+    }
+}
+
 /// Seconds of wall clock, of qemu's CPU time (user + system, all threads) and of guest uptime.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Timing {
@@ -451,6 +488,63 @@ const KVM_SIGNS: &[&str] = &[
     "kvm_buf_set_msrs",
 ];
 
+/// One attempt while qemu runs: what its records said so far, and when it last made progress.
+struct Watch<'a> {
+    at: Attempt,
+    seen: std::collections::HashSet<String>,
+    got_done: bool,
+    t0: Instant,
+    last_cpu: f64,
+    last_progress: (Instant, f64),
+    names: &'a [String],
+    events: &'a mut dyn FnMut(&Event),
+}
+
+impl Watch<'_> {
+    /// Takes one record (from the port, or from the console when the guest has no port).
+    fn take(&mut self, r: Record) {
+        handle(
+            r,
+            &mut self.at,
+            &mut self.seen,
+            &mut self.got_done,
+            self.t0,
+            self.last_cpu,
+            self.names,
+            self.events,
+        );
+        self.last_progress = (Instant::now(), self.last_cpu);
+    }
+}
+
+/// The records the results port gained since the last read (it is opened once it exists).
+fn read_port(file: &mut Option<std::fs::File>, port: &Path, dec: &mut Decoder) -> Vec<Record> {
+    if file.is_none() {
+        *file = std::fs::File::open(port).ok();
+    }
+    let mut b = Vec::new();
+    match file.as_mut().map(|f| f.read_to_end(&mut b)) {
+        Some(Ok(_)) if !b.is_empty() => dec.push_records(&b),
+        _ => Vec::new(),
+    }
+}
+
+/// An attempt that did not finish: the guest's own fatal message, when it sent or printed one,
+/// is the reason.
+fn guest_gave_up(at: &mut Attempt) {
+    if at.end == End::Done {
+        return;
+    }
+    let on_console = at
+        .console
+        .iter()
+        .find(|l| l.contains("trc-vm: fatal:"))
+        .map(|l| l.trim().to_string());
+    if let Some(f) = at.fatal.clone().or(on_console) {
+        at.end = End::Fatal(format!("the guest gave up: {f}"));
+    }
+}
+
 fn attempt(
     spec: &VmSpec,
     qemu: &Path,
@@ -499,14 +593,20 @@ fn attempt(
         reader(e, tx.clone(), true);
     }
     drop(tx);
-    let mut portf = std::fs::File::open(port).ok();
+    let mut w = Watch {
+        at,
+        seen: std::collections::HashSet::new(),
+        got_done: false,
+        t0,
+        last_cpu: 0.0,
+        last_progress: (Instant::now(), 0.0f64),
+        names,
+        events,
+    };
+    let mut portf = None;
     let mut port_dec = Decoder::new();
     let mut cons_dec = Decoder::new();
     let mut line = Vec::new();
-    let mut last_cpu = 0.0;
-    let mut last_progress = (Instant::now(), 0.0f64);
-    let mut got_done = false;
-    let mut seen = std::collections::HashSet::new();
     let mut outputs_open = true;
     // Records on the console count only when the guest has no port (it says so in its boot record).
     let mut console_mode = false;
@@ -521,22 +621,12 @@ fn attempt(
                         console_mode = true;
                     }
                     if console_mode {
-                        handle(
-                            r,
-                            &mut at,
-                            &mut seen,
-                            &mut got_done,
-                            t0,
-                            last_cpu,
-                            names,
-                            events,
-                        );
-                        last_progress = (Instant::now(), last_cpu);
+                        w.take(r);
                     }
                 }
-                kvm_sign = console_lines(&b, &mut line, accel, &mut at);
+                kvm_sign = console_lines(&b, &mut line, accel, &mut w.at);
             }
-            Ok(Msg::Err(b)) => kvm_sign = qemu_stderr(&b, accel, &mut at),
+            Ok(Msg::Err(b)) => kvm_sign = qemu_stderr(&b, accel, &mut w.at),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 outputs_open = false;
@@ -544,33 +634,15 @@ fn attempt(
             }
         }
         // The results port, as it grows.
-        if portf.is_none() {
-            portf = std::fs::File::open(port).ok();
-        }
-        if let Some(f) = portf.as_mut() {
-            let mut b = Vec::new();
-            if f.read_to_end(&mut b).is_ok() && !b.is_empty() {
-                for r in port_dec.push_records(&b) {
-                    handle(
-                        r,
-                        &mut at,
-                        &mut seen,
-                        &mut got_done,
-                        t0,
-                        last_cpu,
-                        names,
-                        events,
-                    );
-                    last_progress = (Instant::now(), last_cpu);
-                }
-            }
+        for r in read_port(&mut portf, port, &mut port_dec) {
+            w.take(r);
         }
         if let Some(c) = cpu_seconds(pid) {
-            last_cpu = c;
+            w.last_cpu = c;
         }
         if let Some(s) = kvm_sign {
             // qemu pauses the VM after an internal error and waits: it is killed below.
-            at.end = End::KvmError(s);
+            w.at.end = End::KvmError(s);
             break;
         }
         if let Some(st) = q.poll() {
@@ -579,39 +651,31 @@ fn attempt(
             if outputs_open && since.elapsed() < Duration::from_secs(2) {
                 continue;
             }
-            at.end = exit_end(st, got_done, &at.stderr);
+            w.at.end = exit_end(st, w.got_done, &w.at.stderr);
             break;
         }
         if let Some(end) = limit_reached(
             spec,
             accel,
-            &at,
+            &w.at,
             t0.elapsed(),
-            last_cpu,
-            last_progress,
-            got_done,
+            w.last_cpu,
+            w.last_progress,
+            w.got_done,
         ) {
-            at.end = end;
+            w.at.end = end;
             break;
         }
     }
+    let mut at = w.at;
     at.total = Timing {
         wall_s: t0.elapsed().as_secs_f64(),
-        cpu_s: last_cpu,
+        cpu_s: w.last_cpu,
         guest_s: 0.0,
     };
     q.kill();
     at.damaged = port_dec.damaged;
-    if at.end != End::Done {
-        let on_console = at
-            .console
-            .iter()
-            .find(|l| l.contains("trc-vm: fatal:"))
-            .map(|l| l.trim().to_string());
-        if let Some(f) = at.fatal.clone().or(on_console) {
-            at.end = End::Fatal(format!("the guest gave up: {f}"));
-        }
-    }
+    guest_gave_up(&mut at);
     at
 }
 

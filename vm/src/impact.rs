@@ -390,6 +390,178 @@ fn classify(sent: &[TapSeg], dropped: &[bool]) -> Vec<(bool, bool)> {
     out
 }
 
+/// The two taps of a run, with what [`analyse`] derives from them once.
+struct Taps<'a> {
+    /// Data segments on r0, in time order.
+    sent: &'a [TapSeg],
+    /// Per sent segment: (a retransmission, its original was dropped), from [`classify`].
+    cls: &'a [(bool, bool)],
+    /// Per sent segment: it never reached r1.
+    dropped: &'a [bool],
+    acks: &'a [TapAck],
+    /// Per ACK: it advanced the cumulative ACK.
+    advancing: &'a [bool],
+}
+
+/// Per ACK: whether it advanced the cumulative ACK (the first one does).
+fn advancing_acks(acks: &[TapAck]) -> Vec<bool> {
+    let mut high_ack: Option<u32> = None;
+    acks.iter()
+        .map(|a| {
+            let adv = high_ack.is_none_or(|h| (a.ack.wrapping_sub(h) as i32) > 0);
+            if adv {
+                high_ack = Some(a.ack);
+            }
+            adv
+        })
+        .collect()
+}
+
+/// The retransmissions sent in a window of an undo event.
+#[derive(Default)]
+struct Retransmissions {
+    count: u32,
+    /// Of them, those whose original was dropped.
+    originals_lost: u32,
+    lost_seqs: Vec<u32>,
+    /// TSval of the first one (in sending order).
+    first_tsval: Option<u32>,
+    /// Time (ms) of the earliest one; infinity when there is none.
+    first_t: f64,
+}
+
+/// The retransmissions sent after `t0` (ms) at a time `within` accepts.
+fn retransmissions(taps: &Taps, t0: f64, within: impl Fn(f64) -> bool) -> Retransmissions {
+    let mut r = Retransmissions {
+        first_t: f64::INFINITY,
+        ..Retransmissions::default()
+    };
+    for (s, (rtx, orig_lost)) in taps.sent.iter().zip(taps.cls) {
+        let t = s.t_ns as f64 / 1e6;
+        if *rtx && t > t0 && within(t) {
+            r.count += 1;
+            r.first_tsval.get_or_insert(s.tsval);
+            r.first_t = r.first_t.min(t);
+            if *orig_lost {
+                r.originals_lost += 1;
+                r.lost_seqs.push(s.seq);
+            }
+        }
+    }
+    r
+}
+
+/// The packets of both taps from `from` to `t1` (ms), one line each, in time order.
+fn event_trace(taps: &Taps, from: f64, t1: f64) -> Vec<String> {
+    let mut lines: Vec<(f64, String)> = Vec::new();
+    for (i, (s, (r, _))) in taps.sent.iter().zip(taps.cls).enumerate() {
+        let t = s.t_ns as f64 / 1e6;
+        if t >= from && t <= t1 {
+            lines.push((
+                t,
+                format!(
+                    "{t:.3} {} {}:{} tsval {}{}",
+                    if *r { "rtx" } else { "tx " },
+                    s.seq,
+                    s.seq.wrapping_add(s.len),
+                    s.tsval,
+                    if taps.dropped[i] { " DROPPED" } else { "" }
+                ),
+            ));
+        }
+    }
+    for a in taps.acks {
+        let t = a.t_ns as f64 / 1e6;
+        if t >= from && t <= t1 {
+            lines.push((t, format!("{t:.3} ack {} tsecr {}", a.ack, a.tsecr)));
+        }
+    }
+    lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    lines.into_iter().map(|l| l.1).collect()
+}
+
+/// The undo event that ends at sample `k` (undo counters grew since sample `k - 1`), or none.
+/// `prev_event`: the sample of the previous event (its window starts after it).
+fn undo_event(
+    p: &ImpactParams,
+    samples: &[Sample],
+    k: usize,
+    prev_event: usize,
+    taps: &Taps,
+    captured: bool,
+) -> Option<UndoEvent> {
+    let d: Vec<i64> = (0..5)
+        .map(|c| samples[k].undo[c] - samples[k - 1].undo[c])
+        .collect();
+    if d.iter().all(|&x| x <= 0) {
+        return None;
+    }
+    let mut j = k - 1;
+    while j > prev_event && samples[j].ca_state != 0 {
+        j -= 1;
+    }
+    let (t0, t1) = (samples[j].t_ms, samples[k].t_ms);
+    let mut rtx = retransmissions(taps, t0, |t| t <= t1);
+    let tprev = samples[k - 1].t_ms;
+    // The candidate undo ACK: the first in the event's sample interval that echoes a TSval
+    // older than the episode's first retransmission. Retransmissions after it belong to
+    // the next episode (the undo had happened). It must come after that retransmission.
+    // Only an ACK that advances the cumulative ACK counts: the undos judge the echo on
+    // such ACKs (FLAG_SND_UNA_ADVANCED), while a duplicate ACK echoes the old ts_recent
+    // whatever happened.
+    let first_rtx_t = rtx.first_t;
+    let undo_ack = rtx.first_tsval.and_then(|f| {
+        taps.acks
+            .iter()
+            .zip(taps.advancing)
+            .map(|(a, adv)| (a.t_ns as f64 / 1e6, a, *adv))
+            .find(|(t, a, adv)| {
+                *adv && *t > tprev.max(first_rtx_t)
+                    && *t <= t1
+                    && a.tsecr != 0
+                    && (a.tsecr.wrapping_sub(f) as i32) < 0
+            })
+            .map(|(t, _, _)| t)
+    });
+    let echo_before = undo_ack.is_some();
+    if let Some(tu) = undo_ack {
+        rtx = retransmissions(taps, t0, |t| t < tu);
+    }
+    let verdict = if !captured {
+        UndoVerdict::NotCaptured
+    } else if rtx.originals_lost > 0 {
+        UndoVerdict::AfterRealLoss
+    } else if rtx.count > 0 {
+        UndoVerdict::Spurious
+    } else {
+        UndoVerdict::NoRetransmission
+    };
+    let counters = (0..5)
+        .filter(|&c| d[c] > 0)
+        .map(|c| (short(UNDO_COUNTERS[c]), d[c]))
+        .collect();
+    let trace = if verdict == UndoVerdict::AfterRealLoss {
+        event_trace(taps, t0 - p.rtt_ms, t1)
+    } else {
+        Vec::new()
+    };
+    Some(UndoEvent {
+        t_ms: t1,
+        window_start_ms: t0,
+        counters,
+        cwnd_before: samples[k - 1].cwnd,
+        cwnd_after: samples[k].cwnd,
+        ssthresh_before: samples[k - 1].ssthresh,
+        ssthresh_after: samples[k].ssthresh,
+        retransmissions: rtx.count,
+        originals_lost: rtx.originals_lost,
+        lost_seqs: rtx.lost_seqs,
+        echo_before_retransmission: echo_before,
+        verdict,
+        trace,
+    })
+}
+
 /// The summary and the undo events of a run from its samples and the two taps.
 /// `sent`: data segments on r0, `delivered`: on r1, both in time order.
 /// `captured`: the taps ran (else every event is [`UndoVerdict::NotCaptured`]).
@@ -408,154 +580,45 @@ pub fn analyse(
         .map(|s| !got.contains(&(s.seq, s.len, s.tsval)))
         .collect();
     let cls = classify(sent, &dropped);
-    let dropped_n = dropped.iter().filter(|&&d| d).count() as u64;
-    let dropped_orig = dropped
-        .iter()
-        .zip(&cls)
-        .filter(|(&d, (r, _))| d && !r)
-        .count() as u64;
-
-    // Which ACKs advanced the cumulative ACK.
-    let mut high_ack: Option<u32> = None;
-    let advancing: Vec<bool> = acks
-        .iter()
-        .map(|a| {
-            let adv = high_ack.is_none_or(|h| (a.ack.wrapping_sub(h) as i32) > 0);
-            if adv {
-                high_ack = Some(a.ack);
-            }
-            adv
-        })
-        .collect();
-
-    // Undo events.
+    let advancing = advancing_acks(acks);
+    let taps = Taps {
+        sent,
+        cls: &cls,
+        dropped: &dropped,
+        acks,
+        advancing: &advancing,
+    };
     let mut events = Vec::new();
     let mut prev_event = 0usize;
     for k in 1..samples.len() {
-        let d: Vec<i64> = (0..5)
-            .map(|c| samples[k].undo[c] - samples[k - 1].undo[c])
-            .collect();
-        if d.iter().all(|&x| x <= 0) {
-            continue;
+        if let Some(e) = undo_event(p, samples, k, prev_event, &taps, captured) {
+            events.push(e);
+            prev_event = k;
         }
-        let mut j = k - 1;
-        while j > prev_event && samples[j].ca_state != 0 {
-            j -= 1;
-        }
-        let (t0, t1) = (samples[j].t_ms, samples[k].t_ms);
-        let mut rtx = 0;
-        let mut lost = 0;
-        let mut lost_seqs = Vec::new();
-        let mut first_rtx_ts: Option<u32> = None;
-        let mut first_rtx_t = f64::INFINITY;
-        for (s, (r, ol)) in sent.iter().zip(&cls) {
-            let t = s.t_ns as f64 / 1e6;
-            if *r && t > t0 && t <= t1 {
-                rtx += 1;
-                first_rtx_ts.get_or_insert(s.tsval);
-                first_rtx_t = first_rtx_t.min(t);
-                if *ol {
-                    lost += 1;
-                    lost_seqs.push(s.seq);
-                }
-            }
-        }
-        let tprev = samples[k - 1].t_ms;
-        // The candidate undo ACK: the first in the event's sample interval that echoes a TSval
-        // older than the episode's first retransmission. Retransmissions after it belong to
-        // the next episode (the undo had happened). It must come after that retransmission.
-        // Only an ACK that advances the cumulative ACK counts: the undos judge the echo on
-        // such ACKs (FLAG_SND_UNA_ADVANCED), while a duplicate ACK echoes the old ts_recent
-        // whatever happened.
-        let undo_ack = first_rtx_ts.and_then(|f| {
-            acks.iter()
-                .zip(&advancing)
-                .map(|(a, adv)| (a.t_ns as f64 / 1e6, a, *adv))
-                .find(|(t, a, adv)| {
-                    *adv && *t > tprev.max(first_rtx_t)
-                        && *t <= t1
-                        && a.tsecr != 0
-                        && (a.tsecr.wrapping_sub(f) as i32) < 0
-                })
-                .map(|(t, _, _)| t)
-        });
-        let echo_before = undo_ack.is_some();
-        if let Some(tu) = undo_ack {
-            rtx = 0;
-            lost = 0;
-            lost_seqs.clear();
-            for (s, (r, ol)) in sent.iter().zip(&cls) {
-                let t = s.t_ns as f64 / 1e6;
-                if *r && t > t0 && t < tu {
-                    rtx += 1;
-                    if *ol {
-                        lost += 1;
-                        lost_seqs.push(s.seq);
-                    }
-                }
-            }
-        }
-        let verdict = if !captured {
-            UndoVerdict::NotCaptured
-        } else if lost > 0 {
-            UndoVerdict::AfterRealLoss
-        } else if rtx > 0 {
-            UndoVerdict::Spurious
-        } else {
-            UndoVerdict::NoRetransmission
-        };
-        let counters = (0..5)
-            .filter(|&c| d[c] > 0)
-            .map(|c| (short(UNDO_COUNTERS[c]), d[c]))
-            .collect();
-        let mut trace = Vec::new();
-        if verdict == UndoVerdict::AfterRealLoss {
-            let from = t0 - p.rtt_ms;
-            let mut lines: Vec<(f64, String)> = Vec::new();
-            for (i, (s, (r, _))) in sent.iter().zip(&cls).enumerate() {
-                let t = s.t_ns as f64 / 1e6;
-                if t >= from && t <= t1 {
-                    lines.push((
-                        t,
-                        format!(
-                            "{t:.3} {} {}:{} tsval {}{}",
-                            if *r { "rtx" } else { "tx " },
-                            s.seq,
-                            s.seq.wrapping_add(s.len),
-                            s.tsval,
-                            if dropped[i] { " DROPPED" } else { "" }
-                        ),
-                    ));
-                }
-            }
-            for a in acks {
-                let t = a.t_ns as f64 / 1e6;
-                if t >= from && t <= t1 {
-                    lines.push((t, format!("{t:.3} ack {} tsecr {}", a.ack, a.tsecr)));
-                }
-            }
-            lines.sort_by(|a, b| a.0.total_cmp(&b.0));
-            trace = lines.into_iter().map(|l| l.1).collect();
-        }
-        events.push(UndoEvent {
-            t_ms: t1,
-            window_start_ms: t0,
-            counters,
-            cwnd_before: samples[k - 1].cwnd,
-            cwnd_after: samples[k].cwnd,
-            ssthresh_before: samples[k - 1].ssthresh,
-            ssthresh_after: samples[k].ssthresh,
-            retransmissions: rtx,
-            originals_lost: lost,
-            lost_seqs,
-            echo_before_retransmission: echo_before,
-            verdict,
-            trace,
-        });
-        prev_event = k;
     }
+    let summary = summarise(p, samples, &taps, delivered.len(), mss, captured, &events);
+    (summary, events)
+}
 
-    // The transfer's figures at the end of the writing period.
+/// The transfer's figures at the end of the writing period, the taps' counts and the events'
+/// verdicts.
+fn summarise(
+    p: &ImpactParams,
+    samples: &[Sample],
+    taps: &Taps,
+    delivered: usize,
+    mss: u32,
+    captured: bool,
+    events: &[UndoEvent],
+) -> ImpactSummary {
+    let sent = taps.sent;
+    let dropped_n = taps.dropped.iter().filter(|&&d| d).count() as u64;
+    let dropped_orig = taps
+        .dropped
+        .iter()
+        .zip(taps.cls)
+        .filter(|(&d, (r, _))| d && !r)
+        .count() as u64;
     let end_ms = p.duration_s * 1000.0;
     let in_run: Vec<&Sample> = samples.iter().filter(|s| s.t_ms <= end_ms + 1e-9).collect();
     let last = in_run.last().copied().or(samples.last());
@@ -575,7 +638,7 @@ pub fn analyse(
         cw.iter().sum::<f64>() / cw.len() as f64
     };
     let count = |v: UndoVerdict| events.iter().filter(|e| e.verdict == v).count();
-    let summary = ImpactSummary {
+    ImpactSummary {
         duration_s: dur,
         bytes_acked: bytes,
         goodput_mbit: if dur > 0.0 {
@@ -593,7 +656,7 @@ pub fn analyse(
         mean_cwnd,
         median_cwnd: median(&mut cw),
         tap_sent: sent.len() as u64,
-        tap_delivered: delivered.len() as u64,
+        tap_delivered: delivered as u64,
         tap_dropped: dropped_n,
         tap_dropped_originals: dropped_orig,
         tap_dropped_retransmissions: dropped_n - dropped_orig,
@@ -612,8 +675,7 @@ pub fn analyse(
             .filter(|e| e.verdict == UndoVerdict::AfterRealLoss && e.echo_before_retransmission)
             .count(),
         captured,
-    };
-    (summary, events)
+    }
 }
 
 /// The fields of a TCP/IPv4 header the experiment reads.

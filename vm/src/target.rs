@@ -76,29 +76,10 @@ impl Target for Vm {
     ) -> Result<Batch, TargetError> {
         let n = scripts.len();
         let label = self.label();
-        let mut progress = |e: &Event| match e {
-            Event::Starting { accel } => log(&format!("booting {label} under {accel}")),
-            Event::KvmFailed { reason } => log(&format!(
-                "KVM failed ({reason}); falling back to TCG icount"
-            )),
-            Event::Booted {
-                release,
-                wall_s,
-                cpu_s,
-            } => log(&format!(
-                "{release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"
-            )),
-            Event::ScriptEnd {
-                index,
-                name,
-                rc,
-                wall_s,
-            } => log(&format!(
-                "[{}/{n}] {name}: exit {rc} ({wall_s:.1} s)",
-                index + 1
-            )),
-            Event::Note(m) => log(&format!("note: {m}")),
-            _ => {}
+        let mut progress = |e: &Event| {
+            if let Some(l) = e.line(&label, n) {
+                log(&l);
+            }
         };
         let run = crate::run_in_vm_with(&self.spec, scripts, &mut progress)?;
         let runs = reports(scripts, &run);

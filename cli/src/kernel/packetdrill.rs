@@ -35,21 +35,10 @@ pub fn cli(args: RunArgs) -> i32 {
         args: pd_args,
     };
     let n = args.files.len();
-    let mut progress = |e: &trc_vm::Event| match e {
-        trc_vm::Event::Booted {
-            release, wall_s, ..
-        } => eprintln!("{what}: {release} booted in {wall_s:.1} s"),
-        trc_vm::Event::ScriptEnd {
-            index,
-            name,
-            rc,
-            wall_s,
-        } => eprintln!(
-            "{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)",
-            index + 1
-        ),
-        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
-        _ => {}
+    let mut progress = |e: &trc_vm::Event| {
+        if let Some(l) = e.line(&img.release, n) {
+            eprintln!("{what}: {l}");
+        }
     };
     let run = match trc_vm::packetdrill::run_in_vm_with(&spec, &setup, &args.files, &mut progress) {
         Ok(r) => r,

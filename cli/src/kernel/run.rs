@@ -136,29 +136,111 @@ fn write_plots(
 /// The tolerance `--loose-timing` sets.
 const LOOSE_TOLERANCE_USECS: u32 = 40_000;
 
+/// Every script read and parsed, and none has a shell line the flags refuse: else the error
+/// (an input error, exit 2).
+fn parse_scripts(args: &RunArgs) -> Result<(), String> {
+    let what = "trc kernel run";
+    for f in &args.files {
+        let src = trc_files::read_source(f).map_err(|e| format!("{what}: {e}"))?;
+        let script = trc_pkt::parse(&src, &f.display().to_string()).map_err(|e| e.to_string())?;
+        if let Some(e) = refused_shell_line(args, &script, f) {
+            return Err(format!("{what}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// The VM run on stdout: each script's report (its trace events with `verbose`), then the
+/// accelerator, kernel, timings, notes and the counts of exit codes.
+fn print_vm_run(run: &trc_vm::VmRun, release: &str, n: usize, verbose: bool) {
+    for (i, s) in run.scripts.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        match &s.outcome {
+            trc_vm::ScriptOutcome::Ran { report } => print!("{}", report.render()),
+            trc_vm::ScriptOutcome::Error {
+                message, report, ..
+            } => {
+                if let Some(r) = report {
+                    print!("{}", r.render());
+                }
+                println!("{}: {message}", s.name);
+            }
+            trc_vm::ScriptOutcome::Measured { .. }
+            | trc_vm::ScriptOutcome::Exited { .. }
+            | trc_vm::ScriptOutcome::Missing => {
+                println!("{}: no result from the VM", s.name)
+            }
+        }
+        if verbose {
+            for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {
+                println!("trace: {}", serde_json::to_string(ev).unwrap_or_default());
+            }
+        }
+    }
+    println!();
+    println!("accelerator: {}", run.accelerator);
+    if let Some(k) = &run.kvm_fallback {
+        println!("kvm: {k}");
+    }
+    println!(
+        "kernel: {} ({})",
+        if run.release.is_empty() {
+            release
+        } else {
+            run.release.as_str()
+        },
+        run.kernel.display()
+    );
+    println!(
+        "boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s",
+        run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s
+    );
+    println!(
+        "total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})",
+        run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1
+    );
+    for note in &run.notes {
+        println!("note: {note}");
+    }
+    let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
+    println!(
+        "scripts: {} passed, {} failed, {} incomplete or missing, {} skipped",
+        count(0),
+        count(1),
+        count(3) + count(130),
+        count(4) + count(2)
+    );
+}
+
+/// `--plot` for a VM run: the scripts with a report (a script the VM gave no result for has
+/// nothing to draw).
+fn plot_vm_run(out: &Path, files: &[PathBuf], run: &trc_vm::VmRun) -> Result<(), String> {
+    let runs: Vec<(&Path, &trc_kernel::RunReport)> = files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            run.scripts
+                .iter()
+                .find(|s| s.path == *f)
+                .or(run.scripts.get(i))
+                .and_then(|s| s.report())
+                .map(|r| (f.as_path(), r))
+        })
+        .collect();
+    for f in write_plots(out, &runs, files.len() > 1)? {
+        eprintln!("trc kernel run: pictures in {}", f.display());
+    }
+    Ok(())
+}
+
 pub fn vm_cli(args: RunArgs) -> i32 {
     let what = "trc kernel run";
     // Scripts and options first: bad input is exit 2 wherever runs would be skipped.
-    for f in &args.files {
-        let src = match trc_files::read_source(f) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("{what}: {e}");
-                return exit::USAGE;
-            }
-        };
-        match trc_pkt::parse(&src, &f.display().to_string()) {
-            Err(e) => {
-                eprintln!("{e}");
-                return exit::USAGE;
-            }
-            Ok(script) => {
-                if let Some(e) = refused_shell_line(&args, &script, f) {
-                    eprintln!("{what}: {e}");
-                    return exit::USAGE;
-                }
-            }
-        }
+    if let Err(e) = parse_scripts(&args) {
+        eprintln!("{e}");
+        return exit::USAGE;
     }
     let packetdrill = match packetdrill_options(&args) {
         Ok(o) => o,
@@ -186,107 +268,16 @@ pub fn vm_cli(args: RunArgs) -> i32 {
         no_shell: args.no_shell,
     };
     let n = args.files.len();
-    let mut progress = |e: &trc_vm::Event| match e {
-        trc_vm::Event::Initramfs {
-            base,
-            cached,
-            bytes,
-            seconds,
-        } => {
-            eprintln!(
-                "{what}: initramfs {:.1} MB ({}, {:.1} s): {}",
-                *bytes as f64 / 1e6,
-                if *cached { "base cached" } else { "base built" },
-                seconds,
-                base.display()
-            )
+    let mut progress = |e: &trc_vm::Event| {
+        if let Some(l) = e.line(&img.release, n) {
+            eprintln!("{what}: {l}");
         }
-        trc_vm::Event::Starting { accel } => {
-            eprintln!("{what}: booting {} under {accel}", img.release)
-        }
-        trc_vm::Event::KvmFailed { reason } => {
-            eprintln!("{what}: KVM failed ({reason}); falling back to TCG icount")
-        }
-        trc_vm::Event::Booted {
-            release,
-            wall_s,
-            cpu_s,
-        } => eprintln!("{what}: {release} booted in {wall_s:.1} s ({cpu_s:.1} s qemu CPU)"),
-        trc_vm::Event::ScriptBegin { .. } => {}
-        trc_vm::Event::ScriptEnd {
-            index,
-            name,
-            rc,
-            wall_s,
-        } => eprintln!(
-            "{what}: [{}/{n}] {name}: exit {rc} ({wall_s:.1} s)",
-            index + 1
-        ),
-        trc_vm::Event::Note(m) => eprintln!("{what}: note: {m}"),
     };
     let run = match trc_vm::run_in_vm_with(&spec, &args.files, &mut progress) {
         Ok(r) => r,
         Err(e) => return vm_error(what, &e),
     };
-    for (i, s) in run.scripts.iter().enumerate() {
-        if i > 0 {
-            println!();
-        }
-        match &s.outcome {
-            trc_vm::ScriptOutcome::Ran { report } => print!("{}", report.render()),
-            trc_vm::ScriptOutcome::Error {
-                message, report, ..
-            } => {
-                if let Some(r) = report {
-                    print!("{}", r.render());
-                }
-                println!("{}: {message}", s.name);
-            }
-            trc_vm::ScriptOutcome::Measured { .. }
-            | trc_vm::ScriptOutcome::Exited { .. }
-            | trc_vm::ScriptOutcome::Missing => {
-                println!("{}: no result from the VM", s.name)
-            }
-        }
-        if args.verbose {
-            for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {
-                println!("trace: {}", serde_json::to_string(ev).unwrap_or_default());
-            }
-        }
-    }
-    println!();
-    println!("accelerator: {}", run.accelerator);
-    if let Some(k) = &run.kvm_fallback {
-        println!("kvm: {k}");
-    }
-    println!(
-        "kernel: {} ({})",
-        if run.release.is_empty() {
-            img.release.as_str()
-        } else {
-            run.release.as_str()
-        },
-        run.kernel.display()
-    );
-    println!(
-        "boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s",
-        run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s
-    );
-    println!(
-        "total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})",
-        run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1
-    );
-    for note in &run.notes {
-        println!("note: {note}");
-    }
-    let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
-    println!(
-        "scripts: {} passed, {} failed, {} incomplete or missing, {} skipped",
-        count(0),
-        count(1),
-        count(3) + count(130),
-        count(4) + count(2)
-    );
+    print_vm_run(&run, &img.release, n, args.verbose);
     if let Err(e) = trc_vm::flags::problem_and_console(
         run.problem.as_deref(),
         &run.console,
@@ -302,28 +293,9 @@ pub fn vm_cli(args: RunArgs) -> i32 {
         }
     }
     if let Some(out) = &args.plot {
-        // The scripts with a report (a script the VM gave no result for has nothing to draw).
-        let runs: Vec<(&Path, &trc_kernel::RunReport)> = args
-            .files
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| {
-                run.scripts
-                    .iter()
-                    .find(|s| s.path == *f)
-                    .or(run.scripts.get(i))
-                    .and_then(|s| s.report())
-                    .map(|r| (f.as_path(), r))
-            })
-            .collect();
-        match write_plots(out, &runs, n > 1) {
-            Ok(files) => files
-                .iter()
-                .for_each(|f| eprintln!("{what}: pictures in {}", f.display())),
-            Err(e) => {
-                eprintln!("{what}: {e}");
-                return exit::USAGE;
-            }
+        if let Err(e) = plot_vm_run(out, &args.files, &run) {
+            eprintln!("{what}: {e}");
+            return exit::USAGE;
         }
     }
     exit::of_vm_run(&run)

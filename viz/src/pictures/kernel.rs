@@ -308,6 +308,8 @@ mod tests {
     /// segments written, the first dropped (declared), the RTO retransmitting it, an ACK with a
     /// SACK block answered by new data within a millisecond recorded *before* the ACK (the
     /// tun write returns after the kernel answered), then a full ACK with an undo.
+    // A table: the hand-made trace, one event per entry.
+    #[allow(clippy::too_many_lines)]
     fn run() -> (RunReport, String) {
         let ts = |v| WireOption::Timestamp { val: v, ecr: 1 };
         let c = |m: &[(&str, i64)]| {

@@ -169,11 +169,12 @@ pub enum PrrGuards {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RtoRetransReset {
-    /// 3.10..3.15: only in `tcp_process_loss()` (on `recovered` or FLAG_DATA_ACKED), and not when
+    /// 3.10..3.16: only in `tcp_process_loss()` (on `recovered` or FLAG_DATA_ACKED), and not when
     /// F-RTO step 2b returned first; a second RTO then keeps the first one's ssthresh and undo state.
     InProcessLoss,
-    /// 2014 (v3.16, attributed to 0c9ab09223fe [M]) and later: `tcp_ack()` resets it on every
-    /// ACK that advances snd_una.
+    /// 3.17 (3.16.0/3.17.0 trees compared; 4.0.5 and 7.2 read) and later: `tcp_ack()` resets it
+    /// on every ACK that advances snd_una. Commit not found (0c9ab09223fe unverified):
+    /// docs/kernel-bugs.md, the 2014 row.
     InTcpAck,
 }
 

@@ -12,7 +12,7 @@
 //! linux-6.18's). Each [`GAPS`] entry must still be a gap, so the list only shrinks.
 
 use serde_json::{Map, Value};
-use trc_model::profile::{HystartClock, Profile};
+use trc_model::profile::{HystartClock, Profile, RtoRetransReset};
 
 const MATRIX_RS: &str = include_str!("matrix.rs");
 const CUBIC_RS: &str = include_str!("cubic.rs");
@@ -62,6 +62,7 @@ const ROWS: &[Row] = &[
     row("matrix.rs", "i3_fails_on_pre_8b8a321_prr", "Profile::pre_8b8a321()", Profile::pre_8b8a321, "prr_guards", "pre8b8a321"),
     row("matrix.rs", "f0ec986_tlp_dsack_undo_i1", "Profile::pre_0ec986()", Profile::pre_0ec986, "init_undo_tlp", "ignore"),
     row("matrix.rs", "d9157f_dsack_ends_frto_missed_undo_i19", "Profile::pre_d9157f()", Profile::pre_d9157f, "dsack_dupack", "counts-as-dupack"),
+    row("matrix.rs", "rto_retrans_reset_in_process_loss_frto_undo_i1", "rto_retrans_reset: RtoRetransReset::InProcessLoss", || Profile { rto_retrans_reset: RtoRetransReset::InProcessLoss, ..Profile::linux_6_18() }, "rto_retrans_reset", "in-process-loss"),
     row("cubic.rs", "f25c1a9_round_start_below_low_window_i15", "Profile::pre_25c1a9()", Profile::pre_25c1a9, "hystart_low_window", "in-acked"),
     row("cubic.rs", "f4e1fddc_round_reset_in_cong_avoid_i15", "Profile::pre_4e1fddc()", Profile::pre_4e1fddc, "hystart_round_reset", "in-cong-avoid"),
     row("cubic.rs", "fb344579_delay_exit_on_min_rtt_drop_i15b", "Profile::pre_b344579()", Profile::pre_b344579, "hystart_curr_rtt", "first8"),
@@ -80,9 +81,6 @@ const GAPS: &[(&str, &str, &str)] = &[
     // built-in kernel has it; the two guards differ only at snd_una > high_seq in
     // Recovery/CWR (unit test loss::tests::enter_loss_guard_window_clause).
     ("enter_loss_guard", "snd-una-eq-high-seq", "no built-in profile: see docs/reference/profiles.md (the 2014 change)"),
-    // Only linux-3.14 sets it; its I1 row belongs to da34ac7626b5 (loss_undo_acks, isolated by
-    // pre-da34ac7626b5), and I2 holds on every built-in profile (docs/reference/properties.md).
-    ("rto_retrans_reset", "in-process-loss", "only linux-3.14 sets it, no row isolates it: row added by the verdicts issue"),
     // linux-6.6, 5.1 and 3.14 (before b41b4cbd9655) set it; their rows are other decision
     // points' (packet_delayed, loss_undo_nonsack_hold, loss_undo_acks).
     ("enter_recovery_stamp_cleanup", "false", "no profile isolates b41b4cbd9655, no row: row added by the verdicts issue"),

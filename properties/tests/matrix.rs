@@ -3,7 +3,7 @@
 
 use trc_model::config::SackMode;
 use trc_model::model::TcpModel;
-use trc_model::profile::{Mutant, Profile};
+use trc_model::profile::{Mutant, Profile, RtoRetransReset};
 use trc_model::Config;
 
 use trc_engine::{check, Options};
@@ -324,4 +324,35 @@ fn i3_fails_on_pre_8b8a321_prr() {
             s.sender.cwnd
         );
     }
+}
+
+/// Consecutive short F-RTO episodes (docs/kernel-bugs.md, the 2014 row): an RTO, the ACK of
+/// its retransmission (F-RTO step 2b sends new data and returns), a second RTO. With the count
+/// reset only in `tcp_process_loss()` the second RTO is not a new episode: it keeps the first
+/// one's ssthresh and undo state and re-arms F-RTO, so a SACK of the new data undoes the first
+/// episode's real loss. 6.18 resets the count in `tcp_ack()`. Bounds: SACK, no timestamps, no
+/// DSACK and no TSQ (6.18's accepted I1 findings need one of them), two RTOs, two losses.
+#[test]
+fn rto_retrans_reset_in_process_loss_frto_undo_i1() {
+    let c = Config {
+        segments: 2,
+        extra_writes: 1,
+        initcwnd: 2,
+        max_losses: 2,
+        max_rtos: 2,
+        max_tsq: 0,
+        dsack: false,
+        ..cfg(SackMode::Sack, false)
+    };
+    let p = Profile {
+        rto_retrans_reset: RtoRetransReset::InProcessLoss,
+        ..Profile::linux_6_18()
+    };
+    assert_eq!(violated(&c, p.clone(), "I1", 2), Some(8));
+    assert_eq!(
+        common::signatures(&c, p, "I1").keys().collect::<Vec<_>>(),
+        ["I1:tcp_try_undo_loss(frto):Loss:frto"]
+    );
+    assert!(violated(&c, Profile::linux_3_14(), "I1", 2).is_some());
+    assert_eq!(violated(&c, Profile::linux_6_18(), "I1", 2), None);
 }

@@ -98,6 +98,10 @@ pub struct BoundArgs {
     /// ECN negotiated.
     #[arg(long)]
     pub ecn: bool,
+    /// Learn srtt, rttvar, the RTO and min_rtt from every RTT sample (tcp_rtt_estimator); off:
+    /// the fixed RTT of --rtt-ms (trc replay and trc diff always learn).
+    #[arg(long)]
+    pub rtt_estimator: bool,
     /// Congestion control: cubic (default) or reno.
     #[arg(long, value_parser = ["cubic", "reno"])]
     pub cc: Option<String>,
@@ -184,6 +188,9 @@ impl BoundArgs {
         }
         if self.ecn || self.ece.unwrap_or(0) > 0 {
             c.ecn = true;
+        }
+        if self.rtt_estimator {
+            c.rtt_estimator = true;
         }
         if let Some(cc) = &self.cc {
             c.cc = if cc == "reno" {

@@ -131,6 +131,8 @@ pub fn draw_config(r: &mut Rng, g: &GenOptions) -> (Config, bool) {
         max_tlps: r.range(0, 2) as u8,
         max_tsq: 0,
         max_ece: 0,
+        // The kernel learns its RTT from every sample; so does the model in `trc diff`.
+        rtt_estimator: true,
         horizon_ms: 3000,
         rtt_ms: 50,
         sack: if sack {
@@ -240,6 +242,8 @@ pub fn bulk(
         max_tlps: 255,
         max_tsq: 0,
         max_ece: 0,
+        // The kernel learns its RTT from every sample; so does the model in `trc diff`.
+        rtt_estimator: true,
         horizon_ms: trc_model::config::MAX_HORIZON_MS,
         rtt_ms: 50,
         sack: if sack {

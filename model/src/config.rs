@@ -109,6 +109,12 @@ pub struct Config {
     pub hystart_detect: u8,
     /// MSS in bytes (only for the pacing rate HyStart's cushion reads).
     pub mss: u32,
+    /// The RTT estimator (`sender/rtt.rs`: `tcp_rtt_estimator()`, `tcp_set_rto()`, the
+    /// `min_rtt` filter) learns from every RTT sample, in µs. Off, the model keeps the
+    /// handshake's RTT (`rtt_ms`) as srtt and min_rtt, rttvar at its floor, and whole-ms RACK
+    /// arithmetic. `trc replay` and `trc diff` always turn it on; `trc check --rtt-estimator`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub rtt_estimator: bool,
     /// Where the kernel's jiffy boundaries fall: model time 0 is this many µs after one
     /// (`0 <= jiffy_phase_us < 10^6/hz`; default 0). Only CUBIC reads jiffies (`bictcp_update`,
     /// the HyStart blackout, `TX_START`); a real kernel's phase is unknown, so `trc diff` refuses
@@ -171,6 +177,7 @@ impl Default for Config {
             hystart_detect: 3,
             slow_start_after_idle: false,
             mss: 1000,
+            rtt_estimator: false,
             jiffy_phase_us: 0,
         }
     }

@@ -18,8 +18,8 @@ use crate::cc::{Cc, Cubic, HystartExit, IdleRestart};
 use crate::model::{Budget, Ghost, State};
 use crate::net::{HeldAck, Pkt, Receiver};
 use crate::state::{
-    EifelProof, EifelStep, Episode, Events, Rack, Reduction, Seg, Sender, SenderGhost, Timer,
-    UndoEvent,
+    EifelProof, EifelStep, Episode, Events, Rack, Reduction, RttEst, Seg, Sender, SenderGhost,
+    Timer, UndoEvent,
 };
 
 const P0: u64 = 0xa076_1d64_78bd_642f;
@@ -364,6 +364,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
         tlp_high_seq,
         tlp_retrans: _,
         rack,
+        rtt_est,
         prr_delivered,
         prr_out,
         is_cwnd_limited: _,
@@ -382,7 +383,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
     let Rack {
         mstamp,
         end_seq,
-        rtt,
+        rtt_us,
         advanced: _,
         reo_wnd_steps: _,
         reo_wnd_persist,
@@ -409,7 +410,23 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
     p.push(p2(*sacked_out, *lost_out));
     p.push(p2(*retrans_out, *reordering));
     p.push(p2(*tlp_high_seq, *mstamp));
-    p.push(p2(*end_seq, *rtt));
+    p.push(p2(*end_seq, *rtt_us));
+    // The RTT estimator: constant (its handshake values) unless `rtt_estimator` is on.
+    let RttEst {
+        srtt_us,
+        mdev_us,
+        mdev_max_us,
+        rttvar_us,
+        rtt_seq,
+        rto,
+        rtt_min,
+    } = rtt_est;
+    p.push(p2(*srtt_us, *mdev_us));
+    p.push(p2(*mdev_max_us, *rttvar_us));
+    p.push(p2(*rtt_seq, *rto));
+    for (t, v) in rtt_min.s {
+        p.push(p2(t, v));
+    }
     p.push(p2(*prr_delivered, *prr_out));
     p.push(p2(*max_packets_out, *cwnd_usage_seq));
     p.push(p2(*total_retrans, *dsack_dups));

@@ -106,12 +106,39 @@ pub struct Rack {
     pub mstamp: u32,
     /// Its end_seq.
     pub end_seq: u32,
-    /// RTT of that delivery (ms).
-    pub rtt: u32,
+    /// RTT of that delivery (`rack.rtt_us`, µs).
+    pub rtt_us: u32,
     pub advanced: bool,
     pub reo_wnd_steps: u8,
     pub reo_wnd_persist: u8,
     pub dsack_seen: bool,
+}
+
+/// `struct minmax` (include/linux/win_minmax.h): the best, second and third choices of a
+/// windowed minimum, each (time in jiffies, value in µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MinMax {
+    pub s: [(u32, u32); 3],
+}
+
+/// The RTT estimator's state, in the kernel's units (`sender/rtt.rs`). With
+/// `Config::rtt_estimator` off it keeps its handshake values (the model's fixed RTT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RttEst {
+    /// `tp->srtt_us`: smoothed RTT in µs, scaled by 8.
+    pub srtt_us: u32,
+    /// `tp->mdev_us`: mean deviation in µs, scaled by 4.
+    pub mdev_us: u32,
+    /// `tp->mdev_max_us`: the largest `mdev` of the current RTT.
+    pub mdev_max_us: u32,
+    /// `tp->rttvar_us`: the RTT variance the RTO uses (at least `tcp_rto_min`).
+    pub rttvar_us: u32,
+    /// `tp->rtt_seq`: `snd_nxt` when the current RTT began (model sequence numbers).
+    pub rtt_seq: u32,
+    /// `icsk_rto` without backoff, in jiffies.
+    pub rto: u32,
+    /// `tp->rtt_min`: the windowed minimum RTT (`tcp_min_rtt()`).
+    pub rtt_min: MinMax,
 }
 
 /// How an undo happened (the MIB counter it bumps).
@@ -367,6 +394,8 @@ pub struct Sender {
     pub tlp_high_seq: u32,
     pub tlp_retrans: bool,
     pub rack: Rack,
+    /// srtt, rttvar, `icsk_rto`, `min_rtt` (`sender/rtt.rs`).
+    pub rtt_est: RttEst,
     pub prr_delivered: u32,
     pub prr_out: u32,
     pub is_cwnd_limited: bool,

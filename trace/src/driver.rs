@@ -190,6 +190,14 @@ impl Driver {
             "tcpi_retransmits" => s.icsk_retransmits as i64,
             "tcpi_backoff" => s.icsk_backoff as i64,
             "tcpi_reordering" => s.reordering as i64,
+            // tcp_get_info(): srtt, mdev (not rttvar), icsk_rto with its backoff, min_rtt; only
+            // when the model learns them (the fixed-RTT model does not compute them).
+            "tcpi_rtt" if self.cfg.rtt_estimator => s.srtt_us() as i64,
+            "tcpi_rttvar" if self.cfg.rtt_estimator => (s.rtt_est.mdev_us >> 2) as i64,
+            "tcpi_min_rtt" if self.cfg.rtt_estimator => s.tcp_min_rtt() as i64,
+            "tcpi_rto" if self.cfg.rtt_estimator => {
+                (s.icsk_rto_jiffies(&self.cfg) * 1_000_000 / self.cfg.hz as u64) as i64
+            }
             _ => return None,
         })
     }

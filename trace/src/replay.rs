@@ -386,6 +386,7 @@ impl<'a> ModelBackend<'a> {
             } else {
                 trc_model::SackMode::NoSack
             },
+            rtt_estimator: true,
             ..Config::default()
         };
         model_config_ok(&cfg)?;

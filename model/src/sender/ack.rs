@@ -83,7 +83,7 @@ impl Sender {
         let prior_fack = self.tcp_highest_sack_seq(cx.cfg);
         let sack_present = !seg.sacks.is_empty() && self.sack_ok;
         let ece = seg.ece && cx.cfg.ecn;
-        let mut first_sackt = None;
+        let mut sackt = None;
         if !sack_present && !ece && after(ack, prior_snd_una) {
             // Header-prediction fast path: a pure advancing ACK.
             self.snd_una = ack;
@@ -94,7 +94,7 @@ impl Sender {
             if sack_present {
                 let (f, fs) = self.tcp_sacktag_write_queue(cx, ack, &seg.sacks, prior_snd_una);
                 flag |= f;
-                first_sackt = fs;
+                sackt = fs;
             }
             if ece {
                 flag |= flag::ECE;
@@ -113,7 +113,7 @@ impl Sender {
             return;
         }
 
-        flag |= self.tcp_clean_rtx_queue(cx, prior_fack, prior_snd_una, first_sackt);
+        flag |= self.tcp_clean_rtx_queue(cx, prior_fack, prior_snd_una, sackt);
         self.tcp_rack_update_reo_wnd(cx);
         if self.tlp_high_seq != 0 {
             self.tcp_process_tlp_ack(cx, ack, flag);
@@ -197,9 +197,10 @@ impl Sender {
         cx: &mut Cx,
         prior_fack: u32,
         prior_snd_una: u32,
-        first_sackt: Option<u32>,
+        sackt: Option<(u32, u32)>,
     ) -> u32 {
         let cfg = cx.cfg;
+        let first_sackt = sackt.map(|(first, _)| first);
         let mut fl = 0u32;
         let mut reord = self.snd_nxt;
         let mut pkts_acked = 0u32;
@@ -259,25 +260,9 @@ impl Sender {
         }
         // RTT sample: cumulatively ACKed never-retransmitted data unless the ACK also covers
         // retransmitted data (Karn), else newly SACKed never retransmitted data, else the TS
-        // echo on an ACK that acked something (which then is the CC sample too).
+        // echo on an ACK that acked something.
         let (first_ackt, last_ackt) = Self::tcp_karn_ack_times(fl, first_ackt, last_ackt);
-        let seq_rtt = first_ackt
-            .map(|t| cx.now.wrapping_sub(t))
-            .or(first_sackt.map(|t| cx.now.wrapping_sub(t)));
-        let ts_rtt = if seq_rtt.is_none()
-            && cx.rx.saw_tstamp
-            && cx.rx.rcv_tsecr != 0
-            && fl & flag::ACKED != 0
-        {
-            Some(cx.ts_now().wrapping_sub(cx.rx.rcv_tsecr))
-        } else {
-            None
-        };
-        let rtt_update = seq_rtt.or(ts_rtt).is_some();
-        if rtt_update {
-            // tcp_ack_update_rtt(): RFC 6298, reset the backoff on a valid RTT measurement.
-            self.icsk_backoff = 0;
-        }
+        let rtt_update = self.rtt_sample(cx, fl, first_ackt, last_ackt, sackt);
         if fl & flag::ACKED != 0 {
             fl |= flag::SET_XMIT_TIMER;
             if !self.sack_ok {
@@ -304,10 +289,7 @@ impl Sender {
                 }
             }
         }
-        let ca_rtt_ms = ts_rtt.or(last_ackt.map(|t| cx.now.wrapping_sub(t)));
-        let ca_rtt_us = ca_rtt_ms
-            .map(|ms| ms as i64 * cx.cfg.cc_us_per_ms as i64)
-            .unwrap_or(-1);
+        let ca_rtt_us = Self::ca_rtt_sample_us(cx, fl, first_ackt.or(first_sackt), last_ackt);
         if pkts_acked > 0 || first_sackt.is_some() {
             let mut w = self.window(cx);
             if let Some(ex) = self.cc.pkts_acked(&mut w, pkts_acked, ca_rtt_us) {
@@ -326,6 +308,64 @@ impl Sender {
             self.ssthresh = w.ssthresh; // HyStart's exit sets ssthresh = cwnd
         }
         fl
+    }
+
+    /// The RTT samples at the end of `tcp_clean_rtx_queue()`, in µs (-1: none): `seq_rtt_us` from
+    /// the first newly cumulatively ACKed segment (none if it covered retransmitted data:
+    /// Karn, [`Sender::tcp_karn_ack_times`]), `ca_rtt_us` from the last; a SACK's from the first
+    /// and last newly SACKed never-retransmitted segments (`sack->first_sackt`,
+    /// `last_sackt`), the SACK's taking over `ca_rtt_us`; then `tcp_ack_update_rtt()`. Returns
+    /// whether it took a sample. (The congestion control's own sample is computed by the caller:
+    /// SACK-only ACKs give CUBIC none, docs/explanation/model.md.)
+    fn rtt_sample(
+        &mut self,
+        cx: &Cx,
+        fl: u32,
+        first_ackt: Option<u32>,
+        last_ackt: Option<u32>,
+        sackt: Option<(u32, u32)>,
+    ) -> bool {
+        let us = |t: u32| cx.now.wrapping_sub(t) as i64 * 1000;
+        let seq_rtt_us = first_ackt.map_or(-1, us);
+        let mut ca_rtt_us = last_ackt.map_or(-1, us);
+        let mut sack_rtt_us = -1;
+        if let Some((first, last)) = sackt {
+            sack_rtt_us = us(first);
+            ca_rtt_us = us(last);
+        }
+        self.tcp_ack_update_rtt(
+            cx,
+            fl & flag::ACKED != 0,
+            seq_rtt_us,
+            sack_rtt_us,
+            ca_rtt_us,
+        )
+        .0
+    }
+
+    /// The congestion control's RTT sample (`ack_sample.rtt_us`, on CUBIC's clock: model ms ×
+    /// `cc_us_per_ms`; -1: none): the last newly cumulatively ACKed segment's RTT (Karn), else the
+    /// TS echo's when the ACK gave no other sample. Unlike the kernel's `rs->rtt_us`, a SACK's
+    /// `last_sackt` gives none (docs/explanation/model.md, the HyStart row); the estimator's
+    /// samples ([`Sender::rtt_sample`]) do take the SACK's.
+    fn ca_rtt_sample_us(
+        cx: &Cx,
+        fl: u32,
+        first_sample: Option<u32>,
+        last_ackt: Option<u32>,
+    ) -> i64 {
+        let ms = match last_ackt {
+            Some(t) => Some(cx.now.wrapping_sub(t)),
+            None if first_sample.is_none()
+                && cx.rx.saw_tstamp
+                && cx.rx.rcv_tsecr != 0
+                && fl & flag::ACKED != 0 =>
+            {
+                Some(cx.ts_now().wrapping_sub(cx.rx.rcv_tsecr))
+            }
+            None => None,
+        };
+        ms.map_or(-1, |ms| ms as i64 * cx.cfg.cc_us_per_ms as i64)
     }
 
     /// `tcp_skb_spurious_retrans()`: the TS echo proves the ACK answers an earlier copy.

@@ -373,7 +373,7 @@ mod tests {
     }
 
     /// `tcp_timeout_mark_lost()` (RACK): the head and every segment whose RACK timeout
-    /// (`rack.rtt + 0 - (now - xmit)`) has passed are marked LOST; SACKed segments are skipped
+    /// (`rack.rtt_us + 0 - (now - xmit)`) has passed are marked LOST; SACKed segments are skipped
     /// by `tcp_mark_skb_lost()`; recently sent ones wait ("don't mark recently sent ones lost
     /// yet"): rtt 50, segments 7-10 sent at t=230, RTO at 252 → 28 ms left.
     #[test]
@@ -381,7 +381,7 @@ mod tests {
         let cfg = cfg();
         let p = Profile::linux_6_18();
         let mut s = Sender::for_test(&cfg, true, 10);
-        s.rack.rtt = 50;
+        s.rack.rtt_us = 50_000;
         for i in 6..10 {
             s.segs[i].xmit = 230;
         }
@@ -391,7 +391,7 @@ mod tests {
         assert_eq!((s.lost_out, s.sacked_out, s.is_sack_reneg), (5, 1, false));
         // The head is marked even when recently (re)sent.
         let mut s = Sender::for_test(&cfg, true, 10);
-        s.rack.rtt = 50;
+        s.rack.rtt_us = 50_000;
         s.segs[0].xmit = 240;
         s.tcp_timeout_mark_lost(&mut Cx::new(&cfg, &p, 252, false));
         assert_eq!(s.lost_out, 10);
@@ -405,7 +405,7 @@ mod tests {
         let cfg = cfg();
         let p = Profile::linux_6_18();
         let mut s = Sender::for_test(&cfg, true, 10);
-        s.rack.rtt = 50;
+        s.rack.rtt_us = 50_000;
         s.segs[9].xmit = 240;
         s.add_tags(0, tag::S | tag::T);
         s.add_tags(4, tag::S | tag::T);

@@ -9,6 +9,7 @@
 //! - [`prr`]: `tcp_cwnd_reduction` and `tcp_cong_control`
 //! - [`xmit`]: new data, retransmissions (TSQ), TLP, and the timers
 //! - [`ecn`]: the CWR request a reduction queues and the first new segment carries
+//! - [`rtt`]: RTT samples, srtt/rttvar, the RTO and `min_rtt` (`tcp_rtt_estimator`, `tcp_set_rto`)
 
 pub mod ack;
 pub mod ecn;
@@ -16,6 +17,7 @@ pub mod loss;
 pub mod prr;
 pub mod rack;
 pub mod recovery;
+pub mod rtt;
 pub mod sacktag;
 pub mod xmit;
 
@@ -175,12 +177,13 @@ impl Sender {
             rack: Rack {
                 mstamp: 0,
                 end_seq: 0,
-                rtt: 0,
+                rtt_us: 0,
                 advanced: false,
                 reo_wnd_steps: 1,
                 reo_wnd_persist: 0,
                 dsack_seen: false,
             },
+            rtt_est: RttEst::after_handshake(cfg),
             prr_delivered: 0,
             prr_out: 0,
             is_cwnd_limited: false,
@@ -333,9 +336,19 @@ impl Sender {
             ca_state: self.ca_state,
             now_ms: cx.now,
             lsndtime_ms: self.lsndtime(cx.cfg),
-            p: CcParams::new(cx.cfg, cx.prof),
+            p: self.cc_params(cx),
             hystart_detected: (false, false),
         }
+    }
+
+    /// The congestion control's parameters; with the RTT estimator, its srtt (on CUBIC's µs
+    /// clock, `cc_us_per_ms` per model ms).
+    fn cc_params(&self, cx: &Cx) -> CcParams {
+        let mut p = CcParams::new(cx.cfg, cx.prof);
+        if cx.cfg.rtt_estimator {
+            p.srtt_us = (self.srtt_us() as u64 * cx.cfg.cc_us_per_ms as u64 / 1000) as u32;
+        }
+        p
     }
 
     /// Congestion control's `ssthresh()` with the ghost record for I2.
@@ -363,15 +376,13 @@ impl Sender {
         }
     }
 
-    /// `icsk_rto` in jiffies for the current backoff. `__tcp_set_rto()` stores
-    /// `usecs_to_jiffies(srtt + rttvar)`, rounded up to a whole jiffy: with the model's constant
-    /// srtt (`rtt_ms`) and rttvar at its `tcp_rto_min` floor (200 ms, which a stable RTT never
-    /// lifts) that is 250 ms → 63 jiffies at HZ=250, i.e. 252 ms. `tcp_retransmit_timer()`
-    /// doubles the jiffies value per backoff (`min(icsk_rto << 1, TCP_RTO_MAX)`): 504 ms,
+    /// `icsk_rto` in jiffies for the current backoff: `tcp_set_rto()`'s value
+    /// ([`RttEst::rto`], `usecs_to_jiffies(srtt + rttvar)`; at the handshake's 50 ms with rttvar at
+    /// its `tcp_rto_min` floor, 250 ms → 63 jiffies at HZ=250, i.e. 252 ms), doubled in jiffies
+    /// per backoff as `tcp_retransmit_timer()` does (`min(icsk_rto << 1, TCP_RTO_MAX)`): 504 ms,
     /// 1008 ms, ... — not 500, 1000.
     pub fn icsk_rto_jiffies(&self, cfg: &Config) -> u64 {
-        let base =
-            crate::cc::cubic::usecs_to_jiffies((cfg.rtt_ms + TCP_RTO_MIN_MS) * 1000, cfg.hz) as u64;
+        let base = self.rtt_est.rto as u64;
         let max = TCP_RTO_MAX_MS as u64 * cfg.hz as u64 / 1000;
         (base << self.icsk_backoff.min(20)).min(max)
     }

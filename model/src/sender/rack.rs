@@ -1,7 +1,7 @@
 //! Loss detection: RACK for SACK connections (tcp_recovery.c / tcp_input.c in 6.18, the only
 //! SACK loss detector since the 6.17 removal of RFC 6675 marking) and `tcp_newreno_mark_lost()`
 //! for non-SACK connections; `tcp_identify_packet_loss()` chooses; `tcp_mark_skb_lost()`.
-//! Times are model milliseconds (the kernel uses µs).
+//! Times are µs, as in the kernel (the model's clock ticks in ms: `now - xmit` is whole ms).
 
 use super::ack::flag;
 use super::Cx;
@@ -10,29 +10,34 @@ use crate::profile::ReoTimeoutRecovery;
 use crate::seq::after;
 use crate::state::*;
 
+/// `TCP_TIMEOUT_MIN_US`: the least a timer is armed for (2 ms).
+pub const TCP_TIMEOUT_MIN_US: u32 = 2000;
+
 impl Sender {
     /// `tcp_rack_sent_after()`: (t1, seq1) was sent after (t2, seq2).
     pub fn tcp_rack_sent_after(t1: u32, t2: u32, seq1: u32, seq2: u32) -> bool {
         t1 > t2 || (t1 == t2 && after(seq1, seq2))
     }
 
-    /// `tcp_rack_advance()`: a segment sent at `xmit` was (S)ACKed.
+    /// `tcp_rack_advance()`: a segment sent at `xmit` was (S)ACKed. A retransmitted one (S)ACKed
+    /// sooner than `min_rtt` after it was sent is ambiguous (the original may have arrived).
     pub fn tcp_rack_advance(&mut self, cx: &Cx, tags: u8, end_seq: u32, xmit: u32) {
-        let rtt = cx.now.wrapping_sub(xmit);
-        if rtt < cx.cfg.rtt_ms && tags & tag::RETRANS != 0 {
-            // Ambiguous: the original, not the retransmission, may have been SACKed.
+        let rtt_us = cx.now.wrapping_sub(xmit).saturating_mul(1000);
+        if rtt_us < self.tcp_min_rtt() && tags & tag::RETRANS != 0 {
             return;
         }
         self.rack.advanced = true;
-        self.rack.rtt = rtt;
+        self.rack.rtt_us = rtt_us;
         if Self::tcp_rack_sent_after(xmit, self.rack.mstamp, end_seq, self.rack.end_seq) {
             self.rack.mstamp = xmit;
             self.rack.end_seq = end_seq;
         }
     }
 
-    /// `tcp_rack_reo_wnd()`: 0 when no reordering was seen and recovery is (being) entered by
-    /// the dupthresh rule; else `min_rtt/4 * steps`, at most srtt.
+    /// `tcp_rack_reo_wnd()` (µs): 0 when no reordering was seen and recovery is (being) entered
+    /// by the dupthresh rule; else `min_rtt/4 * steps`, at most srtt. Without the RTT estimator
+    /// the quarter is rounded down to the model's whole ms (12 ms at 50 ms, where the kernel
+    /// has 12.5), as the fixed-RTT model always had it.
     pub fn tcp_rack_reo_wnd(&self, cx: &Cx) -> u32 {
         if self.reord_seen == 0 {
             if self.ca_state >= CaState::Recovery {
@@ -42,16 +47,23 @@ impl Sender {
                 return 0;
             }
         }
-        ((cx.cfg.rtt_ms >> 2) * self.rack.reo_wnd_steps as u32).min(cx.cfg.rtt_ms)
+        let quarter = if cx.cfg.rtt_estimator {
+            self.tcp_min_rtt() >> 2
+        } else {
+            ((self.tcp_min_rtt() / 1000) >> 2) * 1000
+        };
+        quarter
+            .saturating_mul(self.rack.reo_wnd_steps as u32)
+            .min(self.srtt_us())
     }
 
-    /// `tcp_rack_skb_timeout()`: time left before a segment sent at `xmit` is deemed lost.
+    /// `tcp_rack_skb_timeout()`: time left (µs) before a segment sent at `xmit` is deemed lost.
     pub fn tcp_rack_skb_timeout(&self, cx: &Cx, xmit: u32, reo_wnd: u32) -> i64 {
-        self.rack.rtt as i64 + reo_wnd as i64 - (cx.now as i64 - xmit as i64)
+        self.rack.rtt_us as i64 + reo_wnd as i64 - (cx.now as i64 - xmit as i64) * 1000
     }
 
     /// `tcp_rack_detect_loss()`: mark lost every segment sent sufficiently before the most
-    /// recently delivered one; returns the largest remaining wait (0: none). It walks
+    /// recently delivered one; returns the largest remaining wait in µs (0: none). It walks
     /// `tsorted_sent_queue` only: a segment it marks lost is unlinked (`list_del_init`, tag `T`)
     /// until its next (re)transmission, SACKed segments are unlinked by `tcp_sacktag_walk()`.
     pub fn tcp_rack_detect_loss(&mut self, cx: &mut Cx) -> u32 {
@@ -84,8 +96,9 @@ impl Sender {
     }
 
     /// `tcp_rack_mark_lost()`: run detection if RACK advanced; arm the REO timer for segments
-    /// still inside the reordering window at `remaining + TCP_TIMEOUT_MIN_US` (2 ms; jiffy
-    /// rounding not modelled), capped by the RTO. Returns whether the REO timer was armed.
+    /// still inside the reordering window at `remaining + TCP_TIMEOUT_MIN_US` (2 ms; up to the
+    /// model's next whole ms, jiffy rounding not modelled), capped by the RTO. Returns whether
+    /// the REO timer was armed.
     pub fn tcp_rack_mark_lost(&mut self, cx: &mut Cx) -> bool {
         if !self.rack.advanced {
             return false;
@@ -93,7 +106,9 @@ impl Sender {
         self.rack.advanced = false;
         let timeout = self.tcp_rack_detect_loss(cx);
         if timeout > 0 {
-            let when = (timeout + 2).min(self.icsk_rto(cx.cfg));
+            let when = (timeout + TCP_TIMEOUT_MIN_US)
+                .div_ceil(1000)
+                .min(self.icsk_rto(cx.cfg));
             self.tcp_reset_xmit_timer(cx, TimerKind::Reo, when);
             return true;
         }
@@ -258,11 +273,12 @@ impl Sender {
 mod tests {
     use super::super::test_util::cfg;
     use super::super::Cx;
+    use crate::config::Config;
     use crate::profile::Profile;
     use crate::state::*;
 
     /// A SACK connection in Disorder: segment 6 (index 5, sent at t=0) SACKed at t=50, so RACK's
-    /// reference is (xmit 0, end_seq 7), `rack.rtt` 50, advanced.
+    /// reference is (xmit 0, end_seq 7), `rack.rtt_us` 50, advanced.
     fn sacked_sixth(state: CaState) -> Sender {
         let cfg = cfg();
         let mut s = Sender::for_test(&cfg, true, 10);
@@ -271,7 +287,7 @@ mod tests {
         s.rack = Rack {
             mstamp: 0,
             end_seq: 7,
-            rtt: 50,
+            rtt_us: 50_000,
             advanced: true,
             ..s.rack
         };
@@ -291,7 +307,7 @@ mod tests {
             s.reord_seen = 1;
             assert_eq!(
                 s.tcp_rack_reo_wnd(&cx),
-                12,
+                12_000,
                 "{st:?} after reordering was seen"
             );
         }
@@ -306,29 +322,38 @@ mod tests {
         let cx = Cx::new(&cfg, &p, 50, false);
         let mut s = sacked_sixth(CaState::Disorder);
         s.add_tags(6, tag::S | tag::T);
-        assert_eq!((s.sacked_out, s.tcp_rack_reo_wnd(&cx)), (2, 12));
+        assert_eq!((s.sacked_out, s.tcp_rack_reo_wnd(&cx)), (2, 12_000));
         s.add_tags(7, tag::S | tag::T);
         assert_eq!((s.sacked_out, s.tcp_rack_reo_wnd(&cx)), (3, 0));
         s.reordering = 6;
         assert_eq!(
             s.tcp_rack_reo_wnd(&cx),
-            12,
+            12_000,
             "reordering raised above sacked_out"
         );
     }
 
-    /// `tcp_rack_reo_wnd()` = `min((min_rtt >> 2) * reo_wnd_steps, srtt)`: steps of 12 ms
-    /// (the model's ms: 50 >> 2; the kernel's µs give 12.5 ms) up to srtt 50 ms.
+    /// `tcp_rack_reo_wnd()` = `min((min_rtt >> 2) * reo_wnd_steps, srtt)` (µs): steps of 12 ms
+    /// with the fixed RTT (the model's whole ms: 50 >> 2), of 12.5 ms with the RTT estimator
+    /// (the kernel's µs), up to srtt 50 ms.
     #[test]
     fn rack_reo_wnd_min_rtt_quarter_times_steps_capped_at_srtt() {
-        let cfg = cfg();
         let p = Profile::linux_6_18();
-        let cx = Cx::new(&cfg, &p, 50, false);
         let mut s = sacked_sixth(CaState::Recovery);
         s.reord_seen = 1;
-        for (steps, wnd) in [(1, 12), (2, 24), (4, 48), (5, 50), (255, 50)] {
-            s.rack.reo_wnd_steps = steps;
-            assert_eq!(s.tcp_rack_reo_wnd(&cx), wnd, "steps {steps}");
+        for (estimator, table) in [
+            (false, [12_000, 24_000, 48_000, 50_000, 50_000]),
+            (true, [12_500, 25_000, 50_000, 50_000, 50_000]),
+        ] {
+            let cfg = Config {
+                rtt_estimator: estimator,
+                ..cfg()
+            };
+            let cx = Cx::new(&cfg, &p, 50, false);
+            for (steps, wnd) in [1, 2, 4, 5, 255].into_iter().zip(table) {
+                s.rack.reo_wnd_steps = steps;
+                assert_eq!(s.tcp_rack_reo_wnd(&cx), wnd, "steps {steps}");
+            }
         }
     }
 
@@ -347,10 +372,10 @@ mod tests {
         );
     }
 
-    /// `tcp_rack_detect_loss()` in Disorder (reo_wnd 12): segments 1-5 were sent at the same
+    /// `tcp_rack_detect_loss()` in Disorder (reo_wnd 12 ms): segments 1-5 were sent at the same
     /// time as the SACKed segment 6 but end below it, so they count as sent before it; they are
-    /// lost once `rack.rtt + reo_wnd - (now - xmit) <= 0`, i.e. at t=62; at t=50 the largest
-    /// remaining wait (12) is returned. Segments 7-10 end above the reference: the time-ordered
+    /// lost once `rack.rtt_us + reo_wnd - (now - xmit) <= 0`, i.e. at t=62; at t=50 the largest
+    /// remaining wait (12 ms, in µs) is returned. Segments 7-10 end above the reference: the time-ordered
     /// walk stops at the first of them. Lost segments leave `tsorted_sent_queue` (tag `T`).
     #[test]
     fn rack_detect_loss_sent_before_the_delivered_segment() {
@@ -358,7 +383,7 @@ mod tests {
         let p = Profile::linux_6_18();
         let mut s = sacked_sixth(CaState::Disorder);
         let mut cx = Cx::new(&cfg, &p, 50, false);
-        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 12);
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 12_000);
         assert_eq!((s.lost_out, cx.lost), (0, 0));
         let mut cx = Cx::new(&cfg, &p, 62, false);
         assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
@@ -371,7 +396,7 @@ mod tests {
     }
 
     /// `tcp_rack_detect_loss()` in Recovery without reordering seen: reo_wnd 0, so at t=50
-    /// (`rack.rtt` 50 after the send) the remaining time is 0 and segments 1-5 are lost.
+    /// (`rack.rtt_us` 50 after the send) the remaining time is 0 and segments 1-5 are lost.
     #[test]
     fn rack_detect_loss_zero_window_in_recovery() {
         let cfg = cfg();
@@ -403,7 +428,7 @@ mod tests {
         s.rack = Rack {
             mstamp: 60,
             end_seq: 12,
-            rtt: 50,
+            rtt_us: 50_000,
             advanced: true,
             ..s.rack
         };
@@ -450,7 +475,7 @@ mod tests {
         let cfg = cfg();
         let p = Profile::linux_6_18();
         let mut s = sacked_sixth(CaState::Disorder);
-        s.rack.rtt = 400;
+        s.rack.rtt_us = 400_000;
         let mut cx = Cx::new(&cfg, &p, 50, false);
         assert!(s.tcp_rack_mark_lost(&mut cx));
         assert_eq!(
@@ -473,7 +498,7 @@ mod tests {
         s.rack = Rack {
             mstamp: 0,
             end_seq: 7,
-            rtt: 50,
+            rtt_us: 50_000,
             advanced: false,
             ..s.rack
         };
@@ -486,7 +511,7 @@ mod tests {
             Rack {
                 mstamp: 60,
                 end_seq: 2,
-                rtt: 50,
+                rtt_us: 50_000,
                 advanced: true,
                 ..before
             }
@@ -497,7 +522,7 @@ mod tests {
             Rack {
                 mstamp: 60,
                 end_seq: 2,
-                rtt: 120,
+                rtt_us: 120_000,
                 advanced: true,
                 ..before
             },

@@ -119,7 +119,8 @@ impl Sender {
     /// `tcp_check_sack_reneging()`: the new head is SACKed after a cumulative ACK.
     fn tcp_check_sack_reneging(&mut self, cx: &mut Cx, ack_flag: &mut u32) -> bool {
         if *ack_flag & flag::SACK_RENEGING != 0 && *ack_flag & flag::SND_UNA_ADVANCED != 0 {
-            let delay = (cx.cfg.rtt_ms / 2).max(10);
+            // max(usecs_to_jiffies(srtt / 2), 10 ms), in the model's whole ms.
+            let delay = ((self.rtt_est.srtt_us >> 4) / 1000).max(10);
             self.tcp_reset_xmit_timer(cx, TimerKind::Rto, delay);
             *ack_flag &= !flag::SET_XMIT_TIMER;
             return true;

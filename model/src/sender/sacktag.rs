@@ -14,23 +14,26 @@ struct SackState {
     flag: u32,
     reord: u32,
     first_sackt: Option<u32>,
+    /// `state->last_sackt`: the last newly SACKed never-retransmitted segment's transmit time.
+    last_sackt: Option<u32>,
 }
 
 impl Sender {
-    /// `tcp_sacktag_write_queue()`: returns the flags and the transmit time of the first newly
-    /// SACKed never-retransmitted segment (for the RTT sample).
+    /// `tcp_sacktag_write_queue()`: returns the flags and the transmit times of the first and
+    /// the last newly SACKed never-retransmitted segments (the SACK's RTT samples).
     pub fn tcp_sacktag_write_queue(
         &mut self,
         cx: &mut Cx,
         ack: u32,
         blocks: &[(u32, u32)],
         prior_snd_una: u32,
-    ) -> (u32, Option<u32>) {
+    ) -> (u32, Option<(u32, u32)>) {
         let cfg = cx.cfg;
         let mut st = SackState {
             flag: 0,
             reord: self.snd_nxt,
             first_sackt: None,
+            last_sackt: None,
         };
         if blocks.is_empty() {
             return (0, None);
@@ -100,7 +103,7 @@ impl Sender {
             let r = st.reord;
             self.tcp_check_sack_reordering(cx, r, false);
         }
-        (st.flag, st.first_sackt)
+        (st.flag, st.first_sackt.zip(st.last_sackt))
     }
 
     /// `tcp_sacktag_skip()`: where the walk of the block starting at `start` begins. `cursor` is
@@ -359,6 +362,7 @@ impl Sender {
                         st.flag |= flag::ORIG_SACK_ACKED;
                     }
                     st.first_sackt.get_or_insert(xmit);
+                    st.last_sackt = Some(xmit);
                 }
                 if tags & tag::L != 0 {
                     tags &= !tag::L;

@@ -80,7 +80,8 @@ impl Sender {
 
     /// `tcp_schedule_loss_probe()`: arm the TLP timer at 2·SRTT (+ `tcp_rto_min` with one packet
     /// out, + `TCP_TIMEOUT_MIN_US` = 2 ms otherwise; the µs form of recent kernels, older ones added
-    /// 2 jiffies), capped by the RTO. The final `usecs_to_jiffies` rounding is not modelled.
+    /// 2 jiffies), capped by the RTO. The final `usecs_to_jiffies` rounding is not modelled (up
+    /// to the model's next whole ms).
     pub fn tcp_schedule_loss_probe(&mut self, cx: &Cx, advancing_rto: bool) -> bool {
         if !cx.cfg.tlp
             || self.packets_out == 0
@@ -89,12 +90,13 @@ impl Sender {
         {
             return false;
         }
-        let mut timeout = 2 * cx.cfg.rtt_ms
+        let timeout_us = (self.rtt_est.srtt_us >> 2)
             + if self.packets_out == 1 {
-                TCP_RTO_MIN_MS
+                super::rtt::TCP_RTO_MIN_US
             } else {
-                2
+                super::rack::TCP_TIMEOUT_MIN_US
             };
+        let mut timeout = timeout_us.div_ceil(1000);
         let rto_delta = if advancing_rto {
             self.icsk_rto(cx.cfg) as i64
         } else {

@@ -45,8 +45,9 @@ pub struct GenOptions {
     pub gap_ms: u32,
     /// Minimum distance of an inbound ACK or write from a pending timer's deadline (ms).
     pub margin_ms: u32,
-    /// RTT samples up to `rtt_ms` + this keep the kernel's RTO/TLP timeouts comparable with the
-    /// model's (constant srtt); after a larger one no RTO or TLP fires in the walk.
+    /// RTT samples up to `rtt_ms` + this kept the kernel's RTO/TLP timeouts comparable with the
+    /// fixed-RTT model's; after a larger one no RTO or TLP fires in the walk (kept with the RTT
+    /// estimator until the agreement without the rule is measured).
     pub srtt_slack_ms: u32,
 }
 
@@ -168,9 +169,10 @@ fn weight(a: &Action, flight: usize) -> u32 {
 }
 
 /// Whether delivering `a` gives the kernel an RTT sample far above the path RTT (a packet held in
-/// the network, or a TSecr echoing an old TSval). The model's srtt (hence RTO and TLP timeout)
-/// is constant (docs/explanation/model.md); the kernel's grows with such a sample, so later RTO/TLP expiries
-/// would no longer happen at comparable times. Conservative: any newly ACKed or SACKed segment
+/// the network, or a TSecr echoing an old TSval). The fixed-RTT model's srtt (hence RTO and TLP
+/// timeout) was constant (docs/explanation/model.md) where the kernel's grows with such a
+/// sample, so later RTO/TLP expiries would not happen at comparable times; the walks keep the
+/// rule with the RTT estimator on until their agreement without it is measured. Conservative: any newly ACKed or SACKed segment
 /// sent more than `rtt + slack` ago, or an advancing ACK whose TSecr is that old.
 pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> bool {
     let Action::Deliver { pkt } = a else {
@@ -317,7 +319,7 @@ pub fn generate(profile: &Profile, seed: u64, index: usize, g: &GenOptions) -> S
     let model = TcpModel::new(cfg.clone(), profile.clone());
     let mut s: State = model.init_states().swap_remove(0);
     let mut actions: Vec<Action> = Vec::new();
-    // Once the kernel's srtt may differ from the model's constant one, no RTO/TLP may fire.
+    // Once the kernel's srtt may have left the path RTT, no RTO/TLP may fire (see above).
     let mut srtt_disturbed = false;
     while actions.len() < g.max_steps {
         let mut cands = Vec::new();

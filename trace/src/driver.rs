@@ -190,6 +190,9 @@ impl Driver {
             "tcpi_retransmits" => s.icsk_retransmits as i64,
             "tcpi_backoff" => s.icsk_backoff as i64,
             "tcpi_reordering" => s.reordering as i64,
+            // `tp->reord_seen`: the model's counter saturates at 3 (its decisions only test it
+            // for zero), so it is the kernel's value only below that.
+            "tcpi_reord_seen" if s.reord_seen < 3 => s.reord_seen as i64,
             // tcp_get_info(): srtt, mdev (not rttvar), icsk_rto with its backoff, min_rtt; only
             // when the model learns them (the fixed-RTT model does not compute them).
             "tcpi_rtt" if self.cfg.rtt_estimator => s.srtt_us() as i64,

@@ -38,8 +38,9 @@ fn kernel_corpus_replays_on_linux_6_18() {
                 &Default::default(),
             )
             .unwrap();
-            // A script hand-timed on the kernel where the model cannot follow its timers (the
-            // model's srtt is constant) says so: `// trc-replay: incomplete (why)` — the replay
+            // A script hand-timed on the kernel where the model cannot follow its timers says
+            // so (none since the replay learns the RTT; f9b, f9c and the two
+            // rack-reo-timer-recovery-from-loss-new-window scripts needed it before): `// trc-replay: incomplete (why)` — the replay
             // must contradict none of the checks it makes and leave some out — or
             // `// trc-replay: diverges at line N (why)` — its verdict must fail at line N (the line
             // packetdrill would report).

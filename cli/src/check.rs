@@ -48,6 +48,13 @@ pub struct CheckArgs {
     /// Write each violated property's counterexample as DIR/<property>-<profile>.{pkt,json,dot}.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The form of the scripts --out writes: trc (trc's own, with its defaults.sh beside it),
+    /// gtest (google/packetdrill's gtests/net/tcp: their ../common/defaults.sh, only the sysctls
+    /// that differ from it) or selftest (the kernel's selftests/net/packetdrill: SPDX line,
+    /// ./defaults.sh, tcp_*.pkt). Both upstream forms run as IPv4, IPv6 and IPv4-mapped IPv6; a
+    /// script that cannot is not written ("unsupported: ...", exit 3).
+    #[arg(long, value_name = "FORM", default_value = "trc", value_parser = trc_trace::upstream::Form::NAMES, requires = "out")]
+    pub format: String,
     /// Add new violations to the regression corpus (see --regressions).
     #[arg(long)]
     pub save_regressions: bool,
@@ -191,6 +198,7 @@ fn check_all(
     let ids = req.properties.clone();
     let several = req.configs.len() > 1;
     let mut reports = Vec::new();
+    let mut unsupported = 0usize;
     for (cfg, path) in req.configs.iter().zip(files) {
         let out_dir = a.out.as_ref().map(|d| {
             if several {
@@ -203,13 +211,17 @@ fn check_all(
             Ok(r) => r,
             Err(e) => return exit::usage_error(&e.to_string()),
         };
-        if let Err(e) = export(a, &run, out_dir.as_deref()) {
-            return exit::usage_error(&e);
+        match export(a, &run, out_dir.as_deref()) {
+            Ok(n) => unsupported += n,
+            Err(e) => return exit::usage_error(&e),
         }
         reports.push(run.report);
     }
     progress.finish();
     print_check(&reports, a.json);
+    if unsupported > 0 {
+        return exit::INCOMPLETE;
+    }
     exit::of_check(&reports)
 }
 
@@ -218,8 +230,9 @@ fn check_shard(a: &CheckArgs, req: &CheckRequest, shard: Shard, progress: LevelP
     let ids = req.properties.clone();
     let units = trc_check::units::check_work_list(&req.configs, &ids, req.reduce);
     let mut done = Vec::new();
+    let mut unsupported = 0usize;
     let r = trc_check::run::run_units(req, &|k| shard.owns(k), &progress, &mut |k, u, run| {
-        export(a, &run, a.out.as_ref().map(|d| d.join(&u.label)).as_deref())
+        unsupported += export(a, &run, a.out.as_ref().map(|d| d.join(&u.label)).as_deref())
             .map_err(trc_check::Error::Write)?;
         done.push(CheckUnitOut {
             unit: k,
@@ -245,6 +258,9 @@ fn check_shard(a: &CheckArgs, req: &CheckRequest, shard: Shard, progress: LevelP
     };
     let file = ShardFile::new("check", shard, units.len(), args, done);
     crate::print_json(&file.json());
+    if unsupported > 0 {
+        return exit::INCOMPLETE;
+    }
     exit::of_check(&reports)
 }
 
@@ -279,12 +295,16 @@ fn out_dir_ok(dir: &Path) -> Result<(), String> {
 
 /// `--out` / `--save-regressions`: export every violated property's counterexample — the one
 /// printed: of the shortest failing signature, else the shortest — (messages on stderr, so
-/// `--json` output stays machine-readable).
-fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<(), String> {
+/// `--json` output stays machine-readable). Returns how many scripts `--format` could not
+/// express ("unsupported: ...").
+fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<usize, String> {
     let corpus = a.save_regressions.then_some(a.regressions.as_path());
     if out.is_none() && corpus.is_none() {
-        return Ok(());
+        return Ok(0);
     }
+    let form =
+        trc_trace::upstream::Form::parse(&a.format).unwrap_or(trc_trace::upstream::Form::Trc);
+    let mut unsupported = 0;
     let model = &run.model;
     for p in &run.report.properties {
         let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else {
@@ -292,21 +312,9 @@ fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<(), String> {
         };
         let x = trc_check::export::export(model, p).map_err(|e| e.to_string())?;
         if let Some(dir) = out {
-            let f =
-                trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
-            // The counterexample page beside the script: what `trc graph` draws for it.
-            let page = f.with_extension("html");
-            trc_viz::counterexample_page(model, path, &p.name, &p.id, &page)
-                .map_err(|e| format!("{}: {e}", page.display()))?;
-            let model_only = if x.trace.kernel_runnable {
-                ""
-            } else {
-                " [model-only events: see its header]"
-            };
-            eprintln!(
-                "trc check: wrote {} (+ .json, .dot, .html){model_only}",
-                f.display()
-            );
+            if !write_out(a, run, p, path, &x, dir, form)? {
+                unsupported += 1;
+            }
         }
         if let Some(dir) = corpus {
             match trc_trace::regress::add(dir, &x)? {
@@ -320,7 +328,53 @@ fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(unsupported)
+}
+
+/// One counterexample into `--out DIR`: the script in `form` (false: the form cannot express it,
+/// said on stderr), its JSON, DOT and counterexample page.
+fn write_out(
+    a: &CheckArgs,
+    run: &Run,
+    p: &trc_check::report::PropResult,
+    path: &trc_engine::Path<trc_model::model::Action>,
+    x: &trc_trace::export::Exported,
+    dir: &Path,
+    form: trc_trace::upstream::Form,
+) -> Result<bool, String> {
+    let model = &run.model;
+    let f = match trc_trace::write_export_as(dir, x, form)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+    {
+        Ok(f) => f,
+        Err(u) => {
+            eprintln!(
+                "trc check: {} on {}: no {} script: {u}",
+                p.id, model.profile.name, a.format
+            );
+            return Ok(false);
+        }
+    };
+    // The counterexample page beside the JSON: what `trc graph` draws for it.
+    let stem = trc_trace::file_safe(&format!("{}-{}", x.trace.property, x.trace.profile.name));
+    let page = dir.join(format!("{stem}.html"));
+    trc_viz::counterexample_page(model, path, &p.name, &p.id, &page)
+        .map_err(|e| format!("{}: {e}", page.display()))?;
+    let model_only = if x.trace.kernel_runnable {
+        ""
+    } else {
+        " [model-only events: see its header]"
+    };
+    let beside = if form == trc_trace::upstream::Form::Trc {
+        String::new()
+    } else {
+        stem.clone()
+    };
+    eprintln!(
+        "trc check: wrote {} (+ {beside}.json, .dot, .html){model_only}",
+        f.display()
+    );
+    Ok(true)
 }
 
 pub fn run_matrix(a: MatrixArgs) -> i32 {

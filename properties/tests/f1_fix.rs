@@ -60,7 +60,7 @@ fn no_rto_form_gone_on_the_fix() {
 /// all (6.18 has F1's 7-event trace there). With TLPs 73 states of
 /// `I1:tcp_try_undo_loss:Loss:ts-echo` remain, a different cause: the echoed copy is a TLP
 /// retransmission sent before the episode, which `tcp_packet_delayed()` takes for an original
-/// (the TLP does not set `retrans_stamp`; F4-F8's "copies from before the episode"). Every
+/// (the TLP does not set `retrans_stamp`; F4-F7's "copies from before the episode"). Every
 /// signature of the fix is one linux-6.18 has at the default bounds: without TLPs, episodes
 /// that 6.18 undid by F1 now run on and meet F4/F7's DSACK accounting, which 6.18 shows with
 /// TLPs.

@@ -112,7 +112,7 @@ fn fails_only(cfg: &Config, profile: Profile, id: &str) {
 }
 
 /// The bounds of configs/0ec986-tlp-dsack.toml: SACK, no timestamps, no RTO, no TSQ. Without an
-/// RTO the accepted F4..F8 (all after an RTO) and F1 (Eifel) cannot occur, so I1 is the
+/// RTO the accepted F4..F7 (all after an RTO) and F1 (Eifel) cannot occur, so I1 is the
 /// revert's own violation: the DSACK of a TLP copy that `tcp_init_undo` did not count.
 fn tlp_dsack() -> Config {
     Config {

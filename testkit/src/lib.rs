@@ -180,6 +180,42 @@ pub fn packetdrill_binary_tun_capture() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
+/// The kernel's own packetdrill selftests (`tools/testing/selftests/net/packetdrill`, with
+/// `ksft_runner.sh` and `defaults.sh`) in a Debian kernel source tree that `trc kernel build`
+/// unpacked (`$TRC_CACHE/kbuild/*/tree`, as `trc_vm::default_cache_dir` finds the cache): the
+/// newest such tree.
+pub fn kernel_selftests_packetdrill() -> Result<PathBuf, String> {
+    let cache = if let Some(d) = std::env::var_os("TRC_CACHE").filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(d).join("trc")
+    } else {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/trc")
+    };
+    let kb = cache.join("kbuild");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&kb)
+        .map_err(|e| {
+            format!(
+                "{}: {e} (no kernel source unpacked: trc kernel build debian:sid)",
+                kb.display()
+            )
+        })?
+        .flatten()
+        .map(|e| {
+            e.path()
+                .join("tree/tools/testing/selftests/net/packetdrill")
+        })
+        .filter(|d| d.join("ksft_runner.sh").is_file())
+        .collect();
+    found.sort();
+    found.pop().ok_or_else(|| {
+        format!(
+            "no kernel source tree with tools/testing/selftests/net/packetdrill/ksft_runner.sh under {}",
+            kb.display()
+        )
+    })
+}
+
 /// The script attached to a seed mail as `[-- Attachment #N: NAME --]` (its declared size in
 /// bytes, after the `Type:` line and a blank line).
 pub fn seed_attachment(name: &str) -> Result<String, String> {

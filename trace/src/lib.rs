@@ -18,6 +18,7 @@ pub mod model_shell;
 pub mod regress;
 pub mod replay;
 pub mod shell;
+pub mod upstream;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -181,14 +182,32 @@ pub fn write_defaults(dir: &Path) -> std::io::Result<()> {
 /// Writes `DIR/<property>-<profile>.{pkt,json,dot}` for one export (and `DIR/defaults.sh`);
 /// returns the `.pkt` path.
 pub fn write_export(dir: &Path, x: &export::Exported) -> std::io::Result<std::path::PathBuf> {
+    write_export_as(dir, x, upstream::Form::Trc)?.map_err(std::io::Error::other)
+}
+
+/// [`write_export`] with the script in `form` ([`upstream`]): `.json` and `.dot` as always; the
+/// script named as the form names it, and trc's `defaults.sh` beside it only in trc's form (the
+/// upstream forms use upstream's). The inner error: the form cannot express the script (no
+/// script written).
+pub fn write_export_as(
+    dir: &Path,
+    x: &export::Exported,
+    form: upstream::Form,
+) -> std::io::Result<Result<std::path::PathBuf, upstream::Unsupported>> {
     std::fs::create_dir_all(dir)?;
     remove_stale_tmp(dir);
-    write_defaults(dir)?;
     let stem = file_safe(&format!("{}-{}", x.trace.property, x.trace.profile.name));
     let json = serde_json::to_string_pretty(&x.trace).map_err(std::io::Error::other)?;
     write_atomic(&dir.join(format!("{stem}.json")), json.as_bytes())?;
     write_atomic(&dir.join(format!("{stem}.dot")), x.dot.as_bytes())?;
-    let pkt = dir.join(format!("{stem}.pkt"));
-    write_atomic(&pkt, x.pkt.as_bytes())?;
-    Ok(pkt)
+    let text = match upstream::convert(&x.pkt, form) {
+        Ok(t) => t,
+        Err(u) => return Ok(Err(u)),
+    };
+    if form == upstream::Form::Trc {
+        write_defaults(dir)?;
+    }
+    let pkt = dir.join(form.file_name(&stem));
+    write_atomic(&pkt, text.as_bytes())?;
+    Ok(Ok(pkt))
 }

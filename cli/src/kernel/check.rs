@@ -45,6 +45,11 @@ pub struct CheckArgs {
     /// Keep the generated scripts and write report.json here (default: a temporary directory, removed).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Also write each shrunk script in this form, beside OUT/shrunk/ in OUT/shrunk-FORM/:
+    /// gtest or selftest, as `trc check --format` writes them (a script the form cannot express
+    /// is not written: "unsupported: ...", exit 3).
+    #[arg(long, value_name = "FORM", default_value = "trc", value_parser = trc_trace::upstream::Form::NAMES)]
+    pub format: String,
     /// Threads for generating the engine's counterexamples and exploring the coverage suite's state graph.
     #[arg(long, default_value = "0")]
     pub threads: usize,
@@ -200,8 +205,68 @@ pub fn check_cli(args: CheckArgs) -> i32 {
         }
     };
     let seconds = t0.elapsed().as_secs_f64();
+    let unsupported = shrunk_in_form(&args.format, &rep, what);
+    let rc = check_finish(&args, &plan, &mine, &rep, &work, seconds, what);
+    if unsupported > 0 && matches!(rc, exit::HOLDS | exit::VIOLATED) {
+        return exit::INCOMPLETE;
+    }
+    rc
+}
+
+/// `--format`: every shrunk script of `rep` also in that form, in `shrunk-FORM/` beside its
+/// directory. Returns how many the form cannot express (said on stderr).
+fn shrunk_in_form(format: &str, rep: &trc_kcheck::CheckReport, what: &str) -> usize {
+    let Some(form) = trc_trace::upstream::Form::parse(format) else {
+        return 0;
+    };
+    if form == trc_trace::upstream::Form::Trc {
+        return 0;
+    }
+    let mut unsupported = 0;
+    for s in rep.properties.iter().filter_map(|p| p.shrunk.as_ref()) {
+        let src = Path::new(&s.path);
+        let written = std::fs::read_to_string(src)
+            .map_err(|e| format!("{}: {e}", src.display()))
+            .and_then(|text| trc_trace::upstream::convert(&text, form).map_err(|u| u.to_string()))
+            .and_then(|text| {
+                let dir = src
+                    .parent()
+                    .and_then(|d| d.parent())
+                    .unwrap_or(Path::new("."))
+                    .join(format!("shrunk-{format}"));
+                let stem = src
+                    .file_stem()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let f = dir.join(form.file_name(&stem));
+                std::fs::create_dir_all(&dir)
+                    .and_then(|_| trc_files::write_atomic(&f, text.as_bytes()))
+                    .map(|_| f)
+                    .map_err(|e| format!("{}: {e}", dir.display()))
+            });
+        match written {
+            Ok(f) => eprintln!("{what}: shrunk script in {format} form: {}", f.display()),
+            Err(e) => {
+                eprintln!("{what}: {}: no {format} script: {e}", s.path);
+                unsupported += 1;
+            }
+        }
+    }
+    unsupported
+}
+
+/// The report printed (or the shard's file) and the check's exit code.
+fn check_finish(
+    args: &CheckArgs,
+    plan: &trc_kcheck::run::Plan,
+    mine: &[usize],
+    rep: &trc_kcheck::CheckReport,
+    work: &Path,
+    seconds: f64,
+    what: &str,
+) -> i32 {
     if let Some(shard) = args.shard {
-        let v = trc_kcheck::request::shard_file(&plan, &mine, &rep, shard, seconds).json();
+        let v = trc_kcheck::request::shard_file(plan, mine, rep, shard, seconds).json();
         crate::print_json(&v);
         let file = format!("shard-{}-of-{}.json", shard.index, shard.count);
         return finish(
@@ -212,7 +277,7 @@ pub fn check_cli(args: CheckArgs) -> i32 {
             what,
         );
     }
-    let v = print_report(&rep, plan.coverage.as_ref(), args.json, seconds);
+    let v = print_report(rep, plan.coverage.as_ref(), args.json, seconds);
     finish(
         args.out.is_some(),
         &work.join("report.json"),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use trc_check::load_profile;
 use trc_check::shard::{units_in_order, HasUnit, Loaded, Shard, ShardFile};
 use trc_diff::{run, DiffOptions, GenOptions};
-use trc_vm::flags::{resolve_kernel, VmFlags};
+use trc_vm::flags::VmFlags;
 use trc_vm::target::Vm;
 
 #[derive(Args, Debug)]
@@ -228,10 +228,8 @@ fn vm_target(a: &DiffArgs) -> Result<Option<Vm>, i32> {
     if let Err(e) = trc_vm::host::find_qemu(None) {
         return Err(exit::of_vm_error(what, &e));
     }
-    let cache = a.vm.cache_dir();
-    let img = resolve_kernel(k, a.vm.modules.as_deref(), &cache)
-        .map_err(|e| exit::of_vm_error(what, &e))?;
-    Ok(Some(Vm::new(&img, a.vm.spec(&img, cache))))
+    let (img, spec) = a.vm.kernel_vm(k).map_err(|e| exit::of_vm_error(what, &e))?;
+    Ok(Some(Vm::new(&img, spec)))
 }
 
 /// The differential run on the running kernel, or batched in the VM.

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 use trc_testkit::trc;
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("trc-graph-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    trc_testkit::fresh_dir(
+        std::env::temp_dir().join(format!("trc-graph-test-{}-{name}", std::process::id())),
+    )
 }
 
 /// The seed bug's graph: `I1-linux-6.15.{dot,html}` in a fresh directory.

@@ -12,10 +12,7 @@ use trc_testkit::trc;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    trc_testkit::scratch!(name)
 }
 
 /// A corpus of three scripts in the repository's layout: F1, F3 and a plain fast retransmit.

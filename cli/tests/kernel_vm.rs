@@ -124,18 +124,9 @@ fn three_scripts_pass_in_a_debian_7_2_vm() {
         "counterexamples/kernel/tlp.pkt",
         "counterexamples/kernel/rto-real-loss.pkt",
     ];
-    let mut args = vec![
-        "kernel",
-        "run",
-        "--kernel",
-        &k,
-        "--accel",
-        "tcg-icount",
-        "--cache",
-        cache.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let mut args = vec!["kernel", "run"];
+    args.extend(trc_testkit::tcg_vm(&k, &cache));
+    args.extend(["--json", json.to_str().unwrap()]);
     args.extend(scripts);
     let (mut c, mut out, mut err) = trc!(&args, &[]);
     if c == 1 {
@@ -197,20 +188,14 @@ fn plots_of_several_scripts_in_a_vm() {
     let d = scratch("kernel-vm-plot");
     let plots = d.join("plots");
     let cache = d.join("cache");
-    let args = [
-        "kernel",
-        "run",
-        "--kernel",
-        &k,
-        "--accel",
-        "tcg-icount",
-        "--cache",
-        cache.to_str().unwrap(),
+    let mut args = vec!["kernel", "run"];
+    args.extend(trc_testkit::tcg_vm(&k, &cache));
+    args.extend([
         "--plot",
         plots.to_str().unwrap(),
         "counterexamples/regressions/I1-linux-6.15-nosack.pkt",
         "counterexamples/findings/i1-eifel-undo-after-real-loss.pkt",
-    ];
+    ]);
     let (c, out, err) = trc!(&args, &[]);
     // The seed script's last asserts are linux-6.15's prediction, which a 7.2 kernel fails.
     assert!(c == 0 || c == 1, "exit {c}\n{out}\n{err}");

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 use trc_testkit::trc;
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("trc-shard-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    trc_testkit::fresh_dir(
+        std::env::temp_dir().join(format!("trc-shard-test-{}-{name}", std::process::id())),
+    )
 }
 
 /// Removes the timing fields (`seconds`, `peak_memory_bytes`) everywhere in `v`.

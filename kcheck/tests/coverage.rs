@@ -5,7 +5,7 @@
 //! --coverage` counts).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use trc_engine::{check_with, Options, StateHooks, Tallied};
 use trc_kcheck::coverage::{self, CoveragePlan};
 use trc_kcheck::Case;
@@ -46,10 +46,7 @@ fn tally(cfg: &Config, profile: &Profile, max_depth: Option<usize>) -> Vec<u64> 
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    trc_testkit::scratch!(name)
 }
 
 fn plan(cfg: &Config, threads: usize, name: &str) -> (CoveragePlan, Vec<Case>) {

@@ -224,11 +224,13 @@ impl KernelBackend<'_> {
         Ok(ret(fd as i64))
     }
 
-    fn sys_setsockopt(
-        &mut self,
+    /// The socket, level and option name of a `setsockopt`/`getsockopt` call (its first three
+    /// arguments).
+    fn sockopt_target(
+        &self,
         s: &Syscall,
         d: &BTreeMap<String, String>,
-    ) -> CallResult<SysResult> {
+    ) -> CallResult<(libc::c_int, libc::c_int, libc::c_int)> {
         let fd = self.live_fd(s.args.first())?;
         let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
         let name = c_int(
@@ -236,6 +238,15 @@ impl KernelBackend<'_> {
             d,
             "option name",
         )?;
+        Ok((fd, level, name))
+    }
+
+    fn sys_setsockopt(
+        &mut self,
+        s: &Syscall,
+        d: &BTreeMap<String, String>,
+    ) -> CallResult<SysResult> {
+        let (fd, level, name) = self.sockopt_target(s, d)?;
         let bytes = opt_bytes(s.args.get(3).ok_or("missing option value")?, d)?;
         // packetdrill passes the length as written.
         let len = match s.args.get(4) {
@@ -261,13 +272,7 @@ impl KernelBackend<'_> {
         s: &Syscall,
         d: &BTreeMap<String, String>,
     ) -> CallResult<SysResult> {
-        let fd = self.live_fd(s.args.first())?;
-        let level = c_int(s.args.get(1).ok_or("missing level")?, d, "level")?;
-        let name = c_int(
-            s.args.get(2).ok_or("missing option name")?,
-            d,
-            "option name",
-        )?;
+        let (fd, level, name) = self.sockopt_target(s, d)?;
         let want = s.args.get(3).ok_or("missing option value")?;
         let mut buf = [0u8; 256];
         let mut len = buf.len() as libc::socklen_t;

@@ -233,12 +233,10 @@ pub fn main(args: ImpactArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return exit::bad_input(what, &e),
     };
-    let cache = args.vm.cache_dir();
-    let img = match trc_vm::flags::resolve_kernel(&kspec, args.vm.modules.as_deref(), &cache) {
-        Ok(i) => i,
+    let (img, mut spec) = match args.vm.kernel_vm(&kspec) {
+        Ok(v) => v,
         Err(e) => return exit::of_vm_error(what, &e),
     };
-    let mut spec = args.vm.spec(&img, cache);
     // A run lasts its duration plus the drain; the per-run limit of the guest does not apply.
     spec.script_timeout = std::time::Duration::from_secs_f64(args.duration + 60.0);
     let ij = trc_vm::impact::ImpactJob {

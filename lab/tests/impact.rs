@@ -8,14 +8,6 @@ macro_rules! lab {
     };
 }
 
-/// A fresh scratch directory under the target's test temporary directory.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn impact_input_errors_before_any_vm() {
     // The experiment runs only in a VM: no --kernel is a usage error, as are bad path values.
@@ -43,27 +35,25 @@ fn impact_experiment_in_a_debian_7_2_vm() {
     let Some(k) = trc_vm::flags::test_kernel_or_skip() else {
         return;
     };
-    let d = scratch("kernel-vm-impact");
+    let d = trc_testkit::scratch!("kernel-vm-impact");
     let json = d.join("impact.json");
     let cache = d.join("cache");
     // Two short runs with 5 % loss: drops are certain, so the taps and netem must agree.
     let args = [
-        "impact",
-        "--kernel",
-        &k,
-        "--accel",
-        "tcg-icount",
-        "--cache",
-        cache.to_str().unwrap(),
-        "--runs",
-        "2",
-        "--duration",
-        "3",
-        "--loss",
-        "5",
-        "--json",
-        json.to_str().unwrap(),
-    ];
+        &["impact"][..],
+        &trc_testkit::tcg_vm(&k, &cache),
+        &[
+            "--runs",
+            "2",
+            "--duration",
+            "3",
+            "--loss",
+            "5",
+            "--json",
+            json.to_str().unwrap(),
+        ][..],
+    ]
+    .concat();
     let (c, out, err) = lab!(&args, &[]);
     assert_eq!(c, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("median of 2: goodput"), "{out}");

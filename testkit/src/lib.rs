@@ -287,3 +287,32 @@ macro_rules! trc {
         $crate::run_in_workspace(env!("CARGO_BIN_EXE_trc"), $args, $env)
     };
 }
+
+/// `dir` created afresh (what was there is removed): a test's scratch directory.
+pub fn fresh_dir(dir: PathBuf) -> PathBuf {
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// `scratch!(name)`: a fresh scratch directory `name` under the calling package's test temporary
+/// directory (`CARGO_TARGET_TMPDIR`, so only in integration tests).
+#[macro_export]
+macro_rules! scratch {
+    ($name:expr) => {
+        $crate::fresh_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join($name))
+    };
+}
+
+/// The flags of a test's VM run: `kernel` under TCG icount (deterministic guest time), its
+/// cache in `cache`.
+pub fn tcg_vm<'a>(kernel: &'a str, cache: &'a Path) -> [&'a str; 6] {
+    [
+        "--kernel",
+        kernel,
+        "--accel",
+        "tcg-icount",
+        "--cache",
+        cache.to_str().expect("a UTF-8 cache path"),
+    ]
+}

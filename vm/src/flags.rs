@@ -60,6 +60,18 @@ impl VmFlags {
         self.cache.clone().unwrap_or_else(crate::default_cache_dir)
     }
 
+    /// The kernel `kernel` names (as `--kernel` does, with these flags' `--modules`) and the VM
+    /// for it as these flags ask.
+    pub fn kernel_vm(
+        &self,
+        kernel: &str,
+    ) -> Result<(crate::KernelImage, crate::VmSpec), crate::Error> {
+        let cache = self.cache_dir();
+        let img = resolve_kernel(kernel, self.modules.as_deref(), &cache)?;
+        let spec = self.spec(&img, cache);
+        Ok((img, spec))
+    }
+
     /// The VM for `img` as these flags ask (the guest's options are the caller's).
     pub fn spec(&self, img: &crate::KernelImage, cache: PathBuf) -> crate::VmSpec {
         let mut spec = crate::VmSpec::new(&img.vmlinuz, img.modules.as_deref());

@@ -906,17 +906,9 @@ fn handle(
     }
 }
 
-fn kvm_probe_key(qemu: &Path) -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(str::to_string)
-        })
-        .unwrap_or_default();
-    let ver = Command::new(qemu)
+/// The first line of `qemu --version` (empty when it cannot run).
+fn qemu_version(qemu: &Path) -> String {
+    Command::new(qemu)
         .arg("--version")
         .output()
         .ok()
@@ -927,7 +919,20 @@ fn kvm_probe_key(qemu: &Path) -> String {
                 .unwrap_or("")
                 .to_string()
         })
+        .unwrap_or_default()
+}
+
+fn kvm_probe_key(qemu: &Path) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(str::to_string)
+        })
         .unwrap_or_default();
+    let ver = qemu_version(qemu);
     format!("{} | {} | {}", host.trim(), ver.trim(), cpu.trim())
 }
 
@@ -992,31 +997,13 @@ pub fn run_in_vm_with(
     }
     // The scripts first: a bad one is a usage error wherever runs would be skipped.
     let parsed = parse_scripts(spec, scripts)?;
-    let qemu = find_qemu(spec.qemu.as_deref())?;
-    let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
-    let load0 = loadavg();
-    let tb = Instant::now();
-    let base = initramfs::base(
-        &kernel,
-        &spec.cache_dir,
-        &BaseOptions {
-            trc: spec.trc_binary.clone(),
-            no_python: spec.no_python,
-        },
-    )?;
-    let job = ScriptJob {
-        options: spec.options.clone(),
-        scripts: Vec::new(),
-        script_timeout_s: spec.script_timeout.as_secs_f64(),
-        tick_s: 1.0,
-        packetdrill: None,
-    };
-    let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, job)?;
+    let prepared = prepare(spec)?;
+    let (scripts_gz, _job) = initramfs::scripts_archive(&parsed, script_job(spec, None))?;
     let entries: Vec<(PathBuf, String)> = parsed
         .iter()
         .map(|(p, n, _)| (p.clone(), n.clone()))
         .collect();
-    boot(spec, &qemu, &base, &scripts_gz, tb, load0, &entries, events)
+    boot(spec, &prepared, &scripts_gz, &entries, events)
 }
 
 /// Boots `spec.kernel` with the runs of the impact experiment ([`crate::impact`]) instead of
@@ -1031,18 +1018,8 @@ pub fn run_impact_in_vm_with(
     if ij.runs == 0 {
         return Err(Error::Usage("no runs".into()));
     }
-    let qemu = find_qemu(spec.qemu.as_deref())?;
-    let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
-    let load0 = loadavg();
-    let tb = Instant::now();
-    let base = initramfs::base(
-        &kernel,
-        &spec.cache_dir,
-        &BaseOptions {
-            trc: spec.trc_binary.clone(),
-            no_python: spec.no_python,
-        },
-    )?;
+    let prepared = prepare(spec)?;
+    let (kernel, base) = (&prepared.kernel, &prepared.base);
     // With a modules directory, its absence is known here; without one (a built-in-only
     // kernel) the guest's `ip link add ... type veth` / `tc ... netem` says so.
     for m in ["veth", "sch_netem"] {
@@ -1061,22 +1038,73 @@ pub fn run_impact_in_vm_with(
     let entries: Vec<(PathBuf, String)> = (0..ij.runs)
         .map(|i| (PathBuf::from(format!("impact-{i}")), format!("impact-{i}")))
         .collect();
-    boot(spec, &qemu, &base, &scripts_gz, tb, load0, &entries, events)
+    boot(spec, &prepared, &scripts_gz, &entries, events)
+}
+
+/// What every boot needs before its job: qemu, the kernel, its base initramfs, and the load and
+/// the clock when the preparation began.
+pub(crate) struct Prepared {
+    qemu: PathBuf,
+    pub(crate) kernel: KernelImage,
+    pub(crate) base: initramfs::Base,
+    tb: Instant,
+    load0: f64,
+}
+
+/// Finds qemu and the kernel of `spec`, and builds (or reuses) the base initramfs.
+pub(crate) fn prepare(spec: &VmSpec) -> Result<Prepared, Error> {
+    let qemu = find_qemu(spec.qemu.as_deref())?;
+    let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
+    let load0 = loadavg();
+    let tb = Instant::now();
+    let base = initramfs::base(
+        &kernel,
+        &spec.cache_dir,
+        &BaseOptions {
+            trc: spec.trc_binary.clone(),
+            no_python: spec.no_python,
+        },
+    )?;
+    Ok(Prepared {
+        qemu,
+        kernel,
+        base,
+        tb,
+        load0,
+    })
+}
+
+/// The job of a run of scripts (their list is added by the archive), with `packetdrill` when real
+/// packetdrill runs them.
+pub(crate) fn script_job(
+    spec: &VmSpec,
+    packetdrill: Option<crate::packetdrill::PacketdrillJob>,
+) -> ScriptJob {
+    ScriptJob {
+        options: spec.options.clone(),
+        scripts: Vec::new(),
+        script_timeout_s: spec.script_timeout.as_secs_f64(),
+        tick_s: 1.0,
+        packetdrill,
+    }
 }
 
 /// Writes the run's initrd (base + `scripts_gz`), boots it and collects one result per entry.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn boot(
     spec: &VmSpec,
-    qemu: &Path,
-    base: &initramfs::Base,
+    prepared: &Prepared,
     scripts_gz: &[u8],
-    tb: Instant,
-    load0: f64,
     entries: &[(PathBuf, String)],
     events: &mut dyn FnMut(&Event),
 ) -> Result<VmRun, Error> {
-    let qemu = qemu.to_path_buf();
+    let Prepared {
+        qemu,
+        base,
+        tb,
+        load0,
+        ..
+    } = prepared;
+    let (qemu, tb, load0) = (qemu.clone(), *tb, *load0);
     // The run's files: CACHE/runs/PID-N/, removed on every exit path; those of a trc that was
     // killed (its PID gone) are removed here.
     remove_dead_runs(&spec.cache_dir);
@@ -1163,18 +1191,7 @@ pub(crate) fn boot(
         }
         None => (Timing::default(), String::new(), Vec::new()),
     };
-    let qemu_version = Command::new(&qemu)
-        .arg("--version")
-        .output()
-        .ok()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
-        .unwrap_or_default();
+    let qemu_version = qemu_version(&qemu);
     Ok(VmRun {
         accelerator: accel,
         kvm_fallback,

@@ -10,12 +10,11 @@
 //! trc's driver needs; a block importing others fails on every kernel alike).
 
 use crate::host::{Event, VmRun, VmSpec};
-use crate::initramfs::{self, BaseOptions, Data, Tree};
+use crate::initramfs::{self, Data, Tree};
 use crate::proto::{Job, JobScript, ScriptJob};
-use crate::{Error, KernelImage};
+use crate::Error;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 /// Where packetdrill is in the guest.
 pub const GUEST_BINARY: &str = "/t/pd/packetdrill";
@@ -167,34 +166,20 @@ pub fn run_in_vm_with(
             setup.binary.display()
         )));
     }
-    let qemu = crate::host::find_qemu(spec.qemu.as_deref())?;
-    let kernel = KernelImage::from_files(&spec.kernel, spec.modules.as_deref())?;
-    let load0 = crate::host::loadavg();
-    let tb = Instant::now();
-    let base = initramfs::base(
-        &kernel,
-        &spec.cache_dir,
-        &BaseOptions {
-            trc: spec.trc_binary.clone(),
-            no_python: spec.no_python,
-        },
-    )?;
-    let job = ScriptJob {
-        options: spec.options.clone(),
-        scripts: Vec::new(),
-        script_timeout_s: spec.script_timeout.as_secs_f64(),
-        tick_s: 1.0,
-        packetdrill: Some(PacketdrillJob {
+    let prepared = crate::host::prepare(spec)?;
+    let job = crate::host::script_job(
+        spec,
+        Some(PacketdrillJob {
             binary: GUEST_BINARY.into(),
             args: setup.args.clone(),
         }),
-    };
+    );
     let gz = archive(setup, scripts, job)?;
     let entries: Vec<(PathBuf, String)> = scripts
         .iter()
         .map(|p| (p.clone(), p.display().to_string()))
         .collect();
-    crate::host::boot(spec, &qemu, &base, &gz, tb, load0, &entries, events)
+    crate::host::boot(spec, &prepared, &gz, &entries, events)
 }
 
 /// The guest side: runs one script, returning (exit code, output tail, error).

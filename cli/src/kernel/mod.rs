@@ -12,7 +12,7 @@ pub mod run;
 use crate::exit;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use trc_vm::flags::{resolve_kernel, VmFlags};
+use trc_vm::flags::VmFlags;
 
 /// `trc kernel ...` subcommands.
 #[derive(Debug, Subcommand)]
@@ -111,7 +111,6 @@ pub(crate) fn target_of(
     kernel: Option<&str>,
     what: &str,
 ) -> Result<Box<dyn trc_kernel::target::Target>, i32> {
-    let cache = vm.cache_dir();
     match kernel {
         None => {
             if let Some(r) = trc_kernel::skip_reason() {
@@ -121,10 +120,9 @@ pub(crate) fn target_of(
             Ok(Box::new(trc_kernel::target::Host::new()))
         }
         Some(k) => {
-            let img = resolve_kernel(k, vm.modules.as_deref(), &cache)
-                .map_err(|e| exit::of_vm_error(what, &e))?;
+            let (img, spec) = vm.kernel_vm(k).map_err(|e| exit::of_vm_error(what, &e))?;
             trc_vm::host::find_qemu(None).map_err(|e| exit::of_vm_error(what, &e))?;
-            let mut t = trc_vm::target::Vm::new(&img, vm.spec(&img, cache));
+            let mut t = trc_vm::target::Vm::new(&img, spec);
             t.name = Some(img.release.clone());
             Ok(Box::new(t))
         }

@@ -4,7 +4,6 @@
 use super::run::RunArgs;
 use crate::exit;
 use crate::exit::of_vm_error as vm_error;
-use trc_vm::flags::{problem_and_console, resolve_kernel};
 
 /// The command: exit 0 when every script passed, 1 when one failed, 3 when one has no result.
 pub fn cli(args: RunArgs) -> i32 {
@@ -17,13 +16,13 @@ pub fn cli(args: RunArgs) -> i32 {
     if let Err(e) = args.vm.validate() {
         return exit::usage_error(&format!("{what}: {e}"));
     }
-    let cache = args.vm.cache_dir();
-    let kspec = args.vm.kernel.as_deref().unwrap_or_default();
-    let img = match resolve_kernel(kspec, args.vm.modules.as_deref(), &cache) {
-        Ok(i) => i,
+    let (img, spec) = match args
+        .vm
+        .kernel_vm(args.vm.kernel.as_deref().unwrap_or_default())
+    {
+        Ok(v) => v,
         Err(e) => return vm_error(what, &e),
     };
-    let spec = args.vm.spec(&img, cache);
     let mut pd_args = trc_vm::packetdrill::run_all_ipv4_args();
     for d in &args.defines {
         pd_args.push("-D".into());
@@ -69,19 +68,8 @@ pub fn cli(args: RunArgs) -> i32 {
         n - passed,
         run.total.wall_s
     );
-    if let Err(e) = problem_and_console(
-        run.problem.as_deref(),
-        &run.console,
-        args.console.as_deref(),
-        what,
-    ) {
-        return exit::bad_input(what, &e);
-    }
-    if let Some(out) = &args.json {
-        if let Err(e) = trc_files::write_json_atomic(out, &run) {
-            eprintln!("{what}: cannot write {}: {e}", out.display());
-            return exit::USAGE;
-        }
+    if let Err(rc) = super::run::console_and_json(what, &args, &run) {
+        return rc;
     }
     if !run.complete {
         exit::INCOMPLETE

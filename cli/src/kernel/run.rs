@@ -5,7 +5,7 @@ use crate::exit;
 use crate::exit::of_vm_error as vm_error;
 use clap::Args;
 use std::path::{Path, PathBuf};
-use trc_vm::flags::{resolve_kernel, VmFlags};
+use trc_vm::flags::VmFlags;
 
 /// Arguments of `trc kernel run`.
 #[derive(Debug, Args)]
@@ -235,6 +235,26 @@ fn plot_vm_run(out: &Path, files: &[PathBuf], run: &trc_vm::VmRun) -> Result<(),
     Ok(())
 }
 
+/// A VM run's problem and console (`--console`) and its JSON (`--json`); else the exit code
+/// (its error printed).
+pub(super) fn console_and_json(what: &str, args: &RunArgs, run: &trc_vm::VmRun) -> Result<(), i32> {
+    if let Err(e) = trc_vm::flags::problem_and_console(
+        run.problem.as_deref(),
+        &run.console,
+        args.console.as_deref(),
+        what,
+    ) {
+        return Err(exit::bad_input(what, &e));
+    }
+    if let Some(out) = &args.json {
+        if let Err(e) = trc_files::write_json_atomic(out, run) {
+            eprintln!("{what}: cannot write {}: {e}", out.display());
+            return Err(exit::USAGE);
+        }
+    }
+    Ok(())
+}
+
 pub fn vm_cli(args: RunArgs) -> i32 {
     let what = "trc kernel run";
     // Scripts and options first: bad input is exit 2 wherever runs would be skipped.
@@ -253,13 +273,13 @@ pub fn vm_cli(args: RunArgs) -> i32 {
         eprintln!("{what}: {e}");
         return exit::USAGE;
     }
-    let cache = args.vm.cache_dir();
-    let kspec = args.vm.kernel.as_deref().unwrap_or_default();
-    let img = match resolve_kernel(kspec, args.vm.modules.as_deref(), &cache) {
-        Ok(i) => i,
+    let (img, mut spec) = match args
+        .vm
+        .kernel_vm(args.vm.kernel.as_deref().unwrap_or_default())
+    {
+        Ok(v) => v,
         Err(e) => return vm_error(what, &e),
     };
-    let mut spec = args.vm.spec(&img, cache);
     spec.options = trc_vm::GuestOptions {
         sack: args.conn.sack(),
         timestamps: args.conn.ts(),
@@ -278,19 +298,8 @@ pub fn vm_cli(args: RunArgs) -> i32 {
         Err(e) => return vm_error(what, &e),
     };
     print_vm_run(&run, &img.release, n, args.verbose);
-    if let Err(e) = trc_vm::flags::problem_and_console(
-        run.problem.as_deref(),
-        &run.console,
-        args.console.as_deref(),
-        what,
-    ) {
-        return exit::bad_input(what, &e);
-    }
-    if let Some(out) = &args.json {
-        if let Err(e) = trc_files::write_json_atomic(out, &run) {
-            eprintln!("{what}: cannot write {}: {e}", out.display());
-            return exit::USAGE;
-        }
+    if let Err(rc) = console_and_json(what, &args, &run) {
+        return rc;
     }
     if let Some(out) = &args.plot {
         if let Err(e) = plot_vm_run(out, &args.files, &run) {

@@ -10,8 +10,5 @@ pub fn root() -> PathBuf {
 
 /// A fresh scratch directory under the target's test temporary directory.
 pub fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    trc_testkit::scratch!(name)
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use trc_model::profile::parse_profile_file;
-use trc_model::Profile;
+use trc_model::{Config, Profile};
 use trc_properties::baseline::Baseline;
 
 /// Resolves `--profile`: a built-in name, else a file.
@@ -54,4 +54,61 @@ pub fn load_baseline(p: &Path) -> Result<Option<Baseline>, String> {
 /// accepted finding into a failure.
 pub fn missing_baseline_note(p: &Path) -> String {
     format!("note: no baseline file {}: no finding is accepted (run from the repository root or pass --baseline FILE)", p.display())
+}
+
+/// A bounds file's configuration (the defaults without one) with `flags` applied, validated.
+/// `flags` sets the fields the command line gives and returns them, each with its flag: an
+/// impossible bound names that flag, else its line in the file (`file:line`), else it is a default.
+pub fn bounds(
+    file: Option<&Path>,
+    flags: impl FnOnce(&mut Config) -> Vec<(&'static str, &'static str)>,
+) -> Result<Config, String> {
+    let mut file_src = None;
+    let mut c = match file {
+        Some(p) => {
+            let src = trc_files::read_source(p)?;
+            let c =
+                toml::from_str::<Config>(&src).map_err(|e| trc_files::toml_error(p, &src, &e))?;
+            file_src = Some((p, src));
+            c
+        }
+        None => Config::default(),
+    };
+    let from_flag = flags(&mut c);
+    c.validate().map_err(|e| {
+        let msg = format!("impossible bounds: {e}");
+        // Every message starts with the offending field's name: name the flag that set it, or
+        // point at its line in the config file when the file sets it (otherwise it is a
+        // default).
+        let key: String = e
+            .to_string()
+            .chars()
+            .take_while(|ch| ch.is_ascii_lowercase() || *ch == '_')
+            .collect();
+        if let Some((_, flag)) = from_flag.iter().find(|(field, _)| *field == key) {
+            return format!("{flag}: {msg}");
+        }
+        match file_src
+            .as_ref()
+            .and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l)))
+        {
+            Some((p, line)) => format!("{}:{line}: {msg}", p.display()),
+            None => msg,
+        }
+    })?;
+    Ok(c)
+}
+
+/// The 1-based line of a top-level `key = ...` assignment in a TOML source.
+fn config_key_line(src: &str, key: &str) -> Option<usize> {
+    if key.is_empty() {
+        return None;
+    }
+    src.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }

@@ -134,20 +134,13 @@ impl BoundArgs {
 
     /// Defaults, then `file`, then the flags.
     fn config_from(&self, file: Option<&Path>) -> Result<Config, String> {
-        let mut file_src = None;
-        let mut c = match file {
-            Some(p) => {
-                let src = trc_files::read_source(p)?;
-                let c = toml::from_str::<Config>(&src)
-                    .map_err(|e| trc_files::toml_error(p, &src, &e))?;
-                file_src = Some((p, src));
-                c
-            }
-            None => Config::default(),
-        };
-        // The `Config` fields a flag set, with the flag (an error about such a field names the
-        // flag, not the config file's line, whose value the flag replaced).
-        let mut from_flag: Vec<(&str, &str)> = Vec::new();
+        trc_check::input::bounds(file, |c| self.apply(c))
+    }
+
+    /// Sets the `Config` fields the flags give; returns them, each with its flag (an error about
+    /// such a field names the flag, not the config file's line, whose value the flag replaced).
+    fn apply(&self, c: &mut Config) -> Vec<(&'static str, &'static str)> {
+        let mut from_flag: Vec<(&'static str, &'static str)> = Vec::new();
         macro_rules! set {
             ($f:ident, $g:ident, $flag:literal) => {
                 if let Some(v) = self.$f {
@@ -199,43 +192,8 @@ impl BoundArgs {
                 CcKind::Cubic
             };
         }
-        c.validate().map_err(|e| {
-            let msg = format!("impossible bounds: {e}");
-            // Every message starts with the offending field's name: name the flag that set it, or
-            // point at its line in the config file when the file sets it (otherwise it is a
-            // default).
-            let key: String = e
-                .to_string()
-                .chars()
-                .take_while(|ch| ch.is_ascii_lowercase() || *ch == '_')
-                .collect();
-            if let Some((_, flag)) = from_flag.iter().find(|(field, _)| *field == key) {
-                return format!("{flag}: {msg}");
-            }
-            match file_src
-                .as_ref()
-                .and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l)))
-            {
-                Some((p, line)) => format!("{}:{line}: {msg}", p.display()),
-                None => msg,
-            }
-        })?;
-        Ok(c)
+        from_flag
     }
-}
-
-/// The 1-based line of a top-level `key = ...` assignment in a TOML source.
-fn config_key_line(src: &str, key: &str) -> Option<usize> {
-    if key.is_empty() {
-        return None;
-    }
-    src.lines()
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1)
 }
 
 /// `--threads N`: 0 (all cores) up to 4 per core.

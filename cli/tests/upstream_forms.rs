@@ -28,9 +28,15 @@ fn check_writes_the_counterexample_in_the_upstream_forms() {
         assert_eq!(code, 1, "{out}\n{err}");
         let text = std::fs::read_to_string(d.join(file)).unwrap_or_else(|e| panic!("{e}: {err}"));
         assert!(text.contains(defaults), "{text}");
-        assert_eq!(text.starts_with("// SPDX-License-Identifier: GPL-2.0\n"), form == "selftest");
+        assert_eq!(
+            text.starts_with("// SPDX-License-Identifier: GPL-2.0\n"),
+            form == "selftest"
+        );
         // No IPv4 address: the initial window is set on whichever route packetdrill made.
-        assert!(!text.contains("192.0.2.1") && !text.contains("192.168.0.1"), "{text}");
+        assert!(
+            !text.contains("192.0.2.1") && !text.contains("192.168.0.1"),
+            "{text}"
+        );
         assert!(text.contains("initcwnd"), "{text}");
         assert!(text.contains("TCP_CONGESTION, \"cubic\""), "{text}");
         // trc's own defaults.sh is not written: the form runs upstream's.

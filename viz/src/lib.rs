@@ -9,6 +9,7 @@
 //!   run --plot`, the patch check's pages).
 #![forbid(unsafe_code)]
 
+pub mod explorer;
 pub mod graph;
 pub mod graph_html;
 pub mod pictures;

@@ -24,6 +24,7 @@
 //! it does not take the host runner's lock, so host runs are not held up for a minute.
 
 use serde::Serialize;
+use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -261,6 +262,82 @@ pub struct VmRun {
 }
 
 impl VmRun {
+    /// The run as text: each script's report (its trace events with `verbose`), then the
+    /// accelerator, kernel (`release` when the guest did not say), timings, notes and the counts
+    /// of exit codes; `n` scripts were asked for.
+    pub fn render(&self, release: &str, n: usize, verbose: bool) -> String {
+        let run = self;
+        let mut o = String::new();
+        for (i, s) in run.scripts.iter().enumerate() {
+            if i > 0 {
+                o.push('\n');
+            }
+            match &s.outcome {
+                ScriptOutcome::Ran { report } => o.push_str(&report.render()),
+                ScriptOutcome::Error {
+                    message, report, ..
+                } => {
+                    if let Some(r) = report {
+                        let _ = write!(o, "{}", r.render());
+                    }
+                    let _ = writeln!(o, "{}: {message}", s.name);
+                }
+                ScriptOutcome::Measured { .. }
+                | ScriptOutcome::Exited { .. }
+                | ScriptOutcome::Missing => {
+                    let _ = writeln!(o, "{}: no result from the VM", s.name);
+                }
+            }
+            if verbose {
+                for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {
+                    let _ = writeln!(
+                        o,
+                        "trace: {}",
+                        serde_json::to_string(ev).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        o.push('\n');
+        let _ = writeln!(o, "accelerator: {}", run.accelerator);
+        if let Some(k) = &run.kvm_fallback {
+            let _ = writeln!(o, "kvm: {k}");
+        }
+        let _ = writeln!(
+            o,
+            "kernel: {} ({})",
+            if run.release.is_empty() {
+                release
+            } else {
+                run.release.as_str()
+            },
+            run.kernel.display()
+        );
+        let _ = writeln!(
+            o,
+            "boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s",
+            run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s
+        );
+        let _ = writeln!(
+            o,
+            "total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})",
+            run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1
+        );
+        for note in &run.notes {
+            let _ = writeln!(o, "note: {note}");
+        }
+        let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
+        let _ = writeln!(
+            o,
+            "scripts: {} passed, {} failed, {} incomplete or missing, {} skipped",
+            count(0),
+            count(1),
+            count(3) + count(130),
+            count(4) + count(2)
+        );
+        o
+    }
+
     /// The exit code of the run: 1 if a script failed, else 3 if one is incomplete (or missing,
     /// or the VM did not complete), else 2 for a usage error, else 4 if one was skipped, else 0.
     pub fn exit_code(&self) -> i32 {

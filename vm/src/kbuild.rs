@@ -72,6 +72,32 @@ pub struct BuildRequest {
 }
 
 impl BuildRequest {
+    /// The request `trc kernel build`'s flags describe (`source`, `--patch`, `--config`, `-j`), or
+    /// a usage error.
+    pub fn from_flags(
+        source: &str,
+        patches: &[PathBuf],
+        config: Option<&PathBuf>,
+        jobs: Option<usize>,
+        cache: PathBuf,
+    ) -> Result<BuildRequest> {
+        let src = Source::parse(source)?;
+        let mut req = BuildRequest::new(src, &cache);
+        if let Some(c) = config {
+            let text = std::fs::read_to_string(c)
+                .map_err(|e| Error::Usage(format!("--config {}: {e}", c.display())))?;
+            req.fragment = (text, c.display().to_string());
+        }
+        if let Some(j) = jobs {
+            if j == 0 {
+                return Err(Error::Usage("-j must be at least 1".into()));
+            }
+            req.jobs = j;
+        }
+        req.patches = patches.to_vec();
+        Ok(req)
+    }
+
     /// `source` with trc's fragment, no patch, `-j` the CPU count.
     pub fn new(source: Source, cache: &Path) -> BuildRequest {
         let jobs = std::thread::available_parallelism()

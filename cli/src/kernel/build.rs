@@ -49,31 +49,6 @@ pub struct BuildArgs {
     pub cached: bool,
 }
 
-/// The request `source`/`patches`/`config`/`jobs` describe, or a usage error.
-pub fn request(
-    source: &str,
-    patches: &[PathBuf],
-    config: Option<&PathBuf>,
-    jobs: Option<usize>,
-    cache: PathBuf,
-) -> Result<trc_vm::kbuild::BuildRequest, trc_vm::Error> {
-    let src = trc_vm::kbuild::Source::parse(source)?;
-    let mut req = trc_vm::kbuild::BuildRequest::new(src, &cache);
-    if let Some(c) = config {
-        let text = std::fs::read_to_string(c)
-            .map_err(|e| trc_vm::Error::Usage(format!("--config {}: {e}", c.display())))?;
-        req.fragment = (text, c.display().to_string());
-    }
-    if let Some(j) = jobs {
-        if j == 0 {
-            return Err(trc_vm::Error::Usage("-j must be at least 1".into()));
-        }
-        req.jobs = j;
-    }
-    req.patches = patches.to_vec();
-    Ok(req)
-}
-
 /// Builds `req`, with progress on stderr (a live line on a terminal): the image.
 pub fn build_with_progress(
     req: &trc_vm::kbuild::BuildRequest,
@@ -141,7 +116,13 @@ pub fn main(args: BuildArgs) -> i32 {
         (Some(s), None) => s.clone(),
         (None, None) => "debian:sid".into(),
     };
-    let req = match request(&source, &args.patch, args.config.as_ref(), args.jobs, cache) {
+    let req = match trc_vm::kbuild::BuildRequest::from_flags(
+        &source,
+        &args.patch,
+        args.config.as_ref(),
+        args.jobs,
+        cache,
+    ) {
         Ok(r) => r,
         Err(e) => return exit::of_vm_error(what, &e),
     };

@@ -32,8 +32,14 @@ fn images(
     }
     let source = args.base.clone().unwrap_or_else(|| "debian:sid".into());
     let build = |patches: &[PathBuf], label: &str| -> Result<trc_vm::kbuild::Built, i32> {
-        let req = super::build::request(&source, patches, None, args.jobs, cache.clone())
-            .map_err(|e| vm_error(what, &e))?;
+        let req = trc_vm::kbuild::BuildRequest::from_flags(
+            &source,
+            patches,
+            None,
+            args.jobs,
+            cache.clone(),
+        )
+        .map_err(|e| vm_error(what, &e))?;
         let b = super::build::build_with_progress(&req, &format!("{what} ({label})"))
             .map_err(|e| vm_error(what, &e))?;
         let how = if b.cached {

@@ -92,47 +92,6 @@ pub struct RunArgs {
     pub packetdrill_tree: Option<PathBuf>,
 }
 
-/// Writes the page of each script's run (`--plot`): `out` itself for one script, else
-/// `out/NAME.html` per script (NAME the script's file stem, its position before it if two
-/// scripts share one). Returns the files written, or why one could not be.
-fn write_plots(
-    out: &Path,
-    runs: &[(&Path, &trc_kernel::RunReport)],
-    several: bool,
-) -> Result<Vec<PathBuf>, String> {
-    let mut written = Vec::new();
-    if several {
-        std::fs::create_dir_all(out).map_err(|e| format!("--plot {}: {e}", out.display()))?;
-    }
-    let stems: Vec<String> = runs
-        .iter()
-        .map(|(p, _)| {
-            p.file_stem()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    for (i, (script, report)) in runs.iter().enumerate() {
-        let text = trc_files::read_source(script)?;
-        let html = trc_viz::pictures::kernel::page(report, &text, &script.display().to_string());
-        let file = if several {
-            let dup = stems.iter().filter(|s| **s == stems[i]).count() > 1;
-            out.join(if dup {
-                format!("{}-{}.html", i + 1, stems[i])
-            } else {
-                format!("{}.html", stems[i])
-            })
-        } else {
-            out.to_path_buf()
-        };
-        trc_files::write_atomic(&file, html.as_bytes())
-            .map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
-        written.push(file);
-    }
-    Ok(written)
-}
-
 /// The tolerance `--loose-timing` sets.
 const LOOSE_TOLERANCE_USECS: u32 = 40_000;
 
@@ -150,70 +109,6 @@ fn parse_scripts(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The VM run on stdout: each script's report (its trace events with `verbose`), then the
-/// accelerator, kernel, timings, notes and the counts of exit codes.
-fn print_vm_run(run: &trc_vm::VmRun, release: &str, n: usize, verbose: bool) {
-    for (i, s) in run.scripts.iter().enumerate() {
-        if i > 0 {
-            println!();
-        }
-        match &s.outcome {
-            trc_vm::ScriptOutcome::Ran { report } => print!("{}", report.render()),
-            trc_vm::ScriptOutcome::Error {
-                message, report, ..
-            } => {
-                if let Some(r) = report {
-                    print!("{}", r.render());
-                }
-                println!("{}: {message}", s.name);
-            }
-            trc_vm::ScriptOutcome::Measured { .. }
-            | trc_vm::ScriptOutcome::Exited { .. }
-            | trc_vm::ScriptOutcome::Missing => {
-                println!("{}: no result from the VM", s.name)
-            }
-        }
-        if verbose {
-            for ev in s.report().map(|r| r.trace.as_slice()).unwrap_or_default() {
-                println!("trace: {}", serde_json::to_string(ev).unwrap_or_default());
-            }
-        }
-    }
-    println!();
-    println!("accelerator: {}", run.accelerator);
-    if let Some(k) = &run.kvm_fallback {
-        println!("kvm: {k}");
-    }
-    println!(
-        "kernel: {} ({})",
-        if run.release.is_empty() {
-            release
-        } else {
-            run.release.as_str()
-        },
-        run.kernel.display()
-    );
-    println!(
-        "boot: {:.1} s wall, {:.1} s qemu CPU, guest uptime {:.2} s",
-        run.boot.wall_s, run.boot.cpu_s, run.boot.guest_s
-    );
-    println!(
-        "total: {:.1} s wall, {:.1} s qemu CPU, {} scripts (load {:.1} -> {:.1})",
-        run.total.wall_s, run.total.cpu_s, n, run.load.0, run.load.1
-    );
-    for note in &run.notes {
-        println!("note: {note}");
-    }
-    let count = |c: i32| run.scripts.iter().filter(|s| s.rc == c).count();
-    println!(
-        "scripts: {} passed, {} failed, {} incomplete or missing, {} skipped",
-        count(0),
-        count(1),
-        count(3) + count(130),
-        count(4) + count(2)
-    );
-}
-
 /// `--plot` for a VM run: the scripts with a report (a script the VM gave no result for has
 /// nothing to draw).
 fn plot_vm_run(out: &Path, files: &[PathBuf], run: &trc_vm::VmRun) -> Result<(), String> {
@@ -229,7 +124,7 @@ fn plot_vm_run(out: &Path, files: &[PathBuf], run: &trc_vm::VmRun) -> Result<(),
                 .map(|r| (f.as_path(), r))
         })
         .collect();
-    for f in write_plots(out, &runs, files.len() > 1)? {
+    for f in trc_viz::pictures::kernel::write_pages(out, &runs, files.len() > 1)? {
         eprintln!("trc kernel run: pictures in {}", f.display());
     }
     Ok(())
@@ -297,7 +192,7 @@ pub fn vm_cli(args: RunArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return vm_error(what, &e),
     };
-    print_vm_run(&run, &img.release, n, args.verbose);
+    print!("{}", run.render(&img.release, n, args.verbose));
     if let Err(rc) = console_and_json(what, &args, &run) {
         return rc;
     }
@@ -443,7 +338,7 @@ pub fn run_cli(args: RunArgs) -> i32 {
         }
     }
     if let Some(out) = &args.plot {
-        match write_plots(out, &[(file.as_path(), &report)], false) {
+        match trc_viz::pictures::kernel::write_pages(out, &[(file.as_path(), &report)], false) {
             Ok(files) => files
                 .iter()
                 .for_each(|f| eprintln!("trc kernel run: pictures in {}", f.display())),

@@ -6,6 +6,7 @@
 
 use super::{esc, Column, Item, Pictures};
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use trc_kcheck::timeline::Timeline;
 use trc_kernel::{RunReport, TcpInfoSnapshot};
 use trc_model::state::CaState;
@@ -269,6 +270,47 @@ pub fn page(report: &RunReport, script_text: &str, title: &str) -> String {
 const CSS: &str = include_str!("../../assets/kernel-run.css");
 
 const JS: &str = include_str!("../../assets/kernel-run.js");
+
+/// Writes the page of each script's run (`--plot`): `out` itself for one script, else
+/// `out/NAME.html` per script (NAME the script's file stem, its position before it if two
+/// scripts share one). Returns the files written, or why one could not be.
+pub fn write_pages(
+    out: &Path,
+    runs: &[(&Path, &RunReport)],
+    several: bool,
+) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    if several {
+        std::fs::create_dir_all(out).map_err(|e| format!("--plot {}: {e}", out.display()))?;
+    }
+    let stems: Vec<String> = runs
+        .iter()
+        .map(|(p, _)| {
+            p.file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    for (i, (script, report)) in runs.iter().enumerate() {
+        let text = trc_files::read_source(script)?;
+        let html = page(report, &text, &script.display().to_string());
+        let file = if several {
+            let dup = stems.iter().filter(|s| **s == stems[i]).count() > 1;
+            out.join(if dup {
+                format!("{}-{}.html", i + 1, stems[i])
+            } else {
+                format!("{}.html", stems[i])
+            })
+        } else {
+            out.to_path_buf()
+        };
+        trc_files::write_atomic(&file, html.as_bytes())
+            .map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
+        written.push(file);
+    }
+    Ok(written)
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,12 +1,13 @@
 //! The files a check reads: profile files and the baseline, with `file:line` errors.
 
+use crate::Error;
 use std::path::Path;
 use trc_model::profile::parse_profile_file;
 use trc_model::{Config, Profile};
 use trc_properties::baseline::Baseline;
 
 /// Resolves `--profile`: a built-in name, else a file.
-pub fn load_profile(arg: &str) -> Result<Profile, String> {
+pub fn load_profile(arg: &str) -> Result<Profile, Error> {
     load_profile_info(arg).map(|(p, _)| p)
 }
 
@@ -19,23 +20,19 @@ pub struct FileInfo {
 }
 
 /// [`load_profile`], with the file's [`FileInfo`] (`None` for a built-in profile).
-pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), String> {
+pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), Error> {
     if let Some(p) = Profile::by_name(arg) {
         return Ok((p, None));
     }
     let path = Path::new(arg);
     if !path.exists() {
-        return Err(format!(
-            "unknown profile `{arg}`: not a built-in profile ({}) and no such file",
-            Profile::builtin()
-                .iter()
-                .map(|p| p.name.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Err(Error::UnknownProfile {
+            name: arg.to_string(),
+            builtin: Profile::builtin().into_iter().map(|p| p.name).collect(),
+        });
     }
     let src = trc_files::read_source(path)?;
-    let p = parse_profile_file(&src, arg).map_err(|e| e.to_string())?;
+    let p = parse_profile_file(&src, arg)?;
     let (base, overrides) = trc_model::profile::profile_file_base(&src);
     Ok((p, Some(FileInfo { base, overrides })))
 }
@@ -43,11 +40,11 @@ pub fn load_profile_info(arg: &str) -> Result<(Profile, Option<FileInfo>), Strin
 /// The baseline file's accepted findings; `None` when the file does not exist (not an error: a
 /// check outside the repository is legitimate, but the caller should say that no finding is
 /// accepted, see [`missing_baseline_note`]).
-pub fn load_baseline(p: &Path) -> Result<Option<Baseline>, String> {
+pub fn load_baseline(p: &Path) -> Result<Option<Baseline>, Error> {
     if !p.exists() {
         return Ok(None);
     }
-    trc_files::read_toml(p).map(Some)
+    Ok(Some(trc_files::read_toml(p)?))
 }
 
 /// The note for a baseline file that does not exist: a silent empty baseline would turn every
@@ -62,7 +59,7 @@ pub fn missing_baseline_note(p: &Path) -> String {
 pub fn bounds(
     file: Option<&Path>,
     flags: impl FnOnce(&mut Config) -> Vec<(&'static str, &'static str)>,
-) -> Result<Config, String> {
+) -> Result<Config, Error> {
     let mut file_src = None;
     let mut c = match file {
         Some(p) => {
@@ -75,26 +72,23 @@ pub fn bounds(
         None => Config::default(),
     };
     let from_flag = flags(&mut c);
-    c.validate().map_err(|e| {
-        let msg = format!("impossible bounds: {e}");
+    c.validate().map_err(|source| {
         // Every message starts with the offending field's name: name the flag that set it, or
         // point at its line in the config file when the file sets it (otherwise it is a
         // default).
-        let key: String = e
+        let key: String = source
             .to_string()
             .chars()
             .take_while(|ch| ch.is_ascii_lowercase() || *ch == '_')
             .collect();
-        if let Some((_, flag)) = from_flag.iter().find(|(field, _)| *field == key) {
-            return format!("{flag}: {msg}");
-        }
-        match file_src
-            .as_ref()
-            .and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l)))
-        {
-            Some((p, line)) => format!("{}:{line}: {msg}", p.display()),
-            None => msg,
-        }
+        let at = match from_flag.iter().find(|(field, _)| *field == key) {
+            Some((_, flag)) => Some(flag.to_string()),
+            None => file_src
+                .as_ref()
+                .and_then(|(p, src)| config_key_line(src, &key).map(|l| (p, l)))
+                .map(|(p, line)| format!("{}:{line}", p.display())),
+        };
+        Error::Bounds { at, source }
     })?;
     Ok(c)
 }

@@ -39,6 +39,22 @@ pub enum Error {
     /// shards that do not belong together (`file:line: why` where there is a file).
     #[error("{0}")]
     Input(String),
+    /// A file that cannot be read or is not the TOML its reader wants.
+    #[error(transparent)]
+    Read(#[from] trc_files::ReadError),
+    /// A profile file with an error (`file:line: why`).
+    #[error(transparent)]
+    ProfileFile(#[from] trc_model::profile::ProfileFileError),
+    /// `--profile NAME` that is neither a built-in profile nor a file.
+    #[error("unknown profile `{name}`: not a built-in profile ({}) and no such file", builtin.join(", "))]
+    UnknownProfile { name: String, builtin: Vec<String> },
+    /// Bounds the model cannot explore; `at` is the flag that set the bound or the bounds file's
+    /// `file:line` (`None`: a default).
+    #[error("{}impossible bounds: {source}", at.as_ref().map(|a| format!("{a}: ")).unwrap_or_default())]
+    Bounds {
+        at: Option<String>,
+        source: trc_model::config::ConfigError,
+    },
     /// Writing a result failed (an export, the regression corpus).
     #[error("{0}")]
     Write(String),

@@ -25,7 +25,7 @@ impl ModelArgs {
     pub fn load(&self) -> Result<(Config, trc_model::Profile), String> {
         Ok((
             self.bounds.config()?,
-            trc_check::load_profile(&self.profile)?,
+            trc_check::load_profile(&self.profile).map_err(|e| e.to_string())?,
         ))
     }
 }
@@ -134,7 +134,7 @@ impl BoundArgs {
 
     /// Defaults, then `file`, then the flags.
     fn config_from(&self, file: Option<&Path>) -> Result<Config, String> {
-        trc_check::input::bounds(file, |c| self.apply(c))
+        trc_check::input::bounds(file, |c| self.apply(c)).map_err(|e| e.to_string())
     }
 
     /// Sets the `Config` fields the flags give; returns them, each with its flag (an error about

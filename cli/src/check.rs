@@ -106,10 +106,12 @@ pub struct MatrixArgs {
 /// The baseline file's accepted findings (none, with a note on stderr, when the file does not
 /// exist).
 pub fn load_baseline(p: &Path, what: &str) -> Result<trc_check::Baseline, String> {
-    Ok(trc_check::load_baseline(p)?.unwrap_or_else(|| {
-        eprintln!("{what}: {}", trc_check::input::missing_baseline_note(p));
-        trc_check::Baseline::default()
-    }))
+    Ok(trc_check::load_baseline(p)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_else(|| {
+            eprintln!("{what}: {}", trc_check::input::missing_baseline_note(p));
+            trc_check::Baseline::default()
+        }))
 }
 
 /// The combinations `trc check` refuses before anything runs.
@@ -129,7 +131,8 @@ fn refused(a: &CheckArgs) -> Option<&'static str> {
 /// The request `a` makes, with each configuration's bounds file, or a usage error.
 fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), String> {
     let configs = a.model.bounds.configs()?;
-    let (profile, file) = trc_check::load_profile_info(&a.model.profile)?;
+    let (profile, file) =
+        trc_check::load_profile_info(&a.model.profile).map_err(|e| e.to_string())?;
     // The comparison profile: --against, else a profile file's base.
     let against = match a
         .against
@@ -392,7 +395,7 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
             .collect()
         {
             Ok(v) => v,
-            Err(e) => return exit::usage_error(&e),
+            Err(e) => return exit::usage_error(&e.to_string()),
         }
     };
     let opts = Options {

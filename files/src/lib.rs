@@ -1,6 +1,6 @@
 //! `trc-files`: the files trc reads from its users and the files it writes.
 //!
-//! * Input: [`read_source`] (a script, profile, bounds or baseline file as UTF-8, or
+//! * Input: [`read_source`] (a script, profile, bounds or baseline file as UTF-8, or a [`ReadError`]:
 //!   `file:line: why`) and [`toml_error`] (a TOML error as `file:line: message`), so every
 //!   command reports bad input the same way.
 //! * Output: [`write_atomic`] and [`write_json_atomic`], the one atomic writer: the content goes
@@ -11,30 +11,62 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why a user's file could not be read: its message names the file, and the line where there is
+/// one (`file: why`, `file:line: why`).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file cannot be read (missing, a directory, no permission).
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8: `line` holds its first bad byte.
+    #[error("{}:{line}: not valid UTF-8", path.display())]
+    Utf8 { path: PathBuf, line: usize },
+    /// The file is not the TOML its reader wants (syntax, or an unknown or mistyped key).
+    #[error("{}:{line}: {message}", path.display())]
+    Toml {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
 
 /// A script's, profile's or config file's text, or `file: why` (unreadable, or not UTF-8 — with
 /// the line of the first bad byte).
-pub fn read_source(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_source(path: &Path) -> Result<String, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
-        format!("{}:{line}: not valid UTF-8", path.display())
+        ReadError::Utf8 {
+            path: path.to_path_buf(),
+            line,
+        }
     })
 }
 
 /// `file:line: message` for a TOML error (line of the error's span start, 1-based).
-pub fn toml_error(file: &Path, src: &str, e: &toml::de::Error) -> String {
+pub fn toml_error(file: &Path, src: &str, e: &toml::de::Error) -> ReadError {
     let line = e
         .span()
         .map(|s| src[..s.start.min(src.len())].matches('\n').count() + 1)
         .unwrap_or(1);
-    format!("{}:{line}: {}", file.display(), e.message().trim())
+    ReadError::Toml {
+        path: file.to_path_buf(),
+        line,
+        message: e.message().trim().to_string(),
+    }
 }
 
 /// Reads and parses a TOML file: its value, or `file:line: why`.
-pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ReadError> {
     let src = read_source(path)?;
     toml::from_str(&src).map_err(|e| toml_error(path, &src, &e))
 }
@@ -137,7 +169,8 @@ mod tests {
         let p = d.path().join("s.pkt");
         std::fs::write(&p, b"ok\nok\n\xff\n").unwrap();
         let e = read_source(&p).unwrap_err();
-        assert!(e.ends_with("s.pkt:3: not valid UTF-8"), "{e}");
+        assert!(matches!(e, ReadError::Utf8 { line: 3, .. }), "{e:?}");
+        assert!(e.to_string().ends_with("s.pkt:3: not valid UTF-8"), "{e}");
     }
 
     #[test]
@@ -145,6 +178,8 @@ mod tests {
         let p = Path::new("b.toml");
         let src = "a = 1\nb = \n";
         let e = toml::from_str::<toml::Value>(src).unwrap_err();
-        assert!(toml_error(p, src, &e).starts_with("b.toml:2:"));
+        let e = toml_error(p, src, &e);
+        assert!(matches!(e, ReadError::Toml { line: 2, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("b.toml:2:"), "{e}");
     }
 }

@@ -73,7 +73,7 @@ impl Request {
         Ok(Request {
             suites,
             monitors: crate::monitor::select(properties)?,
-            profile: trc_check::load_profile(profile)?,
+            profile: trc_check::load_profile(profile).map_err(|e| e.to_string())?,
             corpus: default_corpus(),
             threads: 0,
             baseline: Vec::new(),

@@ -17,6 +17,27 @@ pub mod pictures;
 use std::path::Path;
 use trc_model::model::{Action, TcpModel};
 
+/// Why pages could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A script the page shows could not be read.
+    #[error(transparent)]
+    Read(#[from] trc_files::ReadError),
+    /// A page or its directory could not be written; `what` names it (`cannot write FILE`).
+    #[error("{what}: {source}")]
+    Write {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A failed write of `what`.
+    pub(crate) fn write(what: String) -> impl FnOnce(std::io::Error) -> Error {
+        move |source| Error::Write { what, source }
+    }
+}
+
 /// The page of a counterexample (`trc check --out` writes it beside the script): the state
 /// graph one event around the path and the path's pictures, `name` the property's name, `id`
 /// its id.
@@ -67,14 +88,14 @@ pub fn patch_pages(
     plan: &trc_kcheck::run::Plan,
     mine: &[usize],
     dir: &Path,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let changed: Vec<usize> = (0..rep.scenarios.len())
         .filter(|i| rep.scenarios[*i].changed())
         .collect();
     if changed.is_empty() {
         return Ok(());
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(Error::write(dir.display().to_string()))?;
     for i in changed {
         let (Some(b), Some(p)) = rep.runs[i].clone() else {
             continue;
@@ -87,7 +108,7 @@ pub fn patch_pages(
             let html = pictures::kernel::page(r, &text, &format!("{title} on the {side} kernel"));
             let f = dir.join(format!("{stem}.{side}.html"));
             trc_files::write_atomic(&f, html.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+                .map_err(Error::write(format!("cannot write {}", f.display())))?;
         }
         let d = rep.scenarios[i]
             .difference
@@ -102,7 +123,7 @@ pub fn patch_pages(
         );
         let f = dir.join(format!("{stem}.html"));
         trc_files::write_atomic(&f, html.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            .map_err(Error::write(format!("cannot write {}", f.display())))?;
         rep.scenarios[i].page = Some(f.display().to_string());
     }
     Ok(())

@@ -278,10 +278,11 @@ pub fn write_pages(
     out: &Path,
     runs: &[(&Path, &RunReport)],
     several: bool,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, crate::Error> {
     let mut written = Vec::new();
     if several {
-        std::fs::create_dir_all(out).map_err(|e| format!("--plot {}: {e}", out.display()))?;
+        std::fs::create_dir_all(out)
+            .map_err(crate::Error::write(format!("--plot {}", out.display())))?;
     }
     let stems: Vec<String> = runs
         .iter()
@@ -305,8 +306,10 @@ pub fn write_pages(
         } else {
             out.to_path_buf()
         };
-        trc_files::write_atomic(&file, html.as_bytes())
-            .map_err(|e| format!("--plot: cannot write {}: {e}", file.display()))?;
+        trc_files::write_atomic(&file, html.as_bytes()).map_err(crate::Error::write(format!(
+            "--plot: cannot write {}",
+            file.display()
+        )))?;
         written.push(file);
     }
     Ok(written)

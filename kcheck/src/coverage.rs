@@ -26,6 +26,7 @@
 //!    scenarios.
 
 use super::{Case, CaseResult};
+use crate::PlanError;
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 use std::collections::{BTreeMap, BTreeSet};
@@ -297,7 +298,7 @@ fn write_case(
     profile: &Profile,
     cdir: &Path,
     sc: &Scenario,
-) -> Result<Case, String> {
+) -> Result<Case, PlanError> {
     let (b, path, along) = (sc.branch, sc.path, sc.along);
     let stem = format!("cov-{:02}-{}", sc.number, b.function());
     let name = format!("coverage/{stem}");
@@ -307,7 +308,10 @@ fn write_case(
         sc.of,
         branch_name(b)
     );
-    let x = export(kmodel, path, &title).map_err(|e| format!("{name}: {e}"))?;
+    let x = export(kmodel, path, &title).map_err(|why| PlanError::Export {
+        what: name.clone(),
+        why,
+    })?;
     let mut notes = String::new();
     for (br, step) in along {
         notes.push_str(&format!("// covers (step {step}): {}\n", branch_name(*br)));
@@ -322,7 +326,7 @@ fn write_case(
         None => format!("{text}\n{notes}"),
     };
     let f = cdir.join(format!("{stem}.pkt"));
-    trc_files::write_atomic(&f, text.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
+    trc_files::write_atomic(&f, text.as_bytes()).map_err(PlanError::io(&f))?;
     let origin = format!(
         "shortest kernel-runnable path through {} ({} events; covers {} branch(es))",
         branch_name(b),
@@ -407,7 +411,7 @@ pub fn plan(
     dir: &Path,
     threads: usize,
     log: &mut dyn FnMut(&str),
-) -> Result<(CoveragePlan, Vec<Case>), String> {
+) -> Result<(CoveragePlan, Vec<Case>), PlanError> {
     let t0 = std::time::Instant::now();
     let all = reach(cfg, profile, threads);
     let kcfg = kernel_runnable_bounds(cfg);
@@ -434,7 +438,7 @@ pub fn plan(
     let lens: Vec<usize> = cand.iter().map(|c| c.1.actions.len()).collect();
     let chosen = greedy_cover(&covers, &lens);
     let cdir = dir.join("coverage");
-    trc_trace::write_defaults(&cdir).map_err(|e| format!("{}: {e}", cdir.display()))?;
+    trc_trace::write_defaults(&cdir).map_err(PlanError::io(&cdir))?;
     let mut cases = Vec::new();
     let mut scenarios = Vec::new();
     let mut by_branch: BTreeMap<Branch, Vec<String>> = BTreeMap::new();

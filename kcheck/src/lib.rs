@@ -43,6 +43,40 @@ use trc_kernel::RunReport;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
 use trc_pkt::report::{LineResult, Status};
+
+/// Why a kernel check could not be planned: a request it does not take, or a scenario that
+/// could not be read, exported or written (all input errors of `trc kernel check`, exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A suite, bound or property the check does not take (`--suite random:0: ...`).
+    #[error("{0}")]
+    Request(String),
+    /// The profile: not a built-in one nor a file, or its file has an error.
+    #[error(transparent)]
+    Profile(#[from] trc_check::Error),
+    /// A scenario's script cannot be read.
+    #[error(transparent)]
+    Read(#[from] trc_files::ReadError),
+    /// A scenario's script does not parse.
+    #[error(transparent)]
+    Parse(#[from] trc_pkt::ParseError),
+    /// A directory or script the plan lists or writes; `at` is its path.
+    #[error("{}: {source}", at.display())]
+    Io { at: PathBuf, source: std::io::Error },
+    /// A model path that could not be exported as a script; `what` names it.
+    #[error("{what}: {why}")]
+    Export { what: String, why: String },
+}
+
+impl PlanError {
+    /// A failed read or write of `at`.
+    pub(crate) fn io(at: &Path) -> impl FnOnce(std::io::Error) -> PlanError + '_ {
+        move |source| PlanError::Io {
+            at: at.to_path_buf(),
+            source,
+        }
+    }
+}
 pub use trc_properties::baseline::Accepted;
 
 /// Which scenarios.
@@ -63,7 +97,7 @@ pub enum Suite {
 impl Suite {
     /// `regressions`, `corpus`, `random:N[,SEED]` (seed 1 by default) or `coverage` (at the
     /// default bounds; the caller sets others).
-    pub fn parse(s: &str) -> Result<Suite, String> {
+    pub fn parse(s: &str) -> Result<Suite, PlanError> {
         if s == "regressions" {
             return Ok(Suite::Regressions);
         }
@@ -75,24 +109,27 @@ impl Suite {
         }
         if let Some(rest) = s.strip_prefix("random:") {
             let mut it = rest.splitn(2, ',');
-            let n =
-                it.next().unwrap_or("").parse::<usize>().map_err(|_| {
-                    format!("--suite {s}: expected random:N[,SEED] with N a number")
-                })?;
+            let n = it.next().unwrap_or("").parse::<usize>().map_err(|_| {
+                PlanError::Request(format!(
+                    "--suite {s}: expected random:N[,SEED] with N a number"
+                ))
+            })?;
             let seed = match it.next() {
-                Some(x) => x
-                    .parse::<u64>()
-                    .map_err(|_| format!("--suite {s}: SEED must be a number"))?,
+                Some(x) => x.parse::<u64>().map_err(|_| {
+                    PlanError::Request(format!("--suite {s}: SEED must be a number"))
+                })?,
                 None => 1,
             };
             if n == 0 || n > 10_000 {
-                return Err(format!("--suite {s}: N must be between 1 and 10000"));
+                return Err(PlanError::Request(format!(
+                    "--suite {s}: N must be between 1 and 10000"
+                )));
             }
             return Ok(Suite::Random { n, seed });
         }
-        Err(format!(
+        Err(PlanError::Request(format!(
             "--suite {s}: expected regressions, corpus or random:N[,SEED], or coverage"
-        ))
+        )))
     }
 
     pub fn name(&self) -> String {
@@ -136,9 +173,9 @@ pub fn declared_signatures(text: &str) -> Vec<String> {
 }
 
 impl Case {
-    fn from_file(path: &Path, name: String, origin: String) -> Result<Case, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        trc_pkt::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+    fn from_file(path: &Path, name: String, origin: String) -> Result<Case, PlanError> {
+        let text = trc_files::read_source(path)?;
+        trc_pkt::parse(&text, &path.display().to_string())?;
         let ghost = Ghost::of_script(&text);
         let signatures = declared_signatures(&text);
         Ok(Case {
@@ -186,7 +223,7 @@ pub fn engine_counterexamples(
     dir: &Path,
     threads: usize,
     log: &mut dyn FnMut(&str),
-) -> Result<Vec<Case>, String> {
+) -> Result<Vec<Case>, PlanError> {
     let specs = trc_properties::catalogue();
     let mut cases: Vec<Case> = Vec::new();
     let mut bodies: Vec<(String, String)> = Vec::new();
@@ -230,7 +267,10 @@ pub fn engine_counterexamples(
                 subject,
                 trc_trace::export::COUNTEREXAMPLE_GAP_MS,
             )
-            .map_err(|e| format!("export of {id} on {}: {e}", p.name))?;
+            .map_err(|why| PlanError::Export {
+                what: format!("export of {id} on {}", p.name),
+                why,
+            })?;
             if !x.trace.kernel_runnable {
                 continue;
             }
@@ -249,8 +289,7 @@ pub fn engine_counterexamples(
                 c.origin = c.origin.replacen(" (", &format!(", {} (", p.name), 1);
                 continue;
             }
-            let f =
-                trc_trace::write_export(dir, &x).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let f = trc_trace::write_export(dir, &x).map_err(PlanError::io(dir))?;
             let name = format!(
                 "check/{}",
                 f.file_name().unwrap_or_default().to_string_lossy()
@@ -297,13 +336,13 @@ pub fn plan(
     profile: &Profile,
     threads: usize,
     log: &mut dyn FnMut(&str),
-) -> Result<Vec<Case>, String> {
+) -> Result<Vec<Case>, PlanError> {
     match suite {
         Suite::Regressions | Suite::Corpus => {
             let mut files = Vec::new();
-            pkt_files(corpus, &mut files).map_err(|e| format!("{}: {e}", corpus.display()))?;
+            pkt_files(corpus, &mut files).map_err(PlanError::io(corpus))?;
             if files.is_empty() {
-                return Err(format!("{}: no .pkt scripts (the suite needs the repository's counterexamples/ directory; --corpus names it)", corpus.display()));
+                return Err(PlanError::Request(format!("{}: no .pkt scripts (the suite needs the repository's counterexamples/ directory; --corpus names it)", corpus.display())));
             }
             let mut cases = Vec::new();
             for f in &files {
@@ -325,15 +364,18 @@ pub fn plan(
         Suite::Random { n, seed } => {
             let g = GenOptions::default();
             let dir = work.join("random");
-            trc_trace::write_defaults(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            trc_trace::write_defaults(&dir).map_err(PlanError::io(&dir))?;
             let mut cases = Vec::new();
             for i in 0..*n {
                 let sc = generate(profile, *seed, i, &g);
-                let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g)
-                    .map_err(|e| format!("scenario {i}: {e}"))?;
+                let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g).map_err(|why| {
+                    PlanError::Export {
+                        what: format!("scenario {i}"),
+                        why,
+                    }
+                })?;
                 let f = dir.join(format!("{}.pkt", sc.name()));
-                trc_files::write_atomic(&f, x.pkt.as_bytes())
-                    .map_err(|e| format!("{}: {e}", f.display()))?;
+                trc_files::write_atomic(&f, x.pkt.as_bytes()).map_err(PlanError::io(&f))?;
                 let mut c = Case::from_file(
                     &f,
                     format!("random/{}", sc.name()),

@@ -5,6 +5,7 @@
 
 use crate::coverage::{kernel_coverage, CoveragePlan};
 use crate::run::{parse_suites, run, shrink_on, Plan};
+use crate::PlanError;
 use crate::{Accepted, Case, CaseResult, CheckReport, Monitor, Suite};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ impl Request {
         bounds: Option<Config>,
         properties: &[String],
         profile: &str,
-    ) -> Result<Request, String> {
+    ) -> Result<Request, PlanError> {
         let default = if two_kernels {
             PATCH_SUITES
         } else {
@@ -63,7 +64,7 @@ impl Request {
         let has_cov = suites.iter().any(|s| matches!(s, Suite::Coverage(_)));
         if bounds.is_some() && !has_cov {
             let names: Vec<String> = suites.iter().map(Suite::name).collect();
-            return Err(format!("bounds flags and --config apply only to --suite coverage (the {} suite's scenarios are fixed)", names.join("+")));
+            return Err(PlanError::Request(format!("bounds flags and --config apply only to --suite coverage (the {} suite's scenarios are fixed)", names.join("+"))));
         }
         for s in suites.iter_mut() {
             if let Suite::Coverage(c) = s {
@@ -72,8 +73,8 @@ impl Request {
         }
         Ok(Request {
             suites,
-            monitors: crate::monitor::select(properties)?,
-            profile: trc_check::load_profile(profile).map_err(|e| e.to_string())?,
+            monitors: crate::monitor::select(properties).map_err(PlanError::Request)?,
+            profile: trc_check::load_profile(profile)?,
             corpus: default_corpus(),
             threads: 0,
             baseline: Vec::new(),
@@ -83,7 +84,7 @@ impl Request {
     }
 
     /// Every suite's scenarios, prepared under `work` (generated scripts), with the baseline.
-    pub fn plan(&self, work: &Path, log: &mut dyn FnMut(&str)) -> Result<Plan, String> {
+    pub fn plan(&self, work: &Path, log: &mut dyn FnMut(&str)) -> Result<Plan, PlanError> {
         let mut plan = Plan::make(
             self.suites.clone(),
             self.monitors.clone(),

@@ -3,6 +3,7 @@
 //! is this plus argument parsing and printing.
 
 use crate::coverage::{self, CoveragePlan};
+use crate::PlanError;
 use crate::{
     evaluate_all, plan as plan_suite, summarise, Accepted, Case, CheckReport, Monitor, Suite,
 };
@@ -26,7 +27,7 @@ pub struct Plan {
 }
 
 /// `+`-separated suites (`regressions+coverage+random:20`), each as [`Suite::parse`] takes it.
-pub fn parse_suites(s: &str) -> Result<Vec<Suite>, String> {
+pub fn parse_suites(s: &str) -> Result<Vec<Suite>, PlanError> {
     let out: Vec<Suite> = s
         .split('+')
         .map(str::trim)
@@ -35,10 +36,14 @@ pub fn parse_suites(s: &str) -> Result<Vec<Suite>, String> {
     let mut names: Vec<String> = out.iter().map(Suite::name).collect();
     names.sort();
     if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err(format!("--suite {s}: a suite is named twice"));
+        return Err(PlanError::Request(format!(
+            "--suite {s}: a suite is named twice"
+        )));
     }
     if out.contains(&Suite::Regressions) && out.contains(&Suite::Corpus) {
-        return Err(format!("--suite {s}: regressions already contains corpus"));
+        return Err(PlanError::Request(format!(
+            "--suite {s}: regressions already contains corpus"
+        )));
     }
     Ok(out)
 }
@@ -54,7 +59,7 @@ impl Plan {
         work: &Path,
         threads: usize,
         log: &mut dyn FnMut(&str),
-    ) -> Result<Plan, String> {
+    ) -> Result<Plan, PlanError> {
         let mut cases = Vec::new();
         let mut cov = None;
         for s in &suites {

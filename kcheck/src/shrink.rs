@@ -265,6 +265,7 @@ pub fn shrink_violation(
             format!("{}~shrink{n}", case.name),
             format!("shrinking {} for {}", case.name, mon.id),
         )
+        .map_err(|e| e.to_string())
     };
     let batched = runner.batched;
     let mut test = |batch: &[Vec<Action>]| -> Vec<Option<(u32, String, PathBuf)>> {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use trc_check::Outcome;
 use trc_kcheck::request::{check, Request, Shrink};
-use trc_kcheck::Verdict;
+use trc_kcheck::{PlanError, Verdict};
 use trc_kernel::target::{Batch, Host, Target, TargetError};
 
 /// A corpus of two scripts from the repository's: a fast retransmit that holds everywhere and
@@ -73,11 +73,22 @@ fn bad_requests_say_why() {
         "linux-6.18",
     )
     .unwrap_err();
-    assert!(e.contains("apply only to --suite coverage"), "{e}");
+    assert!(matches!(e, PlanError::Request(_)), "{e:?}");
+    assert!(
+        e.to_string().contains("apply only to --suite coverage"),
+        "{e}"
+    );
     let e = Request::new(None, false, None, &["I99".into()], "linux-6.18").unwrap_err();
-    assert!(e.contains("I99"), "{e}");
+    assert!(e.to_string().contains("I99"), "{e}");
     let e = Request::new(Some("bogus"), false, None, &[], "linux-6.18").unwrap_err();
-    assert!(e.contains("--suite bogus"), "{e}");
+    assert!(e.to_string().contains("--suite bogus"), "{e}");
+    let e = Request::new(None, false, None, &[], "no-such-profile").unwrap_err();
+    assert!(matches!(e, PlanError::Profile(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .starts_with("unknown profile `no-such-profile`"),
+        "{e}"
+    );
 }
 
 #[test]

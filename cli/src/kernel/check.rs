@@ -111,7 +111,8 @@ impl CheckArgs {
             bounds_given.then_some(cfg),
             &self.properties,
             &self.profile,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         self.vm.validate()?;
         if let Some(c) = &self.corpus {
             req.corpus = c.clone();

@@ -320,7 +320,7 @@ fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<usize, String>
             }
         }
         if let Some(dir) = corpus {
-            match trc_trace::regress::add(dir, &x)? {
+            match trc_trace::regress::add(dir, &x).map_err(|e| e.to_string())? {
                 trc_trace::regress::Saved::Added(f) => {
                     eprintln!("trc check: added {} to the regression corpus", f.display())
                 }

@@ -9,6 +9,29 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use trc_model::Profile;
 
+/// Why the regression corpus could not be read or added to.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// The manifest cannot be read or is not the manifest's TOML (`file:line: why`).
+    #[error(transparent)]
+    Manifest(#[from] trc_files::ReadError),
+    /// An exported script does not parse.
+    #[error(transparent)]
+    Parse(#[from] trc_pkt::ParseError),
+    /// The corpus directory, a script or the manifest cannot be written; `at` is its path.
+    #[error("{}: {source}", at.display())]
+    Io { at: PathBuf, source: std::io::Error },
+}
+
+impl CorpusError {
+    fn io(at: &Path) -> impl FnOnce(std::io::Error) -> CorpusError + '_ {
+        move |source| CorpusError::Io {
+            at: at.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// One regression.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,13 +78,12 @@ pub const MANIFEST: &str = "manifest.toml";
 
 impl Manifest {
     /// Reads `dir/manifest.toml` (empty if absent).
-    pub fn load(dir: &Path) -> Result<Manifest, String> {
+    pub fn load(dir: &Path) -> Result<Manifest, CorpusError> {
         let p = dir.join(MANIFEST);
         if !p.exists() {
             return Ok(Manifest::default());
         }
-        let src = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        toml::from_str(&src).map_err(|e| format!("{}: {}", p.display(), e.message()))
+        Ok(trc_files::read_toml(&p)?)
     }
 
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
@@ -84,8 +106,8 @@ pub fn reproduces(r: &ReplayReport) -> bool {
 }
 
 /// Classifies every built-in profile for an exported script: (violated_on, holds_on).
-pub fn classify(pkt: &str, file: &str) -> Result<(Vec<String>, Vec<String>), String> {
-    let script = trc_pkt::parse(pkt, file).map_err(|e| e.to_string())?;
+pub fn classify(pkt: &str, file: &str) -> Result<(Vec<String>, Vec<String>), CorpusError> {
+    let script = trc_pkt::parse(pkt, file)?;
     let (mut v, mut h) = (Vec::new(), Vec::new());
     for p in Profile::builtin() {
         let r = replay(&script, file, &p, &ReplayOptions::default());
@@ -106,8 +128,8 @@ pub enum Saved {
 }
 
 /// Adds an export to the corpus in `dir` unless an entry with the same script exists.
-pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn add(dir: &Path, x: &Exported) -> Result<Saved, CorpusError> {
+    std::fs::create_dir_all(dir).map_err(CorpusError::io(dir))?;
     let mut m = Manifest::load(dir)?;
     let file = format!(
         "{}-{}-{}.pkt",
@@ -129,8 +151,7 @@ pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
     let pkt = x
         .pkt
         .replacen(crate::EXPORT_INIT, "`../common/defaults.sh`", 1);
-    trc_files::write_atomic(&path, pkt.as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    trc_files::write_atomic(&path, pkt.as_bytes()).map_err(CorpusError::io(&path))?;
     m.regressions.push(Entry {
         name: file.trim_end_matches(".pkt").to_string(),
         property: x.trace.property.clone(),
@@ -141,7 +162,7 @@ pub fn add(dir: &Path, x: &Exported) -> Result<Saved, String> {
         kernel_differences: Vec::new(),
         note: String::new(),
     });
-    m.save(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    m.save(dir).map_err(CorpusError::io(dir))?;
     Ok(Saved::Added(path))
 }
 

@@ -2,7 +2,7 @@
 //! model as the manifest says. (The kernel side is `diff/tests/regressions.rs`.)
 
 use std::path::{Path, PathBuf};
-use trc_trace::regress::{check_entry, Manifest};
+use trc_trace::regress::{check_entry, CorpusError, Manifest};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/regressions")
@@ -84,4 +84,13 @@ fn kernel_corpus_replays_on_linux_6_18() {
         }
     }
     assert!(n >= 10);
+}
+
+#[test]
+fn a_bad_manifest_names_its_line() {
+    let d = trc_testkit::scratch!("regress-bad-manifest");
+    std::fs::write(d.join("manifest.toml"), "[[regression]]\nname = 1\n").unwrap();
+    let e = Manifest::load(&d).unwrap_err();
+    assert!(matches!(e, CorpusError::Manifest(_)), "{e:?}");
+    assert!(e.to_string().contains("manifest.toml:2: "), "{e}");
 }

@@ -5,7 +5,7 @@
 //! timing problem, anything else is flaky). Disagreements are saved as their diverging prefix,
 //! not shrunk (shrinking needs kernel runs one candidate at a time).
 
-use crate::execute::{export_actions, judge, same, ScenarioResult, Trial, Verdict};
+use crate::execute::{export_actions, judge, same, ScenarioResult, Trial, TrialError, Verdict};
 use crate::generate::{generate, Scenario};
 use crate::{account, DiffOptions, DiffReport, FIELDS};
 use trc_kernel::RunReport;
@@ -30,7 +30,7 @@ fn step(p: &mut Pending, run: &Result<RunReport, String>) {
     p.res.runs += 1;
     let t = match run
         .as_ref()
-        .map_err(|e| e.clone())
+        .map_err(|e| TrialError::Target(e.clone()))
         .and_then(|k| judge(p.x.as_ref().expect("exported"), &p.views, k))
     {
         Ok(t) => t,
@@ -98,7 +98,7 @@ pub fn run_batched(opts: &DiffOptions, exec: &mut Exec, log: &mut dyn FnMut(&str
                 .as_ref()
                 .and_then(|x| {
                     crate::compare::model_view(x)
-                        .map_err(|e| res.note = Some(e))
+                        .map_err(|e| res.note = Some(e.to_string()))
                         .ok()
                 })
                 .unwrap_or_default();

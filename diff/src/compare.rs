@@ -116,8 +116,8 @@ fn classify(segs: &mut [(u32, bool)], hi: &mut u32) {
 }
 
 /// The model's side of an exported walk: one view per asserted step.
-pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
-    let script = trc_pkt::parse(&x.pkt, "scenario.pkt").map_err(|e| e.to_string())?;
+pub fn model_view(x: &Exported) -> Result<Vec<StepView>, crate::TrialError> {
+    let script = trc_pkt::parse(&x.pkt, "scenario.pkt")?;
     // Step of each line, from the `// step N (` comments.
     let mut step_of_line = vec![0usize; x.pkt.lines().count() + 2];
     let mut cur = 0usize;
@@ -148,7 +148,10 @@ pub fn model_view(x: &Exported) -> Result<Vec<StepView>, String> {
                     .trace
                     .steps
                     .get(step)
-                    .ok_or_else(|| format!("line {}: step {step} not in the trace", st.line))?;
+                    .ok_or(crate::TrialError::MissingStep {
+                        line: st.line,
+                        step,
+                    })?;
                 let s = &ts.state.sender;
                 let mut segs = std::mem::take(&mut pending);
                 classify(&mut segs, &mut hi);

@@ -8,6 +8,30 @@ use trc_model::model::Action;
 use trc_model::{CcKind, Profile};
 use trc_trace::export::{self, Exported};
 
+/// Why a scenario's kernel run could not be judged against the model (the scenario's note says
+/// it, and the scenario is an error, not an agreement or a disagreement).
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    /// The exported script does not parse.
+    #[error(transparent)]
+    Parse(#[from] trc_pkt::ParseError),
+    /// The script's line `line` belongs to step `step`, which the model's trace does not have.
+    #[error("line {line}: step {step} not in the trace")]
+    MissingStep { line: u32, step: usize },
+    /// The kernel connection did not use the model's congestion control.
+    #[error("the connection used {0:?}")]
+    WrongCc(Option<String>),
+    /// The script's directory could not be prepared.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The kernel run failed ([`trial`]).
+    #[error(transparent)]
+    Run(#[from] trc_kernel::RunError),
+    /// The kernel run failed, as the batch's target reports it.
+    #[error("{0}")]
+    Target(String),
+}
+
 /// One kernel run of one exported walk.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Trial {
@@ -60,16 +84,16 @@ pub fn export_actions(
 }
 
 /// Runs an exported walk once on the kernel and compares it with the model.
-pub fn trial(x: &Exported, name: &str) -> Result<Trial, String> {
+pub fn trial(x: &Exported, name: &str) -> Result<Trial, TrialError> {
     let views = model_view(x)?;
-    let script = trc_pkt::parse(&x.pkt, name).map_err(|e| e.to_string())?;
+    let script = trc_pkt::parse(&x.pkt, name)?;
     let dir = std::env::temp_dir().join(format!("trc-diff-{}", std::process::id()));
-    trc_trace::write_defaults(&dir).map_err(|e| e.to_string())?;
+    trc_trace::write_defaults(&dir)?;
     let opts = trc_kernel::RunOptions {
         script_dir: dir,
         ..Default::default()
     };
-    let k = trc_kernel::run_script(&script, name, &opts).map_err(|e| e.to_string())?;
+    let k = trc_kernel::run_script(&script, name, &opts)?;
     judge(x, &views, &k)
 }
 
@@ -78,7 +102,7 @@ pub fn judge(
     x: &Exported,
     views: &[crate::compare::StepView],
     k: &trc_kernel::RunReport,
-) -> Result<Trial, String> {
+) -> Result<Trial, TrialError> {
     if k.congestion_control.as_deref()
         != Some(if x.trace.config.cc == CcKind::Reno {
             "reno"
@@ -86,7 +110,7 @@ pub fn judge(
             "cubic"
         })
     {
-        return Err(format!("the connection used {:?}", k.congestion_control));
+        return Err(TrialError::WrongCc(k.congestion_control.clone()));
     }
     let (kobs, problems) = kernel_view(k, views);
     let comparison = compare(views, &kobs);

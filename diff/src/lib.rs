@@ -32,7 +32,9 @@ pub mod generate;
 pub mod shrink;
 
 pub use compare::{counters, Comparison, Divergence, Obs, StepView, FIELDS};
-pub use execute::{export_actions, run_scenario, trial, ScenarioResult, Trial, Verdict};
+pub use execute::{
+    export_actions, run_scenario, trial, ScenarioResult, Trial, TrialError, Verdict,
+};
 pub use generate::{bulk, generate, normalize, GenOptions, Rng, Scenario};
 pub use shrink::shrink;
 
@@ -461,5 +463,21 @@ mod tests {
             assert!(!v.is_empty() && v[0].step == 0);
             assert_eq!(normalize(&sc.model(&p), &sc.actions, &g), sc.actions);
         }
+    }
+
+    #[test]
+    fn a_script_the_model_cannot_view_is_a_typed_error() {
+        let p = Profile::linux_6_18();
+        let g = GenOptions::default();
+        let sc = generate(&p, 3, 0, &g);
+        let mut x = export_actions(&p, &sc, &sc.actions, &g).unwrap();
+        // A step the trace does not have: the view names the line.
+        x.trace.steps.clear();
+        let e = model_view(&x).unwrap_err();
+        assert!(matches!(e, TrialError::MissingStep { .. }), "{e:?}");
+        assert!(e.to_string().contains("not in the trace"), "{e}");
+        x.pkt = "0 bogus\n".into();
+        let e = model_view(&x).unwrap_err();
+        assert!(matches!(e, TrialError::Parse(_)), "{e:?}");
     }
 }

@@ -267,15 +267,26 @@ pub fn replay(
     }
 }
 
-/// Parses and replays a file; `Err` is a malformed script (`file:line:col: ...`) or I/O error.
+/// Why a script file could not be replayed: it cannot be read, or it does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// `file: why`, or `file:line: not valid UTF-8`.
+    #[error(transparent)]
+    Read(#[from] trc_files::ReadError),
+    /// A malformed script (`file:line:col: ...`).
+    #[error(transparent)]
+    Parse(#[from] trc_pkt::ParseError),
+}
+
+/// Parses and replays a file.
 pub fn replay_file(
     path: &std::path::Path,
     profile: &Profile,
     opts: &ReplayOptions,
-) -> Result<ReplayReport, String> {
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+) -> Result<ReplayReport, ScriptError> {
+    let src = trc_files::read_source(path)?;
     let name = path.display().to_string();
-    let script = trc_pkt::parse(&src, &name).map_err(|e| e.to_string())?;
+    let script = trc_pkt::parse(&src, &name)?;
     Ok(replay(&script, &name, profile, opts))
 }
 

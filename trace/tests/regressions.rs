@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use trc_trace::regress::{check_entry, CorpusError, Manifest};
+use trc_trace::replay::ScriptError;
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../counterexamples/regressions")
@@ -93,4 +94,19 @@ fn a_bad_manifest_names_its_line() {
     let e = Manifest::load(&d).unwrap_err();
     assert!(matches!(e, CorpusError::Manifest(_)), "{e:?}");
     assert!(e.to_string().contains("manifest.toml:2: "), "{e}");
+}
+
+#[test]
+fn a_script_that_cannot_be_replayed_says_why() {
+    let d = trc_testkit::scratch!("replay-file-errors");
+    let p = trc_model::Profile::linux_6_18();
+    let e = trc_trace::replay::replay_file(&d.join("missing.pkt"), &p, &Default::default())
+        .unwrap_err();
+    assert!(matches!(e, ScriptError::Read(_)), "{e:?}");
+    assert!(e.to_string().contains("missing.pkt: "), "{e}");
+    let bad = d.join("bad.pkt");
+    std::fs::write(&bad, "0 bogus\n").unwrap();
+    let e = trc_trace::replay::replay_file(&bad, &p, &Default::default()).unwrap_err();
+    assert!(matches!(e, ScriptError::Parse(_)), "{e:?}");
+    assert!(e.to_string().contains("bad.pkt:2:1: "), "{e}");
 }

@@ -29,6 +29,12 @@ pub struct PacketdrillJob {
     pub binary: String,
     /// Arguments before the script's file name.
     pub args: Vec<String>,
+    /// A test runner (a bash script, guest path) that runs packetdrill itself: each script is
+    /// run as `bash RUNNER NAME` from its directory, with packetdrill on `PATH`, and `args` are
+    /// not used (e.g. the kernel selftests' `ksft_runner.sh`, which runs the script for IPv4,
+    /// IPv6 and IPv4-mapped IPv6 and prints KTAP).
+    #[serde(default)]
+    pub runner: Option<String>,
 }
 
 /// What to run: the host's packetdrill, the directory whose whole content goes to the guest
@@ -38,6 +44,8 @@ pub struct Setup {
     pub binary: PathBuf,
     pub tree: PathBuf,
     pub args: Vec<String>,
+    /// A runner script under `tree` ([`PacketdrillJob::runner`]).
+    pub runner: Option<PathBuf>,
 }
 
 /// run_all.py's ipv4 arguments and defines (as `../shared/tools/packetdrill-run` passes them).
@@ -148,6 +156,27 @@ fn archive(setup: &Setup, scripts: &[PathBuf], job: ScriptJob) -> Result<Vec<u8>
     t.to_gzip()
 }
 
+/// The guest path of `file` (relative to `tree`, or absolute inside it), which goes to the
+/// guest with the tree.
+fn guest_path_under(tree: &Path, file: &Path) -> Result<String, Error> {
+    let root = std::fs::canonicalize(tree)
+        .map_err(|e| Error::Usage(format!("{}: {e}", tree.display())))?;
+    let f = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        root.join(file)
+    };
+    let c = std::fs::canonicalize(&f).map_err(|e| Error::Usage(format!("{}: {e}", f.display())))?;
+    let rel = c.strip_prefix(&root).map_err(|_| {
+        Error::Usage(format!(
+            "{}: not under the packetdrill tree {}",
+            file.display(),
+            root.display()
+        ))
+    })?;
+    Ok(format!("/t/tree/{}", rel.to_string_lossy()))
+}
+
 /// Boots `spec.kernel` and runs `scripts` (each under `setup.tree`) with real packetdrill, in
 /// order: one [`crate::ScriptRun`] per script, its outcome
 /// [`crate::ScriptOutcome::Exited`] (rc 0 passed; packetdrill's non-zero code otherwise).
@@ -166,12 +195,17 @@ pub fn run_in_vm_with(
             setup.binary.display()
         )));
     }
+    let runner = match &setup.runner {
+        Some(r) => Some(guest_path_under(&setup.tree, r)?),
+        None => None,
+    };
     let prepared = crate::host::prepare(spec)?;
     let job = crate::host::script_job(
         spec,
         Some(PacketdrillJob {
             binary: GUEST_BINARY.into(),
             args: setup.args.clone(),
+            runner,
         }),
     );
     let gz = archive(setup, scripts, job)?;
@@ -214,20 +248,35 @@ pub mod guest {
         }
     }
 
-    /// Runs `packetdrill ARGS NAME` in the script's directory, in a new network namespace with
-    /// `lo` up, killed after `limit`: (rc, output tail; rc 124 on the time limit).
+    /// Runs `packetdrill ARGS NAME` (or `bash RUNNER NAME`) in the script's directory, in a new
+    /// network namespace with `lo` up, killed after `limit`: (rc, output tail; rc 124 on the
+    /// time limit).
     pub fn run(pd: &PacketdrillJob, script: &Path, limit: Duration) -> (i32, String) {
         let dir = script.parent().unwrap_or(Path::new("/t"));
         let file = script
             .file_name()
             .map(|f| f.to_os_string())
             .unwrap_or_default();
-        let mut c = Command::new(&pd.binary);
+        let mut c = match &pd.runner {
+            Some(r) => {
+                let mut c = Command::new("/usr/bin/bash");
+                let bin_dir = Path::new(&pd.binary).parent().unwrap_or(Path::new("/t"));
+                let path = std::env::var("PATH")
+                    .unwrap_or_else(|_| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+                c.arg(r)
+                    .env("PATH", format!("{}:{path}", bin_dir.display()));
+                c
+            }
+            None => {
+                let mut c = Command::new(&pd.binary);
+                c.args(&pd.args);
+                c
+            }
+        };
         if !af_packet() {
             c.env("PACKETDRILL_TUN_CAPTURE", "1");
         }
-        c.args(&pd.args)
-            .arg(&file)
+        c.arg(&file)
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

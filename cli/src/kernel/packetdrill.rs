@@ -1,5 +1,7 @@
-//! `trc kernel run --kernel K --packetdrill BIN --packetdrill-tree DIR FILE...`: real packetdrill
-//! on the scripts inside the VM (`trc_vm::packetdrill`), one line per script with its exit code.
+//! `trc kernel run --kernel K --packetdrill BIN --packetdrill-tree DIR [--packetdrill-runner
+//! FILE] FILE...`: real packetdrill on the scripts inside the VM (`trc_vm::packetdrill`), directly
+//! or through a runner such as the kernel selftests' `ksft_runner.sh`, one line per script with
+//! its exit code.
 
 use super::run::RunArgs;
 use crate::exit;
@@ -32,6 +34,7 @@ pub fn cli(args: RunArgs) -> i32 {
         binary: bin.clone(),
         tree: tree.clone(),
         args: pd_args,
+        runner: args.packetdrill_runner.clone(),
     };
     let n = args.files.len();
     let mut progress = |e: &trc_vm::Event| {
@@ -47,7 +50,7 @@ pub fn cli(args: RunArgs) -> i32 {
         match &s.outcome {
             trc_vm::ScriptOutcome::Exited { output } => {
                 println!("{}\t{}", s.rc, s.name);
-                if s.rc != 0 && args.verbose {
+                if (s.rc != 0 || setup.runner.is_some()) && args.verbose {
                     for l in output.lines() {
                         println!("    {l}");
                     }

@@ -90,6 +90,12 @@ pub struct RunArgs {
     /// gtests/net with cubic selected by route).
     #[arg(long, value_name = "DIR", requires = "packetdrill")]
     pub packetdrill_tree: Option<PathBuf>,
+    /// With --packetdrill: run each script as `bash FILE SCRIPT` from the script's directory,
+    /// with packetdrill on PATH, instead of packetdrill itself; FILE is under --packetdrill-tree
+    /// (e.g. the kernel selftests' net/packetdrill/ksft_runner.sh, which runs each script as
+    /// IPv4, IPv6 and IPv4-mapped IPv6; --verbose prints its KTAP output).
+    #[arg(long, value_name = "FILE", requires = "packetdrill")]
+    pub packetdrill_runner: Option<PathBuf>,
 }
 
 /// The tolerance `--loose-timing` sets.

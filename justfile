@@ -28,8 +28,7 @@ kernel-bugs *ARGS:
     vm/mutants/kernel-bugs.sh {{ARGS}}
 
 # F11's and F9's selftests (reproducers in the selftest form, and the fixes' regression tests in
-# counterexamples/upstream/) under the 7.2 tree's ksft_runner.sh in a VM, on the base kernel and
-# on the kernel with both fixes (built incrementally on the cached base tree first)
+# counterexamples/upstream/) under the 7.2 tree's ksft_runner.sh in a VM: on Debian's 7.2 and on
+# 7.2 with both fixes (built by the test, incrementally on the base of `trc kernel build debian:sid`)
 selftest-vm:
-    cargo run --release -- kernel build debian:sid --patch vm/kconfig/f11-fix.patch vm/kconfig/f9-fix.patch --print-path
     cargo test --release -p trc --test upstream_forms selftests_of_f11_and_f9_under_ksft_runner_in_a_vm -- --nocapture

@@ -18,7 +18,7 @@ use trc_vm::flags::VmFlags;
 #[derive(Debug, Subcommand)]
 pub enum KernelCommand {
     /// Run packetdrill-format scripts against the running kernel, or (--kernel) another kernel in qemu.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Check the properties on a kernel's behaviour: run a suite of scenarios, judge each run
     /// with the property monitors, and compare it with the model's profile.
     Check(Box<check::CheckArgs>),
@@ -58,9 +58,9 @@ pub struct FetchArgs {
 /// Entry point used by the CLI; returns the process exit code.
 pub fn main(cmd: KernelCommand) -> i32 {
     match cmd {
-        KernelCommand::Run(args) if args.packetdrill.is_some() => packetdrill::cli(args),
-        KernelCommand::Run(args) if args.vm.kernel.is_some() => run::vm_cli(args),
-        KernelCommand::Run(args) => run::run_cli(args),
+        KernelCommand::Run(args) if args.packetdrill.is_some() => packetdrill::cli(*args),
+        KernelCommand::Run(args) if args.vm.kernel.is_some() => run::vm_cli(*args),
+        KernelCommand::Run(args) => run::run_cli(*args),
         KernelCommand::Check(args) => check::check_cli(*args),
         KernelCommand::Fetch(args) => fetch_cli(args),
         KernelCommand::Build(args) => build::main(args),

@@ -1,7 +1,5 @@
-//! `trc kernel run --kernel K --packetdrill BIN --packetdrill-tree DIR [--packetdrill-runner
-//! FILE] FILE...`: real packetdrill on the scripts inside the VM (`trc_vm::packetdrill`), directly
-//! or through a runner such as the kernel selftests' `ksft_runner.sh`, one line per script with
-//! its exit code.
+//! `trc kernel run --kernel K --packetdrill BIN --packetdrill-tree DIR [--packetdrill-runner F]`:
+//! real packetdrill (or runner F, e.g. ksft_runner.sh) on the scripts in the VM, a line for each.
 
 use super::run::RunArgs;
 use crate::exit;

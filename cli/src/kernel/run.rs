@@ -90,10 +90,9 @@ pub struct RunArgs {
     /// gtests/net with cubic selected by route).
     #[arg(long, value_name = "DIR", requires = "packetdrill")]
     pub packetdrill_tree: Option<PathBuf>,
-    /// With --packetdrill: run each script as `bash FILE SCRIPT` from the script's directory,
-    /// with packetdrill on PATH, instead of packetdrill itself; FILE is under --packetdrill-tree
-    /// (e.g. the kernel selftests' net/packetdrill/ksft_runner.sh, which runs each script as
-    /// IPv4, IPv6 and IPv4-mapped IPv6; --verbose prints its KTAP output).
+    /// With --packetdrill: run each script as `bash FILE SCRIPT` in its directory, packetdrill on
+    /// PATH; FILE is under --packetdrill-tree (e.g. the selftests' net/packetdrill/ksft_runner.sh:
+    /// IPv4, IPv6 and IPv4-mapped IPv6, KTAP printed with --verbose).
     #[arg(long, value_name = "FILE", requires = "packetdrill")]
     pub packetdrill_runner: Option<PathBuf>,
 }

@@ -15,7 +15,7 @@ pub fn model(
     profile: &Profile,
     ids: &[String],
     reduce: bool,
-) -> Result<TcpModel, String> {
+) -> Result<TcpModel, trc_properties::UnknownProperty> {
     let specs = trc_properties::select(ids)?;
     let mut model = TcpModel::new(cfg.clone(), profile.clone())
         .with_properties(trc_properties::properties(&specs));
@@ -45,7 +45,7 @@ pub fn explore(
     ids: &[String],
     opts: &Options,
     progress: ProgressFn,
-) -> Result<(TcpModel, Report<Action>), String> {
+) -> Result<(TcpModel, Report<Action>), trc_properties::UnknownProperty> {
     explore_reduced(cfg, profile, ids, opts, progress, false)
 }
 
@@ -57,7 +57,7 @@ pub fn explore_reduced(
     opts: &Options,
     progress: ProgressFn,
     reduce: bool,
-) -> Result<(TcpModel, Report<Action>), String> {
+) -> Result<(TcpModel, Report<Action>), trc_properties::UnknownProperty> {
     let model = model(cfg, profile, ids, reduce)?;
     let report = check_with(&model, opts, progress, crate::state_hooks!());
     Ok((model, report))
@@ -73,7 +73,7 @@ pub fn explore_classified(
     opts: &Options,
     progress: ProgressFn,
     reduce: bool,
-) -> Result<(TcpModel, Report<Action>), String> {
+) -> Result<(TcpModel, Report<Action>), trc_properties::UnknownProperty> {
     let specs = trc_properties::select(ids)?;
     let model = model(cfg, profile, ids, reduce)?;
     let hooks = trc_engine::Classified {

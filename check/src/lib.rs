@@ -42,6 +42,9 @@ pub enum Error {
     /// A file that cannot be read or is not the TOML its reader wants.
     #[error(transparent)]
     Read(#[from] trc_files::ReadError),
+    /// A property id that is not in the catalogue.
+    #[error(transparent)]
+    UnknownProperty(#[from] trc_properties::UnknownProperty),
     /// A profile file with an error (`file:line: why`).
     #[error(transparent)]
     ProfileFile(#[from] trc_model::profile::ProfileFileError),

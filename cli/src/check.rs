@@ -165,7 +165,8 @@ fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), String
 
 /// The property ids `--property` names, in catalogue order (all when none).
 fn req_ids(names: &[String]) -> Result<Vec<String>, String> {
-    Ok(trc_properties::select(names)?
+    Ok(trc_properties::select(names)
+        .map_err(|e| e.to_string())?
         .iter()
         .map(|s| s.id.to_string())
         .collect())

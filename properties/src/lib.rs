@@ -509,8 +509,18 @@ pub fn catalogue() -> Vec<Spec> {
     ]
 }
 
+/// A property id that is not in the catalogue ([`select`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown property `{id}` (known: {})", known.join(", "))]
+pub struct UnknownProperty {
+    /// The id as given.
+    pub id: String,
+    /// The catalogue's ids.
+    pub known: Vec<&'static str>,
+}
+
 /// The specs whose ids are listed (all if `ids` is empty). Unknown ids are an error.
-pub fn select(ids: &[String]) -> Result<Vec<Spec>, String> {
+pub fn select(ids: &[String]) -> Result<Vec<Spec>, UnknownProperty> {
     let all = catalogue();
     if ids.is_empty() {
         return Ok(all);
@@ -523,10 +533,10 @@ pub fn select(ids: &[String]) -> Result<Vec<Spec>, String> {
         {
             Some(s) => out.push(s),
             None => {
-                return Err(format!(
-                    "unknown property `{id}` (known: {})",
-                    all.iter().map(|s| s.id).collect::<Vec<_>>().join(", ")
-                ))
+                return Err(UnknownProperty {
+                    id: id.clone(),
+                    known: all.iter().map(|s| s.id).collect(),
+                })
             }
         }
     }
@@ -571,4 +581,31 @@ pub fn reductions(specs: &[Spec]) -> Reduce {
             .iter()
             .fold(GhostSet::NONE, |a, s| a.union(ghost_reads(s.id))),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_id_is_named_with_the_catalogue() {
+        let Err(e) = select(&["I2".into(), "I99".into()]) else {
+            panic!("I99 is not a property");
+        };
+        assert_eq!(e.id, "I99");
+        assert_eq!(
+            e.known,
+            catalogue().iter().map(|s| s.id).collect::<Vec<_>>()
+        );
+        assert!(
+            e.to_string()
+                .starts_with("unknown property `I99` (known: I1, "),
+            "{e}"
+        );
+        assert_eq!(
+            select(&["i2".into()]).unwrap()[0].id,
+            "I2",
+            "ids ignore case"
+        );
+    }
 }

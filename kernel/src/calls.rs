@@ -198,6 +198,33 @@ impl KernelBackend<'_> {
         }
     }
 
+    /// Runs a blocking call on its own thread and returns once that thread sleeps in the kernel
+    /// (or the call is over), as packetdrill's `enqueue_system_call` waits for its system-call
+    /// thread to block: the script's next relative time counts from there.
+    fn start_blocking(&mut self, call: impl FnOnce() -> i64 + Send + 'static) -> SysResult {
+        let tid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let t = tid.clone();
+        let h = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            t.store(
+                unsafe { libc::gettid() },
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            let rc = call();
+            (rc, if rc < 0 { errno() } else { 0 }, Instant::now())
+        });
+        let until = Instant::now() + std::time::Duration::from_secs(1);
+        while !h.is_finished() && Instant::now() < until {
+            let id = tid.load(std::sync::atomic::Ordering::SeqCst);
+            if id != 0 && sys::thread_sleeping(id) {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        self.blocking = Some(h);
+        SysResult::Blocked
+    }
+
     fn sys_socket(&mut self, s: &Syscall, d: &BTreeMap<String, String>) -> CallResult<SysResult> {
         let ty = s
             .args
@@ -347,12 +374,10 @@ impl KernelBackend<'_> {
     fn sys_accept(&mut self, s: &Syscall, blocking: bool) -> CallResult<SysResult> {
         let fd = self.live_fd(s.args.first())?;
         if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
+            return Ok(self.start_blocking(move || {
                 // SAFETY: plain syscall on a socket this run owns.
-                let c = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
-                (c as i64, if c < 0 { errno() } else { 0 }, Instant::now())
+                unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) as i64 }
             }));
-            return Ok(SysResult::Blocked);
         }
         let mut pfd = libc::pollfd {
             fd,
@@ -400,18 +425,16 @@ impl KernelBackend<'_> {
         self.tuple = None; // learnt from the SYN
         let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
         if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
+            return Ok(self.start_blocking(move || {
                 // SAFETY: valid sockaddr_in, a socket this run owns.
-                let rc = unsafe {
+                unsafe {
                     libc::connect(
                         fd,
                         &sa as *const _ as *const libc::sockaddr,
                         size_of::<libc::sockaddr_in>() as u32,
-                    )
-                };
-                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
+                    ) as i64
+                }
             }));
-            return Ok(SysResult::Blocked);
         }
         // SAFETY: as above.
         let rc = unsafe {
@@ -496,14 +519,10 @@ impl KernelBackend<'_> {
             }
         };
         if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
-                let rc = send();
-                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
-            }));
             if fastopen {
                 self.conn_fd = Some(fd);
             }
-            return Ok(SysResult::Blocked);
+            return Ok(self.start_blocking(move || send() as i64));
         }
         let rc = send();
         let e = errno();
@@ -532,14 +551,13 @@ impl KernelBackend<'_> {
         }
         .clamp(0, MAX_IO);
         if blocking {
-            self.blocking = Some(std::thread::spawn(move || {
+            return Ok(self.start_blocking(move || {
                 let mut buf = vec![0u8; n as usize];
                 // SAFETY: buffer valid for n bytes.
-                let rc =
-                    unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-                (rc as i64, if rc < 0 { errno() } else { 0 }, Instant::now())
+                unsafe {
+                    libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) as i64
+                }
             }));
-            return Ok(SysResult::Blocked);
         }
         let mut buf = vec![0u8; n as usize];
         // SAFETY: buffer valid for n bytes; a blocking socket with nothing to read would hang,

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod calls;
+mod capture;
 pub mod packet;
 pub mod report;
 mod runner;

@@ -7,9 +7,6 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use trc_pkt::ast::{self, Expr, Syscall};
@@ -23,68 +20,7 @@ use crate::sys;
 use crate::RunOptions;
 
 use crate::calls::{CallError, SCRIPT_PORT};
-
-/// Reads the tun device in a helper thread and timestamps every frame (the virtio-net header
-/// stripped).
-struct Sniffer {
-    rx: Receiver<(Instant, Vec<u8>)>,
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Sniffer {
-    fn start(tun: RawFd) -> Sniffer {
-        let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("trc-tun-reader".into())
-            .spawn(move || {
-                let mut buf = vec![0u8; 65536 + 256];
-                while !stop2.load(Ordering::Relaxed) {
-                    let mut pfd = libc::pollfd {
-                        fd: tun,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    };
-                    // SAFETY: one valid pollfd.
-                    if unsafe { libc::poll(&mut pfd, 1, 5) } <= 0 {
-                        continue;
-                    }
-                    loop {
-                        // SAFETY: buf is valid for its length; the fd outlives this thread (joined on drop).
-                        let r = unsafe {
-                            libc::read(tun, buf.as_mut_ptr() as *mut libc::c_void, buf.len())
-                        };
-                        if r <= sys::VNET_HDR_LEN as isize {
-                            break;
-                        }
-                        if tx
-                            .send((Instant::now(), buf[sys::VNET_HDR_LEN..r as usize].to_vec()))
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            })
-            .expect("spawn tun reader thread");
-        Sniffer {
-            rx,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for Sniffer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
+use crate::capture::Capture;
 
 /// A blocking call running on its own thread: (result, errno, when it returned).
 type BlockingCall = std::thread::JoinHandle<(i64, i32, Instant)>;
@@ -94,7 +30,7 @@ pub(crate) struct KernelBackend<'a> {
     opts: &'a RunOptions,
     script_dir: &'a Path,
     tun: OwnedFd,
-    sniffer: Sniffer,
+    capture: Capture,
     pending: VecDeque<(Instant, Segment)>,
     t0: Instant,
     /// The peer's port of a passive open (ours to choose: the namespace is private).
@@ -118,7 +54,11 @@ pub(crate) struct KernelBackend<'a> {
     local_isn: Option<u32>,
     remote_isn: Option<u32>,
     line: u32,
-    mib_before: BTreeMap<String, i64>,
+    mib: sys::MibReader,
+    mib_before: Vec<i64>,
+    /// The counters after each statement: (index of its `TcpInfo` trace event, raw values),
+    /// named and turned into deltas at the end (cheap between packets).
+    mib_after: Vec<(usize, Vec<i64>)>,
     /// `NSTAT_HISTORY` for the script's `nstat` commands: this run's own file, so a baseline
     /// (`nstat -n`) never mixes with another namespace's counters through the shared default
     /// (`/tmp/.nstat.u0`).
@@ -143,12 +83,20 @@ impl<'a> KernelBackend<'a> {
         file: String,
     ) -> std::io::Result<KernelBackend<'a>> {
         let tun = sys::setup_tun(opts.cc.as_deref())?;
-        let sniffer = Sniffer::start(tun.as_raw_fd());
+        let capture = Capture::start(tun.as_raw_fd());
+        let mut mib = sys::MibReader::new();
+        let mib_before = mib.read();
+        let mut report = RunReport::new(file);
+        if !capture.kernel_times() {
+            report.notes.push(
+                "outbound packets are timed when read from tun0 (this kernel has no packet sockets for the kernel's own times)".into(),
+            );
+        }
         Ok(KernelBackend {
             opts,
             script_dir,
             tun,
-            sniffer,
+            capture,
             pending: VecDeque::new(),
             t0: Instant::now(),
             remote_port: 40000 + (std::process::id() % 20000) as u16,
@@ -163,7 +111,9 @@ impl<'a> KernelBackend<'a> {
             local_isn: None,
             remote_isn: None,
             line: 0,
-            mib_before: sys::read_mib(),
+            mib_before,
+            mib_after: Vec::new(),
+            mib,
             nstat_history: std::env::temp_dir().join(format!(
                 "trc-nstat-{}-{:x}",
                 std::process::id(),
@@ -173,7 +123,7 @@ impl<'a> KernelBackend<'a> {
                     .unwrap_or(0)
             )),
             deadline: opts.time_limit.map(|l| (Instant::now() + l, l)),
-            report: RunReport::new(file),
+            report,
         })
     }
 
@@ -223,7 +173,7 @@ impl<'a> KernelBackend<'a> {
     }
 
     fn drain(&mut self) {
-        while let Ok((at, f)) = self.sniffer.rx.try_recv() {
+        while let Some((at, f)) = self.capture.try_next() {
             self.accept_frame(at, f);
         }
     }
@@ -258,13 +208,14 @@ impl<'a> KernelBackend<'a> {
         let Ok((info, _)) = sys::tcp_info(fd) else {
             return;
         };
-        let counters = sys::mib_delta(&self.mib_before, &sys::read_mib());
+        let raw = self.mib.read();
         let t_ms = ms(self.at_us(Instant::now()));
+        self.mib_after.push((self.report.trace.len(), raw));
         self.report.trace.push(TraceEvent::TcpInfo {
             t_ms,
             line: self.line,
             info: info.summary(),
-            counters,
+            counters: BTreeMap::new(),
         });
     }
 
@@ -289,7 +240,15 @@ impl<'a> KernelBackend<'a> {
             ));
             self.record_outbound(at, &s, None);
         }
-        self.report.counters = sys::mib_delta(&self.mib_before, &sys::read_mib());
+        let before = self.mib.named(&self.mib_before);
+        for (i, raw) in std::mem::take(&mut self.mib_after) {
+            let after = self.mib.named(&raw);
+            if let Some(TraceEvent::TcpInfo { counters, .. }) = self.report.trace.get_mut(i) {
+                *counters = sys::mib_delta(&before, &after);
+            }
+        }
+        let now = self.mib.read();
+        self.report.counters = sys::mib_delta(&before, &self.mib.named(&now));
         let _ = std::fs::remove_file(&self.nstat_history);
         self.report.congestion_control = self.cc_used.clone();
         self.report.duration_ms = ms(self.at_us(Instant::now()));
@@ -399,6 +358,8 @@ impl Backend for KernelBackend<'_> {
         };
         let mut buf = vec![0u8; sys::VNET_HDR_LEN];
         buf.extend_from_slice(&frame);
+        // The injection time: right before the write (which runs the kernel's receive path).
+        let t_ms = ms(self.now_us());
         // SAFETY: buf is a valid buffer; the tun fd is open.
         let rc = unsafe {
             libc::write(
@@ -407,7 +368,6 @@ impl Backend for KernelBackend<'_> {
                 buf.len(),
             )
         };
-        let t_ms = ms(self.now_us());
         let (q, a) = (
             seg.seq.wrapping_sub(self.remote_isn.unwrap_or(0)),
             seg.ack.wrapping_sub(self.local_isn.unwrap_or(0)),
@@ -461,13 +421,12 @@ impl Backend for KernelBackend<'_> {
                 return Ok(Next::Timeout);
             }
             match self
-                .sniffer
-                .rx
-                .recv_timeout((deadline - now).min(Duration::from_millis(20)))
+                .capture
+                .next_within((deadline - now).min(Duration::from_millis(20)))
             {
                 Ok((at, f)) => self.accept_frame(at, f),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Ok(Next::Timeout),
+                Err(false) => {}
+                Err(true) => return Ok(Next::Timeout),
             }
         }
     }

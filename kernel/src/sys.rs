@@ -272,17 +272,49 @@ pub fn setup_tun(congctl: Option<&str>) -> io::Result<OwnedFd> {
 /// Counters of `/proc/net/netstat` (and `/proc/net/snmp`) of the calling
 /// thread's namespace, as `TcpExtTCPFullUndo` style names.
 pub fn read_mib() -> BTreeMap<String, i64> {
-    let mut out = BTreeMap::new();
-    for file in [
-        "/proc/thread-self/net/netstat",
-        "/proc/thread-self/net/snmp",
-    ] {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        let lines: Vec<&str> = text.lines().collect();
-        for pair in lines.chunks(2) {
-            if let [h, v] = pair {
+    let mut r = MibReader::new();
+    let v = r.read();
+    r.named(&v)
+}
+
+/// The MIB counter files of the calling thread's namespace, kept open and read again and again
+/// cheaply (one read per file into a kept buffer, the values in file order): the runner takes
+/// them after every statement, between packets a script may space by a fraction of a
+/// millisecond.
+pub struct MibReader {
+    files: Vec<std::fs::File>,
+    text: String,
+    /// The counters' names, in file order (from the first read).
+    names: Vec<String>,
+}
+
+impl MibReader {
+    pub fn new() -> MibReader {
+        MibReader {
+            files: [
+                "/proc/thread-self/net/netstat",
+                "/proc/thread-self/net/snmp",
+            ]
+            .iter()
+            .filter_map(|f| std::fs::File::open(f).ok())
+            .collect(),
+            text: String::new(),
+            names: Vec::new(),
+        }
+    }
+
+    /// The values now, in the order of [`MibReader::named`].
+    pub fn read(&mut self) -> Vec<i64> {
+        use std::io::{Read, Seek};
+        let mut values = Vec::with_capacity(self.names.len().max(256));
+        let first = self.names.is_empty();
+        for f in &mut self.files {
+            self.text.clear();
+            if f.rewind().is_err() || f.read_to_string(&mut self.text).is_err() {
+                continue;
+            }
+            let mut lines = self.text.lines();
+            while let (Some(h), Some(v)) = (lines.next(), lines.next()) {
                 let mut hs = h.split_whitespace();
                 let mut vs = v.split_whitespace();
                 let (Some(p1), Some(p2)) = (hs.next(), vs.next()) else {
@@ -293,14 +325,30 @@ pub fn read_mib() -> BTreeMap<String, i64> {
                 }
                 let prefix = p1.trim_end_matches(':');
                 for (k, val) in hs.zip(vs) {
-                    if let Ok(n) = val.parse::<i64>() {
-                        out.insert(format!("{prefix}{k}"), n);
+                    values.push(val.parse::<i64>().unwrap_or(0));
+                    if first {
+                        self.names.push(format!("{prefix}{k}"));
                     }
                 }
             }
         }
+        values
     }
-    out
+
+    /// `values` (from [`MibReader::read`]) by name.
+    pub fn named(&self, values: &[i64]) -> BTreeMap<String, i64> {
+        self.names
+            .iter()
+            .cloned()
+            .zip(values.iter().copied())
+            .collect()
+    }
+}
+
+impl Default for MibReader {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The `Tcp*` and `TcpExt*` counters that moved from `before` to `after` (nstat names, deltas).
@@ -434,6 +482,17 @@ pub fn interrupted() -> bool {
 /// which is pid 1, uses it for its per-script time limit).
 pub fn request_interrupt() {
     INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether thread `tid` of this process is asleep in the kernel (`S` or `D` in its
+/// `/proc/self/task/TID/stat`), as packetdrill's `is_thread_sleeping` reads it.
+pub fn thread_sleeping(tid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).is_ok_and(|s| {
+        // The state follows the command name's closing parenthesis.
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|st| st == "S" || st == "D")
+    })
 }
 
 /// The signal that wakes the runner thread from a blocking system call when a script's time

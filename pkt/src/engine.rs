@@ -1295,10 +1295,15 @@ impl Engine<'_> {
     /// At the end: a blocking call still in progress is an error (as in packetdrill), unless
     /// the walk stopped early (then its end was never due: not checked).
     fn finish_blocking(&mut self, b: &mut dyn Backend) {
-        self.poll_blocking(b);
         let early = self.report.interrupted
             || self.report.stopped.is_some()
             || self.report.unsupported.is_some();
+        if early {
+            self.poll_blocking(b);
+        } else if self.pending.is_some() {
+            // packetdrill waits up to 1 s for its system-call thread at the end too.
+            let _ = self.await_blocking(b);
+        }
         if let Some(p) = self.pending.take() {
             let l = &mut self.report.lines[p.idx];
             if early {

@@ -374,6 +374,9 @@ impl KernelBackend<'_> {
     fn sys_accept(&mut self, s: &Syscall, blocking: bool) -> CallResult<SysResult> {
         let fd = self.live_fd(s.args.first())?;
         if blocking {
+            if let Expr::Int(n) = s.result {
+                self.blocking_accept = Some(n);
+            }
             return Ok(self.start_blocking(move || {
                 // SAFETY: plain syscall on a socket this run owns.
                 unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) as i64 }

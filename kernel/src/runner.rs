@@ -49,6 +49,9 @@ pub(crate) struct KernelBackend<'a> {
     /// socket with the next ephemeral port).
     pub(crate) listening: bool,
     pub(crate) blocking: Option<BlockingCall>,
+    /// The script's fd for the result of the blocking `accept` in progress (bound when it
+    /// returns, as a non-blocking accept binds it at once).
+    pub(crate) blocking_accept: Option<i64>,
     cc_used: Option<String>,
     /// Live local ISN and remote ISN (for the trace's script-space numbers).
     local_isn: Option<u32>,
@@ -107,6 +110,7 @@ impl<'a> KernelBackend<'a> {
             conn_fd: None,
             listening: false,
             blocking: None,
+            blocking_accept: None,
             cc_used: None,
             local_isn: None,
             remote_isn: None,
@@ -478,6 +482,15 @@ impl Backend for KernelBackend<'_> {
             return None;
         }
         let (rc, e, at) = self.blocking.take()?.join().ok()?;
+        if let Some(script_fd) = self.blocking_accept.take() {
+            if rc >= 0 {
+                let fd = rc as RawFd;
+                self.fds.insert(script_fd, fd);
+                self.under_test = Some(fd);
+                let notes = self.connected(fd);
+                self.report.notes.extend(notes);
+            }
+        }
         Some((rc, e, self.at_us(at)))
     }
 

@@ -468,7 +468,9 @@ impl KernelBackend<'_> {
     /// `write`, `send`, `sendto`, `writev`, `sendmsg` (its iovec length; `msg_flags` ignored, as
     /// the kernel does on send; the flags argument honoured). With `MSG_FASTOPEN` the data goes
     /// to the peer's address (a TCP Fast Open client's connect-with-data, as packetdrill sends
-    /// it); otherwise the socket is connected and the address is not used.
+    /// it); otherwise the socket is connected and the address is not used. A `sendto` whose
+    /// address argument names a family instead of `...` passes a zeroed address of that family,
+    /// as packetdrill's `syscall_sendto` does (`AF_UNSPEC` with `MSG_FASTOPEN`: `EOPNOTSUPP`).
     fn sys_send(
         &mut self,
         s: &Syscall,
@@ -496,6 +498,12 @@ impl KernelBackend<'_> {
             return Err(format!("bad length {n} (0 to {MAX_IO} bytes)").into());
         }
         let fastopen = flags & i64::from(libc::MSG_FASTOPEN) != 0;
+        let family = match s.args.get(4) {
+            Some(e) if s.name == "sendto" && !matches!(e, Expr::Ellipsis) => Some(eval_int(e, d)?),
+            _ => None,
+        };
+        // A Fast Open connect only with the peer's address (a given family is the script's).
+        let fastopen = fastopen && family.is_none();
         if fastopen {
             // The connection starts here: its 4-tuple is learnt from the SYN.
             self.tuple = None;
@@ -505,9 +513,20 @@ impl KernelBackend<'_> {
         let send = move || -> isize {
             let buf = vec![0u8; n as usize];
             let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
-            // SAFETY: the buffer is valid for n bytes, the address for its size.
+            // SAFETY: the buffer is valid for n bytes, each address for its size.
             unsafe {
-                if fastopen {
+                if let Some(f) = family {
+                    let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+                    ss.ss_family = f as libc::sa_family_t;
+                    libc::sendto(
+                        fd,
+                        buf.as_ptr() as *const libc::c_void,
+                        buf.len(),
+                        flags,
+                        &ss as *const _ as *const libc::sockaddr,
+                        size_of::<libc::sockaddr_storage>() as u32,
+                    )
+                } else if fastopen {
                     libc::sendto(
                         fd,
                         buf.as_ptr() as *const libc::c_void,

@@ -161,19 +161,22 @@ impl<'a> KernelBackend<'a> {
     fn accept_frame(&mut self, at: Instant, frame: Vec<u8>) {
         match packet::parse_ipv4_tcp(&frame) {
             Ok(seg) if self.ours(&seg) => self.pending.push_back((at, seg)),
-            Ok(seg) => {
-                let t = self.at_us(at);
-                self.report.notes.push(format!(
-                    "{:.3} ms: ignored a segment of another connection ({}:{} -> {}:{})",
-                    ms(t),
-                    seg.src,
-                    seg.sport,
-                    seg.dst,
-                    seg.dport
-                ));
-            }
+            Ok(seg) => self.ignored(at, &seg),
             Err(_) => {}
         }
+    }
+
+    /// Notes a captured segment of another connection (packetdrill skips those too).
+    fn ignored(&mut self, at: Instant, seg: &Segment) {
+        let t = self.at_us(at);
+        self.report.notes.push(format!(
+            "{:.3} ms: ignored a segment of another connection ({}:{} -> {}:{})",
+            ms(t),
+            seg.src,
+            seg.sport,
+            seg.dst,
+            seg.dport
+        ));
     }
 
     fn drain(&mut self) {
@@ -394,6 +397,12 @@ impl Backend for KernelBackend<'_> {
         let deadline = self.t0 + Duration::from_micros(deadline_us.max(0) as u64);
         loop {
             if let Some((at, s)) = self.pending.pop_front() {
+                // Captured for the previous connection before a new one (a Fast Open sendto, a
+                // connect) reset the 4-tuple: not the one under test any more.
+                if !self.ours(&s) {
+                    self.ignored(at, &s);
+                    continue;
+                }
                 if s.has(packet::SYN) && self.tuple.is_none() {
                     self.tuple = Some((s.sport, s.dport));
                 }

@@ -105,13 +105,11 @@ pub struct MatrixArgs {
 
 /// The baseline file's accepted findings (none, with a note on stderr, when the file does not
 /// exist).
-pub fn load_baseline(p: &Path, what: &str) -> Result<trc_check::Baseline, String> {
-    Ok(trc_check::load_baseline(p)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_else(|| {
-            eprintln!("{what}: {}", trc_check::input::missing_baseline_note(p));
-            trc_check::Baseline::default()
-        }))
+pub fn load_baseline(p: &Path, what: &str) -> Result<trc_check::Baseline, trc_check::Error> {
+    Ok(trc_check::load_baseline(p)?.unwrap_or_else(|| {
+        eprintln!("{what}: {}", trc_check::input::missing_baseline_note(p));
+        trc_check::Baseline::default()
+    }))
 }
 
 /// The combinations `trc check` refuses before anything runs.
@@ -129,10 +127,9 @@ fn refused(a: &CheckArgs) -> Option<&'static str> {
 }
 
 /// The request `a` makes, with each configuration's bounds file, or a usage error.
-fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), String> {
+fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), trc_check::Error> {
     let configs = a.model.bounds.configs()?;
-    let (profile, file) =
-        trc_check::load_profile_info(&a.model.profile).map_err(|e| e.to_string())?;
+    let (profile, file) = trc_check::load_profile_info(&a.model.profile)?;
     // The comparison profile: --against, else a profile file's base.
     let against = match a
         .against
@@ -146,7 +143,8 @@ fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), String
     let mut req = CheckRequest::new(profile, Config::default());
     req.profile_file = file;
     req.configs = configs.iter().map(|(_, c)| c.clone()).collect();
-    req.properties = req_ids(&a.model.properties)?;
+    req.properties = a.model.properties.clone();
+    req.properties = req.property_ids()?;
     req.options = Options {
         threads: a.threads,
         max_depth: a.max_depth,
@@ -161,15 +159,6 @@ fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), String
     req.baseline = baseline.accepted;
     req.coverage = a.coverage;
     Ok((req, configs.into_iter().map(|(p, _)| p).collect()))
-}
-
-/// The property ids `--property` names, in catalogue order (all when none).
-fn req_ids(names: &[String]) -> Result<Vec<String>, String> {
-    Ok(trc_properties::select(names)
-        .map_err(|e| e.to_string())?
-        .iter()
-        .map(|s| s.id.to_string())
-        .collect())
 }
 
 pub fn run_check(a: CheckArgs) -> i32 {
@@ -213,7 +202,7 @@ fn check_all(
         });
         let run = match trc_check::check_one(req, cfg, &ids, &progress) {
             Ok(r) => r,
-            Err(e) => return exit::usage_error(&e.to_string()),
+            Err(e) => return exit::usage_error(&e),
         };
         match export(a, &run, out_dir.as_deref()) {
             Ok(n) => unsupported += n,
@@ -249,7 +238,7 @@ fn check_shard(a: &CheckArgs, req: &CheckRequest, shard: Shard, progress: LevelP
     });
     progress.finish();
     if let Err(e) = r {
-        return exit::usage_error(&e.to_string());
+        return exit::usage_error(&e);
     }
     let reports: Vec<CheckReport> = done.iter().map(|u| u.run.clone()).collect();
     let args = trc_check::shard::CheckArgs {
@@ -396,7 +385,7 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
             .collect()
         {
             Ok(v) => v,
-            Err(e) => return exit::usage_error(&e.to_string()),
+            Err(e) => return exit::usage_error(&e),
         }
     };
     let opts = Options {

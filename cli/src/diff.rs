@@ -82,7 +82,7 @@ pub struct DiffArgs {
 pub fn run_diff(a: DiffArgs) -> i32 {
     let profile = match load_profile(&a.profile) {
         Ok(p) => p,
-        Err(e) => return usage_error(&e.to_string()),
+        Err(e) => return usage_error(&e),
     };
     if !(0.0..=100.0).contains(&a.bar) {
         return usage_error("--bar must be a percentage");

@@ -15,7 +15,7 @@ pub const SKIPPED: i32 = 4;
 pub const INTERRUPTED: i32 = 130;
 
 /// Prints `trc: error: MSG` and returns [`USAGE`].
-pub fn usage_error(msg: &str) -> i32 {
+pub fn usage_error(msg: &(impl std::fmt::Display + ?Sized)) -> i32 {
     eprintln!("trc: error: {msg}");
     USAGE
 }

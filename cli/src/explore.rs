@@ -23,7 +23,7 @@ pub fn run_explore(a: ExploreArgs) -> i32 {
     };
     let specs = match trc_properties::select(&a.model.properties) {
         Ok(s) => s,
-        Err(e) => return exit::usage_error(&e.to_string()),
+        Err(e) => return exit::usage_error(&e),
     };
     if specs.len() > FORWARD.len() {
         return exit::usage_error(&format!(

@@ -52,7 +52,7 @@ pub fn run_graph(a: GraphArgs) -> i32 {
     let (model, report) = match trc_check::explore(&cfg, &profile, &a.model.properties, &opts, None)
     {
         Ok(x) => x,
-        Err(e) => return exit::usage_error(&e.to_string()),
+        Err(e) => return exit::usage_error(&e),
     };
     let hit = report
         .properties

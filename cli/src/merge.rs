@@ -20,7 +20,7 @@ pub struct MergeArgs {
 pub fn run_merge(a: MergeArgs) -> i32 {
     let shards = match trc_check::shard::load(&a.files) {
         Ok(s) => s,
-        Err(e) => return exit::usage_error(&e.to_string()),
+        Err(e) => return exit::usage_error(&e),
     };
     let r = match shards[0].header.command.as_str() {
         "check" => trc_check::shard::merge_check(&shards).map(|reports| {
@@ -38,5 +38,5 @@ pub fn run_merge(a: MergeArgs) -> i32 {
             shards[0].name
         ))),
     };
-    r.unwrap_or_else(|e| exit::usage_error(&e.to_string()))
+    r.unwrap_or_else(|e| exit::usage_error(&e))
 }

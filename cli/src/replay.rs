@@ -37,11 +37,11 @@ pub struct ReplayArgs {
 pub fn run_replay(a: ReplayArgs) -> i32 {
     let profile = match load_profile(&a.profile) {
         Ok(p) => p,
-        Err(e) => return usage_error(&e.to_string()),
+        Err(e) => return usage_error(&e),
     };
     let src = match trc_files::read_source(&a.file) {
         Ok(s) => s,
-        Err(e) => return usage_error(&e.to_string()),
+        Err(e) => return usage_error(&e),
     };
     let name = a.file.display().to_string();
     let script = match trc_pkt::parse(&src, &name) {

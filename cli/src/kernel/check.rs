@@ -122,7 +122,8 @@ impl CheckArgs {
             .baseline
             .clone()
             .unwrap_or_else(trc_kcheck::request::default_baseline);
-        req.baseline = crate::check::load_baseline(&bfile, "trc kernel check")?.accepted;
+        let baseline = crate::check::load_baseline(&bfile, "trc kernel check");
+        req.baseline = baseline.map_err(|e| e.to_string())?.accepted;
         req.shard = self.shard;
         req.shrink = if self.no_shrink {
             Shrink::Off("not shrunk (--no-shrink)".into())

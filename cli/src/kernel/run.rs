@@ -129,9 +129,8 @@ fn plot_vm_run(out: &Path, files: &[PathBuf], run: &trc_vm::VmRun) -> Result<(),
                 .map(|r| (f.as_path(), r))
         })
         .collect();
-    for f in trc_viz::pictures::kernel::write_pages(out, &runs, files.len() > 1)
-        .map_err(|e| e.to_string())?
-    {
+    let pages = trc_viz::pictures::kernel::write_pages(out, &runs, files.len() > 1);
+    for f in pages.map_err(|e| e.to_string())? {
         eprintln!("trc kernel run: pictures in {}", f.display());
     }
     Ok(())

@@ -35,6 +35,22 @@ pub enum ReadError {
     },
 }
 
+/// An I/O error on a file or directory, named: `path: why`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct PathError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// For `map_err`: an I/O error on `path` as a [`PathError`].
+pub fn at(path: &Path) -> impl FnOnce(std::io::Error) -> PathError + '_ {
+    move |source| PathError {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// A script's, profile's or config file's text, or `file: why` (unreadable, or not UTF-8 — with
 /// the line of the first bad byte).
 pub fn read_source(path: &Path) -> Result<String, ReadError> {

@@ -326,7 +326,7 @@ fn write_case(
         None => format!("{text}\n{notes}"),
     };
     let f = cdir.join(format!("{stem}.pkt"));
-    trc_files::write_atomic(&f, text.as_bytes()).map_err(PlanError::io(&f))?;
+    trc_files::write_atomic(&f, text.as_bytes()).map_err(trc_files::at(&f))?;
     let origin = format!(
         "shortest kernel-runnable path through {} ({} events; covers {} branch(es))",
         branch_name(b),
@@ -438,7 +438,7 @@ pub fn plan(
     let lens: Vec<usize> = cand.iter().map(|c| c.1.actions.len()).collect();
     let chosen = greedy_cover(&covers, &lens);
     let cdir = dir.join("coverage");
-    trc_trace::write_defaults(&cdir).map_err(PlanError::io(&cdir))?;
+    trc_trace::write_defaults(&cdir).map_err(trc_files::at(&cdir))?;
     let mut cases = Vec::new();
     let mut scenarios = Vec::new();
     let mut by_branch: BTreeMap<Branch, Vec<String>> = BTreeMap::new();

@@ -60,23 +60,14 @@ pub enum PlanError {
     /// A scenario's script does not parse.
     #[error(transparent)]
     Parse(#[from] trc_pkt::ParseError),
-    /// A directory or script the plan lists or writes; `at` is its path.
-    #[error("{}: {source}", at.display())]
-    Io { at: PathBuf, source: std::io::Error },
+    /// A directory or script the plan lists or writes.
+    #[error(transparent)]
+    Io(#[from] trc_files::PathError),
     /// A model path that could not be exported as a script; `what` names it.
     #[error("{what}: {why}")]
     Export { what: String, why: String },
 }
 
-impl PlanError {
-    /// A failed read or write of `at`.
-    pub(crate) fn io(at: &Path) -> impl FnOnce(std::io::Error) -> PlanError + '_ {
-        move |source| PlanError::Io {
-            at: at.to_path_buf(),
-            source,
-        }
-    }
-}
 pub use trc_properties::baseline::Accepted;
 
 /// Which scenarios.
@@ -289,7 +280,7 @@ pub fn engine_counterexamples(
                 c.origin = c.origin.replacen(" (", &format!(", {} (", p.name), 1);
                 continue;
             }
-            let f = trc_trace::write_export(dir, &x).map_err(PlanError::io(dir))?;
+            let f = trc_trace::write_export(dir, &x).map_err(trc_files::at(dir))?;
             let name = format!(
                 "check/{}",
                 f.file_name().unwrap_or_default().to_string_lossy()
@@ -340,7 +331,7 @@ pub fn plan(
     match suite {
         Suite::Regressions | Suite::Corpus => {
             let mut files = Vec::new();
-            pkt_files(corpus, &mut files).map_err(PlanError::io(corpus))?;
+            pkt_files(corpus, &mut files).map_err(trc_files::at(corpus))?;
             if files.is_empty() {
                 return Err(PlanError::Request(format!("{}: no .pkt scripts (the suite needs the repository's counterexamples/ directory; --corpus names it)", corpus.display())));
             }
@@ -364,7 +355,7 @@ pub fn plan(
         Suite::Random { n, seed } => {
             let g = GenOptions::default();
             let dir = work.join("random");
-            trc_trace::write_defaults(&dir).map_err(PlanError::io(&dir))?;
+            trc_trace::write_defaults(&dir).map_err(trc_files::at(&dir))?;
             let mut cases = Vec::new();
             for i in 0..*n {
                 let sc = generate(profile, *seed, i, &g);
@@ -375,7 +366,7 @@ pub fn plan(
                     }
                 })?;
                 let f = dir.join(format!("{}.pkt", sc.name()));
-                trc_files::write_atomic(&f, x.pkt.as_bytes()).map_err(PlanError::io(&f))?;
+                trc_files::write_atomic(&f, x.pkt.as_bytes()).map_err(trc_files::at(&f))?;
                 let mut c = Case::from_file(
                     &f,
                     format!("random/{}", sc.name()),

@@ -18,18 +18,9 @@ pub enum CorpusError {
     /// An exported script does not parse.
     #[error(transparent)]
     Parse(#[from] trc_pkt::ParseError),
-    /// The corpus directory, a script or the manifest cannot be written; `at` is its path.
-    #[error("{}: {source}", at.display())]
-    Io { at: PathBuf, source: std::io::Error },
-}
-
-impl CorpusError {
-    fn io(at: &Path) -> impl FnOnce(std::io::Error) -> CorpusError + '_ {
-        move |source| CorpusError::Io {
-            at: at.to_path_buf(),
-            source,
-        }
-    }
+    /// The corpus directory, a script or the manifest cannot be written.
+    #[error(transparent)]
+    Io(#[from] trc_files::PathError),
 }
 
 /// One regression.
@@ -129,7 +120,7 @@ pub enum Saved {
 
 /// Adds an export to the corpus in `dir` unless an entry with the same script exists.
 pub fn add(dir: &Path, x: &Exported) -> Result<Saved, CorpusError> {
-    std::fs::create_dir_all(dir).map_err(CorpusError::io(dir))?;
+    std::fs::create_dir_all(dir).map_err(trc_files::at(dir))?;
     let mut m = Manifest::load(dir)?;
     let file = format!(
         "{}-{}-{}.pkt",
@@ -151,7 +142,7 @@ pub fn add(dir: &Path, x: &Exported) -> Result<Saved, CorpusError> {
     let pkt = x
         .pkt
         .replacen(crate::EXPORT_INIT, "`../common/defaults.sh`", 1);
-    trc_files::write_atomic(&path, pkt.as_bytes()).map_err(CorpusError::io(&path))?;
+    trc_files::write_atomic(&path, pkt.as_bytes()).map_err(trc_files::at(&path))?;
     m.regressions.push(Entry {
         name: file.trim_end_matches(".pkt").to_string(),
         property: x.trace.property.clone(),
@@ -162,7 +153,7 @@ pub fn add(dir: &Path, x: &Exported) -> Result<Saved, CorpusError> {
         kernel_differences: Vec::new(),
         note: String::new(),
     });
-    m.save(dir).map_err(CorpusError::io(dir))?;
+    m.save(dir).map_err(trc_files::at(dir))?;
     Ok(Saved::Added(path))
 }
 

@@ -1,6 +1,7 @@
 //! One exploration: the model with the catalogue's properties, through the engine.
 
 use std::collections::{BTreeMap, BTreeSet};
+use trc_engine::dist::Comm;
 use trc_engine::{check_with, Options, Progress, Report};
 use trc_model::model::{Action, TcpModel};
 use trc_model::{Config, Profile};
@@ -65,7 +66,9 @@ pub fn explore_reduced(
 
 /// [`explore_reduced`] with every violation classified by its signature
 /// (`trc_properties::signature`): each property's report lists every signature met, with its
-/// count and a shortest counterexample.
+/// count and a shortest counterexample. With `ranks` (an MPI job's), one state space explored
+/// across them ([`trc_engine::dist::check_distributed`]: the same report on every rank, equal to
+/// this process's alone apart from timings, memory and [`Report::dist`]).
 pub fn explore_classified(
     cfg: &Config,
     profile: &Profile,
@@ -73,6 +76,7 @@ pub fn explore_classified(
     opts: &Options,
     progress: ProgressFn,
     reduce: bool,
+    ranks: Option<&dyn Comm>,
 ) -> Result<(TcpModel, Report<Action>), trc_properties::UnknownProperty> {
     let specs = trc_properties::select(ids)?;
     let model = model(cfg, profile, ids, reduce)?;
@@ -80,7 +84,10 @@ pub fn explore_classified(
         hooks: crate::state_hooks!(),
         classify: trc_properties::signature::classifier(&specs),
     };
-    let report = check_with(&model, opts, progress, hooks);
+    let report = match ranks {
+        Some(comm) => trc_engine::dist::check_distributed(&model, opts, progress, hooks, comm),
+        None => check_with(&model, opts, progress, hooks),
+    };
     Ok((model, report))
 }
 

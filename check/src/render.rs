@@ -110,6 +110,16 @@ impl CheckReport {
                 s.peak_block_bytes as f64 / GIB
             );
         }
+        if let Some(d) = &self.distributed {
+            let most = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64 / MIB;
+            let _ = writeln!(
+                o,
+                "distributed over {} ranks: peak resident memory of a rank at most {:.0} MiB, its part of the visited set at most {:.0} MiB",
+                d.ranks,
+                most(&d.rank_peak_rss_bytes),
+                most(&d.rank_visited_set_bytes)
+            );
+        }
     }
 
     fn render_verdicts(&self, o: &mut String) {

@@ -6,6 +6,7 @@ use crate::coverage::Coverage;
 use crate::property_id;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use trc_engine::dist::DistReport;
 use trc_engine::{replay, Report, SpillReport, StopReason, Verdict};
 use trc_model::mib::MibDelta;
 use trc_model::model::{Action, State, TcpModel};
@@ -57,6 +58,8 @@ pub struct CheckReport {
     pub stop_reason: StopReason,
     pub peak_memory_bytes: u64,
     pub spill: Option<SpillReport>,
+    /// A distributed check's figures (`trc check --mpi`): per-rank memory, traffic per level.
+    pub distributed: Option<DistReport>,
     pub properties: Vec<PropResult>,
     pub coverage: Option<Coverage>,
 }
@@ -349,6 +352,7 @@ impl CheckReport {
             stop_reason: report.stop_reason,
             peak_memory_bytes: report.peak_memory_bytes,
             spill: report.spill.clone(),
+            distributed: report.dist.clone(),
             properties,
             coverage,
         }

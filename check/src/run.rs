@@ -5,6 +5,8 @@ use crate::input::FileInfo;
 use crate::report::{results, Base, CheckReport};
 use crate::units::check_work_list;
 use crate::Error;
+use std::rc::Rc;
+use trc_engine::dist::Comm;
 use trc_engine::{Options, Progress, Report};
 use trc_model::model::{Action, TcpModel};
 use trc_model::{Config, Profile};
@@ -29,6 +31,19 @@ pub struct CheckRequest {
     pub baseline: Vec<Accepted>,
     /// Count the decision branches (a second exploration).
     pub coverage: bool,
+    /// The ranks of an MPI job (`trc check --mpi`): every exploration is one state space split
+    /// across them; every rank makes the same request and gets the same reports.
+    pub ranks: Option<Ranks>,
+}
+
+/// The communicator of a distributed check's ranks ([`trc_engine::dist::Comm`]).
+#[derive(Clone)]
+pub struct Ranks(pub Rc<dyn Comm>);
+
+impl std::fmt::Debug for Ranks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rank {} of {}", self.0.rank(), self.0.size())
+    }
 }
 
 impl CheckRequest {
@@ -44,6 +59,7 @@ impl CheckRequest {
             against: None,
             baseline: Vec::new(),
             coverage: false,
+            ranks: None,
         }
     }
 
@@ -87,8 +103,10 @@ pub fn check_one(
     obs: &dyn Observer,
 ) -> Result<Run, Error> {
     let cb = |p: &Progress| obs.progress(p);
-    let explore =
-        |p: &Profile| crate::explore_classified(cfg, p, ids, &req.options, Some(&cb), req.reduce);
+    let ranks = req.ranks.as_ref().map(|r| &*r.0);
+    let explore = |p: &Profile| {
+        crate::explore_classified(cfg, p, ids, &req.options, Some(&cb), req.reduce, ranks)
+    };
     let (model, report) = explore(&req.profile)?;
     // The same bounds and properties on the comparison profile, for its signatures.
     let base = match &req.against {

@@ -579,6 +579,7 @@ impl CheckReport {
             stop_reason: merged_stop_reason(runs.iter().map(|r| r.stop_reason)),
             peak_memory_bytes: runs.iter().map(|r| r.peak_memory_bytes).max().unwrap_or(0),
             spill: merged_spill(runs.iter().filter_map(|r| r.spill.as_ref())),
+            distributed: None,
             properties,
             coverage: None,
         })

@@ -45,7 +45,7 @@
 use std::mem::MaybeUninit;
 use std::time::Instant;
 
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
 
 use crate::table::{ClaimTable, FpTable};
@@ -95,7 +95,7 @@ pub trait Comm {
 }
 
 /// What one level did across the ranks (summed over the ranks unless said otherwise).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelTraffic {
     /// Depth of the level that was expanded.
     pub depth: usize,
@@ -111,7 +111,7 @@ pub struct LevelTraffic {
 }
 
 /// What a distributed check measured (in [`Report::dist`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DistReport {
     pub ranks: usize,
     /// Per rank: the peak of its memory estimate (its part of the visited set, its links, its

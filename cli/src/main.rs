@@ -11,6 +11,8 @@ mod explore;
 mod graph;
 mod kernel;
 mod merge;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod progress;
 mod replay;
 
@@ -91,5 +93,7 @@ fn main() {
         }
         Cmd::Kernel(k) => kernel::main(k),
     };
+    #[cfg(feature = "mpi")]
+    mpi::finish();
     std::process::exit(code);
 }

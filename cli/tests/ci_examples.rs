@@ -1,6 +1,6 @@
 //! The CI recipes of docs/guides/ci.md: the GitHub Actions workflow is valid YAML with the structure
 //! Actions needs (jobs with steps, `needs` naming jobs, the shard matrix matching `SHARDS`),
-//! and every `trc` subcommand and flag that it or the Slurm example uses exists (`trc SUB
+//! and every `trc` subcommand and flag that it or the Slurm examples use exists (`trc SUB
 //! --help` lists the flag).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,9 +13,28 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(format!("{ROOT}/{rel}")).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
+/// Whether `before` ends with an MPI launcher and its options (`srun --mpi=pmix`, `mpirun -np 4`):
+/// the command it starts comes next.
+fn launched(before: &[String]) -> bool {
+    let mut k = before.len();
+    while k > 0 && before[k - 1].starts_with('-') {
+        k -= 1;
+    }
+    // `mpirun -np 4`: an option's numeric value.
+    if k > 1 && before[k - 1].chars().all(|c| c.is_ascii_digit()) && before[k - 2].starts_with('-')
+    {
+        k -= 2;
+        while k > 0 && before[k - 1].starts_with('-') {
+            k -= 1;
+        }
+    }
+    k > 0 && matches!(before[k - 1].as_str(), "srun" | "mpirun" | "mpiexec")
+}
+
 /// `trc` invocations in shell text: (subcommand path, flags). A `trc` is a word that is `trc` or
 /// ends in `/trc` at a command position (line start, after `|`, `;`, `&&`, `||`, `then`, `do`,
-/// `)` or inside `--wrap "`). `${{ ... }}` expressions and line continuations are folded first.
+/// `)`, inside `--wrap "`, or after an MPI launcher: [`launched`]). `${{ ... }}` expressions and
+/// line continuations are folded first.
 fn trc_calls(text: &str) -> Vec<(Vec<String>, Vec<String>)> {
     let mut folded = String::new();
     let mut rest = text.replace("\\\n", " ");
@@ -46,7 +65,8 @@ fn trc_calls(text: &str) -> Vec<(Vec<String>, Vec<String>)> {
                     "|" | ";" | "&&" | "||" | "then" | "do" | ")" | "--wrap"
                 )
                 || words[i - 1].ends_with(')')
-                || words[i - 1].ends_with(';');
+                || words[i - 1].ends_with(';')
+                || launched(&words[..i]);
             if !is_trc || !at_command {
                 continue;
             }
@@ -247,11 +267,12 @@ fn github_actions_workflow_is_valid_and_uses_existing_trc_commands() {
     assert!(src.contains("upload-artifact"), "no artifacts uploaded");
 }
 
-#[test]
-fn slurm_example_uses_existing_trc_commands() {
-    let src = read("docs/examples/slurm-check.sh");
+/// An example script of docs/examples: its text and its `trc` calls (checked to exist), after
+/// `bash -n` accepts it.
+fn example_script(name: &str) -> (String, BTreeSet<String>) {
+    let src = read(&format!("docs/examples/{name}"));
     let out = Command::new("bash")
-        .args(["-n", &format!("{ROOT}/docs/examples/slurm-check.sh")])
+        .args(["-n", &format!("{ROOT}/docs/examples/{name}")])
         .output()
         .unwrap();
     assert!(
@@ -259,8 +280,13 @@ fn slurm_example_uses_existing_trc_commands() {
         "bash -n: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let calls = trc_calls(&src);
-    let seen = check_calls("slurm-check.sh", &calls);
+    let seen = check_calls(name, &trc_calls(&src));
+    (src, seen)
+}
+
+#[test]
+fn slurm_example_uses_existing_trc_commands() {
+    let (src, seen) = example_script("slurm-check.sh");
     assert!(
         seen.iter()
             .any(|s| s.starts_with("check ") && s.contains("--shard")),
@@ -271,8 +297,19 @@ fn slurm_example_uses_existing_trc_commands() {
 }
 
 #[test]
+fn slurm_mpi_example_uses_existing_trc_commands() {
+    let (src, seen) = example_script("slurm-mpi.sh");
+    assert!(
+        seen.iter()
+            .any(|s| s.starts_with("check ") && s.contains("--mpi")),
+        "{seen:?}"
+    );
+    assert!(src.contains("#SBATCH --nodes=") && src.contains("srun "));
+}
+
+#[test]
 fn the_scanner_finds_calls_and_flags() {
-    let calls = trc_calls("a && bin/trc check --reduce --shard ${{ matrix.shard }}/4 > x\nfoo trc bar\n  trc kernel run --kernel debian:sid f.pkt | tee\n--wrap \"trc merge out/*.json; trc merge --json a\"");
+    let calls = trc_calls("a && bin/trc check --reduce --shard ${{ matrix.shard }}/4 > x\nfoo trc bar\n  trc kernel run --kernel debian:sid f.pkt | tee\n--wrap \"trc merge out/*.json; trc merge --json a\"\nsrun --mpi=pmix trc check --mpi > o\nmpirun --allow-run-as-root -np 4 ./trc check --mpi --sack\nfoo -np 4 trc bar");
     let got: Vec<(String, String)> = calls
         .iter()
         .map(|(s, f)| (s.join(" "), f.join(" ")))
@@ -283,7 +320,9 @@ fn the_scanner_finds_calls_and_flags() {
             ("check".into(), "--reduce --shard".into()),
             ("kernel run".into(), "--kernel".into()),
             ("merge".into(), "".into()),
-            ("merge".into(), "--json".into())
+            ("merge".into(), "--json".into()),
+            ("check".into(), "--mpi".into()),
+            ("check".into(), "--mpi --sack".into())
         ]
     );
 }

@@ -35,10 +35,21 @@ pub fn init() -> Result<Rc<MpiComm>, String> {
             let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
                 .ok_or("MPI is already initialised")?;
             *u = Some(universe);
+            abort_on_panic();
         }
         let world = u.as_ref().expect("initialised above").world();
         Ok(Rc::new(MpiComm { world }))
     })
+}
+
+/// A panicking rank ends the whole job (`MPI_Abort`) after the usual message: the other ranks
+/// would otherwise wait for it in their next collective forever.
+fn abort_on_panic() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        SimpleCommunicator::world().abort(101);
+    }));
 }
 
 /// Finalises MPI (drops the environment) if [`init`] ran: after the last collective, before the
@@ -72,7 +83,10 @@ impl Comm for MpiComm {
         self.world.size() as usize
     }
 
-    fn all_to_all(&self, parts: Vec<Vec<u64>>) -> Vec<Vec<u64>> {
+    /// At most two copies of a round's words at once (a level's moved states are most of a
+    /// rank's memory at its peak): each part is freed once it is copied into the send buffer,
+    /// the send buffer once MPI has sent it, and the receive buffer is cut into the parts.
+    fn all_to_all(&self, mut parts: Vec<Vec<u64>>) -> Vec<Vec<u64>> {
         let n = self.size();
         assert_eq!(parts.len(), n, "one part per rank");
         let mut got = vec![Vec::new(); n];
@@ -89,13 +103,15 @@ impl Comm for MpiComm {
             if more[0] == 0 {
                 return got;
             }
-            let send: Vec<u64> = (0..n)
-                .flat_map(|k| {
-                    parts[k][sent[k]..sent[k] + send_counts[k] as usize]
-                        .iter()
-                        .copied()
-                })
-                .collect();
+            let mut send = Vec::with_capacity(send_counts.iter().map(|&c| c as usize).sum());
+            for k in 0..n {
+                let c = send_counts[k] as usize;
+                send.extend_from_slice(&parts[k][sent[k]..sent[k] + c]);
+                sent[k] += c;
+                if sent[k] == parts[k].len() {
+                    (parts[k], sent[k]) = (Vec::new(), 0);
+                }
+            }
             let mut recv = vec![0u64; recv_counts.iter().map(|&c| c as usize).sum()];
             {
                 let (sd, rd) = (displs(&send_counts), displs(&recv_counts));
@@ -103,12 +119,16 @@ impl Comm for MpiComm {
                 let mut rp = PartitionMut::new(&mut recv[..], &recv_counts[..], &rd[..]);
                 self.world.all_to_all_varcount_into(&sp, &mut rp);
             }
-            let mut at = 0;
-            for k in 0..n {
-                let c = recv_counts[k] as usize;
-                got[k].extend_from_slice(&recv[at..at + c]);
-                at += c;
-                sent[k] += send_counts[k] as usize;
+            drop(send);
+            // From the last part back: each split shrinks the receive buffer.
+            for (k, at) in displs(&recv_counts).into_iter().enumerate().rev() {
+                let part = recv.split_off(at as usize);
+                recv.shrink_to_fit();
+                if got[k].is_empty() {
+                    got[k] = part;
+                } else {
+                    got[k].extend_from_slice(&part);
+                }
             }
         }
     }

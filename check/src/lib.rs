@@ -29,7 +29,9 @@ pub use explore::{explore, explore_classified, explore_reduced, signatures};
 pub use input::{load_baseline, load_profile, load_profile_info, FileInfo};
 pub use matrix::MatrixRow;
 pub use report::{Base, CheckReport, Outcome, PropResult, SigResult, SigStatus, Step};
-pub use run::{check_one, run, CheckRequest, Observer, Ranks, Run};
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub use run::{check_one, join_mpi, run, CheckRequest, Observer, Ranks, Run};
 pub use trc_properties::baseline::{Accepted, Baseline};
 
 /// Why a check could not be made or its results not written.

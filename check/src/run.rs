@@ -40,6 +40,15 @@ pub struct CheckRequest {
 #[derive(Clone)]
 pub struct Ranks(pub Rc<dyn Comm>);
 
+/// `trc check --mpi`: joins the MPI job (`mpi::init`); in a build without the feature `mpi`,
+/// "unsupported" and why.
+pub fn join_mpi() -> Result<Ranks, String> {
+    #[cfg(feature = "mpi")]
+    return crate::mpi::init().map_err(|e| format!("--mpi: {e}"));
+    #[cfg(not(feature = "mpi"))]
+    Err("unsupported: --mpi: this trc was built without MPI (cargo build --release --features mpi, with Open MPI and libclang installed: docs/guides/ci.md)".into())
+}
+
 impl std::fmt::Debug for Ranks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "rank {} of {}", self.0.rank(), self.0.size())
@@ -47,6 +56,21 @@ impl std::fmt::Debug for Ranks {
 }
 
 impl CheckRequest {
+    /// Whether this process prints the report and writes files: always, except the ranks other
+    /// than 0 of an MPI job (they compute the same report).
+    pub fn primary(&self) -> bool {
+        self.ranks.as_ref().is_none_or(|r| r.0.rank() == 0)
+    }
+
+    /// The exit code of the check: rank 0's `code` for every rank of an MPI job (only it writes
+    /// files, so only it sees their failures), `code` otherwise. Collective across the ranks.
+    pub fn agreed(&self, code: i32) -> i32 {
+        match &self.ranks {
+            Some(r) => r.0.all_gather(&[code as u64])[0][0] as i32,
+            None => code,
+        }
+    }
+
     /// `profile` within `config`, every property, default options, nothing accepted.
     pub fn new(profile: Profile, config: Config) -> CheckRequest {
         CheckRequest {

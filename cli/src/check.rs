@@ -78,10 +78,8 @@ pub struct CheckArgs {
     /// docs/reference/shards.md) and print it as JSON for `trc merge`.
     #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
     pub shard: Option<Shard>,
-    /// One state space across the processes of an MPI job (`mpirun -np N trc check --mpi ...`,
-    /// or `srun`): each process holds part of the visited set and of each BFS level, one thread
-    /// each; the report is the one-process report, printed by rank 0, which alone writes files.
-    /// Needs a trc built with `--features mpi` (docs/guides/ci.md).
+    /// One state space across the processes of an MPI job (`mpirun -np N trc check --mpi`): rank
+    /// 0 prints the one-process report and alone writes files. Needs `--features mpi` (see ci.md).
     #[arg(long)]
     pub mpi: bool,
 }
@@ -129,16 +127,8 @@ fn refused(a: &CheckArgs) -> Option<&'static str> {
     if a.shard.is_some() && a.save_regressions {
         return Some("--save-regressions needs the merged result: run it on an unsharded check");
     }
-    if a.mpi {
-        if a.shard.is_some() {
-            return Some("--mpi cannot be combined with --shard: a shard is a separate job; run `mpirun ... trc check --mpi` unsharded");
-        }
-        if a.max_memory.is_some() {
-            return Some("--mpi cannot be combined with --max-memory: every rank keeps its part of the state space in memory (no spilling); give the job more ranks instead (docs/guides/ci.md)");
-        }
-        if a.coverage {
-            return Some("--mpi cannot be combined with --coverage: the coverage count is a second exploration in one process; run it without --mpi");
-        }
+    if a.mpi && (a.shard.is_some() || a.max_memory.is_some() || a.coverage) {
+        return Some("--mpi takes no --shard, --max-memory or --coverage: one exploration, in memory, split across the ranks (docs/guides/ci.md)");
     }
     None
 }
@@ -187,45 +177,29 @@ pub fn run_check(a: CheckArgs) -> i32 {
         return exit::usage_error(e);
     }
     if a.mpi {
-        match join_mpi() {
+        match trc_check::join_mpi() {
             Ok(r) => req.ranks = Some(r),
-            Err(code) => return code,
+            Err(e) => {
+                eprintln!("trc: {e}");
+                return exit::INCOMPLETE;
+            }
         }
     }
     // Rank 0 alone writes `--out`; every rank stops with it if the directory is unusable.
-    let out_dir = match a.out.as_ref().filter(|_| primary(&req)) {
-        Some(dir) => out_dir_ok(dir).map_or_else(|e| exit::usage_error(&e), |()| 0),
-        None => 0,
-    };
-    let code = agreed(&req, out_dir);
+    let out = a
+        .out
+        .as_ref()
+        .filter(|_| req.primary())
+        .map(|d| out_dir_ok(d));
+    let code = req.agreed(out.map_or(0, |r| r.map_or_else(|e| exit::usage_error(&e), |()| 0)));
     if code != 0 {
         return code;
     }
-    let progress = LevelProgress::new(a.json || a.shard.is_some() || !primary(&req));
+    let progress = LevelProgress::new(a.json || a.shard.is_some() || !req.primary());
     match a.shard {
         Some(shard) => check_shard(&a, &req, shard, progress),
         None => check_all(&a, &req, &files, progress),
     }
-}
-
-/// `--mpi`: joins the MPI job; without MPI in this build, "unsupported" (exit 3). `Err` is the
-/// exit code.
-fn join_mpi() -> Result<trc_check::Ranks, i32> {
-    #[cfg(feature = "mpi")]
-    return crate::mpi::init()
-        .map(|c| trc_check::Ranks(c))
-        .map_err(|e| exit::usage_error(&format!("--mpi: {e}")));
-    #[cfg(not(feature = "mpi"))]
-    {
-        eprintln!("trc: unsupported: --mpi: this trc was built without MPI (cargo build --release --features mpi, with Open MPI and libclang installed: docs/guides/ci.md)");
-        Err(exit::INCOMPLETE)
-    }
-}
-
-/// Whether this process prints the report and writes files: always, except the ranks other
-/// than 0 of an MPI job (they compute the same report).
-fn primary(req: &CheckRequest) -> bool {
-    req.ranks.as_ref().is_none_or(|r| r.0.rank() == 0)
 }
 
 /// The unsharded check: every bounds file explored, exported and printed.
@@ -252,21 +226,18 @@ fn check_all(
             Ok(r) => r,
             Err(e) => return exit::usage_error(&e),
         };
-        if primary(req) && failed.is_none() {
+        if req.primary() && failed.is_none() {
             match export(a, &run, out_dir.as_deref()) {
                 Ok(n) => unsupported += n,
-                // Across ranks the others explore on: every rank takes part in every exploration.
+                // Explore on: every rank of an MPI job takes part in every exploration.
                 Err(e) => failed = Some(exit::usage_error(&e)),
             }
-        }
-        if failed.is_some() && req.ranks.is_none() {
-            break;
         }
         reports.push(run.report);
     }
     progress.finish();
     let code = failed.unwrap_or_else(|| {
-        if primary(req) {
+        if req.primary() {
             print_check(&reports, a.json);
         }
         if unsupported > 0 {
@@ -275,16 +246,7 @@ fn check_all(
             exit::of_check(&reports)
         }
     });
-    agreed(req, code)
-}
-
-/// The exit code of the check: rank 0's for every rank of an MPI job (only it writes files, so
-/// only it sees their failures), this process's otherwise.
-fn agreed(req: &CheckRequest, code: i32) -> i32 {
-    match &req.ranks {
-        Some(r) => r.0.all_gather(&[code as u64])[0][0] as i32,
-        None => code,
-    }
+    req.agreed(code)
 }
 
 /// A shard of the check: its units explored (and exported) and printed as JSON for `trc merge`.

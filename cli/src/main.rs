@@ -11,8 +11,6 @@ mod explore;
 mod graph;
 mod kernel;
 mod merge;
-#[cfg(feature = "mpi")]
-mod mpi;
 mod progress;
 mod replay;
 
@@ -94,6 +92,6 @@ fn main() {
         Cmd::Kernel(k) => kernel::main(k),
     };
     #[cfg(feature = "mpi")]
-    mpi::finish();
+    trc_check::mpi::finish();
     std::process::exit(code);
 }

@@ -29,7 +29,7 @@ thread_local! {
 
 /// Joins the MPI job (initialises MPI once; only this thread makes MPI calls) and returns its
 /// world communicator.
-pub fn init() -> Result<Rc<MpiComm>, String> {
+pub fn init() -> Result<crate::Ranks, String> {
     UNIVERSE.with_borrow_mut(|u| {
         if u.is_none() {
             let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
@@ -38,7 +38,7 @@ pub fn init() -> Result<Rc<MpiComm>, String> {
             abort_on_panic();
         }
         let world = u.as_ref().expect("initialised above").world();
-        Ok(Rc::new(MpiComm { world }))
+        Ok(crate::Ranks(Rc::new(MpiComm { world })))
     })
 }
 

@@ -513,30 +513,27 @@ impl KernelBackend<'_> {
         let send = move || -> isize {
             let buf = vec![0u8; n as usize];
             let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
-            // SAFETY: the buffer is valid for n bytes, each address for its size.
-            unsafe {
-                if let Some(f) = family {
-                    let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+            // SAFETY: an all-zero sockaddr_storage is a valid (unspecified) address.
+            let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+            let to: Option<(*const libc::sockaddr, usize)> = match family {
+                Some(f) => {
                     ss.ss_family = f as libc::sa_family_t;
-                    libc::sendto(
-                        fd,
-                        buf.as_ptr() as *const libc::c_void,
-                        buf.len(),
-                        flags,
-                        &ss as *const _ as *const libc::sockaddr,
-                        size_of::<libc::sockaddr_storage>() as u32,
-                    )
-                } else if fastopen {
-                    libc::sendto(
-                        fd,
-                        buf.as_ptr() as *const libc::c_void,
-                        buf.len(),
-                        flags,
-                        &sa as *const _ as *const libc::sockaddr,
-                        size_of::<libc::sockaddr_in>() as u32,
-                    )
-                } else {
-                    libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), flags)
+                    Some((
+                        &ss as *const _ as *const _,
+                        size_of::<libc::sockaddr_storage>(),
+                    ))
+                }
+                None if fastopen => {
+                    Some((&sa as *const _ as *const _, size_of::<libc::sockaddr_in>()))
+                }
+                None => None,
+            };
+            let data = buf.as_ptr() as *const libc::c_void;
+            // SAFETY: the buffer is valid for n bytes, the address (if any) for its length.
+            unsafe {
+                match to {
+                    Some((addr, len)) => libc::sendto(fd, data, buf.len(), flags, addr, len as u32),
+                    None => libc::send(fd, data, buf.len(), flags),
                 }
             }
         };

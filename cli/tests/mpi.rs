@@ -7,7 +7,7 @@
 //! `--mpi` is "unsupported" (exit 3).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use trc_testkit::{skip, trc, Ran};
 
@@ -50,13 +50,6 @@ fn strip(v: &mut Value) {
         Value::Array(a) => a.iter_mut().for_each(strip),
         _ => {}
     }
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("trc-mpi-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Every file of `dir` (name → bytes).
@@ -103,7 +96,7 @@ fn mpi_is_unsupported_without_the_feature_and_refuses_what_it_cannot_do() {
 /// `args` under `mpirun -np 1..=4` (only `nps`) gives `one`'s report and exit code; with
 /// `--out`, rank 0's files equal the one process's.
 fn same_as_one_process(args: &[&str], expect: i32, nps: &[usize], out: bool) {
-    let dir = tmpdir(&format!("{}", args.len()));
+    let dir = trc_testkit::scratch!(format!("mpi-{}", args.len()));
     let with_out = |a: &mut Vec<String>, d: &Path| {
         if out {
             a.extend(["--out".to_string(), d.display().to_string()]);
@@ -180,7 +173,7 @@ fn every_rank_stops_when_rank_0_cannot_write_out() {
     }
     // `--out` names a file: rank 0 refuses it before exploring, and the other ranks must stop
     // too (not wait for rank 0 in the first collective).
-    let dir = tmpdir("not-a-dir");
+    let dir = trc_testkit::scratch!("mpi-not-a-dir");
     let file = dir.join("file");
     std::fs::write(&file, "x").unwrap();
     let out = file.display().to_string();

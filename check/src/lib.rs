@@ -31,7 +31,7 @@ pub use matrix::MatrixRow;
 pub use report::{Base, CheckReport, Outcome, PropResult, SigResult, SigStatus, Step};
 #[cfg(feature = "mpi")]
 pub mod mpi;
-pub use run::{check_one, join_mpi, run, CheckRequest, Observer, Ranks, Run};
+pub use run::{check_one, run, run_exported, CheckRequest, Checked, Observer, Ranks, Run};
 pub use trc_properties::baseline::{Accepted, Baseline};
 
 /// Why a check could not be made or its results not written.
@@ -63,6 +63,9 @@ pub enum Error {
     /// Writing a result failed (an export, the regression corpus).
     #[error("{0}")]
     Write(String),
+    /// `--mpi` could not join an MPI job, or this build has no MPI.
+    #[error("{0}")]
+    Mpi(String),
 }
 
 impl From<String> for Error {

@@ -1,10 +1,12 @@
 //! `trc check` as a library call: a [`CheckRequest`] explored into [`CheckReport`]s.
 
 use crate::coverage::{self, Coverage};
+use crate::export::{config_label, out_dir_ok, Exports, Note};
 use crate::input::FileInfo;
 use crate::report::{results, Base, CheckReport};
 use crate::units::check_work_list;
 use crate::Error;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use trc_engine::dist::Comm;
 use trc_engine::{Options, Progress, Report};
@@ -40,15 +42,6 @@ pub struct CheckRequest {
 #[derive(Clone)]
 pub struct Ranks(pub Rc<dyn Comm>);
 
-/// `trc check --mpi`: joins the MPI job (`mpi::init`); in a build without the feature `mpi`,
-/// "unsupported" and why.
-pub fn join_mpi() -> Result<Ranks, String> {
-    #[cfg(feature = "mpi")]
-    return crate::mpi::init().map_err(|e| format!("--mpi: {e}"));
-    #[cfg(not(feature = "mpi"))]
-    Err("unsupported: --mpi: this trc was built without MPI (cargo build --release --features mpi, with Open MPI and libclang installed: docs/guides/ci.md)".into())
-}
-
 impl std::fmt::Debug for Ranks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "rank {} of {}", self.0.rank(), self.0.size())
@@ -56,6 +49,33 @@ impl std::fmt::Debug for Ranks {
 }
 
 impl CheckRequest {
+    /// `trc check --mpi`: joins the MPI job (`mpi::init`), whose ranks then explore every state
+    /// space together; in a build without the feature `mpi`, "unsupported" and why.
+    pub fn join_mpi(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "mpi")]
+        {
+            let ranks = crate::mpi::init().map_err(|e| Error::Mpi(format!("--mpi: {e}")))?;
+            self.ranks = Some(ranks);
+            Ok(())
+        }
+        #[cfg(not(feature = "mpi"))]
+        Err(Error::Mpi("unsupported: --mpi: this trc was built without MPI (cargo build --release --features mpi, with Open MPI and libclang installed: docs/guides/ci.md)".into()))
+    }
+
+    /// `--out DIR` checked by the primary process before anything is explored
+    /// ([`out_dir_ok`]), its answer agreed across an MPI job's ranks (collective): on failure
+    /// `Err(Some(why))` on the primary process, `Err(None)` on the other ranks.
+    pub fn check_out(&self, out: Option<&Path>) -> Result<(), Option<Error>> {
+        let mine = match out.filter(|_| self.primary()) {
+            Some(dir) => out_dir_ok(dir),
+            None => Ok(()),
+        };
+        match (self.agreed(mine.is_err() as i32), mine) {
+            (0, _) => Ok(()),
+            (_, mine) => Err(mine.err()),
+        }
+    }
+
     /// Whether this process prints the report and writes files: always, except the ranks other
     /// than 0 of an MPI job (they compute the same report).
     pub fn primary(&self) -> bool {
@@ -102,6 +122,8 @@ impl CheckRequest {
 pub trait Observer: Sync {
     fn progress(&self, _p: &Progress) {}
     fn explored(&self, _r: &Report<Action>) {}
+    /// A file an export wrote, or a script it could not write.
+    fn exported(&self, _n: &Note) {}
 }
 
 /// An observer that sees nothing.
@@ -171,6 +193,48 @@ pub fn run(req: &CheckRequest, obs: &dyn Observer) -> Result<Vec<Run>, Error> {
         .iter()
         .map(|cfg| check_one(req, cfg, &ids, obs))
         .collect()
+}
+
+/// What [`run_exported`] did: a report per bounds file, how many scripts the form could not
+/// express, and the first export that failed (nothing more is written after it, but the
+/// explorations go on: every rank of an MPI job takes part in each).
+pub struct Checked {
+    pub reports: Vec<CheckReport>,
+    pub unsupported: usize,
+    pub export_error: Option<Error>,
+}
+
+/// `trc check` unsharded: every bounds file explored and, by the primary process, exported
+/// (into `out/<file stem>` when there are several; `files[i]` is `req.configs[i]`'s file).
+pub fn run_exported(
+    req: &CheckRequest,
+    files: &[Option<PathBuf>],
+    exports: &Exports,
+    obs: &dyn Observer,
+) -> Result<Checked, Error> {
+    let ids = req.property_ids()?;
+    let several = req.configs.len() > 1;
+    let mut done = Checked {
+        reports: Vec::new(),
+        unsupported: 0,
+        export_error: None,
+    };
+    for (i, cfg) in req.configs.iter().enumerate() {
+        let run = check_one(req, cfg, &ids, obs)?;
+        if req.primary() && done.export_error.is_none() {
+            let file = files.get(i).and_then(|f| f.as_deref());
+            let dir = exports.out.as_ref().map(|d| match several {
+                true => d.join(config_label(file)),
+                false => d.clone(),
+            });
+            match exports.export(&run, dir.as_deref(), obs) {
+                Ok(n) => done.unsupported += n,
+                Err(e) => done.export_error = Some(e),
+            }
+        }
+        done.reports.push(run.report);
+    }
+    Ok(done)
 }
 
 /// The units of the work list a shard owns, each explored: `(unit index, its label, the run)`.

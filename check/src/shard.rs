@@ -16,20 +16,22 @@
 //! finds the SACK one first (its initial state comes first and BFS order keeps the order of the
 //! initial states at every level), which is the unit order the merge breaks ties with.
 
+use crate::export::Exports;
 use crate::report::{
     accepted_why, counterexample, outcome, Against, Base, CheckReport, PropResult, SigResult,
     SigStatus, Step,
 };
-use crate::Error;
-use crate::MatrixRow;
+use crate::units::check_work_list;
+use crate::{CheckRequest, Error, MatrixRow, Observer};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use trc_engine::{Report, SpillReport, StopReason, Verdict};
+use trc_engine::{Options, Report, SpillReport, StopReason, Verdict};
 use trc_model::model::{Action, TcpModel};
 use trc_model::{Config, Profile};
+use trc_properties::baseline::Accepted;
 
 /// `--shard I/N`: shard `index` (1-based) of `count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +331,45 @@ impl HasUnit for CheckUnitOut {
     }
 }
 
+/// A `trc check` shard's file.
+pub type CheckShard = ShardFile<CheckArgs, CheckUnitOut>;
+
+/// `trc check --shard`: the shard's units explored and exported (each into `out/<its label>`),
+/// as the file `trc merge` reads, with how many scripts the form could not express.
+pub fn run_check(
+    req: &CheckRequest,
+    shard: Shard,
+    exports: &Exports,
+    obs: &dyn Observer,
+) -> Result<(CheckShard, usize), Error> {
+    let ids = req.property_ids()?;
+    let units = check_work_list(&req.configs, &ids, req.reduce);
+    let mut done = Vec::new();
+    let mut unsupported = 0usize;
+    crate::run::run_units(req, &|k| shard.owns(k), obs, &mut |k, u, run| {
+        let dir = exports.out.as_ref().map(|d| d.join(&u.label));
+        unsupported += exports.export(&run, dir.as_deref(), obs)?;
+        done.push(CheckUnitOut {
+            unit: k,
+            label: u.label.clone(),
+            config: u.config,
+            detail: UnitDetail::new(&run.model, &run.engine, run.base.as_ref()),
+            run: run.report,
+        });
+        Ok(())
+    })?;
+    let args = CheckArgs {
+        profile: req.profile.clone(),
+        configs: req.configs.clone(),
+        properties: ids,
+        reduce: req.reduce,
+        against: req.against.as_ref().map(|p| p.name.clone()),
+        units: units.iter().map(|u| u.label.clone()).collect(),
+    };
+    let file = ShardFile::new("check", shard, units.len(), args, done);
+    Ok((file, unsupported))
+}
+
 /// What a shard's unit carries beside its report so that `trc merge` judges signatures as the
 /// one run does: every signature's shortest counterexample (the report shows one per property,
 /// which after the merge may be another unit's or another signature's) and the comparison
@@ -622,6 +663,42 @@ impl HasUnit for MatrixUnitOut {
     fn unit(&self) -> usize {
         self.unit
     }
+}
+
+/// `trc matrix --shard`: the shard's units (profile × SACK mode within `cfg`), as the file `trc
+/// merge` reads.
+pub fn run_matrix(
+    profiles: Vec<Profile>,
+    cfg: Config,
+    opts: &Options,
+    baseline: &[Accepted],
+    shard: Shard,
+) -> ShardFile<MatrixArgs, MatrixUnitOut> {
+    let units = crate::units::matrix_work_list(profiles.len(), &cfg);
+    let mut done = Vec::new();
+    for (k, (pi, mode)) in units.iter().enumerate().filter(|(k, _)| shard.owns(*k)) {
+        let mut c = cfg.clone();
+        c.sack = *mode;
+        done.push(MatrixUnitOut {
+            unit: k,
+            profile: *pi,
+            row: crate::matrix::matrix_row(&c, &profiles[*pi], opts, baseline),
+        });
+    }
+    let names = units
+        .iter()
+        .map(|(p, m)| format!("{}-{}", profiles[*p].name, crate::units::sack_label(*m)));
+    let args = MatrixArgs {
+        units: names.collect(),
+        config: cfg,
+        properties: trc_properties::catalogue()
+            .iter()
+            .map(|s| s.id.to_string())
+            .collect(),
+        profiles,
+    };
+    let n = args.units.len();
+    ShardFile::new("matrix", shard, n, args, done)
 }
 
 /// `trc merge` of `trc matrix` shards: one row per profile, its SACK halves absorbed.

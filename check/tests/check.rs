@@ -123,3 +123,41 @@ fn merged_units_are_the_one_run() {
         assert_eq!(sigs(a), sigs(b), "{}", a.id);
     }
 }
+
+#[test]
+fn a_check_writes_its_counterexamples_as_a_library_call() {
+    use std::sync::Mutex;
+    use trc_check::export::{Exports, Note};
+    struct Notes(Mutex<Vec<Note>>);
+    impl trc_check::Observer for Notes {
+        fn exported(&self, n: &Note) {
+            self.0.lock().unwrap().push(n.clone());
+        }
+    }
+    let dir = trc_testkit::scratch!("exports");
+    let mut req = seed_request();
+    req.properties = vec!["I1".into()];
+    let page =
+        |_: &_, _: &_, _: &trc_check::PropResult, f: &std::path::Path| std::fs::write(f, "page");
+    let exports = Exports {
+        out: Some(dir.clone()),
+        form: trc_trace::upstream::Form::Trc,
+        corpus: None,
+        page: &page,
+    };
+    let notes = Notes(Mutex::new(Vec::new()));
+    let checked = trc_check::run_exported(&req, &[None], &exports, &notes).unwrap();
+    assert!(checked.export_error.is_none() && checked.unsupported == 0);
+    assert_eq!(checked.reports[0].result, Outcome::Violated);
+    assert!(dir.join("I1-linux-6.15.pkt").is_file());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("I1-linux-6.15.html")).unwrap(),
+        "page"
+    );
+    let notes = notes.0.into_inner().unwrap();
+    assert!(
+        matches!(&notes[..], [Note::Wrote { stem: None, .. }]),
+        "{notes:?}"
+    );
+    assert!(notes[0].to_string().starts_with("wrote "), "{}", notes[0]);
+}

@@ -1,15 +1,19 @@
-//! `trc check` and `trc matrix`: the arguments, the request they make of `trc-check`, the
-//! exports of `--out`, and the printing.
+//! `trc check` and `trc matrix`: the arguments, the request they make of `trc-check` (which
+//! explores and writes the exports of `--out`), and the printing.
 
 use crate::args::{threads_value, BoundArgs, ModelArgs};
 use crate::exit;
 use crate::progress::LevelProgress;
 use clap::Args;
+use std::io;
 use std::path::{Path, PathBuf};
-use trc_check::shard::{CheckUnitOut, Shard, ShardFile, UnitDetail};
-use trc_check::{CheckReport, CheckRequest, MatrixRow, Run};
-use trc_engine::{Options, Verdict};
+use trc_check::export::Exports;
+use trc_check::shard::Shard;
+use trc_check::{CheckReport, CheckRequest, MatrixRow, Outcome, PropResult};
+use trc_engine::{Options, Path as EnginePath};
+use trc_model::model::{Action, TcpModel};
 use trc_model::{Config, Profile};
+use trc_trace::upstream::Form;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -177,29 +181,32 @@ pub fn run_check(a: CheckArgs) -> i32 {
         return exit::usage_error(e);
     }
     if a.mpi {
-        match trc_check::join_mpi() {
-            Ok(r) => req.ranks = Some(r),
-            Err(e) => {
-                eprintln!("trc: {e}");
-                return exit::INCOMPLETE;
-            }
+        if let Err(e) = req.join_mpi() {
+            eprintln!("trc: {e}");
+            return exit::INCOMPLETE;
         }
     }
     // Rank 0 alone writes `--out`; every rank stops with it if the directory is unusable.
-    let out = a
-        .out
-        .as_ref()
-        .filter(|_| req.primary())
-        .map(|d| out_dir_ok(d));
-    let code = req.agreed(out.map_or(0, |r| r.map_or_else(|e| exit::usage_error(&e), |()| 0)));
-    if code != 0 {
-        return code;
+    if let Err(e) = req.check_out(a.out.as_deref()) {
+        return e.map_or(exit::USAGE, |e| exit::usage_error(&e));
     }
     let progress = LevelProgress::new(a.json || a.shard.is_some() || !req.primary());
-    match a.shard {
-        Some(shard) => check_shard(&a, &req, shard, progress),
-        None => check_all(&a, &req, &files, progress),
-    }
+    let exports = Exports {
+        out: a.out.clone(),
+        form: Form::parse(&a.format).unwrap_or(Form::Trc),
+        corpus: a.save_regressions.then(|| a.regressions.clone()),
+        page: &page,
+    };
+    let code = match a.shard {
+        Some(shard) => check_shard(&req, shard, &exports, progress),
+        None => check_all(&a, &req, &files, &exports, progress),
+    };
+    req.agreed(code)
+}
+
+/// The counterexample page `--out` writes beside each script.
+fn page(m: &TcpModel, path: &EnginePath<Action>, p: &PropResult, file: &Path) -> io::Result<()> {
+    trc_viz::counterexample_page(m, path, &p.name, &p.id, file)
 }
 
 /// The unsharded check: every bounds file explored, exported and printed.
@@ -207,92 +214,45 @@ fn check_all(
     a: &CheckArgs,
     req: &CheckRequest,
     files: &[Option<PathBuf>],
+    exports: &Exports,
     progress: LevelProgress,
 ) -> i32 {
-    let ids = req.properties.clone();
-    let several = req.configs.len() > 1;
-    let mut reports = Vec::new();
-    let mut unsupported = 0usize;
-    let mut failed = None;
-    for (cfg, path) in req.configs.iter().zip(files) {
-        let out_dir = a.out.as_ref().map(|d| {
-            if several {
-                d.join(config_label(path.as_deref()))
-            } else {
-                d.clone()
-            }
-        });
-        let run = match trc_check::check_one(req, cfg, &ids, &progress) {
-            Ok(r) => r,
-            Err(e) => return exit::usage_error(&e),
-        };
-        if req.primary() && failed.is_none() {
-            match export(a, &run, out_dir.as_deref()) {
-                Ok(n) => unsupported += n,
-                // Explore on: every rank of an MPI job takes part in every exploration.
-                Err(e) => failed = Some(exit::usage_error(&e)),
-            }
-        }
-        reports.push(run.report);
-    }
+    let r = trc_check::run_exported(req, files, exports, &progress);
     progress.finish();
-    let code = failed.unwrap_or_else(|| {
-        if req.primary() {
-            print_check(&reports, a.json);
-        }
-        if unsupported > 0 {
-            exit::INCOMPLETE
-        } else {
-            exit::of_check(&reports)
-        }
-    });
-    req.agreed(code)
+    let checked = match r {
+        Ok(c) => c,
+        Err(e) => return exit::usage_error(&e),
+    };
+    if let Some(e) = checked.export_error {
+        return exit::usage_error(&e);
+    }
+    if req.primary() {
+        print_check(&checked.reports, a.json);
+    }
+    match checked.unsupported {
+        0 => exit::of_check(&checked.reports),
+        _ => exit::INCOMPLETE,
+    }
 }
 
 /// A shard of the check: its units explored (and exported) and printed as JSON for `trc merge`.
-fn check_shard(a: &CheckArgs, req: &CheckRequest, shard: Shard, progress: LevelProgress) -> i32 {
-    let ids = req.properties.clone();
-    let units = trc_check::units::check_work_list(&req.configs, &ids, req.reduce);
-    let mut done = Vec::new();
-    let mut unsupported = 0usize;
-    let r = trc_check::run::run_units(req, &|k| shard.owns(k), &progress, &mut |k, u, run| {
-        unsupported += export(a, &run, a.out.as_ref().map(|d| d.join(&u.label)).as_deref())
-            .map_err(trc_check::Error::Write)?;
-        done.push(CheckUnitOut {
-            unit: k,
-            label: u.label.clone(),
-            config: u.config,
-            detail: UnitDetail::new(&run.model, &run.engine, run.base.as_ref()),
-            run: run.report,
-        });
-        Ok(())
-    });
+fn check_shard(
+    req: &CheckRequest,
+    shard: Shard,
+    exports: &Exports,
+    progress: LevelProgress,
+) -> i32 {
+    let r = trc_check::shard::run_check(req, shard, exports, &progress);
     progress.finish();
-    if let Err(e) = r {
-        return exit::usage_error(&e);
-    }
-    let reports: Vec<CheckReport> = done.iter().map(|u| u.run.clone()).collect();
-    let args = trc_check::shard::CheckArgs {
-        profile: req.profile.clone(),
-        configs: req.configs.clone(),
-        properties: ids,
-        reduce: req.reduce,
-        against: req.against.as_ref().map(|p| p.name.clone()),
-        units: units.iter().map(|u| u.label.clone()).collect(),
+    let (file, unsupported) = match r {
+        Ok(x) => x,
+        Err(e) => return exit::usage_error(&e),
     };
-    let file = ShardFile::new("check", shard, units.len(), args, done);
     crate::print_json(&file.json());
-    if unsupported > 0 {
-        return exit::INCOMPLETE;
+    match unsupported {
+        0 => exit::of_outcome(Outcome::worst(file.units.iter().map(|u| u.run.result))),
+        _ => exit::INCOMPLETE,
     }
-    exit::of_check(&reports)
-}
-
-/// The export subdirectory of a bounds file when several are checked: its file stem.
-fn config_label(path: Option<&Path>) -> String {
-    path.and_then(|p| p.file_stem())
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "default".into())
 }
 
 /// Prints one report per bounds file (`trc check` and `trc merge`): one file's JSON as it is,
@@ -303,102 +263,6 @@ pub fn print_check(reports: &[CheckReport], json: bool) {
     } else {
         print!("{}", CheckReport::render_runs(reports));
     }
-}
-
-/// `--out DIR` is usable before the exploration starts (not after it): a directory, or one that
-/// can be created.
-fn out_dir_ok(dir: &Path) -> Result<(), String> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(format!(
-            "--out {}: not a directory (--out names the directory the counterexamples go to)",
-            dir.display()
-        ));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))
-}
-
-/// `--out` / `--save-regressions`: export every violated property's counterexample — the one
-/// printed: of the shortest failing signature, else the shortest — (messages on stderr, so
-/// `--json` output stays machine-readable). Returns how many scripts `--format` could not
-/// express ("unsupported: ...").
-fn export(a: &CheckArgs, run: &Run, out: Option<&Path>) -> Result<usize, String> {
-    let corpus = a.save_regressions.then_some(a.regressions.as_path());
-    if out.is_none() && corpus.is_none() {
-        return Ok(0);
-    }
-    let form =
-        trc_trace::upstream::Form::parse(&a.format).unwrap_or(trc_trace::upstream::Form::Trc);
-    let mut unsupported = 0;
-    let model = &run.model;
-    for p in &run.report.properties {
-        let (Verdict::Violated, Some(path)) = (p.verdict, &p.path) else {
-            continue;
-        };
-        let x = trc_check::export::export(model, p).map_err(|e| e.to_string())?;
-        if let Some(dir) = out {
-            if !write_out(a, run, p, path, &x, dir, form)? {
-                unsupported += 1;
-            }
-        }
-        if let Some(dir) = corpus {
-            match trc_trace::regress::add(dir, &x).map_err(|e| e.to_string())? {
-                trc_trace::regress::Saved::Added(f) => {
-                    eprintln!("trc check: added {} to the regression corpus", f.display())
-                }
-                trc_trace::regress::Saved::AlreadyPresent(n) => eprintln!(
-                    "trc check: {} on {} already in the regression corpus ({n})",
-                    p.id, model.profile.name
-                ),
-            }
-        }
-    }
-    Ok(unsupported)
-}
-
-/// One counterexample into `--out DIR`: the script in `form` (false: the form cannot express it,
-/// said on stderr), its JSON, DOT and counterexample page.
-fn write_out(
-    a: &CheckArgs,
-    run: &Run,
-    p: &trc_check::report::PropResult,
-    path: &trc_engine::Path<trc_model::model::Action>,
-    x: &trc_trace::export::Exported,
-    dir: &Path,
-    form: trc_trace::upstream::Form,
-) -> Result<bool, String> {
-    let model = &run.model;
-    let f = match trc_trace::write_export_as(dir, x, form)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-    {
-        Ok(f) => f,
-        Err(u) => {
-            eprintln!(
-                "trc check: {} on {}: no {} script: {u}",
-                p.id, model.profile.name, a.format
-            );
-            return Ok(false);
-        }
-    };
-    // The counterexample page beside the JSON: what `trc graph` draws for it.
-    let stem = trc_trace::file_safe(&format!("{}-{}", x.trace.property, x.trace.profile.name));
-    let page = dir.join(format!("{stem}.html"));
-    trc_viz::counterexample_page(model, path, &p.name, &p.id, &page)
-        .map_err(|e| format!("{}: {e}", page.display()))?;
-    let model_only = if x.trace.kernel_runnable {
-        ""
-    } else {
-        " [model-only events: see its header]"
-    };
-    let beside = if form == trc_trace::upstream::Form::Trc {
-        String::new()
-    } else {
-        stem.clone()
-    };
-    eprintln!(
-        "trc check: wrote {} (+ {beside}.json, .dot, .html){model_only}",
-        f.display()
-    );
-    Ok(true)
 }
 
 pub fn run_matrix(a: MatrixArgs) -> i32 {
@@ -427,36 +291,15 @@ pub fn run_matrix(a: MatrixArgs) -> i32 {
         Ok(b) => b.accepted,
         Err(e) => return exit::usage_error(&e),
     };
-    let row = |c: &Config, p: &Profile| trc_check::matrix::matrix_row(c, p, &opts, &baseline);
     if let Some(shard) = a.shard {
-        let units = trc_check::units::matrix_work_list(profiles.len(), &cfg);
-        let mut done = Vec::new();
-        for (k, (pi, mode)) in units.iter().enumerate().filter(|(k, _)| shard.owns(*k)) {
-            let mut c = cfg.clone();
-            c.sack = *mode;
-            done.push(trc_check::shard::MatrixUnitOut {
-                unit: k,
-                profile: *pi,
-                row: row(&c, &profiles[*pi]),
-            });
-        }
-        let names = units
-            .iter()
-            .map(|(p, m)| format!("{}-{}", profiles[*p].name, trc_check::units::sack_label(*m)));
-        let args = trc_check::shard::MatrixArgs {
-            units: names.collect(),
-            config: cfg,
-            properties: trc_properties::catalogue()
-                .iter()
-                .map(|s| s.id.to_string())
-                .collect(),
-            profiles,
-        };
-        let n = args.units.len();
-        crate::print_json(&ShardFile::new("matrix", shard, n, args, done).json());
+        let file = trc_check::shard::run_matrix(profiles, cfg, &opts, &baseline, shard);
+        crate::print_json(&file.json());
         return exit::HOLDS;
     }
-    let rows: Vec<MatrixRow> = profiles.iter().map(|p| row(&cfg, p)).collect();
+    let rows: Vec<MatrixRow> = profiles
+        .iter()
+        .map(|p| trc_check::matrix::matrix_row(&cfg, p, &opts, &baseline))
+        .collect();
     print_matrix(&rows, a.json);
     exit::HOLDS
 }

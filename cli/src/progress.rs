@@ -1,7 +1,7 @@
 //! The progress display of a check on a terminal (`trc check` without `--json`, stdout and
 //! stderr both terminals): one line per BFS level (depth, states, states/s, memory) above a
 //! spinner, and a one-line summary after each exploration. Nothing otherwise, so piped output
-//! is plain.
+//! is plain. The files a check's exports write are said on stderr, terminal or not.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -78,5 +78,10 @@ impl trc_check::Observer for LevelProgress {
             report.unique_states as f64 / secs.max(1e-9),
             report.peak_memory_bytes as f64 / MIB
         ));
+    }
+
+    /// What an export wrote, on stderr (so `--json` output stays machine-readable).
+    fn exported(&self, n: &trc_check::export::Note) {
+        eprintln!("trc check: {n}");
     }
 }

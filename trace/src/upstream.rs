@@ -49,6 +49,15 @@ impl Form {
         }
     }
 
+    /// The name `--format` takes for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Trc => "trc",
+            Form::Gtest => "gtest",
+            Form::Selftest => "selftest",
+        }
+    }
+
     /// The defaults command of the form (relative to the script's directory).
     fn defaults(self) -> &'static str {
         match self {

@@ -71,7 +71,7 @@ pub fn export_actions(
     sc: &Scenario,
     actions: &[Action],
     g: &GenOptions,
-) -> Result<Exported, String> {
+) -> Result<Exported, export::ExportError> {
     export::export_walk(
         &sc.model(profile),
         0,
@@ -80,7 +80,6 @@ pub fn export_actions(
         g.gap_ms,
         g.margin_ms,
     )
-    .map_err(|e| e.1)
 }
 
 /// Runs an exported walk once on the kernel and compares it with the model.

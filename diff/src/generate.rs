@@ -392,7 +392,7 @@ pub fn normalize(model: &TcpModel, actions: &[Action], g: &GenOptions) -> Vec<Ac
     loop {
         match export::export_walk(model, 0, &out, "probe", g.gap_ms, g.margin_ms) {
             Ok(_) => return out,
-            Err((step, _)) if step >= 1 && step <= out.len() => out.truncate(step - 1),
+            Err(e) if (1..=out.len()).contains(&e.step()) => out.truncate(e.step() - 1),
             Err(_) => {
                 out.clear();
                 return out;

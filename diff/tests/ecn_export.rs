@@ -39,7 +39,7 @@ fn ece_walk_exports_with_cwr_and_replays() {
     let model = TcpModel::new(cfg, Profile::linux_6_18());
     let actions = walk(&model, 10, &[2, 7]);
     let x = trc_trace::export::export_walk(&model, 0, &actions, "ecn", 3, 0)
-        .unwrap_or_else(|(i, e)| panic!("step {i}: {e}"));
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(x.trace.kernel_runnable, "{}", x.pkt);
     assert!(
         x.pkt.contains("< SEW 0:0(0)") && x.pkt.contains("> SE. 0:0(0)"),

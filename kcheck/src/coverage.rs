@@ -507,7 +507,7 @@ fn export(
     model: &TcpModel,
     p: &GraphPath,
     name: &str,
-) -> Result<trc_trace::export::Exported, String> {
+) -> Result<trc_trace::export::Exported, trc_trace::export::ExportError> {
     let g = trc_diff::GenOptions::default();
     match trc_trace::export::export_walk(
         model,

@@ -65,7 +65,10 @@ pub enum PlanError {
     Io(#[from] trc_files::PathError),
     /// A model path that could not be exported as a script; `what` names it.
     #[error("{what}: {why}")]
-    Export { what: String, why: String },
+    Export {
+        what: String,
+        why: trc_trace::export::ExportError,
+    },
 }
 
 pub use trc_properties::baseline::Accepted;

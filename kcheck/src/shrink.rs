@@ -67,7 +67,7 @@ impl ActionList {
             How::Walk { gen, name } => {
                 trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms)
                     .map(|x| x.pkt)
-                    .map_err(|e| e.1)
+                    .map_err(|e| e.to_string())
             }
             How::Counterexample {
                 init,
@@ -85,7 +85,8 @@ impl ActionList {
                         statement,
                     },
                     trc_trace::export::COUNTEREXAMPLE_GAP_MS,
-                )?;
+                )
+                .map_err(|e| e.to_string())?;
                 if !x.trace.kernel_runnable {
                     return Err("not kernel-runnable".into());
                 }

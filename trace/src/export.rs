@@ -23,6 +23,103 @@ pub const PEER_TS_BASE: u32 = 150;
 /// SYN's `wscale 7`.
 pub const PEER_MAX_WINDOW: u32 = 320 << 7;
 
+/// Why a path cannot be exported as a script.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ExportError {
+    /// The path starts from an initial state the model does not have.
+    #[error("init index {0} out of range")]
+    InitIndex(usize),
+    /// The path's action `index` cannot be taken where the path has got to.
+    #[error("action {index} ({action}) does not apply")]
+    NotApplicable { index: usize, action: Action },
+    /// The driver's first flight is not the model's.
+    #[error("initial flight differs")]
+    FirstFlight,
+    /// Step `step` (1-based) cannot be expressed as the model took it.
+    #[error("step {step}: {why}")]
+    Step { step: usize, why: StepError },
+    /// The re-timed run with every sending timer [`TIMER_LATE_MS`] late failed.
+    #[error("{0} [with the timers firing {TIMER_LATE_MS} ms late, as a HZ=250 kernel may: the decision depends on timer slack]")]
+    TimerSlack(Box<ExportError>),
+    /// The re-timed run with the jiffy ticks `ms` later than the model's failed (CUBIC).
+    #[error("{inner} [with the jiffy ticks {ms} ms later than the model's: CUBIC's per-jiffy decisions depend on the phase]")]
+    JiffyPhase { ms: u32, inner: Box<ExportError> },
+}
+
+impl ExportError {
+    /// The step to blame (0: none, or the path's start).
+    pub fn step(&self) -> usize {
+        match self {
+            ExportError::Step { step, .. } => *step,
+            ExportError::TimerSlack(e) | ExportError::JiffyPhase { inner: e, .. } => e.step(),
+            _ => 0,
+        }
+    }
+}
+
+/// Why one step cannot be exported (times in ms after the first write).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum StepError {
+    #[error("packet {0} is not in the exporter's flight")]
+    NotInFlight(u16),
+    #[error("the flight shrank by more than the step's packet")]
+    FlightShrank,
+    /// RFC 5961 5.2: the kernel discards an ACK that far below snd_una.
+    #[error("the old ACK is {lag} bytes below snd_una, more than the script's peer window ({PEER_MAX_WINDOW} bytes): the kernel would discard it (RFC 5961 5.2)")]
+    OldAckTooOld { lag: u64 },
+    #[error("{desc}: this event is not exported yet")]
+    NotExported { desc: String },
+    #[error("the ACK would arrive at {t} ms, after the pending {kind:?} timer ({deadline} ms)")]
+    AckAfterTimer {
+        t: u32,
+        kind: TimerKind,
+        deadline: u32,
+    },
+    #[error("the ACK would arrive at {t} ms, within {margin} ms of the pending {kind:?} timer ({deadline} ms)")]
+    AckNearTimer {
+        t: u32,
+        margin: u32,
+        kind: TimerKind,
+        deadline: u32,
+    },
+    #[error("the ACK would arrive at {t} ms, within {margin} ms of a timer expiry that sent nothing ({quiet} ms)")]
+    AckNearQuietTimer { t: u32, margin: u32, quiet: u32 },
+    /// The ACK's TSecr is not the stamp of a transmission the exporter knows (`from`: the
+    /// receiver's TS.Recent as the exporter has it).
+    #[error("the ACK echoes TS {ecr}, the receiver's TS.Recent came from {from}: the echo's transmission is unknown")]
+    UnknownEcho { ecr: u32, from: String },
+    #[error("no timer armed in the re-timed run")]
+    NoTimer,
+    #[error("{armed:?} timer armed, the trace fires {fired:?}")]
+    OtherTimer { armed: TimerKind, fired: TimerKind },
+    #[error(
+        "the write at {t} ms is within {margin} ms of the pending {kind:?} timer ({deadline} ms)"
+    )]
+    WriteNearTimer {
+        t: u32,
+        margin: u32,
+        kind: TimerKind,
+        deadline: u32,
+    },
+    #[error("the write at {t} ms is within {margin} ms of a timer expiry that sent nothing ({quiet} ms)")]
+    WriteNearQuietTimer { t: u32, margin: u32, quiet: u32 },
+    /// The re-timed run's decisions and the trace's, as `Debug` shows them.
+    #[error("the re-timed run decides differently ({retimed} vs {trace})")]
+    Decides { retimed: String, trace: String },
+    #[error("the walk ends with a timer that sent nothing ({t} ms) and the {kind:?} timer is due within {margin} ms ({deadline} ms)")]
+    EndNearTimer {
+        t: u32,
+        margin: u32,
+        kind: TimerKind,
+        deadline: u32,
+    },
+}
+
+/// `why` at step `step`.
+fn at(step: usize, why: StepError) -> ExportError {
+    ExportError::Step { step, why }
+}
+
 /// One step of an exported trace (`.json`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TraceStep {
@@ -71,16 +168,20 @@ pub fn states(
     model: &TcpModel,
     init_index: usize,
     actions: &[Action],
-) -> Result<Vec<(Option<Action>, State)>, String> {
+) -> Result<Vec<(Option<Action>, State)>, ExportError> {
     let mut inits = model.init_states();
     if init_index >= inits.len() {
-        return Err(format!("init index {init_index} out of range"));
+        return Err(ExportError::InitIndex(init_index));
     }
     let mut out = vec![(None, inits.swap_remove(init_index))];
     for (i, a) in actions.iter().enumerate() {
-        let next = model
-            .next_state(&out.last().unwrap().1, *a)
-            .ok_or_else(|| format!("action {i} ({a}) does not apply"))?;
+        let next =
+            model
+                .next_state(&out.last().unwrap().1, *a)
+                .ok_or(ExportError::NotApplicable {
+                    index: i,
+                    action: *a,
+                })?;
         out.push((Some(*a), next));
     }
     Ok(out)
@@ -331,7 +432,7 @@ pub fn export(
     actions: &[Action],
     subject: Subject,
     gap_ms: u32,
-) -> Result<Exported, String> {
+) -> Result<Exported, ExportError> {
     match export_with(
         model,
         init_index,
@@ -371,7 +472,7 @@ pub fn export(
 /// header or break marker, and with a timer margin: an inbound ACK or write closer than
 /// `margin_ms` before the pending timer's deadline (or after a timer expiry that sent nothing)
 /// is a race a real kernel (HZ=250) may decide the other way, so the walk is refused
-/// (`Err((step, why))`) instead of falling back to exact times. So is a CUBIC walk whose re-timed
+/// (`Err`, with [`ExportError::step`] the step to blame) instead of falling back to exact times. So is a CUBIC walk whose re-timed
 /// run decides differently with the jiffy ticks elsewhere ([`jiffy_phase_independent`]).
 pub fn export_walk(
     model: &TcpModel,
@@ -380,15 +481,7 @@ pub fn export_walk(
     name: &str,
     gap_ms: u32,
     margin_ms: u32,
-) -> Result<Exported, (usize, String)> {
-    let step_of = |e: String| {
-        let step = e
-            .strip_prefix("step ")
-            .and_then(|r| r.split(':').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        (step, e)
-    };
+) -> Result<Exported, ExportError> {
     let x = export_with(
         model,
         init_index,
@@ -396,10 +489,9 @@ pub fn export_walk(
         walk(name),
         Spacing { gap_ms, margin_ms },
         Variant::default(),
-    )
-    .map_err(step_of)?;
-    jiffy_phase_independent(model, init_index, actions, gap_ms, margin_ms).map_err(step_of)?;
-    timer_slack_independent(model, init_index, actions, gap_ms, margin_ms).map_err(step_of)?;
+    )?;
+    jiffy_phase_independent(model, init_index, actions, gap_ms, margin_ms)?;
+    timer_slack_independent(model, init_index, actions, gap_ms, margin_ms)?;
     Ok(x)
 }
 
@@ -445,13 +537,23 @@ fn timer_slack_independent(
     actions: &[Action],
     gap_ms: u32,
     margin_ms: u32,
-) -> Result<(), String> {
+) -> Result<(), ExportError> {
     let v = Variant {
         timer_late_ms: TIMER_LATE_MS,
         ..Variant::default()
     };
-    export_with(model, init_index, actions, walk("late"), Spacing { gap_ms, margin_ms: margin_ms.saturating_sub(TIMER_LATE_MS) }, v)
-        .map_err(|e| format!("{e} [with the timers firing {TIMER_LATE_MS} ms late, as a HZ=250 kernel may: the decision depends on timer slack]"))?;
+    export_with(
+        model,
+        init_index,
+        actions,
+        walk("late"),
+        Spacing {
+            gap_ms,
+            margin_ms: margin_ms.saturating_sub(TIMER_LATE_MS),
+        },
+        v,
+    )
+    .map_err(|e| ExportError::TimerSlack(Box::new(e)))?;
     Ok(())
 }
 
@@ -473,7 +575,7 @@ fn jiffy_phase_independent(
     actions: &[Action],
     gap_ms: u32,
     margin_ms: u32,
-) -> Result<(), String> {
+) -> Result<(), ExportError> {
     if model.cfg.cc != trc_model::CcKind::Cubic {
         return Ok(());
     }
@@ -484,8 +586,18 @@ fn jiffy_phase_independent(
             jiffy_phase_us: phase,
             ..Variant::default()
         };
-        export_with(model, init_index, actions, walk("phase"), Spacing { gap_ms, margin_ms }, v)
-            .map_err(|e| format!("{e} [with the jiffy ticks {ms} ms later than the model's: CUBIC's per-jiffy decisions depend on the phase]"))?;
+        export_with(
+            model,
+            init_index,
+            actions,
+            walk("phase"),
+            Spacing { gap_ms, margin_ms },
+            v,
+        )
+        .map_err(|e| ExportError::JiffyPhase {
+            ms,
+            inner: Box::new(e),
+        })?;
     }
     Ok(())
 }
@@ -526,7 +638,7 @@ fn export_with(
     subject: Subject,
     sp: Spacing,
     v: Variant,
-) -> Result<Exported, String> {
+) -> Result<Exported, ExportError> {
     let path = states(model, init_index, actions)?;
     let mut x = Exporter::new(model, &path, subject, sp, v);
     x.header();
@@ -621,7 +733,7 @@ impl Echo {
         prev: &State,
         a: Action,
         idx: usize,
-    ) -> Result<Option<Stamp>, String> {
+    ) -> Result<Option<Stamp>, ExportError> {
         let (pkt, fate) = match a {
             Action::Drop { pkt } => {
                 self.take(pkt, idx)?;
@@ -650,22 +762,24 @@ impl Echo {
         }
     }
 
-    fn take(&mut self, pkt: u16, idx: usize) -> Result<Stamp, String> {
+    fn take(&mut self, pkt: u16, idx: usize) -> Result<Stamp, ExportError> {
         if (pkt as usize) < self.flight.len() {
             Ok(self.flight.remove(pkt as usize))
         } else {
-            Err(format!(
-                "step {idx}: packet {pkt} is not in the exporter's flight"
-            ))
+            Err(at(idx, StepError::NotInFlight(pkt)))
         }
     }
 
     /// The packets the step appended to the model's flight left at script label `label`.
-    fn sent(&mut self, next: &State, ts_base: u32, label: u32, idx: usize) -> Result<(), String> {
+    fn sent(
+        &mut self,
+        next: &State,
+        ts_base: u32,
+        label: u32,
+        idx: usize,
+    ) -> Result<(), ExportError> {
         if next.flight.len() < self.flight.len() {
-            return Err(format!(
-                "step {idx}: the flight shrank by more than the step's packet"
-            ));
+            return Err(at(idx, StepError::FlightShrank));
         }
         for p in &next.flight[self.flight.len()..] {
             self.flight.push(Stamp {
@@ -884,7 +998,7 @@ impl<'a> Exporter<'a> {
     }
 
     /// Step 0: the initial write and the first flight, which must be the trace's.
-    fn first_flight(&mut self) -> Result<(), String> {
+    fn first_flight(&mut self) -> Result<(), ExportError> {
         let cfg = &self.model.cfg;
         let t0 = self.at(0);
         self.e.comment(&format!(
@@ -909,7 +1023,7 @@ impl<'a> Exporter<'a> {
         );
         let init = &self.path[0].1;
         if decisions(&self.d.snd) != decisions(&init.sender) {
-            return Err("initial flight differs".into());
+            return Err(ExportError::FirstFlight);
         }
         asserts(&mut self.e, t0, &self.d);
         self.steps.push(TraceStep {
@@ -930,7 +1044,7 @@ impl<'a> Exporter<'a> {
         prev: &State,
         a: Action,
         next: &State,
-    ) -> Result<(), String> {
+    ) -> Result<(), ExportError> {
         let desc = describe(prev, &a);
         let m = next.now;
         let brk = if idx == self.vstep && !self.subject.is_walk() {
@@ -981,7 +1095,7 @@ impl<'a> Exporter<'a> {
                 // the script's peer advertises PEER_MAX_WINDOW bytes.
                 let lag = prev.sender.snd_una.wrapping_sub(ack.ack) as u64 * MSS as u64;
                 if lag > PEER_MAX_WINDOW as u64 {
-                    return Err(format!("step {idx}: the old ACK is {lag} bytes below snd_una, more than the script's peer window ({PEER_MAX_WINDOW} bytes): the kernel would discard it (RFC 5961 5.2)"));
+                    return Err(at(idx, StepError::OldAckTooOld { lag }));
                 }
                 self.inbound_ack(idx, ack, echo, (false, true), m, &desc, &brk)?
             }
@@ -991,11 +1105,7 @@ impl<'a> Exporter<'a> {
                 self.tsq(idx, matches!(a, Action::TsqFill), m, &desc, &brk)
             }
             #[allow(unreachable_patterns)]
-            _ => {
-                return Err(format!(
-                    "step {idx}: {desc}: this event is not exported yet"
-                ))
-            }
+            _ => return Err(at(idx, StepError::NotExported { desc })),
         };
         let base = self.model.cfg.ts_base;
         self.echo.sent(next, base, label(out.t + base, base), idx)?;
@@ -1031,7 +1141,7 @@ impl<'a> Exporter<'a> {
         m: u32,
         desc: &str,
         brk: &str,
-    ) -> Result<Emitted, String> {
+    ) -> Result<Emitted, ExportError> {
         let cfg = &self.model.cfg;
         let mut t = self.last_t + (m - self.last_m).max(self.sp.gap_ms);
         if self.sp.gap_ms > 0
@@ -1042,15 +1152,37 @@ impl<'a> Exporter<'a> {
         let margin = self.sp.margin_ms;
         if let Some(tm) = self.d.timer() {
             if t > tm.deadline || (t == tm.deadline && self.sp.gap_ms > 0) {
-                return Err(format!("step {idx}: the ACK would arrive at {t} ms, after the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                return Err(at(
+                    idx,
+                    StepError::AckAfterTimer {
+                        t,
+                        kind: tm.kind,
+                        deadline: tm.deadline,
+                    },
+                ));
             }
             if margin > 0 && t + margin > tm.deadline {
-                return Err(format!("step {idx}: the ACK would arrive at {t} ms, within {margin} ms of the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                return Err(at(
+                    idx,
+                    StepError::AckNearTimer {
+                        t,
+                        margin,
+                        kind: tm.kind,
+                        deadline: tm.deadline,
+                    },
+                ));
             }
         }
         if let Some(q) = self.quiet_timer {
             if margin > 0 && t < q + margin {
-                return Err(format!("step {idx}: the ACK would arrive at {t} ms, within {margin} ms of a timer expiry that sent nothing ({q} ms)"));
+                return Err(at(
+                    idx,
+                    StepError::AckNearQuietTimer {
+                        t,
+                        margin,
+                        quiet: q,
+                    },
+                ));
             }
         }
         let mut ack2 = ack.clone();
@@ -1059,7 +1191,8 @@ impl<'a> Exporter<'a> {
             (None, _) => 0,
             (Some(ecr), Some(e)) if ecr == e.model => e.label,
             (Some(ecr), e) => {
-                return Err(format!("step {idx}: the ACK echoes TS {ecr}, the receiver's TS.Recent came from {e:?}: the echo's transmission is unknown"));
+                let from = format!("{e:?}");
+                return Err(at(idx, StepError::UnknownEcho { ecr, from }));
             }
         };
         ack2.tsecr = ack.tsecr.map(|_| retimed_tsecr(ecr_label, cfg.ts_base));
@@ -1093,10 +1226,10 @@ impl<'a> Exporter<'a> {
         m: u32,
         desc: &str,
         brk: &str,
-    ) -> Result<Emitted, String> {
+    ) -> Result<Emitted, ExportError> {
         let base = self.model.cfg.ts_base;
         let Some(tm) = self.d.timer() else {
-            return Err(format!("step {idx}: no timer armed in the re-timed run"));
+            return Err(at(idx, StepError::NoTimer));
         };
         let want = match a {
             Action::Rto => TimerKind::Rto,
@@ -1104,9 +1237,12 @@ impl<'a> Exporter<'a> {
             _ => TimerKind::Reo,
         };
         if tm.kind != want {
-            return Err(format!(
-                "step {idx}: {:?} timer armed, the trace fires {want:?}",
-                tm.kind
+            return Err(at(
+                idx,
+                StepError::OtherTimer {
+                    armed: tm.kind,
+                    fired: want,
+                },
             ));
         }
         let mut t = tm.deadline.max(self.last_t);
@@ -1156,13 +1292,21 @@ impl<'a> Exporter<'a> {
     }
 
     /// A one-segment application write and what it sends.
-    fn write(&mut self, idx: usize, m: u32, desc: &str, brk: &str) -> Result<Emitted, String> {
+    fn write(&mut self, idx: usize, m: u32, desc: &str, brk: &str) -> Result<Emitted, ExportError> {
         let base = self.model.cfg.ts_base;
         let margin = self.sp.margin_ms;
         let t = self.last_t + (m - self.last_m);
         if let (Some(tm), true) = (self.d.timer(), margin > 0) {
             if t + margin > tm.deadline {
-                return Err(format!("step {idx}: the write at {t} ms is within {margin} ms of the pending {:?} timer ({} ms)", tm.kind, tm.deadline));
+                return Err(at(
+                    idx,
+                    StepError::WriteNearTimer {
+                        t,
+                        margin,
+                        kind: tm.kind,
+                        deadline: tm.deadline,
+                    },
+                ));
             }
         }
         // As for ACKs: no outbound line tells the runner when a timer that sent nothing really
@@ -1171,7 +1315,14 @@ impl<'a> Exporter<'a> {
         // write comes first and the kernel is still in Disorder).
         if let Some(q) = self.quiet_timer {
             if margin > 0 && t < q + margin {
-                return Err(format!("step {idx}: the write at {t} ms is within {margin} ms of a timer expiry that sent nothing ({q} ms)"));
+                return Err(at(
+                    idx,
+                    StepError::WriteNearQuietTimer {
+                        t,
+                        margin,
+                        quiet: q,
+                    },
+                ));
             }
         }
         self.e
@@ -1221,13 +1372,11 @@ impl<'a> Exporter<'a> {
     }
 
     /// The re-timed run must reach the trace's decisions at every step.
-    fn recheck(&self, idx: usize, next: &State) -> Result<(), String> {
+    fn recheck(&self, idx: usize, next: &State) -> Result<(), ExportError> {
         if decisions(&self.d.snd) != decisions(&next.sender) {
-            return Err(format!(
-                "step {idx}: the re-timed run decides differently ({:?} vs {:?})",
-                decisions(&self.d.snd),
-                decisions(&next.sender)
-            ));
+            let retimed = format!("{:?}", decisions(&self.d.snd));
+            let trace = format!("{:?}", decisions(&next.sender));
+            return Err(at(idx, StepError::Decides { retimed, trace }));
         }
         Ok(())
     }
@@ -1242,7 +1391,7 @@ impl<'a> Exporter<'a> {
         t: u32,
         quiet: bool,
         next: &State,
-    ) -> Result<(), String> {
+    ) -> Result<(), ExportError> {
         let s = self.subject;
         if idx == self.vstep && !s.is_walk() {
             self.e.comment(&format!(
@@ -1258,7 +1407,15 @@ impl<'a> Exporter<'a> {
         if s.is_walk() && quiet && margin > 0 {
             if let Some(tm) = self.d.timer() {
                 if tm.deadline < t + margin {
-                    return Err(format!("step {idx}: the walk ends with a timer that sent nothing ({t} ms) and the {:?} timer is due within {margin} ms ({} ms)", tm.kind, tm.deadline));
+                    return Err(at(
+                        idx,
+                        StepError::EndNearTimer {
+                            t,
+                            margin,
+                            kind: tm.kind,
+                            deadline: tm.deadline,
+                        },
+                    ));
                 }
             }
             at_t = t + margin;
@@ -1494,7 +1651,18 @@ mod tests {
             .map(|x| x.pkt)
             .expect_err("spaced with the true echo, the re-timed run undoes at step 9");
         assert!(
-            why.starts_with("step 9: the re-timed run decides differently"),
+            matches!(
+                why,
+                ExportError::Step {
+                    step: 9,
+                    why: StepError::Decides { .. }
+                }
+            ),
+            "{why}"
+        );
+        assert!(
+            why.to_string()
+                .starts_with("step 9: the re-timed run decides differently"),
             "{why}"
         );
         let x = export(&model, 0, &path, subject, COUNTEREXAMPLE_GAP_MS).unwrap();
@@ -1565,7 +1733,8 @@ mod tests {
             d(0),
         ];
         assert!(export_walk(&model, 0, &walk[..9], "t", 3, 15).is_ok());
-        let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        let e = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 10, "{why}");
         assert!(why.contains("jiffy"), "{why}");
         // The model's own phase exports it (cwnd 4); one ms later the ticks split the two ACKs.
@@ -1654,7 +1823,8 @@ mod tests {
             d(1),
         ];
         assert!(export_walk(&model, 0, &walk[..17], "t", 3, 15).is_ok());
-        let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        let e = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 18, "{why}");
         assert!(why.contains("re-timed run decides differently"), "{why}");
         // The exact-time script (no re-timing) still exports.
@@ -1710,7 +1880,8 @@ mod tests {
             d(0),
         ];
         assert!(export_walk(&model, 0, &walk[..13], "t", 3, 15).is_ok());
-        let (step, why) = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        let e = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 14, "{why}");
         assert!(why.contains("timer slack"), "{why}");
         let late = |timer_late_ms| Variant {

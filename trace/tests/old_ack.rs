@@ -67,7 +67,7 @@ fn old_ack_with_dsack_exports_and_replays() {
     let (init, path) = late_dsack_undo(&model);
     assert_eq!(path.last(), Some(&Action::OldAck));
     let x = export_walk(&model, init, &path, "late DSACK below snd_una", 3, 0)
-        .unwrap_or_else(|(step, e)| panic!("step {step}: {e}"));
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(x.trace.kernel_runnable, "{}", x.pkt);
     // The last inbound ACK line acknowledges less than an earlier one, and carries the DSACK.
     let acks: Vec<(u32, &str)> = x

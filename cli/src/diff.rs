@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use trc_check::load_profile;
 use trc_check::shard::{units_in_order, HasUnit, Loaded, Shard, ShardFile};
 use trc_diff::{run, DiffOptions, GenOptions};
+use trc_kernel::target::NoReport;
 use trc_vm::flags::VmFlags;
 use trc_vm::target::Vm;
 
@@ -244,24 +245,33 @@ fn run_on(
     let dir = std::env::temp_dir().join(format!("trc-diff-vm-{}", std::process::id()));
     let _cleanup = trc_vm::RemoveOnDrop(dir.clone());
     let mut round = 0;
-    let mut exec = |scripts: &[(String, String)]| -> Vec<Result<trc_kernel::RunReport, String>> {
+    let mut exec = |scripts: &[(String, String)]| -> Vec<trc_kernel::target::ScriptRun> {
         round += 1;
         let d = dir.join(format!("batch-{round}"));
         if let Err(e) = trc_trace::write_defaults(&d) {
-            return scripts.iter().map(|_| Err(e.to_string())).collect();
+            return scripts
+                .iter()
+                .map(|_| Err(NoReport::Write(e.to_string())))
+                .collect();
         }
         let mut paths = Vec::new();
         for (name, text) in scripts {
             let p = d.join(name);
             if let Err(e) = trc_files::write_atomic(&p, text.as_bytes()) {
-                return scripts.iter().map(|_| Err(e.to_string())).collect();
+                return scripts
+                    .iter()
+                    .map(|_| Err(NoReport::Write(e.to_string())))
+                    .collect();
             }
             paths.push(p);
         }
         use trc_kernel::target::Target;
         match vm.run(&paths, &mut |m| eprintln!("trc diff: {m}")) {
             Ok(b) => b.runs,
-            Err(e) => scripts.iter().map(|_| Err(e.to_string())).collect(),
+            Err(e) => scripts
+                .iter()
+                .map(|_| Err(NoReport::Target(e.clone())))
+                .collect(),
         }
     };
     trc_diff::batch::run_batched(opts, &mut exec, log)

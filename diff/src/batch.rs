@@ -8,11 +8,11 @@
 use crate::execute::{export_actions, judge, same, ScenarioResult, Trial, TrialError, Verdict};
 use crate::generate::{generate, Scenario};
 use crate::{account, DiffOptions, DiffReport, FIELDS};
-use trc_kernel::RunReport;
+use trc_kernel::target::{NoReport, ScriptRun};
 use trc_trace::export::Exported;
 
 /// Runs a batch of scripts `(name, text)` on the kernel: one report (or why none) per script.
-pub type Exec<'a> = dyn FnMut(&[(String, String)]) -> Vec<Result<RunReport, String>> + 'a;
+pub type Exec<'a> = dyn FnMut(&[(String, String)]) -> Vec<ScriptRun> + 'a;
 
 struct Pending {
     i: usize,
@@ -26,7 +26,7 @@ struct Pending {
 }
 
 /// One judged run of scenario `p`: updates it with [`crate::run_scenario`]'s policy.
-fn step(p: &mut Pending, run: &Result<RunReport, String>) {
+fn step(p: &mut Pending, run: &ScriptRun) {
     p.res.runs += 1;
     let t = match run
         .as_ref()
@@ -133,10 +133,7 @@ pub fn run_batched(opts: &DiffOptions, exec: &mut Exec, log: &mut dyn FnMut(&str
             .collect();
         let runs = exec(&scripts);
         for (j, k) in todo.iter().enumerate() {
-            let r = runs
-                .get(j)
-                .cloned()
-                .unwrap_or_else(|| Err("no result".into()));
+            let r = runs.get(j).cloned().unwrap_or(Err(NoReport::Missing));
             step(&mut ps[*k], &r);
         }
     }

@@ -28,8 +28,8 @@ pub enum TrialError {
     #[error(transparent)]
     Run(#[from] trc_kernel::RunError),
     /// The kernel run failed, as the batch's target reports it.
-    #[error("{0}")]
-    Target(String),
+    #[error(transparent)]
+    Target(#[from] trc_kernel::target::NoReport),
 }
 
 /// One kernel run of one exported walk.

@@ -10,7 +10,7 @@
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use trc_kernel::target::{Batch, Target, TargetError};
+use trc_kernel::target::{Batch, NoReport, ScriptRun, Target, TargetError};
 use trc_kernel::RunReport;
 
 /// What makes two base runs interchangeable: the image's bytes, the guest options and the trc
@@ -95,7 +95,7 @@ impl Target for FirstBatchCache<'_> {
         }
         self.used = true;
         let keys: Vec<Option<String>> = scripts.iter().map(|p| key(&self.identity, p)).collect();
-        let mut runs: Vec<Option<Result<RunReport, String>>> = keys
+        let mut runs: Vec<Option<ScriptRun>> = keys
             .iter()
             .map(|k| {
                 let k = k.as_ref()?;
@@ -133,7 +133,7 @@ impl Target for FirstBatchCache<'_> {
             kernel,
             runs: runs
                 .into_iter()
-                .map(|r| r.unwrap_or_else(|| Err("no result".into())))
+                .map(|r| r.unwrap_or(Err(NoReport::Missing)))
                 .collect(),
         })
     }

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trc_diff::generate::{generate, GenOptions};
+use trc_kernel::target::{NoReport, ScriptRun};
 use trc_kernel::RunReport;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
@@ -596,12 +597,7 @@ fn verdict_text(r: &RunReport) -> String {
 }
 
 /// Judges one case's run and replays it on `profile`.
-pub fn evaluate(
-    c: &Case,
-    run: &Result<RunReport, String>,
-    mons: &[Monitor],
-    profile: &Profile,
-) -> CaseResult {
+pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) -> CaseResult {
     let replay = trc_pkt::parse(&c.text, &c.path.display().to_string()).map(|s| {
         trc_trace::replay::replay(
             &s,
@@ -691,7 +687,7 @@ pub fn report(
     kernel: String,
     profile: &Profile,
     cases: &[Case],
-    runs: &[Result<RunReport, String>],
+    runs: &[ScriptRun],
     mons: &[Monitor],
     baseline: &[Accepted],
 ) -> CheckReport {
@@ -709,11 +705,11 @@ pub fn report(
 /// counts as not run.
 pub fn evaluate_all(
     cases: &[Case],
-    runs: &[Result<RunReport, String>],
+    runs: &[ScriptRun],
     mons: &[Monitor],
     profile: &Profile,
 ) -> Vec<CaseResult> {
-    let missing: Result<RunReport, String> = Err("no result (interrupted)".into());
+    let missing: ScriptRun = Err(NoReport::Interrupted);
     cases
         .iter()
         .enumerate()

@@ -19,7 +19,7 @@ use crate::run::{paths, Plan};
 use crate::{evaluate_all, first_divergence, summarise, Case, CheckReport, Outcome};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use trc_kernel::target::{Target, TargetError};
+use trc_kernel::target::{NoReport, ScriptRun, Target, TargetError};
 use trc_kernel::RunReport;
 
 /// What the change did to one property.
@@ -466,7 +466,7 @@ pub fn compare(
     let bb = base.run(&paths(&cases), log)?;
     log(&format!("patched kernel: {} scenarios", cases.len()));
     let pb = patched.run(&paths(&cases), log)?;
-    let missing: Result<RunReport, String> = Err("no result (interrupted)".into());
+    let missing: ScriptRun = Err(NoReport::Interrupted);
     let first: Vec<Option<BehaviourDiff>> = (0..cases.len())
         .map(|i| {
             match (

@@ -8,8 +8,7 @@ use crate::{
     evaluate_all, plan as plan_suite, summarise, Accepted, Case, CheckReport, Monitor, Suite,
 };
 use std::path::{Path, PathBuf};
-use trc_kernel::target::{Batch, Target, TargetError};
-use trc_kernel::RunReport;
+use trc_kernel::target::{Batch, NoReport, ScriptRun, Target, TargetError};
 use trc_model::Profile;
 
 /// What a check runs: the scenarios of one or more suites, in order, with the monitors that
@@ -104,7 +103,7 @@ pub fn run(
     todo: &[usize],
     target: &mut dyn Target,
     log: &mut dyn FnMut(&str),
-) -> Result<(CheckReport, Vec<Result<RunReport, String>>), TargetError> {
+) -> Result<(CheckReport, Vec<ScriptRun>), TargetError> {
     let cases: Vec<Case> = todo.iter().map(|k| plan.cases[*k].clone()).collect();
     let batch = if cases.is_empty() {
         Batch {
@@ -143,14 +142,17 @@ pub fn shrink_on(
 ) {
     let batched = target.batched();
     let mut quiet = |_: &str| {};
-    let mut run = |cs: &[Case]| -> Vec<Result<RunReport, String>> {
+    let mut run = |cs: &[Case]| -> Vec<ScriptRun> {
         if trc_kernel::sys::interrupted() || cs.is_empty() {
             return Vec::new();
         }
         let cs = if batched { cs } else { &cs[..1] };
         match target.run(&paths(cs), &mut quiet) {
             Ok(b) => b.runs,
-            Err(e) => cs.iter().map(|_| Err(e.to_string())).collect(),
+            Err(e) => cs
+                .iter()
+                .map(|_| Err(NoReport::Target(e.clone())))
+                .collect(),
         }
     };
     let mut runner = crate::shrink::Runner {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use stateright::Model as _;
 use std::path::{Path, PathBuf};
 use trc_diff::generate::{normalize, GenOptions};
+use trc_kernel::target::ScriptRun;
 use trc_kernel::RunReport;
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, TcpModel};
@@ -222,7 +223,7 @@ pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u3
 }
 
 /// A batch of cases run on a kernel: a report (or why not) for each case, in order.
-pub type RunCases<'a> = dyn FnMut(&[Case]) -> Vec<Result<RunReport, String>> + 'a;
+pub type RunCases<'a> = dyn FnMut(&[Case]) -> Vec<ScriptRun> + 'a;
 
 /// Runs scripts on the kernel: reports for a prefix of the cases given (at least the first).
 /// `batched`: it runs all the cases it is given together (a VM boot), so ddmin hands it a round's

@@ -40,7 +40,10 @@ impl Target for Nothing {
     fn run(&mut self, scripts: &[PathBuf], _: &mut dyn FnMut(&str)) -> Result<Batch, TargetError> {
         Ok(Batch {
             kernel: "nothing".into(),
-            runs: scripts.iter().map(|_| Err("not run".to_string())).collect(),
+            runs: scripts
+                .iter()
+                .map(|_| Err(trc_kernel::target::NoReport::Runner("not run".into())))
+                .collect(),
         })
     }
 }

@@ -103,7 +103,10 @@ fn a_padded_f1_shrinks_to_at_most_the_original() {
     let mut run_one = |cs: &[trc_kcheck::Case]| {
         cs.iter()
             .take(1)
-            .map(|c| trc_kernel::run_file(&c.path, &opts).map_err(|e| e.to_string()))
+            .map(|c| {
+                trc_kernel::run_file(&c.path, &opts)
+                    .map_err(|e| trc_kernel::target::NoReport::Runner(e.to_string()))
+            })
             .collect()
     };
     let mut runner = Runner {

@@ -31,12 +31,41 @@ impl TargetError {
     }
 }
 
+/// Why a script of a batch has no report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoReport {
+    /// The runner failed on it (on the running kernel): its message.
+    #[error("{0}")]
+    Runner(String),
+    /// The VM's runner failed on it: its message, as the guest sent it.
+    #[error("in the VM: {0}")]
+    InVm(String),
+    /// The VM sent nothing for it.
+    #[error("no result from the VM")]
+    NoVmResult,
+    /// The whole batch could not run.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The script (or its `defaults.sh`) could not be written for the batch.
+    #[error("{0}")]
+    Write(String),
+    /// The batch ended before it ran (interrupted).
+    #[error("no result (interrupted)")]
+    Interrupted,
+    /// The batch gave fewer runs than it had scripts.
+    #[error("no result")]
+    Missing,
+}
+
+/// One script's run in a batch: its report, or why it has none.
+pub type ScriptRun = Result<RunReport, NoReport>;
+
 /// What a batch gave: the kernel's description (`RELEASE (running kernel)`, `RELEASE (VM, tcg)`)
 /// and, for each script in order, its report or why it has none.
 #[derive(Debug, Clone)]
 pub struct Batch {
     pub kernel: String,
-    pub runs: Vec<Result<RunReport, String>>,
+    pub runs: Vec<ScriptRun>,
 }
 
 /// A kernel that runs scripts.
@@ -103,7 +132,7 @@ impl Target for Host {
             if crate::sys::interrupted() {
                 break;
             }
-            let r = crate::run_file(p, &self.options).map_err(|e| e.to_string());
+            let r = crate::run_file(p, &self.options).map_err(|e| NoReport::Runner(e.to_string()));
             let v = match &r {
                 Ok(r) => r.script.verdict.render(),
                 Err(e) => format!("error: {e}"),

@@ -3,8 +3,7 @@
 
 use crate::{Error, Event, KernelImage, ScriptOutcome, VmRun, VmSpec};
 use std::path::PathBuf;
-use trc_kernel::target::{Batch, Target, TargetError};
-use trc_kernel::RunReport;
+use trc_kernel::target::{Batch, NoReport, ScriptRun, Target, TargetError};
 
 impl From<Error> for TargetError {
     fn from(e: Error) -> TargetError {
@@ -36,7 +35,7 @@ impl Vm {
 }
 
 /// Each script's report from a VM run (found by path, else by position), or why there is none.
-pub fn reports(scripts: &[PathBuf], run: &VmRun) -> Vec<Result<RunReport, String>> {
+pub fn reports(scripts: &[PathBuf], run: &VmRun) -> Vec<ScriptRun> {
     scripts
         .iter()
         .enumerate()
@@ -47,13 +46,13 @@ pub fn reports(scripts: &[PathBuf], run: &VmRun) -> Vec<Result<RunReport, String
                 .find(|s| s.path == *p)
                 .or(run.scripts.get(i));
             match s {
-                None => Err("no result from the VM".into()),
+                None => Err(NoReport::NoVmResult),
                 Some(s) => match (&s.outcome, s.report()) {
                     (ScriptOutcome::Ran { .. }, Some(r)) => Ok(r.clone()),
                     (ScriptOutcome::Error { message, .. }, _) => {
-                        Err(format!("in the VM: {message}"))
+                        Err(NoReport::InVm(message.clone()))
                     }
-                    _ => Err("no result from the VM".into()),
+                    _ => Err(NoReport::NoVmResult),
                 },
             }
         })

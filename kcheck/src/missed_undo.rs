@@ -60,31 +60,39 @@ fn ts_before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
+/// What the ghost says of an episode's originals.
+enum Episode {
+    /// None was really lost.
+    Clean,
+    RealLoss,
+    /// The script does not say (why).
+    Unknown(String),
+}
+
 /// Whether the ghost says no original of the episode `[marker, hs)` (its retransmitted ranges
-/// `rtx`) was really lost: `Ok(true)` clean, `Ok(false)` a real loss, `Err` the script does not say.
-fn episode_clean(
-    k: &KTrace,
-    g: &Ghost,
-    marker: u32,
-    hs: u32,
-    rtx: &[(u32, u32)],
-) -> Result<bool, String> {
+/// `rtx`) was really lost.
+fn episode_clean(k: &KTrace, g: &Ghost, marker: u32, hs: u32, rtx: &[(u32, u32)]) -> Episode {
     if g.source == GhostSource::Declared {
-        return Ok(!g
+        let lost = g
             .dropped
             .iter()
-            .any(|&(a, b)| before(a, hs) && after(b, marker)));
+            .any(|&(a, b)| before(a, hs) && after(b, marker));
+        return if lost {
+            Episode::RealLoss
+        } else {
+            Episode::Clean
+        };
     }
     // Inferred: a range never retransmitted and now ACKed arrived as sent; only the
     // retransmitted ones can have lost their original.
     for &(a, b) in rtx {
         match g.original(k, a, b) {
-            Fate::Dropped(_) => return Ok(false),
-            Fate::Unknown(why) => return Err(why),
+            Fate::Dropped(_) => return Episode::RealLoss,
+            Fate::Unknown(why) => return Episode::Unknown(why),
             Fate::Delivered(_) => {}
         }
     }
-    Ok(true)
+    Episode::Clean
 }
 
 /// The Eifel proof of statement `i` (see the module comment).
@@ -143,9 +151,9 @@ fn proof_at(k: &KTrace, g: &Ghost, d: &[Derived], i: usize) -> Proof {
     }
     let hs = if i == 0 { None } else { d[i - 1].high_seq }.unwrap_or(di.una);
     match episode_clean(k, g, marker, hs, &rtx) {
-        Ok(false) => Proof::RealLoss,
-        Err(why) => Proof::Undecided(format!("line {}: Eifel proof; {why}", s.line)),
-        Ok(true) => Proof::Owed {
+        Episode::RealLoss => Proof::RealLoss,
+        Episode::Unknown(why) => Proof::Undecided(format!("line {}: Eifel proof; {why}", s.line)),
+        Episode::Clean => Proof::Owed {
             episode: (from, marker),
             detail: format!(
                 "the ACK of {} (TSecr {ecr}, older than the episode's first retransmission's TSval {}) covers every range retransmitted since the episode began at snd_una {marker} ({}) and no original of [{marker}, {hs}) was really lost",

@@ -18,6 +18,26 @@ use trc_model::model::{Action, TcpModel};
 use trc_model::{Config, Profile};
 use trc_pkt::report::{LineKind, Status};
 
+/// Why a violation was not shrunk, or a candidate list has no script.
+#[derive(Debug, thiserror::Error)]
+pub enum ShrinkError {
+    /// A file or directory of the shrink.
+    #[error(transparent)]
+    Io(#[from] trc_files::PathError),
+    /// The candidate list does not export (the exporter refuses it).
+    #[error(transparent)]
+    Export(#[from] trc_trace::export::ExportError),
+    /// The candidate counterexample has model-only events.
+    #[error("not kernel-runnable")]
+    NotKernelRunnable,
+    /// The candidate's script is not a case.
+    #[error(transparent)]
+    Case(#[from] super::PlanError),
+    /// None of the property's violating scenarios comes from an action list.
+    #[error("{NO_ACTION_LIST}")]
+    NoActionList,
+}
+
 /// How a scenario's action list is exported back into a script.
 #[derive(Clone, Debug)]
 pub enum How {
@@ -62,13 +82,13 @@ impl ActionList {
     }
 
     /// The script of `actions`, or why it does not export (or could not run on a kernel).
-    pub fn export(&self, actions: &[Action]) -> Result<String, String> {
+    pub fn export(&self, actions: &[Action]) -> Result<String, ShrinkError> {
         let m = self.model();
         match &self.how {
             How::Walk { gen, name } => {
                 trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms)
                     .map(|x| x.pkt)
-                    .map_err(|e| e.to_string())
+                    .map_err(ShrinkError::from)
             }
             How::Counterexample {
                 init,
@@ -86,10 +106,9 @@ impl ActionList {
                         statement,
                     },
                     trc_trace::export::COUNTEREXAMPLE_GAP_MS,
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 if !x.trace.kernel_runnable {
-                    return Err("not kernel-runnable".into());
+                    return Err(ShrinkError::NotKernelRunnable);
                 }
                 Ok(x.pkt)
             }
@@ -247,9 +266,9 @@ pub fn shrink_violation(
     out_dir: &Path,
     runner: &mut Runner,
     log: &mut dyn FnMut(&str),
-) -> Result<ShrinkResult, String> {
-    std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
-    trc_trace::write_defaults(work).map_err(|e| format!("{}: {e}", work.display()))?;
+) -> Result<ShrinkResult, ShrinkError> {
+    std::fs::create_dir_all(work).map_err(trc_files::at(work))?;
+    trc_trace::write_defaults(work).map_err(trc_files::at(work))?;
     let stem = trc_trace::file_safe(&format!(
         "{}-{}",
         mon.id,
@@ -257,17 +276,16 @@ pub fn shrink_violation(
     ));
     let mut n = 0usize;
     let mut runs = 0usize;
-    let mut make = |actions: &[Action]| -> Result<Case, String> {
+    let mut make = |actions: &[Action]| -> Result<Case, ShrinkError> {
         n += 1;
         let pkt = list.export(actions)?;
         let f = work.join(format!("{stem}-{n}.pkt"));
-        trc_files::write_atomic(&f, pkt.as_bytes()).map_err(|e| format!("{}: {e}", f.display()))?;
-        Case::from_file(
+        trc_files::write_atomic(&f, pkt.as_bytes()).map_err(trc_files::at(&f))?;
+        Ok(Case::from_file(
             &f,
             format!("{}~shrink{n}", case.name),
             format!("shrinking {} for {}", case.name, mon.id),
-        )
-        .map_err(|e| e.to_string())
+        )?)
     };
     let batched = runner.batched;
     let mut test = |batch: &[Vec<Action>]| -> Vec<Option<(u32, String, PathBuf)>> {
@@ -304,11 +322,10 @@ pub fn shrink_violation(
     let start = (first.0, first.1, case.path.clone());
     let s = trc_diff::shrink::ddmin(list.actions.clone(), start, budget, &norm, &mut test, log);
     let (line, detail, from) = s.result;
-    let text = std::fs::read_to_string(&from).map_err(|e| format!("{}: {e}", from.display()))?;
-    trc_trace::write_defaults(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let text = std::fs::read_to_string(&from).map_err(trc_files::at(&from))?;
+    trc_trace::write_defaults(out_dir).map_err(trc_files::at(out_dir))?;
     let dest = out_dir.join(format!("{stem}.pkt"));
-    trc_files::write_atomic(&dest, text.as_bytes())
-        .map_err(|e| format!("{}: {e}", dest.display()))?;
+    trc_files::write_atomic(&dest, text.as_bytes()).map_err(trc_files::at(&dest))?;
     Ok(ShrinkResult {
         scenario: case.name.clone(),
         events_before: list.actions.len(),
@@ -355,7 +372,10 @@ pub type Target = (usize, (u32, String));
 /// What to shrink for each violated property of `rep` (whose cases are `cases`, in order): the
 /// shortest case violating it outside the baseline that has an action list (fewest inbound segments, the earliest at
 /// equal size), with its violation; or why none can shrink.
-pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<Target, String>)> {
+pub fn targets(
+    rep: &super::CheckReport,
+    cases: &[Case],
+) -> Vec<(usize, Result<Target, ShrinkError>)> {
     let mut out = Vec::new();
     for (pi, p) in rep.properties.iter().enumerate() {
         if p.verdict != super::Verdict::Violated {
@@ -380,8 +400,7 @@ pub fn targets(rep: &super::CheckReport, cases: &[Case]) -> Vec<(usize, Result<T
         }
         out.push((
             pi,
-            best.map(|b| (b.1, b.2))
-                .ok_or_else(|| NO_ACTION_LIST.to_string()),
+            best.map(|b| (b.1, b.2)).ok_or(ShrinkError::NoActionList),
         ));
     }
     out
@@ -406,7 +425,7 @@ pub fn shrink_report(
             continue;
         };
         match t {
-            Err(note) => rep.properties[pi].shrink_note = Some(note),
+            Err(note) => rep.properties[pi].shrink_note = Some(note.to_string()),
             Ok((ci, first)) => {
                 let c = &cases[ci];
                 let list = c

@@ -147,8 +147,9 @@ fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usize> 
 }
 
 /// The payload length of a `sendmsg` message header (`{msg_name(...)=..., msg_iov(N)=[...],
-/// msg_flags=F}`); ancillary data (`msg_control=[...]`) is not implemented.
-fn msghdr_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usize> {
+/// msg_flags=F}`) and whether it names an address (`msg_name`); ancillary data
+/// (`msg_control=[...]`) is not implemented.
+fn msghdr_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<(usize, bool)> {
     let Some(Expr::Struct(fields)) = e else {
         return Err(CallError::Unsupported(format!(
             "the message header {} (trc takes {{msg_name(...)=..., msg_iov(N)=[...], msg_flags=F}})",
@@ -164,7 +165,19 @@ fn msghdr_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usiz
     let iov = named("msg_iov")
         .or_else(|| fields.iter().find(|f| matches!(&f.value, Expr::Array(_))))
         .map(|f| &f.value);
-    iov_len(iov, d)
+    Ok((iov_len(iov, d)?, named("msg_name").is_some()))
+}
+
+/// The address a send call passes, as packetdrill's calls pass it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dest {
+    /// None: `write`, `send`, `writev`, a `sendmsg` without `msg_name`.
+    Connected,
+    /// The peer's (packetdrill's connect address): a `sendto` with `...`, a `sendmsg` with
+    /// `msg_name`.
+    Peer,
+    /// A zeroed address of the family a `sendto` names in place of `...`.
+    Family(i64),
 }
 
 /// Largest write trc performs (packetdrill's buffers are as large as asked; this keeps a typo
@@ -247,7 +260,7 @@ impl KernelBackend<'_> {
         if let Expr::Int(n) = s.result {
             self.fds.insert(n, fd);
         }
-        self.under_test = Some(fd);
+        self.new_socket(fd);
         Ok(ret(fd as i64))
     }
 
@@ -367,6 +380,7 @@ impl KernelBackend<'_> {
             .unwrap_or(1);
         // The next inbound packet starts a passive open (`inbound` picks its remote port).
         self.listening = true;
+        self.opened.insert(fd);
         // SAFETY: plain syscall.
         Ok(ret(unsafe { libc::listen(fd, backlog as i32) } as i64))
     }
@@ -413,7 +427,7 @@ impl KernelBackend<'_> {
         if let Expr::Int(n) = s.result {
             self.fds.insert(n, c);
         }
-        self.under_test = Some(c);
+        self.accepted(c);
         let notes = self.connected(c);
         Ok(SysResult::Returned {
             ret: c as i64,
@@ -425,7 +439,7 @@ impl KernelBackend<'_> {
 
     fn sys_connect(&mut self, s: &Syscall, blocking: bool) -> CallResult<SysResult> {
         let fd = self.live_fd(s.args.first())?;
-        self.tuple = None; // learnt from the SYN
+        self.start_connect(fd, false);
         let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
         if blocking {
             return Ok(self.start_blocking(move || {
@@ -466,11 +480,12 @@ impl KernelBackend<'_> {
     }
 
     /// `write`, `send`, `sendto`, `writev`, `sendmsg` (its iovec length; `msg_flags` ignored, as
-    /// the kernel does on send; the flags argument honoured). With `MSG_FASTOPEN` the data goes
-    /// to the peer's address (a TCP Fast Open client's connect-with-data, as packetdrill sends
-    /// it); otherwise the socket is connected and the address is not used. A `sendto` whose
-    /// address argument names a family instead of `...` passes a zeroed address of that family,
-    /// as packetdrill's `syscall_sendto` does (`AF_UNSPEC` with `MSG_FASTOPEN`: `EOPNOTSUPP`).
+    /// the kernel does on send; the flags argument honoured). The address is packetdrill's
+    /// ([`Dest`]): `sendto` always passes one, the peer's or, where the script names a family
+    /// instead of `...`, a zeroed address of that family (`AF_UNSPEC` with `MSG_FASTOPEN`:
+    /// `EOPNOTSUPP`); `sendmsg` passes the peer's when its header has `msg_name`. Either starts
+    /// an active open on a socket still new ([`KernelBackend::start_connect`]), as a TCP Fast
+    /// Open client's connect-with-data does.
     fn sys_send(
         &mut self,
         s: &Syscall,
@@ -485,48 +500,58 @@ impl KernelBackend<'_> {
                 .transpose()
                 .map(|v| v.unwrap_or(0))
         };
-        let (n, flags) = match s.name.as_str() {
-            "writev" => (iov_len(s.args.get(1), d)? as i64, 0),
-            "sendmsg" => (msghdr_len(s.args.get(1), d)? as i64, arg(2)?),
-            "write" => (eval_int(s.args.get(2).ok_or("missing length")?, d)?, 0),
+        let (n, flags, dest) = match s.name.as_str() {
+            "writev" => (iov_len(s.args.get(1), d)? as i64, 0, Dest::Connected),
+            "sendmsg" => {
+                let (n, named) = msghdr_len(s.args.get(1), d)?;
+                let dest = if named { Dest::Peer } else { Dest::Connected };
+                (n as i64, arg(2)?, dest)
+            }
+            "write" => (
+                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
+                0,
+                Dest::Connected,
+            ),
+            "sendto" => (
+                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
+                arg(3)?,
+                match s.args.get(4) {
+                    Some(Expr::Ellipsis) | None => Dest::Peer,
+                    Some(e) => Dest::Family(eval_int(e, d)?),
+                },
+            ),
             _ => (
                 eval_int(s.args.get(2).ok_or("missing length")?, d)?,
                 arg(3)?,
+                Dest::Connected,
             ),
         };
         if !(0..=MAX_IO).contains(&n) {
             return Err(format!("bad length {n} (0 to {MAX_IO} bytes)").into());
         }
-        let fastopen = flags & i64::from(libc::MSG_FASTOPEN) != 0;
-        let family = match s.args.get(4) {
-            Some(e) if s.name == "sendto" && !matches!(e, Expr::Ellipsis) => Some(eval_int(e, d)?),
-            _ => None,
-        };
-        // A Fast Open connect only with the peer's address (a given family is the script's).
-        let fastopen = fastopen && family.is_none();
-        if fastopen {
-            // The connection starts here: its 4-tuple is learnt from the SYN.
-            self.tuple = None;
-            self.listening = false;
+        match dest {
+            Dest::Connected => {}
+            Dest::Peer => self.start_connect(fd, false),
+            Dest::Family(f) => self.start_connect(fd, f == i64::from(libc::AF_UNSPEC)),
         }
+        // A Fast Open connect: data to the peer's address.
+        let fastopen = flags & i64::from(libc::MSG_FASTOPEN) != 0 && dest == Dest::Peer;
         let flags = flags as i32 | libc::MSG_NOSIGNAL;
         let send = move || -> isize {
             let buf = vec![0u8; n as usize];
             let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
             // SAFETY: an all-zero sockaddr_storage is a valid (unspecified) address.
             let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            let to: Option<(*const libc::sockaddr, usize)> = match family {
-                Some(f) => {
+            let to: Option<(*const libc::sockaddr, usize)> = match dest {
+                Dest::Family(f) => {
                     ss.ss_family = f as libc::sa_family_t;
                     Some((
                         &ss as *const _ as *const _,
                         size_of::<libc::sockaddr_storage>(),
                     ))
                 }
-                None if fastopen => {
-                    Some((&sa as *const _ as *const _, size_of::<libc::sockaddr_in>()))
-                }
-                None => None,
+                Dest::Peer => Some((&sa as *const _ as *const _, size_of::<libc::sockaddr_in>())),
+                Dest::Connected => None,
             };
             let data = buf.as_ptr() as *const libc::c_void;
             // SAFETY: the buffer is valid for n bytes, the address (if any) for its length.
@@ -599,6 +624,7 @@ impl KernelBackend<'_> {
             .fds
             .remove(n)
             .ok_or_else(|| format!("unable to find fd with script fd {n}"))?;
+        self.opened.remove(&fd);
         if self.conn_fd == Some(fd) {
             // Keep reading tcp_info of the closed connection? It is gone; packetdrill's
             // socket under test stays, but its fd is invalid.

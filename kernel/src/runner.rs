@@ -4,7 +4,7 @@
 //! namespace of the calling thread. It also records the trace (every injected and captured
 //! segment, tcp_info and the undo counters after each statement).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -48,6 +48,14 @@ pub(crate) struct KernelBackend<'a> {
     /// from a new remote port (packetdrill's `handle_listen_for_script_packet`: a new child
     /// socket with the next ephemeral port).
     pub(crate) listening: bool,
+    /// The socket under test is in an active open whose SYN-ACK the script has not sent
+    /// (packetdrill's `SOCKET_ACTIVE_CONNECTING`/`SOCKET_ACTIVE_SYN_SENT`): any SYN of ours to
+    /// the peer's port is its, and its 4-tuple is learnt (again) from it.
+    connecting: bool,
+    /// Live sockets that are no longer new (packetdrill's `SOCKET_NEW`): connecting or connected
+    /// (a connect, sendto or sendmsg with an address was made on them), listening or accepted.
+    /// Only a new socket's connect starts an active open.
+    pub(crate) opened: HashSet<RawFd>,
     pub(crate) blocking: Option<BlockingCall>,
     /// The script's fd for the result of the blocking `accept` in progress (bound when it
     /// returns, as a non-blocking accept binds it at once).
@@ -109,6 +117,8 @@ impl<'a> KernelBackend<'a> {
             under_test: None,
             conn_fd: None,
             listening: false,
+            connecting: false,
+            opened: HashSet::new(),
             blocking: None,
             blocking_accept: None,
             cc_used: None,
@@ -147,15 +157,13 @@ impl<'a> KernelBackend<'a> {
     }
 
     /// Whether a captured segment belongs to the connection under test (packetdrill skips the
-    /// others): the known 4-tuple, or any SYN / SYN-ACK of ours before it is known.
+    /// others): the known 4-tuple (`find_socket_for_live_packet`), or, during an active open,
+    /// a SYN to the peer's port (`find_connect_for_live_packet`).
     fn ours(&self, s: &Segment) -> bool {
         if s.src != sys::LOCAL_IP || s.dst != sys::REMOTE_IP {
             return false;
         }
-        match self.tuple {
-            Some((l, r)) => s.sport == l && s.dport == r,
-            None => s.has(packet::SYN),
-        }
+        self.tuple == Some((s.sport, s.dport)) || (self.connecting && opening_syn(s))
     }
 
     fn accept_frame(&mut self, at: Instant, frame: Vec<u8>) {
@@ -177,6 +185,47 @@ impl<'a> KernelBackend<'a> {
             seg.dst,
             seg.dport
         ));
+    }
+
+    /// A SYN captured later than `s` that opens another connection to the peer's port.
+    fn later_syn(&mut self, s: &Segment) -> bool {
+        self.drain();
+        self.pending
+            .iter()
+            .any(|(_, o)| opening_syn(o) && (o.sport, o.dport) != (s.sport, s.dport))
+    }
+
+    /// A `socket()`: the new socket is the one under test, with no 4-tuple yet (packetdrill's
+    /// `run_syscall_socket`; a live fd number may be one closed before).
+    pub(crate) fn new_socket(&mut self, fd: RawFd) {
+        self.under_test = Some(fd);
+        self.opened.remove(&fd);
+        self.tuple = None;
+        self.connecting = false;
+    }
+
+    /// An accepted socket is the one under test.
+    pub(crate) fn accepted(&mut self, fd: RawFd) {
+        self.under_test = Some(fd);
+        self.opened.insert(fd);
+        self.connecting = false;
+    }
+
+    /// packetdrill's `run_syscall_connect`, for a connect, a sendto, or a sendmsg with
+    /// `msg_name`: on a socket still new an active open starts (its 4-tuple is learnt from its
+    /// SYN); on one that is not, nothing changes; an `AF_UNSPEC` address makes it new again.
+    pub(crate) fn start_connect(&mut self, fd: RawFd, unspec: bool) {
+        if unspec {
+            self.opened.remove(&fd);
+            return;
+        }
+        if !self.opened.insert(fd) {
+            return;
+        }
+        self.tuple = None;
+        self.remote_isn = None;
+        self.connecting = true;
+        self.listening = false;
     }
 
     fn drain(&mut self) {
@@ -345,6 +394,11 @@ impl Backend for KernelBackend<'_> {
         if p.flags & packet::SYN != 0 && self.remote_isn.is_none() {
             self.remote_isn = Some(p.seq);
         }
+        if p.flags & (packet::SYN | packet::ACK) == packet::SYN | packet::ACK {
+            // The peer's SYN-ACK: the active open is over (packetdrill's
+            // `SOCKET_ACTIVE_SYN_ACKED`); only the learnt 4-tuple is the connection's now.
+            self.connecting = false;
+        }
         let seg = Segment {
             src: sys::REMOTE_IP,
             dst: sys::LOCAL_IP,
@@ -393,7 +447,7 @@ impl Backend for KernelBackend<'_> {
         Ok(Outcome1::applied(None))
     }
 
-    fn next_outbound(&mut self, deadline_us: i64, _expect: &ast::Packet) -> Result<Next, Halt> {
+    fn next_outbound(&mut self, deadline_us: i64, expect: &ast::Packet) -> Result<Next, Halt> {
         let deadline = self.t0 + Duration::from_micros(deadline_us.max(0) as u64);
         loop {
             if let Some((at, s)) = self.pending.pop_front() {
@@ -403,7 +457,14 @@ impl Backend for KernelBackend<'_> {
                     self.ignored(at, &s);
                     continue;
                 }
-                if s.has(packet::SYN) && self.tuple.is_none() {
+                if self.connecting && opening_syn(&s) {
+                    // packetdrill sniffs on while a packet is short of the line's payload, and
+                    // one of another 4-tuple discards those before it ("Discard old packets"):
+                    // a SYN retransmitted by an earlier connection gives way to the new one's.
+                    if (s.payload_len as u32) < expect.len && self.later_syn(&s) {
+                        self.ignored(at, &s);
+                        continue;
+                    }
                     self.tuple = Some((s.sport, s.dport));
                 }
                 self.record_outbound(at, &s, Some(self.line));
@@ -495,7 +556,7 @@ impl Backend for KernelBackend<'_> {
             if rc >= 0 {
                 let fd = rc as RawFd;
                 self.fds.insert(script_fd, fd);
-                self.under_test = Some(fd);
+                self.accepted(fd);
                 let notes = self.connected(fd);
                 self.report.notes.extend(notes);
             }
@@ -573,6 +634,11 @@ impl Backend for KernelBackend<'_> {
     fn time_up(&mut self) -> Option<String> {
         KernelBackend::time_up(self)
     }
+}
+
+/// A SYN without ACK to the peer's port: an active open's.
+fn opening_syn(s: &Segment) -> bool {
+    s.flags & (packet::SYN | packet::ACK) == packet::SYN && s.dport == SCRIPT_PORT
 }
 
 pub(crate) fn apply_overrides(opts: &RunOptions, notes: &mut Vec<String>) {

@@ -1,7 +1,8 @@
 //! What the runner does not do, and how long it may take: a feature it does not implement stops
 //! the run with "unsupported: X" (incomplete, exit 3), never a failure, and no later line runs;
 //! the wall-clock limit stops a run that waits (or blocks in a system call) too long, and says
-//! so; a second passive connection in one script gets its own 4-tuple, as packetdrill's does.
+//! so; a second passive connection in one script gets its own 4-tuple, as packetdrill's does,
+//! and a TCP Fast Open client's sockets are tracked as packetdrill tracks them.
 //! Needs root and /dev/net/tun; otherwise prints why and returns.
 
 use std::path::PathBuf;
@@ -185,4 +186,74 @@ fn a_second_passive_connection_gets_its_own_tuple() {
     )
     .unwrap();
     assert!(r.passed(), "{}", r.render());
+}
+
+/// The namespace's Fast Open client on, timestamps off (as the gtests' client scripts set).
+const TFO_CLIENT: &str = "`sysctl -q -w net.ipv4.tcp_fastopen=1 net.ipv4.tcp_timestamps=0`\n\
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n\
++0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n";
+
+#[test]
+fn a_connect_on_a_socket_already_connecting_keeps_its_connection() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // packetdrill's run_syscall_connect: only a new socket's connect starts an active open. A
+    // second sendto(MSG_FASTOPEN) in SYN-SENT (EALREADY) and a sendmsg with msg_name on the
+    // established socket are the same connection (gtests fastopen/client
+    // nonblocking-sendto-errnos, nonblocking-sendmsg-multi-iov): the SYN-ACK goes to it and
+    // its data is the script's.
+    let text = format!(
+        "{TFO_CLIENT}+0 sendto(3, ..., 1000, MSG_FASTOPEN, ..., ...) = -1 EINPROGRESS (Operation now in progress)\n\
++0 > S 0:0(0) <...>\n\
++.01 sendto(3, ..., 1000, MSG_FASTOPEN, ..., ...) = -1 EALREADY (Operation already in progress)\n\
++.01 < S. 0:0(0) ack 1 win 5840 <mss 1460,nop,nop,sackOK,nop,wscale 6,FO 112233445566>\n\
++0 > . 1:1(0) ack 1\n\
++0 sendmsg(3, {{msg_name(...)=..., msg_iov(2)=[{{..., 600}}, {{..., 400}}], msg_flags=0}}, MSG_DONTWAIT|MSG_FASTOPEN) = 1000\n\
++0 > P. 1:1001(1000) ack 1\n"
+    );
+    let r = run_file(&script("tfo-same-socket.pkt", &text), &untimed()).unwrap();
+    assert!(r.passed(), "{}", r.render());
+}
+
+#[test]
+fn an_earlier_connections_syn_gives_way_to_the_new_ones() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A SYN-ACK that over-acks the SYN-data is answered with a RST and the SYN is sent again,
+    // without data, two jiffies later; the next connection's SYN-data comes after it. The
+    // retransmitted SYN is short of the line's payload and another 4-tuple's SYN follows, so
+    // packetdrill discards it (gtests fastopen/client syn-data-partial-or-over-ack line 88).
+    let text = format!(
+        "{TFO_CLIENT}+0 sendto(3, ..., 0, MSG_FASTOPEN, ..., ...) = -1 EINPROGRESS (Operation now in progress)\n\
++0 > S 0:0(0) <...>\n\
++.01 < S. 123:123(0) ack 1 win 14600 <mss 1460,nop,nop,sackOK,nop,wscale 6,FO abcd1234,nop,nop>\n\
++0 > . 1:1(0) ack 1\n\
++0 close(3) = 0\n\
++0 > F. 1:1(0) ack 1\n\
++.01 < F. 1:1(0) ack 2 win 92\n\
++0 > . 2:2(0) ack 2\n\
++0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 4\n\
++0 fcntl(4, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n\
++0 sendto(4, ..., 100, MSG_FASTOPEN, ..., ...) = 100\n\
++0 > S 0:100(100) <...>\n\
++.02 < S. 0:0(0) ack 100101 win 5840 <mss 1040,nop,nop,sackOK,nop,wscale 6>\n\
++0 > R 100101:100101(0) win 0\n\
++.05 socket(..., SOCK_STREAM, IPPROTO_TCP) = 5\n\
++0 fcntl(5, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n\
++0 sendto(5, ..., 200, MSG_FASTOPEN, ..., ...) = 200\n\
++0 > S 0:200(200) <...>\n"
+    );
+    let r = run_file(&script("tfo-earlier-syn.pkt", &text), &untimed()).unwrap();
+    assert!(r.passed(), "{}", r.render());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("ignored a segment of another connection")),
+        "the earlier connection's SYN was seen and skipped:\n{}",
+        r.render()
+    );
 }

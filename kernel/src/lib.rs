@@ -209,6 +209,9 @@ fn run_in_namespace(
         ));
     }
     let mut notes = Vec::new();
+    if let Err(why) = sys::realtime_priority() {
+        notes.push(why);
+    }
     runner::apply_overrides(opts, &mut notes);
     let dir = opts.script_dir.clone();
     let mut b = runner::KernelBackend::new(opts, &dir, file.to_string())

@@ -109,7 +109,8 @@ impl ImpactArgs {
             sample_ms: self.sample_ms,
             cc: self.cc.clone(),
         };
-        params.validate().and_then(|_| self.vm.validate())?;
+        params.validate()?;
+        self.vm.validate().map_err(|e| e.to_string())?;
         if !(1..=100).contains(&self.runs) {
             return Err("--runs must be 1..100".into());
         }

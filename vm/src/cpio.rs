@@ -166,14 +166,40 @@ impl<W: Write> Writer<W> {
     }
 }
 
-fn hex(b: &[u8], what: &str) -> Result<u32, String> {
-    let s = std::str::from_utf8(b).map_err(|_| format!("cpio: {what} is not ASCII"))?;
-    u32::from_str_radix(s, 16).map_err(|_| format!("cpio: {what} {s:?} is not hex"))
+/// Why bytes are not a newc archive (offsets are the header's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpioError {
+    #[error("cpio: {what} is not ASCII")]
+    NotAscii { what: &'static str },
+    #[error("cpio: {what} {text:?} is not hex")]
+    NotHex { what: &'static str, text: String },
+    #[error("cpio: truncated header at {0}")]
+    TruncatedHeader(usize),
+    #[error("cpio: no newc magic at offset {0}")]
+    NoMagic(usize),
+    #[error("cpio: empty name at offset {0}")]
+    EmptyName(usize),
+    #[error("cpio: truncated name")]
+    TruncatedName,
+    #[error("cpio: name at offset {0} is not NUL-terminated")]
+    NameNotTerminated(usize),
+    #[error("cpio: name is not UTF-8")]
+    NameNotUtf8,
+    #[error("cpio: {0}: truncated data")]
+    TruncatedData(String),
+}
+
+fn hex(b: &[u8], what: &'static str) -> Result<u32, CpioError> {
+    let s = std::str::from_utf8(b).map_err(|_| CpioError::NotAscii { what })?;
+    u32::from_str_radix(s, 16).map_err(|_| CpioError::NotHex {
+        what,
+        text: s.to_string(),
+    })
 }
 
 /// Parses newc archives (several in a row, with NUL padding between them, as the kernel
 /// accepts), up to the end of `b`. Uncompressed input only.
-pub fn read(b: &[u8]) -> Result<Vec<Entry>, String> {
+pub fn read(b: &[u8]) -> Result<Vec<Entry>, CpioError> {
     let mut out = Vec::new();
     let mut p = 0usize;
     let align = |x: usize| (x + 3) & !3;
@@ -186,32 +212,31 @@ pub fn read(b: &[u8]) -> Result<Vec<Entry>, String> {
         }
         let h = b
             .get(p..p + HEADER_LEN)
-            .ok_or_else(|| format!("cpio: truncated header at {p}"))?;
+            .ok_or(CpioError::TruncatedHeader(p))?;
         if &h[..6] != MAGIC {
-            return Err(format!("cpio: no newc magic at offset {p}"));
+            return Err(CpioError::NoMagic(p));
         }
-        let f = |i: usize, what: &str| hex(&h[6 + 8 * i..14 + 8 * i], what);
+        let f = |i: usize, what: &'static str| hex(&h[6 + 8 * i..14 + 8 * i], what);
         let mode = f(1, "mode")?;
         let mtime = f(5, "mtime")?;
         let size = f(6, "filesize")? as usize;
         let rdev = (f(9, "rdevmajor")?, f(10, "rdevminor")?);
         let namesize = f(11, "namesize")? as usize;
         if namesize == 0 {
-            return Err(format!("cpio: empty name at offset {p}"));
+            return Err(CpioError::EmptyName(p));
         }
         let name_start = p + HEADER_LEN;
         let name = b
             .get(name_start..name_start + namesize - 1)
-            .ok_or("cpio: truncated name")?;
+            .ok_or(CpioError::TruncatedName)?;
         if b.get(name_start + namesize - 1) != Some(&0) {
-            return Err(format!("cpio: name at offset {p} is not NUL-terminated"));
+            return Err(CpioError::NameNotTerminated(p));
         }
-        let name =
-            String::from_utf8(name.to_vec()).map_err(|_| "cpio: name is not UTF-8".to_string())?;
+        let name = String::from_utf8(name.to_vec()).map_err(|_| CpioError::NameNotUtf8)?;
         let data_start = align(name_start + namesize - p) + p;
         let data = b
             .get(data_start..data_start + size)
-            .ok_or_else(|| format!("cpio: {name}: truncated data"))?
+            .ok_or_else(|| CpioError::TruncatedData(name.clone()))?
             .to_vec();
         p = align(data_start + size - p) + p;
         if name == TRAILER {

@@ -44,14 +44,35 @@ pub struct VmFlags {
     pub memory: u32,
 }
 
+/// A VM flag out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB")]
+pub struct BadLimits;
+
+/// `--console FILE` could not be written (`what`: the command).
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: cannot write {}: {source}", path.display())]
+pub struct ConsoleError {
+    pub what: String,
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// No kernel for the VM tests: where it was looked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no Debian 7.2 kernel (set TRC_VM_KERNEL, or run `trc kernel fetch debian:sid`; looked in {})", looked_in.display())]
+pub struct NoTestKernel {
+    pub looked_in: PathBuf,
+}
+
 impl VmFlags {
     /// The limits' ranges, checked before anything runs.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BadLimits> {
         if !(self.script_timeout.is_finite() && self.script_timeout >= 1.0)
             || self.vm_timeout.is_some_and(|t| !(t.is_finite() && t > 0.0))
             || self.memory < 256
         {
-            return Err("--script-timeout must be at least 1 s, --vm-timeout positive, --memory at least 256 MB".into());
+            return Err(BadLimits);
         }
         Ok(())
     }
@@ -121,7 +142,7 @@ pub fn problem_and_console(
     console: &[String],
     file: Option<&Path>,
     what: &str,
-) -> Result<(), String> {
+) -> Result<(), ConsoleError> {
     if let Some(p) = problem {
         println!("problem: {p}");
         for l in console
@@ -138,15 +159,18 @@ pub fn problem_and_console(
     if let Some(c) = file {
         let mut text = console.join("\n");
         text.push('\n');
-        trc_files::write_atomic(c, text.as_bytes())
-            .map_err(|e| format!("{what}: cannot write {}: {e}", c.display()))?;
+        trc_files::write_atomic(c, text.as_bytes()).map_err(|source| ConsoleError {
+            what: what.to_string(),
+            path: c.to_path_buf(),
+            source,
+        })?;
     }
     Ok(())
 }
 
 /// The Debian 7.2 kernel the VM tests boot: `$TRC_VM_KERNEL`, else the one `trc kernel fetch
 /// debian:sid` unpacked into the default cache; or why there is none.
-pub fn test_kernel() -> Result<String, String> {
+pub fn test_kernel() -> Result<String, NoTestKernel> {
     if let Some(k) = std::env::var_os("TRC_VM_KERNEL").filter(|k| !k.is_empty()) {
         return Ok(k.to_string_lossy().into_owned());
     }
@@ -159,7 +183,9 @@ pub fn test_kernel() -> Result<String, String> {
             return Ok(d.to_string_lossy().into_owned());
         }
     }
-    Err(format!("no Debian 7.2 kernel (set TRC_VM_KERNEL, or run `trc kernel fetch debian:sid`; looked in {})", cache.join("kernels").display()))
+    Err(NoTestKernel {
+        looked_in: cache.join("kernels"),
+    })
 }
 
 /// What a VM test needs (qemu, busybox-static, a Debian 7.2 kernel): the kernel, or `None`
@@ -168,6 +194,6 @@ pub fn test_kernel_or_skip() -> Option<String> {
     let k = crate::host::find_qemu(None)
         .and_then(|_| crate::initramfs::find_busybox())
         .map_err(|e| e.to_string())
-        .and_then(|_| test_kernel());
+        .and_then(|_| test_kernel().map_err(|e| e.to_string()));
     k.map_err(|e| eprintln!("skipped: {e}")).ok()
 }

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::proto::{self, BaseManifest, ErrorKind, Job, ModuleLoad, Record, ScriptJob};
+use crate::SysError;
 
 static OUT: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
@@ -59,7 +60,7 @@ fn mount(
     fstype: &str,
     flags: libc::c_ulong,
     data: &str,
-) -> Result<(), String> {
+) -> Result<(), SysError> {
     let _ = std::fs::create_dir_all(target);
     let (s, t, f, d) = (cstr(src), cstr(target), cstr(fstype), cstr(data));
     // SAFETY: valid NUL-terminated strings for the duration of the call.
@@ -73,9 +74,9 @@ fn mount(
         )
     };
     if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EBUSY) {
-            return Err(format!("mount {fstype} on {target}: {e}"));
+        let e = SysError::last(format!("mount {fstype} on {target}"));
+        if e.source.raw_os_error() != Some(libc::EBUSY) {
+            return Err(e);
         }
     }
     Ok(())
@@ -86,20 +87,23 @@ fn mount(
 /// kernel has built in fails with EEXIST, and tun's absence is reported separately).
 pub fn load_modules(
     b: &BaseManifest,
-    load: &mut dyn FnMut(&str, bool) -> Result<(), String>,
+    load: &mut dyn FnMut(&str, bool) -> Result<(), SysError>,
 ) -> Vec<ModuleLoad> {
     b.modules
         .iter()
         .map(|m| ModuleLoad {
             name: m.name.clone(),
-            error: load(&m.path, m.compressed).err(),
+            error: load(&m.path, m.compressed).err().map(|e| e.to_string()),
         })
         .collect()
 }
 
 /// `finit_module` of one module file (`MODULE_INIT_COMPRESSED_FILE` for a compressed one).
-fn load_module(path: &str, compressed: bool) -> Result<(), String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+fn load_module(path: &str, compressed: bool) -> Result<(), SysError> {
+    let f = std::fs::File::open(path).map_err(|source| SysError {
+        what: path.to_string(),
+        source,
+    })?;
     use std::os::fd::AsRawFd as _;
     let params = cstr("");
     let flags: libc::c_int = if compressed { 4 } else { 0 }; // MODULE_INIT_COMPRESSED_FILE
@@ -113,9 +117,9 @@ fn load_module(path: &str, compressed: bool) -> Result<(), String> {
         )
     };
     if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(format!("finit_module {path}: {e}"));
+        let e = SysError::last(format!("finit_module {path}"));
+        if e.source.raw_os_error() != Some(libc::EEXIST) {
+            return Err(e);
         }
     }
     Ok(())
@@ -129,12 +133,12 @@ struct IfreqFlags {
 }
 
 /// `ip link set lo up`, by ioctl.
-pub(crate) fn lo_up() -> Result<(), String> {
+pub(crate) fn lo_up() -> Result<(), SysError> {
     // SAFETY: a plain socket; the ifreq is a properly sized, initialised buffer.
     unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
-            return Err(format!("socket: {}", std::io::Error::last_os_error()));
+            return Err(SysError::last("socket"));
         }
         let mut ifr = IfreqFlags {
             name: [0; libc::IFNAMSIZ],
@@ -147,10 +151,10 @@ pub(crate) fn lo_up() -> Result<(), String> {
             ifr.flags |= libc::IFF_UP as libc::c_short;
             r = libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &mut ifr);
         }
-        let e = std::io::Error::last_os_error();
+        let e = SysError::last("lo up");
         libc::close(fd);
         if r != 0 {
-            return Err(format!("lo up: {e}"));
+            return Err(e);
         }
     }
     Ok(())
@@ -274,7 +278,7 @@ fn boot() {
         ),
     ] {
         if let Err(e) = mount(src, t, fs, fl, d) {
-            notes.push(e);
+            notes.push(e.to_string());
         }
     }
     let port = find_port();
@@ -307,7 +311,7 @@ fn boot() {
         notes.push("no /etc/trc-vm/base.json".into());
     }
     if let Err(e) = lo_up() {
-        notes.push(e);
+        notes.push(e.to_string());
     }
     if !Path::new("/dev/net/tun").exists() {
         notes.push("no /dev/net/tun: the kernel has no tun (module or built in)".into());

@@ -478,12 +478,7 @@ fn refusal(file: &Path, output: &str) -> String {
     format!("{}: {}", file.display(), out.join("; "))
 }
 
-fn run_patch(
-    tree: &Path,
-    file: &Path,
-    reverse: bool,
-    dry: bool,
-) -> Result<std::result::Result<(), String>> {
+fn run_patch(tree: &Path, file: &Path, reverse: bool, dry: bool) -> Result<Patched> {
     let mut c = Command::new("patch");
     c.current_dir(tree)
         .args([
@@ -507,13 +502,20 @@ fn run_patch(
         .output()
         .map_err(|e| io("patch", e))?;
     if o.status.success() {
-        return Ok(Ok(()));
+        return Ok(Patched::Applied);
     }
-    Ok(Err(format!(
+    Ok(Patched::Refused(format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )))
+}
+
+/// What `patch` did with a patch file.
+enum Patched {
+    Applied,
+    /// It does not apply: patch's output.
+    Refused(String),
 }
 
 /// Applies `patches` (absolute paths; `shown` as the user gave them, for messages) in order, each
@@ -521,12 +523,11 @@ fn run_patch(
 /// the error ([`Error::Usage`]) names its hunk.
 fn apply(tree: &Path, patches: &[PathBuf], shown: &[PathBuf]) -> Result<()> {
     for (i, p) in patches.iter().enumerate() {
-        let check = run_patch(tree, p, false, true)?;
-        let res = match check {
-            Ok(()) => run_patch(tree, p, false, false)?,
-            Err(e) => Err(e),
+        let res = match run_patch(tree, p, false, true)? {
+            Patched::Applied => run_patch(tree, p, false, false)?,
+            refused => refused,
         };
-        if let Err(out) = res {
+        if let Patched::Refused(out) = res {
             reverse(tree, &patches[..i]);
             return Err(Error::Usage(refusal(shown.get(i).unwrap_or(p), &out)));
         }

@@ -58,6 +58,25 @@ pub enum Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// A system call or file of the guest's setup that failed: `what` (the call and its object),
+/// and the OS's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct SysError {
+    pub what: String,
+    pub source: std::io::Error,
+}
+
+impl SysError {
+    /// `what` failed with the calling thread's last OS error.
+    pub fn last(what: impl Into<String>) -> SysError {
+        SysError {
+            what: what.into(),
+            source: std::io::Error::last_os_error(),
+        }
+    }
+}
+
 /// The cache directory: `$TRC_CACHE`, else `$XDG_CACHE_HOME/trc`, else `~/.cache/trc`.
 pub fn default_cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("TRC_CACHE").filter(|d| !d.is_empty()) {

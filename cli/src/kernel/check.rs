@@ -113,7 +113,7 @@ impl CheckArgs {
             &self.profile,
         )
         .map_err(|e| e.to_string())?;
-        self.vm.validate()?;
+        self.vm.validate().map_err(|e| e.to_string())?;
         if let Some(c) = &self.corpus {
             req.corpus = c.clone();
         }

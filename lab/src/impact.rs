@@ -94,9 +94,20 @@ struct Medians {
     tap_dropped: f64,
 }
 
+/// An argument of `trc-lab impact` out of its range.
+#[derive(Debug, thiserror::Error)]
+enum BadArg {
+    #[error(transparent)]
+    Param(#[from] trc_vm::impact::BadParam),
+    #[error(transparent)]
+    Vm(#[from] trc_vm::flags::BadLimits),
+    #[error("--runs must be 1..100")]
+    Runs,
+}
+
 impl ImpactArgs {
     /// The experiment's parameters, checked (with the VM flags and the number of runs).
-    fn params(&self) -> Result<trc_vm::impact::ImpactParams, String> {
+    fn params(&self) -> Result<trc_vm::impact::ImpactParams, BadArg> {
         let params = trc_vm::impact::ImpactParams {
             rtt_ms: self.rtt,
             loss_pct: self.loss,
@@ -110,9 +121,9 @@ impl ImpactArgs {
             cc: self.cc.clone(),
         };
         params.validate()?;
-        self.vm.validate().map_err(|e| e.to_string())?;
+        self.vm.validate()?;
         if !(1..=100).contains(&self.runs) {
-            return Err("--runs must be 1..100".into());
+            return Err(BadArg::Runs);
         }
         Ok(params)
     }

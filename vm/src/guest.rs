@@ -453,7 +453,7 @@ fn run_impact(ij: &crate::impact::ImpactJob) {
             }
             Err(e) => {
                 say(&format!("[{}/{}] failed: {e}", i + 1, ij.runs));
-                (1, None, Some((ErrorKind::Error, e)))
+                (1, None, Some((ErrorKind::Error, e.to_string())))
             }
         };
         send(&Record::Result {

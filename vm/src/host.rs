@@ -1091,7 +1091,9 @@ pub fn run_impact_in_vm_with(
     ij: &crate::impact::ImpactJob,
     events: &mut dyn FnMut(&Event),
 ) -> Result<VmRun, Error> {
-    ij.params.validate().map_err(Error::Usage)?;
+    ij.params
+        .validate()
+        .map_err(|e| Error::Usage(e.to_string()))?;
     if ij.runs == 0 {
         return Err(Error::Usage("no runs".into()));
     }

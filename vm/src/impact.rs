@@ -72,35 +72,54 @@ impl Default for ImpactParams {
     }
 }
 
+/// An impact parameter out of its range (a usage error).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadParam {
+    #[error("--rtt {0}: expected 2..2000 ms")]
+    Rtt(f64),
+    #[error("--loss and --reorder are percentages in 0..50")]
+    LossOrReorder,
+    #[error("--jitter must be in 0..5*RTT ms")]
+    Jitter,
+    #[error("--jitter-dist must be normal, pareto, paretonormal or uniform")]
+    JitterDist,
+    #[error("--rate must be positive (Mbit/s)")]
+    Rate,
+    #[error("--duration must be 1..3600 s and --sample-ms 1..1000 ms")]
+    DurationOrSample,
+    #[error("--limit must be positive and --cc a congestion control name")]
+    LimitOrCc,
+}
+
 impl ImpactParams {
     /// Out-of-range values, as a usage error.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BadParam> {
         let pct = |x: f64| x.is_finite() && (0.0..=50.0).contains(&x);
         if !(self.rtt_ms.is_finite() && (2.0..=2000.0).contains(&self.rtt_ms)) {
-            return Err(format!("--rtt {}: expected 2..2000 ms", self.rtt_ms));
+            return Err(BadParam::Rtt(self.rtt_ms));
         }
         if !pct(self.loss_pct) || !pct(self.reorder_pct) {
-            return Err("--loss and --reorder are percentages in 0..50".into());
+            return Err(BadParam::LossOrReorder);
         }
         if !(self.jitter_ms.is_finite()
             && self.jitter_ms >= 0.0
             && self.jitter_ms <= self.rtt_ms * 5.0)
         {
-            return Err("--jitter must be in 0..5*RTT ms".into());
+            return Err(BadParam::Jitter);
         }
         if self
             .jitter_dist
             .as_deref()
             .is_some_and(|d| !["normal", "pareto", "paretonormal", "uniform"].contains(&d))
         {
-            return Err("--jitter-dist must be normal, pareto, paretonormal or uniform".into());
+            return Err(BadParam::JitterDist);
         }
         if self.rate_mbit.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-            return Err("--rate must be positive (Mbit/s)".into());
+            return Err(BadParam::Rate);
         }
         // A range holds no NaN or infinity.
         if !(1.0..=3600.0).contains(&self.duration_s) || !(1.0..=1000.0).contains(&self.sample_ms) {
-            return Err("--duration must be 1..3600 s and --sample-ms 1..1000 ms".into());
+            return Err(BadParam::DurationOrSample);
         }
         if self.limit == 0
             || self.cc.is_empty()
@@ -109,7 +128,7 @@ impl ImpactParams {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
-            return Err("--limit must be positive and --cc a congestion control name".into());
+            return Err(BadParam::LimitOrCc);
         }
         Ok(())
     }
@@ -765,6 +784,25 @@ pub fn netem_dropped(tc_output: &str) -> Option<u64> {
     None
 }
 
+/// Why an impact run failed in the guest.
+#[derive(Debug, thiserror::Error)]
+pub enum ImpactError {
+    /// A system call or file: `what: why`.
+    #[error(transparent)]
+    Sys(#[from] crate::SysError),
+    /// A command (`ip`, `tc`) that could not start or failed: its command line and why.
+    #[error("{command}: {why}")]
+    Command { command: String, why: String },
+    #[error("no interface {0}")]
+    NoInterface(String),
+    /// TCP_INFO of the sender's socket.
+    #[error(transparent)]
+    TcpInfo(#[from] std::io::Error),
+    /// A thread of the run that did not start or panicked.
+    #[error("{0}")]
+    Thread(&'static str),
+}
+
 #[cfg(target_os = "linux")]
 pub mod guest {
     //! The guest side: namespaces, qdiscs, taps, sender, receiver, sampler.
@@ -779,22 +817,24 @@ pub mod guest {
     const RCV: &str = "trcrcv";
     const PORT: u16 = 5201;
 
-    fn sh(args: &[&str]) -> Result<String, String> {
+    fn sh(args: &[&str]) -> Result<String, ImpactError> {
+        let failed = |why: String| ImpactError::Command {
+            command: args.join(" "),
+            why,
+        };
         let out = Command::new(args[0])
             .args(&args[1..])
             .output()
-            .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+            .map_err(|e| failed(e.to_string()))?;
         if !out.status.success() {
-            return Err(format!(
-                "{}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
+            return Err(failed(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
             ));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    fn ip(args: &str) -> Result<String, String> {
+    fn ip(args: &str) -> Result<String, ImpactError> {
         let mut v = vec!["ip"];
         v.extend(args.split_whitespace());
         sh(&v)
@@ -810,12 +850,16 @@ pub mod guest {
         ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     }
 
-    fn enter_netns(name: &str) -> Result<(), String> {
-        let f = std::fs::File::open(format!("/run/netns/{name}"))
-            .map_err(|e| format!("netns {name}: {e}"))?;
+    fn enter_netns(name: &str) -> Result<(), ImpactError> {
+        let f = std::fs::File::open(format!("/run/netns/{name}")).map_err(|source| {
+            crate::SysError {
+                what: format!("netns {name}"),
+                source,
+            }
+        })?;
         // SAFETY: a valid namespace fd; affects the calling thread only.
         if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(format!("setns {name}: {}", std::io::Error::last_os_error()));
+            return Err(crate::SysError::last(format!("setns {name}")).into());
         }
         Ok(())
     }
@@ -837,7 +881,7 @@ pub mod guest {
         }
     }
 
-    fn setup(p: &ImpactParams) -> Result<(), String> {
+    fn setup(p: &ImpactParams) -> Result<(), ImpactError> {
         teardown();
         ip(&format!("netns add {SND}"))?;
         ip(&format!("netns add {RCV}"))?;
@@ -858,8 +902,10 @@ pub mod guest {
         ip(&format!("-n {RCV} link set b0 up"))?;
         ip(&format!("-n {SND} route add default via 10.9.1.2"))?;
         ip(&format!("-n {RCV} route add default via 10.9.2.2"))?;
-        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1")
-            .map_err(|e| format!("ip_forward: {e}"))?;
+        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").map_err(|source| crate::SysError {
+            what: "ip_forward".into(),
+            source,
+        })?;
         let mut d = vec!["tc", "qdisc", "replace", "dev", "r1", "root", "netem"];
         let dn = p.data_netem();
         d.extend(dn.iter().map(String::as_str));
@@ -871,19 +917,19 @@ pub mod guest {
         Ok(())
     }
 
-    fn ifindex(name: &str) -> Result<i32, String> {
+    fn ifindex(name: &str) -> Result<i32, ImpactError> {
         let c = std::ffi::CString::new(name).unwrap_or_default();
         // SAFETY: a NUL-terminated name.
         let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
         if i == 0 {
-            return Err(format!("no interface {name}"));
+            return Err(ImpactError::NoInterface(name.to_string()));
         }
         Ok(i as i32)
     }
 
     /// An AF_PACKET tap on `dev`, with a large buffer and kernel timestamps. `ETH_P_ALL`:
     /// outgoing packets reach only those taps (`dev_queue_xmit_nit`); IPv4 is picked later.
-    fn tap_socket(dev: &str) -> Result<OwnedFd, String> {
+    fn tap_socket(dev: &str) -> Result<OwnedFd, ImpactError> {
         let idx = ifindex(dev)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket calls on a fresh fd with properly sized arguments.
@@ -894,10 +940,7 @@ pub mod guest {
                 proto as i32,
             );
             if fd < 0 {
-                return Err(format!(
-                    "AF_PACKET socket: {}",
-                    std::io::Error::last_os_error()
-                ));
+                return Err(crate::SysError::last("AF_PACKET socket").into());
             }
             let fd = OwnedFd::from_raw_fd(fd);
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
@@ -910,10 +953,7 @@ pub mod guest {
                 size_of::<libc::sockaddr_ll>() as u32,
             ) != 0
             {
-                return Err(format!(
-                    "bind tap {dev}: {}",
-                    std::io::Error::last_os_error()
-                ));
+                return Err(crate::SysError::last(format!("bind tap {dev}")).into());
             }
             let big: libc::c_int = 256 << 20;
             libc::setsockopt(
@@ -1032,12 +1072,16 @@ pub mod guest {
     }
 
     fn receiver(
-        ready: std::sync::mpsc::Sender<Result<(), String>>,
+        ready: std::sync::mpsc::Sender<Result<(), ImpactError>>,
         stop: Arc<AtomicBool>,
-    ) -> Result<u64, String> {
-        let r = (|| -> Result<std::net::TcpListener, String> {
+    ) -> Result<u64, ImpactError> {
+        let sys = |what: &str| {
+            let what = what.to_string();
+            move |source| crate::SysError { what, source }
+        };
+        let r = (|| -> Result<std::net::TcpListener, ImpactError> {
             enter_netns(RCV)?;
-            std::net::TcpListener::bind(("10.9.2.1", PORT)).map_err(|e| format!("listen: {e}"))
+            Ok(std::net::TcpListener::bind(("10.9.2.1", PORT)).map_err(sys("listen"))?)
         })();
         let l = match r {
             Ok(l) => {
@@ -1045,11 +1089,12 @@ pub mod guest {
                 l
             }
             Err(e) => {
-                let _ = ready.send(Err(e.clone()));
-                return Err(e);
+                // The run stops with `e`; this thread's result is not read.
+                let _ = ready.send(Err(e));
+                return Err(ImpactError::Thread("the receiver did not start"));
             }
         };
-        let (mut c, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
+        let (mut c, _) = l.accept().map_err(sys("accept"))?;
         let _ = c.set_read_timeout(Some(Duration::from_millis(500)));
         let mut buf = vec![0u8; 1 << 16];
         let mut total = 0u64;
@@ -1066,20 +1111,20 @@ pub mod guest {
                         break;
                     }
                 }
-                Err(e) => return Err(format!("read: {e}")),
+                Err(e) => return Err(sys("read")(e).into()),
             }
         }
         Ok(total)
     }
 
-    fn sender(p: &ImpactParams) -> Result<SenderOut, String> {
+    fn sender(p: &ImpactParams) -> Result<SenderOut, ImpactError> {
         enter_netns(SND)?;
         let mut notes = Vec::new();
         let mib_before = trc_kernel::sys::read_mib();
         // SAFETY: a plain TCP socket.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
-            return Err(format!("socket: {}", std::io::Error::last_os_error()));
+            return Err(crate::SysError::last("socket").into());
         }
         // SAFETY: fd is ours.
         let sock = unsafe { std::net::TcpStream::from_raw_fd(fd) };
@@ -1099,7 +1144,7 @@ pub mod guest {
             )
         } != 0
         {
-            return Err(format!("connect: {}", std::io::Error::last_os_error()));
+            return Err(crate::SysError::last("connect").into());
         }
         if let Ok(cc) = trc_kernel::sys::get_congestion(fd) {
             notes.push(format!("congestion control: {cc}"));
@@ -1110,12 +1155,12 @@ pub mod guest {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let period = Duration::from_secs_f64(p.sample_ms / 1000.0);
-        let sampler = std::thread::spawn(move || -> Result<Vec<Sample>, String> {
+        let sampler = std::thread::spawn(move || -> Result<Vec<Sample>, ImpactError> {
             enter_netns(SND)?;
             let mut v = Vec::new();
             let mut next = Instant::now();
             loop {
-                let (ti, _) = trc_kernel::sys::tcp_info(fd).map_err(|e| e.to_string())?;
+                let (ti, _) = trc_kernel::sys::tcp_info(fd)?;
                 let mib = trc_kernel::sys::read_mib();
                 v.push(Sample {
                     t_ms: (realtime_ns() - t0_ns) as f64 / 1e6,
@@ -1166,7 +1211,7 @@ pub mod guest {
         stop.store(true, Ordering::SeqCst);
         let samples = sampler
             .join()
-            .map_err(|_| "the sampler panicked".to_string())??;
+            .map_err(|_| ImpactError::Thread("the sampler panicked"))??;
         let mib_after = trc_kernel::sys::read_mib();
         drop(sock);
         Ok(SenderOut {
@@ -1252,7 +1297,7 @@ pub mod guest {
     }
 
     /// One run: set up, measure, tear down.
-    pub fn run(p: &ImpactParams, index: usize) -> Result<ImpactRun, String> {
+    pub fn run(p: &ImpactParams, index: usize) -> Result<ImpactRun, ImpactError> {
         setup(p)?;
         let r = measure(p, index);
         let tc = sh(&["tc", "-s", "qdisc", "show", "dev", "r1"]);
@@ -1265,18 +1310,18 @@ pub mod guest {
                     r.notes.push(format!("no drop count in: {}", t.trim()));
                 }
             }
-            Err(e) => r.notes.push(e.clone()),
+            Err(e) => r.notes.push(e.to_string()),
         }
         Ok(r)
     }
 
-    fn measure(p: &ImpactParams, index: usize) -> Result<ImpactRun, String> {
+    fn measure(p: &ImpactParams, index: usize) -> Result<ImpactRun, ImpactError> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tap_note = None;
         let taps: Vec<_> = match ["r0", "r1"]
             .iter()
             .map(|d| tap_socket(d))
-            .collect::<Result<Vec<_>, String>>()
+            .collect::<Result<Vec<_>, ImpactError>>()
         {
             Ok(fds) => fds
                 .into_iter()
@@ -1294,20 +1339,23 @@ pub mod guest {
         let rs = stop.clone();
         let recv = std::thread::spawn(move || receiver(tx, rs));
         rx.recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "the receiver did not start".to_string())??;
+            .map_err(|_| ImpactError::Thread("the receiver did not start"))??;
         // In a thread of its own: entering the sender's namespace is per thread.
         let sp = p.clone();
         let snd = std::thread::spawn(move || sender(&sp))
             .join()
-            .map_err(|_| "the sender panicked".to_string())?;
+            .map_err(|_| ImpactError::Thread("the sender panicked"))?;
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, Ordering::SeqCst);
         let received = recv
             .join()
-            .map_err(|_| "the receiver panicked".to_string())?;
+            .map_err(|_| ImpactError::Thread("the receiver panicked"))?;
         let mut raws = Vec::new();
         for t in taps {
-            raws.push(t.join().map_err(|_| "a tap panicked".to_string())?);
+            raws.push(
+                t.join()
+                    .map_err(|_| ImpactError::Thread("a tap panicked"))?,
+            );
         }
         let s = snd?;
         let mut notes = s.notes;

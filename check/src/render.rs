@@ -189,7 +189,7 @@ fn render_steps(o: &mut String, ce: &[Step]) {
         let _ = writeln!(
             o,
             "      {:<9} cwnd {:>3} ssthresh {:>10} snd_una {:>3} snd_nxt {:>3} high_seq {:>3} retrans_stamp {:>5} undo_marker {:>3} undo_retrans {:>2} out/sacked/lost/retrans {}/{}/{}/{}",
-            s.ca_state,
+            format!("{:?}", s.ca_state),
             s.cwnd,
             s.ssthresh,
             s.snd_una,

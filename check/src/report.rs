@@ -10,6 +10,7 @@ use trc_engine::dist::DistReport;
 use trc_engine::{replay, Report, SpillReport, StopReason, Verdict};
 use trc_model::mib::MibDelta;
 use trc_model::model::{Action, State, TcpModel};
+use trc_model::state::CaState;
 use trc_model::{Config, Profile};
 use trc_properties::baseline::Accepted;
 
@@ -135,7 +136,8 @@ pub struct Step {
     pub event: String,
     pub sack: bool,
     pub time_ms: u32,
-    pub ca_state: String,
+    /// Serialised as its name (`"Recovery"`).
+    pub ca_state: CaState,
     pub cwnd: u32,
     pub ssthresh: u32,
     pub snd_una: u32,
@@ -160,7 +162,7 @@ impl Step {
             event,
             sack: x.sack_ok,
             time_ms: s.now,
-            ca_state: format!("{:?}", x.ca_state),
+            ca_state: x.ca_state,
             cwnd: x.cwnd,
             ssthresh: x.ssthresh,
             snd_una: x.snd_una,

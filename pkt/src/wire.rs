@@ -85,10 +85,18 @@ impl fmt::Display for TcpFlags {
     }
 }
 
+/// A letter of a flags text that is not a TCP flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{letter}` in `{text}` is not a TCP flag")]
+pub struct NotAFlag {
+    pub letter: char,
+    pub text: String,
+}
+
 impl std::str::FromStr for TcpFlags {
-    type Err = String;
+    type Err = NotAFlag;
     /// packetdrill's letters (`S`, `F`, `R`, `P`, `.`, `U`, `E`, `W`; `-` for none).
-    fn from_str(s: &str) -> Result<TcpFlags, String> {
+    fn from_str(s: &str) -> Result<TcpFlags, NotAFlag> {
         let mut b = 0;
         for c in s.chars() {
             b |= match c {
@@ -101,7 +109,12 @@ impl std::str::FromStr for TcpFlags {
                 'E' => ECE,
                 'W' => CWR,
                 '-' => 0,
-                _ => return Err(format!("`{c}` in `{s}` is not a TCP flag")),
+                _ => {
+                    return Err(NotAFlag {
+                        letter: c,
+                        text: s.to_string(),
+                    })
+                }
             };
         }
         Ok(TcpFlags(b))

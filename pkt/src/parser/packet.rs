@@ -565,7 +565,7 @@ impl Parser<'_> {
                 _ => {}
             }
         }
-        flags_of(&text).map_err(|m| self.err_at(&t, m))
+        flags_of(&text).map_err(|m| self.err_at(&t, m.to_string()))
     }
 }
 
@@ -582,9 +582,22 @@ fn is_ack_and_ace(s: &str) -> bool {
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Why a flags text is not valid (the parser says "expected" before it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum BadFlags {
+    /// An E, W or A with an ACE digit.
+    #[error("TCP flags without conflicting '{0}' (an ACE digit is given)")]
+    EcnWithAce(char),
+    /// A second ACE digit, or one after E, W or A.
+    #[error("TCP flags without conflicting '{0}' (one ACE digit, and no E, W or A with it)")]
+    AceWithEcn(char),
+    #[error("TCP flags (invalid TCP flag '{0}')")]
+    Invalid(char),
+}
+
 /// The flags of a flags text (packetdrill's `is_tcp_flags_spec_valid` and `new_tcp_packet`):
 /// letters may repeat; an ACE digit conflicts with E, W, A and another digit.
-fn flags_of(text: &str) -> Result<TcpFlags, String> {
+fn flags_of(text: &str) -> Result<TcpFlags, BadFlags> {
     let mut f = TcpFlags::default();
     let mut ecn_letter = false;
     for c in text.chars() {
@@ -597,9 +610,7 @@ fn flags_of(text: &str) -> Result<TcpFlags, String> {
             '.' => f.ack = true,
             'E' | 'W' | 'A' => {
                 if f.ace.is_some() {
-                    return Err(format!(
-                        "TCP flags without conflicting '{c}' (an ACE digit is given)"
-                    ));
+                    return Err(BadFlags::EcnWithAce(c));
                 }
                 ecn_letter = true;
                 match c {
@@ -610,13 +621,11 @@ fn flags_of(text: &str) -> Result<TcpFlags, String> {
             }
             '0'..='7' => {
                 if ecn_letter || f.ace.is_some() {
-                    return Err(format!(
-                        "TCP flags without conflicting '{c}' (one ACE digit, and no E, W or A with it)"
-                    ));
+                    return Err(BadFlags::AceWithEcn(c));
                 }
                 f.ace = Some(c as u8 - b'0');
             }
-            _ => return Err(format!("TCP flags (invalid TCP flag '{c}')")),
+            _ => return Err(BadFlags::Invalid(c)),
         }
     }
     Ok(f)

@@ -193,8 +193,8 @@ impl State {
                 p.push(w);
             }
         }
-        for Seg { tags, xmit } in sender.segs.iter() {
-            p.push(*tags as u64 | (*xmit as u64) << 8);
+        for Seg { tags, sub, xmit } in sender.segs.iter() {
+            p.push(*tags as u64 | (*sub as u64) << 8 | (*xmit as u64) << 24);
         }
         for Pkt { seg, sent, rtx } in flight.iter() {
             p.push(*sent as u64 | (*seg as u64) << 32 | b(*rtx) << 48);
@@ -382,6 +382,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
     } = s;
     let Rack {
         mstamp,
+        sub,
         end_seq,
         rtt_us,
         advanced: _,
@@ -432,7 +433,7 @@ fn sender_words(p: &mut Packer, s: &Sender, now: u32) {
     p.push(p2(*total_retrans, *dsack_dups));
     p.push(p2(
         timer.map_or(0, |t: Timer| t.deadline),
-        *reo_wnd_persist as u32,
+        *reo_wnd_persist as u32 | (*sub as u32) << 8,
     ));
     p.push(p2(
         last_reduction.map_or(0, |(seq, _)| seq),

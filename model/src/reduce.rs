@@ -17,11 +17,14 @@
 //! * [`Reduce::dead_times`] — time stamps the model never reads again: the `xmit` of unsent
 //!   segments (overwritten when sent), the `xmit` of segments below `snd_una` (read only through
 //!   `lsndtime` = the maximum over sent segments, which is preserved), and with timestamps off
-//!   `retrans_stamp`'s value (then only compared with 0).
+//!   `retrans_stamp`'s value (then only compared with 0). The send-order ranks of one ms
+//!   (`Seg::sub`, `Rack::sub`) are zeroed with those stamps and otherwise renumbered 1, 2, ...
+//!   in their order: RACK only compares them (`tcp_rack_sent_after`) and a new transmission
+//!   takes a rank above them all, so only their order is ever read.
 
 use crate::config::{CcKind, Config};
 use crate::model::State;
-use crate::state::Events;
+use crate::state::{stamp_ms, Events, Seg, Sender};
 
 /// A set of persistent ghost fields (bit set).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -143,6 +146,7 @@ fn dead_times(cfg: &Config, s: &mut State) {
     // Unsent segments: `tcp_transmit_new` overwrites the whole entry before anything reads it.
     for seg in &mut snd.segs[nxt..] {
         seg.xmit = 0;
+        seg.sub = 0;
     }
     // Segments below snd_una: only `lsndtime()` (max over sent segments; CUBIC's idle restart)
     // reads them. Keep that maximum, in the last stale entry, only where a live segment does not
@@ -152,8 +156,39 @@ fn dead_times(cfg: &Config, s: &mut State) {
     let keep = cfg.cc == CcKind::Cubic && live_max.is_none_or(|m| m < stale_max);
     for seg in &mut snd.segs[..una] {
         seg.xmit = 0;
+        seg.sub = 0;
     }
     if keep && una > 0 {
         snd.segs[una - 1].xmit = stale_max;
     }
+    canonical_ranks(snd, una, nxt);
+}
+
+/// The send-order ranks of the live segments `[una, nxt)` and of RACK's reference, renumbered
+/// 1, 2, ... within each ms in their order (equal stamps stay equal: the reference may be a live
+/// segment's own transmission); the reference's rank is 0 when no live segment shares its ms.
+/// Exact: `tcp_rack_sent_after()` and the tsorted order only compare stamps, and `stamp_xmit()`
+/// gives a new transmission a rank above every rank of its ms, whatever their values.
+fn canonical_ranks(snd: &mut Sender, una: usize, nxt: usize) {
+    if !snd.sack_ok {
+        return; // no ranks: `stamp_xmit()` leaves them 0 without SACK
+    }
+    let live = una..nxt;
+    let reference = snd.rack.mstamp;
+    let shared = snd.segs[live.clone()].iter().any(|x| x.xmit == reference);
+    let mut stamps: Vec<u64> = snd.segs[live.clone()].iter().map(Seg::stamp).collect();
+    if shared {
+        stamps.push(snd.rack.stamp());
+    }
+    stamps.sort_unstable();
+    stamps.dedup();
+    // 1 + the number of distinct stamps of the same ms below `t`.
+    let dense = |t: u64| {
+        let first = stamps.partition_point(|&u| stamp_ms(u) < stamp_ms(t));
+        (stamps.partition_point(|&u| u < t) - first + 1) as u16
+    };
+    for seg in &mut snd.segs[live] {
+        seg.sub = dense(seg.stamp());
+    }
+    snd.rack.sub = if shared { dense(snd.rack.stamp()) } else { 0 };
 }

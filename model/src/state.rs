@@ -77,8 +77,38 @@ pub mod tag {
 pub struct Seg {
     /// [`tag`] bits.
     pub tags: u8,
+    /// Send order of the last transmission among the transmissions of the same ms (`xmit`): 1 +
+    /// the largest rank of the segments (and RACK's reference) stamped that ms when it was sent
+    /// ([`Sender::stamp_xmit`]); 0 for a segment never sent, on a non-SACK connection (RACK never
+    /// runs) or whose stamp was canonicalised (`reduce.rs`). It stands for the sub-ms part of `skb->skb_mstamp_ns`: the kernel stamps in
+    /// µs (ns), so two transmissions of the same ms are ordered by when they were sent, and
+    /// `tcp_skb_sent_after()`'s tie-break by sequence only applies to truly equal stamps (one
+    /// burst of `tcp_write_xmit()`, sent in sequence order, as the ranks are). Stored in the
+    /// padding after `tags`: the state does not grow. It saturates at `u16::MAX` (more
+    /// transmissions in one ms than any bound explores: ties then fall back to the sequence).
+    pub sub: u16,
     /// Time of the last transmission (ms, model clock): `skb->skb_mstamp_ns`.
     pub xmit: u32,
+}
+
+impl Seg {
+    /// The last transmission's stamp as RACK compares it (`tcp_skb_timestamp_us(skb)`): the ms
+    /// with the send-order rank below it ([`stamp`]).
+    pub fn stamp(&self) -> u64 {
+        stamp(self.xmit, self.sub)
+    }
+}
+
+/// A transmission stamp for RACK's ordering (`tcp_skb_sent_after()`, `tp->rack.mstamp`): ms
+/// `xmit` and the rank `sub` of the transmission within that ms, so that a later transmission of
+/// the same ms compares greater, as the kernel's µs stamps do.
+pub fn stamp(xmit: u32, sub: u16) -> u64 {
+    (xmit as u64) << 16 | sub as u64
+}
+
+/// The ms of a [`stamp`].
+pub fn stamp_ms(t: u64) -> u32 {
+    (t >> 16) as u32
 }
 
 /// Which of `icsk_pending`'s timers is armed (only one at a time).
@@ -104,6 +134,9 @@ pub struct Timer {
 pub struct Rack {
     /// Transmit time of the most recently sent segment that was (S)ACKed.
     pub mstamp: u32,
+    /// That transmission's rank within its ms ([`Seg::sub`]): with `mstamp` the kernel's µs
+    /// `rack.mstamp`.
+    pub sub: u16,
     /// Its end_seq.
     pub end_seq: u32,
     /// RTT of that delivery (`rack.rtt_us`, µs).
@@ -112,6 +145,13 @@ pub struct Rack {
     pub reo_wnd_steps: u8,
     pub reo_wnd_persist: u8,
     pub dsack_seen: bool,
+}
+
+impl Rack {
+    /// The reference's stamp (`tp->rack.mstamp`, see [`stamp`]).
+    pub fn stamp(&self) -> u64 {
+        stamp(self.mstamp, self.sub)
+    }
 }
 
 /// `struct minmax` (include/linux/win_minmax.h): the best, second and third choices of a

@@ -250,10 +250,11 @@ fn decisions(snd: &trc_model::Sender) -> impl PartialEq + std::fmt::Debug {
             snd.retrans_out,
         ),
         // Re-timing can change how often a segment is retransmitted without changing any tag
-        // (RACK's `tcp_rack_sent_after` ties on the ms clock: a retransmission made by a later
-        // event in the same ms as a higher segment's send counts as sent before it, is marked lost
-        // again when that segment is SACKed, and is retransmitted once more, leaving L|R as
-        // before). The spaced script has no tie, so the trace's counters would not describe it.
+        // (a retransmission RACK marks lost again on one timing and not on the other, e.g. one
+        // whose wait `rack.rtt_us + reo_wnd - (now - xmit)` the spacing moves across zero, is
+        // retransmitted once more, leaving L|R as before; until the send-order ranks of
+        // 2026-12-04, same-ms ties ordered by sequence did this too). The trace's counters would
+        // then not describe the spaced script.
         snd.total_retrans,
         snd.undo_marker,
         snd.timer.map(|t| t.kind),
@@ -1458,9 +1459,9 @@ impl<'a> Exporter<'a> {
 /// the ACK of it echoed the model's TS of that ms, which is older than the re-timed send, so
 /// `tcp_skb_spurious_retrans` held RACK back (no mark, cwnd 6). The script echoes the real
 /// send's TS; on it the kernel, like `trc replay` of the script, advances RACK and marks
-/// 11001:12001 (sent 12 ms before, reo_wnd 0 in Recovery), lost 3, cwnd 4. The nominal run
-/// does not mark it either (a same-ms tie, ordered by sequence: docs/explanation/model.md), so with the
-/// script's echo the re-timed run decides differently and the walk is refused.
+/// 11001:12001 (sent 12 ms before, reo_wnd 0 in Recovery), lost 3, cwnd 4, and so does the
+/// nominal run since RACK orders a ms's transmissions by send order (before that, a same-ms tie
+/// ordered by sequence left it unmarked, and the walk was refused).
 fn retimed_tsecr(ecr_label: u32, ts_base: u32) -> u32 {
     ecr_label.wrapping_sub(TS_LABEL_BASE).wrapping_add(ts_base)
 }
@@ -1782,7 +1783,10 @@ mod tests {
         // Seed 2 scenario 53 (SACK, TS, CUBIC, initcwnd 7, 12 segments): step 18 ACKs the RACK
         // retransmission of 6001:7001, which shares model ms 316 with the RTO and the ACK that
         // sent 11001:12001. The script echoes the re-timed retransmission's TS (331 ms); with
-        // it the re-timed run marks 11001:12001 lost, the nominal run (ms tie) does not.
+        // it the re-timed run marks 11001:12001 lost, as the kernel does (lost 3, cwnd 4). So
+        // does the nominal run since RACK orders a ms's transmissions by send order (11001:12001
+        // left before the retransmission); with same-ms ties ordered by sequence it did not, and
+        // the walk was refused at step 18.
         let cfg = trc_model::Config {
             segments: 12,
             extra_writes: 1,
@@ -1822,11 +1826,10 @@ mod tests {
             Action::Write,
             d(1),
         ];
-        assert!(export_walk(&model, 0, &walk[..17], "t", 3, 15).is_ok());
-        let e = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
-        let (step, why) = (e.step(), e.to_string());
-        assert_eq!(step, 18, "{why}");
-        assert!(why.contains("re-timed run decides differently"), "{why}");
+        let x = export_walk(&model, 0, &walk, "t", 3, 15).unwrap();
+        let last = x.pkt.rsplit("// step 18").next().unwrap();
+        assert!(last.contains("> P. 11001:12001(1000)"), "{last}");
+        assert!(last.contains("tcpi_snd_cwnd == 4,"), "{last}");
         // The exact-time script (no re-timing) still exports.
         assert!(export(
             &model,

@@ -239,7 +239,7 @@ impl Sender {
             } else if self.sack_ok {
                 cx.delivered += 1;
                 if !self.tcp_skb_spurious_retrans(cx, s) {
-                    self.tcp_rack_advance(cx, s.tags, end, s.xmit);
+                    self.tcp_rack_advance(cx, s.tags, end, s.stamp());
                 }
             }
             if s.tags & tag::L != 0 {
@@ -249,10 +249,7 @@ impl Sender {
             pkts_acked += 1;
             Self::tcp_rate_skb_delivered(cx, s.tags);
             fl |= flag::DATA_ACKED;
-            self.segs[i as usize] = Seg {
-                tags: 0,
-                xmit: s.xmit,
-            };
+            self.segs[i as usize] = Seg { tags: 0, ..s };
         }
         let q = self.rtx_queue(cfg);
         if !q.is_empty() && self.segs[q.start as usize].tags & tag::S != 0 {

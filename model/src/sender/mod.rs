@@ -176,6 +176,7 @@ impl Sender {
             tlp_retrans: false,
             rack: Rack {
                 mstamp: 0,
+                sub: 0,
                 end_seq: 0,
                 rtt_us: 0,
                 advanced: false,

@@ -14,22 +14,28 @@ use crate::state::*;
 pub const TCP_TIMEOUT_MIN_US: u32 = 2000;
 
 impl Sender {
-    /// `tcp_rack_sent_after()`: (t1, seq1) was sent after (t2, seq2).
-    pub fn tcp_rack_sent_after(t1: u32, t2: u32, seq1: u32, seq2: u32) -> bool {
+    /// `tcp_rack_sent_after()` (now `tcp_skb_sent_after()`): (t1, seq1) was sent after
+    /// (t2, seq2). The stamps are [`stamp`]s, ms and send-order rank, so transmissions of the
+    /// same ms are ordered by when they were sent, as the kernel's µs `skb_mstamp_ns` orders
+    /// them; the sequence only breaks truly equal stamps (the same transmission, or hand-built
+    /// states whose segments have rank 0).
+    pub fn tcp_rack_sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
         t1 > t2 || (t1 == t2 && after(seq1, seq2))
     }
 
-    /// `tcp_rack_advance()`: a segment sent at `xmit` was (S)ACKed. A retransmitted one (S)ACKed
-    /// sooner than `min_rtt` after it was sent is ambiguous (the original may have arrived).
-    pub fn tcp_rack_advance(&mut self, cx: &Cx, tags: u8, end_seq: u32, xmit: u32) {
-        let rtt_us = cx.now.wrapping_sub(xmit).saturating_mul(1000);
+    /// `tcp_rack_advance()`: a segment sent at `xmit` (a [`stamp`]) was (S)ACKed. A
+    /// retransmitted one (S)ACKed sooner than `min_rtt` after it was sent is ambiguous (the
+    /// original may have arrived).
+    pub fn tcp_rack_advance(&mut self, cx: &Cx, tags: u8, end_seq: u32, xmit: u64) {
+        let rtt_us = cx.now.wrapping_sub(stamp_ms(xmit)).saturating_mul(1000);
         if rtt_us < self.tcp_min_rtt() && tags & tag::RETRANS != 0 {
             return;
         }
         self.rack.advanced = true;
         self.rack.rtt_us = rtt_us;
-        if Self::tcp_rack_sent_after(xmit, self.rack.mstamp, end_seq, self.rack.end_seq) {
-            self.rack.mstamp = xmit;
+        if Self::tcp_rack_sent_after(xmit, self.rack.stamp(), end_seq, self.rack.end_seq) {
+            self.rack.mstamp = stamp_ms(xmit);
+            self.rack.sub = xmit as u16;
             self.rack.end_seq = end_seq;
         }
     }
@@ -75,13 +81,14 @@ impl Sender {
                 t & (tag::S | tag::T) == 0 && !(t & tag::L != 0 && t & tag::R == 0)
             })
             .collect();
-        // tsorted_sent_queue: transmit order.
-        order.sort_by_key(|&i| (self.segs[i as usize].xmit, i));
+        // tsorted_sent_queue: transmit order (`tcp_update_skb_after_send()` appends each
+        // (re)transmission), i.e. by stamp, the rank ordering one ms's transmissions.
+        order.sort_by_key(|&i| (self.segs[i as usize].stamp(), i));
         let mut reo_timeout: u32 = 0;
         for i in order {
             let s = self.segs[i as usize];
             let end = self.seq_of(cx.cfg, i + 1);
-            if !Self::tcp_rack_sent_after(self.rack.mstamp, s.xmit, self.rack.end_seq, end) {
+            if !Self::tcp_rack_sent_after(self.rack.stamp(), s.stamp(), self.rack.end_seq, end) {
                 break;
             }
             let remaining = self.tcp_rack_skb_timeout(cx, s.xmit, reo_wnd);
@@ -358,9 +365,28 @@ mod tests {
     }
 
     /// `tcp_rack_sent_after(t1, t2, seq1, seq2)`: later, or at the same time with a higher
-    /// end sequence (same-ms ties, e.g. one flight, are broken by sequence).
+    /// end sequence (truly equal stamps, e.g. one flight, are broken by sequence); of one ms, the
+    /// later rank (send order) is later whatever the sequence.
     #[test]
     fn rack_sent_after_same_ms_ties_broken_by_sequence() {
+        assert!(Sender::tcp_rack_sent_after(
+            stamp(60, 2),
+            stamp(60, 1),
+            2,
+            9
+        ));
+        assert!(!Sender::tcp_rack_sent_after(
+            stamp(60, 1),
+            stamp(60, 2),
+            9,
+            2
+        ));
+        assert!(Sender::tcp_rack_sent_after(
+            stamp(61, 1),
+            stamp(60, 9),
+            2,
+            9
+        ));
         assert!(Sender::tcp_rack_sent_after(60, 50, 2, 9));
         assert!(!Sender::tcp_rack_sent_after(50, 60, 9, 2));
         assert!(Sender::tcp_rack_sent_after(60, 60, 9, 2));
@@ -412,8 +438,9 @@ mod tests {
     /// retransmission (t=60) went out in the same ms as new segment 11, which was SACKed at
     /// t=110, so the retransmission counts as sent before it (same ms, lower sequence) and is
     /// lost again at t=110 (`tcp_mark_skb_lost()`: SACKED_RETRANS cleared, `retrans_out` − 1,
-    /// `tp->lost` + 1, `lost_out` unchanged). (The kernel's µs stamps would rarely tie here;
-    /// docs/explanation/model.md lists the same-ms rule as an abstraction.)
+    /// `tp->lost` + 1, `lost_out` unchanged). Both stamps are truly equal here (hand-built, rank
+    /// 0: one burst); sent by two events of that ms, their ranks would order them instead (see
+    /// `rack_same_ms_retransmissions_after_tlp_new_data_not_lost`).
     #[test]
     fn rack_detect_loss_rechecks_lost_retransmissions() {
         let cfg = cfg();
@@ -437,6 +464,46 @@ mod tests {
         assert_eq!(s.tagged(tag::L), (0..10).collect::<Vec<_>>());
         assert_eq!(s.segs[1].tags & tag::R, 0);
         assert_eq!((s.retrans_out, s.lost_out, cx.lost), (0, 10, 9));
+    }
+
+    /// The artefact of the ms clock (notebook 2026-12-04, `I1:tcp_try_undo_loss(frto):Loss:frto`
+    /// at segments 10 SACK): a TLP sends new segment 8 at t=152, then, in the same ms, Recovery
+    /// retransmits segments 2 and 3. In the kernel seg 8's `skb_mstamp_ns` precedes theirs, so
+    /// when seg 8 is SACKed at t=202 (`tcp_rack_advance()`: reference seg 8, RTT 50 ms) the
+    /// retransmissions were sent after the reference: `tcp_rack_detect_loss()` (reo_wnd 0 in
+    /// Recovery) stops at them in `tsorted_sent_queue` and marks only the segments sent at t=0.
+    /// Ordered by sequence within the ms, as the model did before the ranks, they were marked
+    /// lost again (SACKED_RETRANS cleared, `retrans_out` 0).
+    #[test]
+    fn rack_same_ms_retransmissions_after_tlp_new_data_not_lost() {
+        let cfg = cfg();
+        let p = Profile::linux_6_18();
+        let mut s = Sender::for_test(&cfg, true, 8);
+        s.ca_state = CaState::Recovery;
+        s.stamp_xmit(152, 7);
+        s.add_tags(1, tag::L);
+        s.add_tags(2, tag::L);
+        let mut cx = Cx::new(&cfg, &p, 152, false);
+        s.tcp_retransmit_skb(&mut cx, 1);
+        s.tcp_retransmit_skb(&mut cx, 2);
+        let ranks = [7, 1, 2].map(|i| (s.segs[i].xmit, s.segs[i].sub));
+        assert_eq!(
+            ranks,
+            [(152, 1), (152, 2), (152, 3)],
+            "send order within the ms"
+        );
+        let mut cx = Cx::new(&cfg, &p, 202, false);
+        s.tcp_rack_advance(&cx, 0, s.seq_of(&cfg, 8), s.segs[7].stamp());
+        s.add_tags(7, tag::S | tag::T);
+        assert_eq!((s.rack.mstamp, s.rack.sub), (152, 1));
+        assert_eq!(s.tcp_rack_detect_loss(&mut cx), 0);
+        assert_eq!(s.tagged(tag::L), vec![0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            s.tagged(tag::L | tag::R),
+            vec![1, 2],
+            "retransmissions still in flight"
+        );
+        assert_eq!((s.retrans_out, s.lost_out, cx.lost), (2, 7, 5));
     }
 
     /// `tcp_rack_mark_lost()`: only after RACK advanced (which it clears); segments still inside
@@ -503,9 +570,14 @@ mod tests {
             ..s.rack
         };
         let before = s.rack;
-        s.tcp_rack_advance(&Cx::new(&cfg, &p, 70, false), tag::RETRANS, 2, 60);
+        s.tcp_rack_advance(&Cx::new(&cfg, &p, 70, false), tag::RETRANS, 2, stamp(60, 0));
         assert_eq!(s.rack, before, "10 ms after the retransmission: ambiguous");
-        s.tcp_rack_advance(&Cx::new(&cfg, &p, 110, false), tag::RETRANS, 2, 60);
+        s.tcp_rack_advance(
+            &Cx::new(&cfg, &p, 110, false),
+            tag::RETRANS,
+            2,
+            stamp(60, 0),
+        );
         assert_eq!(
             s.rack,
             Rack {

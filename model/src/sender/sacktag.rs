@@ -85,7 +85,13 @@ impl Sender {
                                 .is_some_and(|(ds, de)| !before(s_start, ds) && !after(s_end, de));
                         let seg = self.segs[k as usize];
                         let mut tags = self.tcp_sacktag_one(
-                            cx, &mut st, seg.tags, s_start, s_end, dup_sack, seg.xmit,
+                            cx,
+                            &mut st,
+                            seg.tags,
+                            s_start,
+                            s_end,
+                            dup_sack,
+                            seg.stamp(),
                         );
                         Self::tcp_rate_skb_delivered(cx, seg.tags);
                         if tags & tag::S != 0 {
@@ -327,7 +333,7 @@ impl Sender {
         start: u32,
         end: u32,
         dup_sack: bool,
-        xmit: u32,
+        xmit: u64,
     ) -> u8 {
         if dup_sack && tags & tag::RETRANS != 0 {
             if self.undo_marker != 0 && self.undo_retrans > 0 && after(end, self.undo_marker) {
@@ -361,8 +367,8 @@ impl Sender {
                     if !after(end, self.high_seq) {
                         st.flag |= flag::ORIG_SACK_ACKED;
                     }
-                    st.first_sackt.get_or_insert(xmit);
-                    st.last_sackt = Some(xmit);
+                    st.first_sackt.get_or_insert(stamp_ms(xmit));
+                    st.last_sackt = Some(stamp_ms(xmit));
                 }
                 if tags & tag::L != 0 {
                     tags &= !tag::L;

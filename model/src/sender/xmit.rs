@@ -41,6 +41,36 @@ impl Sender {
         }
     }
 
+    /// Stamps segment `i`'s (re)transmission at `now`: `skb->skb_mstamp_ns`, which
+    /// `tcp_update_skb_after_send()` then moves to the tail of `tsorted_sent_queue`. The model's
+    /// ms gets the sub-ms order as a rank ([`Seg::sub`]): 1 + the largest rank stamped this ms,
+    /// counting RACK's reference (`rack.mstamp`, which may be a segment stamped again since), so
+    /// this transmission compares after every earlier one of the same ms. Derived from the
+    /// segments themselves: no global counter enters the state. A non-SACK connection never
+    /// compares stamps (RACK runs only with SACK: `tcp_identify_packet_loss()` takes
+    /// `tcp_newreno_mark_lost()`, `tcp_clean_rtx_queue()` advances RACK only if
+    /// `tcp_is_sack()`), so its ranks stay 0 rather than split states on a value never read.
+    pub fn stamp_xmit(&mut self, now: u32, i: u32) {
+        if !self.sack_ok {
+            self.segs[i as usize].xmit = now;
+            return;
+        }
+        let reference = if self.rack.mstamp == now {
+            self.rack.sub
+        } else {
+            0
+        };
+        let top = self
+            .segs
+            .iter()
+            .filter(|s| s.xmit == now)
+            .map(|s| s.sub)
+            .fold(reference, u16::max);
+        let seg = &mut self.segs[i as usize];
+        seg.xmit = now;
+        seg.sub = top.saturating_add(1);
+    }
+
     /// `tcp_rto_delta_us()`: time left until the head's RTO would expire.
     pub fn tcp_rto_delta(&self, cx: &Cx) -> i64 {
         let head = self.rtx_queue(cx.cfg).start;
@@ -136,7 +166,7 @@ impl Sender {
                     // tcp_rate_skb_sent() stamps it afresh (no `D`).
                     self.segs[last as usize].tags =
                         (self.segs[last as usize].tags | tag::E) & !(tag::T | tag::D);
-                    self.segs[last as usize].xmit = cx.now;
+                    self.stamp_xmit(cx.now, last);
                     self.total_retrans += 1;
                     cx.mib.inc(Mib::RetransSegs);
                     cx.out.push(Tx {
@@ -209,10 +239,8 @@ impl Sender {
         if self.tcp_packets_in_flight() == 0 {
             self.tcp_ca_event(cx, CaEvent::TxStart);
         }
-        self.segs[i as usize] = Seg {
-            tags: 0,
-            xmit: cx.now,
-        };
+        self.segs[i as usize] = Seg::default();
+        self.stamp_xmit(cx.now, i);
         let cwr = self.tcp_ecn_send(true);
         cx.out.push(Tx {
             seg: i,
@@ -336,7 +364,7 @@ impl Sender {
         // stamps it afresh (no `D`).
         self.segs[i as usize].tags =
             (self.segs[i as usize].tags | tag::RETRANS) & !(tag::T | tag::D);
-        self.segs[i as usize].xmit = cx.now;
+        self.stamp_xmit(cx.now, i);
         self.total_retrans += 1;
         cx.mib.inc(Mib::RetransSegs);
         self.retrans_out = self.retrans_out.wrapping_add(1);

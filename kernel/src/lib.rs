@@ -130,8 +130,8 @@ pub fn run_script(
 ) -> Result<RunReport, RunError> {
     let mut cli = run_all_command_line();
     cli.extend(opts.packetdrill.iter().cloned());
-    let settings =
-        trc_pkt::engine::Settings::resolve(script, file, &cli).map_err(RunError::Usage)?;
+    let settings = trc_pkt::engine::Settings::resolve(script, file, &cli)
+        .map_err(|e| RunError::Usage(e.to_string()))?;
     if let Some(r) = skip_reason() {
         return Err(RunError::Skipped(r));
     }

@@ -342,6 +342,43 @@ pub fn run_all_defines() -> Vec<(String, Option<String>)> {
     .collect()
 }
 
+/// Why a packetdrill option is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadOption {
+    #[error("option '--{0}' requires an argument")]
+    NoValue(String),
+    #[error("bad --{name}={value} (an integer from {lo} to {hi})")]
+    Int {
+        name: String,
+        value: String,
+        lo: i64,
+        hi: i64,
+    },
+    #[error("bad --tolerance_percent={0} (0 to 100)")]
+    Percent(String),
+    #[error("bad --non_fatal value '{0}' (packet, syscall)")]
+    NonFatal(String),
+    #[error("bad definition '{0}' (NAME=value)")]
+    Definition(String),
+    #[error("option '{0}' unknown")]
+    Unknown(String),
+}
+
+/// A refused option and where it was given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionError {
+    /// On the script's `--option` line.
+    #[error("{file}:{line}: {why}")]
+    Script {
+        file: String,
+        line: u32,
+        why: BadOption,
+    },
+    /// On the command line (`--name`).
+    #[error("--{name}: {why}")]
+    CommandLine { name: String, why: BadOption },
+}
+
 impl Settings {
     /// The script's options, then `command_line`'s (`name`, `value` pairs, `--` stripped):
     /// `Err` names the offending option (`file:line:` for the script's).
@@ -349,17 +386,24 @@ impl Settings {
         script: &Script,
         file: &str,
         command_line: &[(String, Option<String>)],
-    ) -> Result<Settings, String> {
+    ) -> Result<Settings, OptionError> {
         let mut s = Settings::default();
         // The last value of each option trc has one value for, and where it was set.
         let mut fixed: BTreeMap<String, (Option<String>, u32)> = BTreeMap::new();
         for o in &script.options {
             s.apply(&o.name, o.value.as_deref(), o.line, &mut fixed)
-                .map_err(|e| format!("{file}:{}: {e}", o.line))?;
+                .map_err(|why| OptionError::Script {
+                    file: file.to_string(),
+                    line: o.line,
+                    why,
+                })?;
         }
         for (n, v) in command_line {
             s.apply(n, v.as_deref(), 0, &mut fixed)
-                .map_err(|e| format!("--{n}: {e}"))?;
+                .map_err(|why| OptionError::CommandLine {
+                    name: n.clone(),
+                    why,
+                })?;
         }
         s.unsupported = fixed.into_iter().find_map(|(name, (value, line))| {
             let ok = HARMLESS_OPTIONS
@@ -379,14 +423,19 @@ impl Settings {
         value: Option<&str>,
         line: u32,
         fixed: &mut BTreeMap<String, (Option<String>, u32)>,
-    ) -> Result<(), String> {
-        let need = || value.ok_or_else(|| format!("option '--{name}' requires an argument"));
-        let int = |lo: i64, hi: i64| -> Result<i64, String> {
+    ) -> Result<(), BadOption> {
+        let need = || value.ok_or_else(|| BadOption::NoValue(name.to_string()));
+        let int = |lo: i64, hi: i64| -> Result<i64, BadOption> {
             let v = need()?;
             v.parse::<i64>()
                 .ok()
                 .filter(|x| (lo..=hi).contains(x))
-                .ok_or_else(|| format!("bad --{name}={v} (an integer from {lo} to {hi})"))
+                .ok_or_else(|| BadOption::Int {
+                    name: name.to_string(),
+                    value: v.to_string(),
+                    lo,
+                    hi,
+                })
         };
         match name {
             "tolerance_usecs" => self.tolerance.usecs = int(1, 100_000_000)?,
@@ -396,7 +445,7 @@ impl Settings {
                     .parse::<f64>()
                     .ok()
                     .filter(|p| (0.0..=100.0).contains(p))
-                    .ok_or_else(|| format!("bad --tolerance_percent={v} (0 to 100)"))?;
+                    .ok_or_else(|| BadOption::Percent(v.to_string()))?;
             }
             "strict_segments" => self.strict_segments = true,
             "tcp_ts_tick_usecs" => self.ts_tick_usecs = int(0, 1_000_000)? as u32,
@@ -407,11 +456,7 @@ impl Settings {
                     match part.trim() {
                         "packet" => self.non_fatal_packet = true,
                         "syscall" => {}
-                        other => {
-                            return Err(format!(
-                                "bad --non_fatal value '{other}' (packet, syscall)"
-                            ))
-                        }
+                        other => return Err(BadOption::NonFatal(other.to_string())),
                     }
                 }
             }
@@ -419,7 +464,7 @@ impl Settings {
                 let v = need()?;
                 let (k, d) = v
                     .split_once('=')
-                    .ok_or_else(|| format!("bad definition '{v}' (NAME=value)"))?;
+                    .ok_or_else(|| BadOption::Definition(v.to_string()))?;
                 self.defines
                     .insert(k.to_string(), d.trim_matches('"').to_string());
             }
@@ -428,7 +473,7 @@ impl Settings {
                 let known = HARMLESS_OPTIONS.iter().any(|(n, _)| *n == name)
                     || KNOWN_OPTIONS.contains(&name);
                 if !known {
-                    return Err(format!("option '{name}' unknown"));
+                    return Err(BadOption::Unknown(name.to_string()));
                 }
                 fixed.insert(name.to_string(), (value.map(str::to_string), line));
             }
@@ -1690,8 +1735,17 @@ mod tests {
             None
         );
         let unknown = crate::parse("--frobnicate=1\n0 `true`\n", "t.pkt").unwrap();
-        assert!(Settings::resolve(&unknown, "t.pkt", &[])
-            .unwrap_err()
-            .contains("unknown"));
+        let e = Settings::resolve(&unknown, "t.pkt", &[]).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                OptionError::Script {
+                    why: BadOption::Unknown(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("unknown"), "{e}");
     }
 }

@@ -253,7 +253,7 @@ pub fn replay(
         }
         Err(e) => {
             let mut r = Report::new(file);
-            r.stopped = Some((0, e));
+            r.stopped = Some((0, e.to_string()));
             r.finish();
             (r, Vec::new())
         }

@@ -1307,7 +1307,8 @@ fn parse_scripts(
             .map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
         let name = p.display().to_string();
         let s = trc_pkt::parse(&src, &name).map_err(|e| Error::Usage(e.to_string()))?;
-        trc_pkt::engine::Settings::resolve(&s, &name, &cli).map_err(Error::Usage)?;
+        trc_pkt::engine::Settings::resolve(&s, &name, &cli)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         parsed.push((p.clone(), name, s));
     }
     Ok(parsed)

@@ -27,13 +27,18 @@ thread_local! {
     static UNIVERSE: RefCell<Option<mpi::environment::Universe>> = const { RefCell::new(None) };
 }
 
+/// MPI was initialised by someone else before [`init`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("MPI is already initialised")]
+pub struct AlreadyInitialised;
+
 /// Joins the MPI job (initialises MPI once; only this thread makes MPI calls) and returns its
 /// world communicator.
-pub fn init() -> Result<crate::Ranks, String> {
+pub fn init() -> Result<crate::Ranks, AlreadyInitialised> {
     UNIVERSE.with_borrow_mut(|u| {
         if u.is_none() {
             let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
-                .ok_or("MPI is already initialised")?;
+                .ok_or(AlreadyInitialised)?;
             *u = Some(universe);
             abort_on_panic();
         }

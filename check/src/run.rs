@@ -266,16 +266,23 @@ pub fn max_threads() -> usize {
     (4 * cores).clamp(4, 256)
 }
 
+/// Why a `--threads` value is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadThreads {
+    #[error("`{0}` is not a number of threads")]
+    NotANumber(String),
+    #[error("at most {max} threads (4 per core on this machine); 0 uses every core")]
+    TooMany { max: usize },
+}
+
 /// `--threads N`: 0 (all cores) up to [`max_threads`].
-pub fn threads_value(s: &str) -> Result<usize, String> {
+pub fn threads_value(s: &str) -> Result<usize, BadThreads> {
     let n: usize = s
         .parse()
-        .map_err(|_| format!("`{s}` is not a number of threads"))?;
+        .map_err(|_| BadThreads::NotANumber(s.to_string()))?;
     let max = max_threads();
     if n > max {
-        return Err(format!(
-            "at most {max} threads (4 per core on this machine); 0 uses every core"
-        ));
+        return Err(BadThreads::TooMany { max });
     }
     Ok(n)
 }

@@ -47,24 +47,40 @@ impl Shard {
     }
 }
 
+/// Why a `--shard` value is not `I/N` with 1 <= I <= N <= 100000 (`text`: the value).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadShard {
+    #[error("`{text}` is not I/N (e.g. 2/8)")]
+    NotIOfN { text: String },
+    #[error("`{index}` in `{text}` is not a shard number")]
+    Index { index: String, text: String },
+    #[error("`{count}` in `{text}` is not a number of shards")]
+    Count { count: String, text: String },
+    #[error("`{text}`: the number of shards must be 1 to 100000")]
+    CountRange { text: String },
+    #[error("`{text}`: the shard must be 1 to {count}")]
+    IndexRange { text: String, count: usize },
+}
+
 /// Parses `I/N` with 1 <= I <= N <= 100000.
-pub fn parse_shard(s: &str) -> Result<Shard, String> {
+pub fn parse_shard(s: &str) -> Result<Shard, BadShard> {
+    let text = s.to_string();
     let (i, n) = s
         .split_once('/')
-        .ok_or_else(|| format!("`{s}` is not I/N (e.g. 2/8)"))?;
-    let index: usize = i
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{i}` in `{s}` is not a shard number"))?;
-    let count: usize = n
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{n}` in `{s}` is not a number of shards"))?;
+        .ok_or_else(|| BadShard::NotIOfN { text: text.clone() })?;
+    let index: usize = i.trim().parse().map_err(|_| BadShard::Index {
+        index: i.to_string(),
+        text: text.clone(),
+    })?;
+    let count: usize = n.trim().parse().map_err(|_| BadShard::Count {
+        count: n.to_string(),
+        text: text.clone(),
+    })?;
     if count == 0 || count > 100_000 {
-        return Err(format!("`{s}`: the number of shards must be 1 to 100000"));
+        return Err(BadShard::CountRange { text });
     }
     if index == 0 || index > count {
-        return Err(format!("`{s}`: the shard must be 1 to {count}"));
+        return Err(BadShard::IndexRange { text, count });
     }
     Ok(Shard { index, count })
 }

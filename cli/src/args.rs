@@ -200,7 +200,7 @@ impl BoundArgs {
 pub use trc_check::run::threads_value;
 
 /// `--shard I/N`.
-pub fn shard(s: &str) -> Result<trc_check::shard::Shard, String> {
+pub fn shard(s: &str) -> Result<trc_check::shard::Shard, trc_check::shard::BadShard> {
     trc_check::shard::parse_shard(s)
 }
 

@@ -230,9 +230,19 @@ fn first_line(cmd: &str) -> &str {
     cmd.lines().next().unwrap_or("")
 }
 
+/// Why the programs of a command line are not known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unparsed {
+    /// `(`, `)` or `&`.
+    #[error("`{0}`: subshells and background jobs are not run for the model")]
+    Subshell(char),
+    #[error("an unterminated `$(`")]
+    Unterminated,
+}
+
 /// The programs a command line runs: the first word of each pipeline stage (after variable
 /// assignments and reserved words), and those of its command substitutions (`$(...)`, backquotes).
-fn programs(cmd: &str) -> Result<Vec<String>, String> {
+fn programs(cmd: &str) -> Result<Vec<String>, Unparsed> {
     let mut progs = Vec::new();
     let mut stage = String::new();
     let mut chars = cmd.chars().peekable();
@@ -265,11 +275,7 @@ fn programs(cmd: &str) -> Result<Vec<String>, String> {
                 stages.push(std::mem::take(&mut stage));
                 continue;
             }
-            (None, '(' | ')' | '&') => {
-                return Err(format!(
-                    "`{c}`: subshells and background jobs are not run for the model"
-                ))
-            }
+            (None, '(' | ')' | '&') => return Err(Unparsed::Subshell(c)),
             _ => {}
         }
         stage.push(c);
@@ -290,7 +296,7 @@ fn programs(cmd: &str) -> Result<Vec<String>, String> {
 }
 
 /// The text up to the `)` that closes an opened `$(` (nested parentheses and quotes kept).
-fn balanced(chars: &mut std::iter::Peekable<std::str::Chars>) -> Result<String, String> {
+fn balanced(chars: &mut std::iter::Peekable<std::str::Chars>) -> Result<String, Unparsed> {
     let (mut depth, mut quote, mut out) = (1, None::<char>, String::new());
     for c in chars.by_ref() {
         match (quote, c) {
@@ -308,7 +314,7 @@ fn balanced(chars: &mut std::iter::Peekable<std::str::Chars>) -> Result<String, 
         }
         out.push(c);
     }
-    Err("an unterminated `$(`".into())
+    Err(Unparsed::Unterminated)
 }
 
 /// `echo V > /proc/sys/...` or `> /sys/module/...`: a setting, not output.

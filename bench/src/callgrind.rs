@@ -3,26 +3,24 @@
 //! machine does. The kernel's work for the process (page faults, clearing fresh pages) is not
 //! counted: compare the wall-clock columns for that.
 
+use crate::BenchError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Whether `valgrind` can be run (`valgrind --version`); the reason if not.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), BenchError> {
     match Command::new("valgrind").arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!(
-            "valgrind --version failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
+        Ok(o) => Err(BenchError::ValgrindVersion(
+            String::from_utf8_lossy(&o.stderr).trim().to_string(),
         )),
-        Err(e) => Err(format!(
-            "valgrind not found ({e}): install valgrind for --instructions"
-        )),
+        Err(e) => Err(BenchError::NoValgrind(e)),
     }
 }
 
 /// Runs `exe args..` under `valgrind --tool=callgrind`, its profile written to `out`; returns
 /// the child's standard output and its instruction count.
-pub fn run(exe: &Path, args: &[String], out: &Path) -> Result<(Vec<u8>, u64), String> {
+pub fn run(exe: &Path, args: &[String], out: &Path) -> Result<(Vec<u8>, u64), BenchError> {
     let o = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg("-q")
@@ -30,16 +28,15 @@ pub fn run(exe: &Path, args: &[String], out: &Path) -> Result<(Vec<u8>, u64), St
         .arg(exe)
         .args(args)
         .output()
-        .map_err(|e| format!("valgrind: {e}"))?;
+        .map_err(BenchError::Valgrind)?;
     if !o.status.success() {
-        return Err(format!(
-            "valgrind --tool=callgrind {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
+        return Err(BenchError::Callgrind {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        });
     }
-    let text = std::fs::read_to_string(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let ir = instructions(&text).ok_or_else(|| format!("{}: no totals line", out.display()))?;
+    let text = std::fs::read_to_string(out).map_err(BenchError::file(out))?;
+    let ir = instructions(&text).ok_or_else(|| BenchError::NoTotals(out.to_path_buf()))?;
     Ok((o.stdout, ir))
 }
 
@@ -69,7 +66,7 @@ pub struct OutDir {
 }
 
 impl OutDir {
-    pub fn new(keep: Option<&Path>) -> Result<OutDir, String> {
+    pub fn new(keep: Option<&Path>) -> Result<OutDir, BenchError> {
         let (path, remove) = match keep {
             Some(d) => (d.to_path_buf(), false),
             None => (
@@ -77,7 +74,7 @@ impl OutDir {
                 true,
             ),
         };
-        std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::create_dir_all(&path).map_err(BenchError::file(&path))?;
         Ok(OutDir { path, remove })
     }
 

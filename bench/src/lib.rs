@@ -190,15 +190,17 @@ impl Child {
         a
     }
 
-    fn run(&self, case: usize, engine: &str, threads: usize) -> Result<Row, String> {
+    fn run(&self, case: usize, engine: &str, threads: usize) -> Result<Row, BenchError> {
         let out = std::process::Command::new(&self.exe)
             .args(self.args(case, engine, threads))
             .output()
-            .map_err(|e| e.to_string())?;
+            .map_err(BenchError::Start)?;
         if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            return Err(BenchError::ChildFailed(
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ));
         }
-        serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+        Ok(serde_json::from_slice(&out.stdout)?)
     }
 
     /// A child under callgrind, one thread: its row and its instruction count.
@@ -207,11 +209,53 @@ impl Child {
         case: usize,
         engine: &str,
         dir: &callgrind::OutDir,
-    ) -> Result<Counted, String> {
+    ) -> Result<Counted, BenchError> {
         let file = dir.file(&format!("callgrind.case{case}.{engine}"));
         let (stdout, ir) = callgrind::run(&self.exe, &self.args(case, engine, 1), &file)?;
-        let row = serde_json::from_slice(&stdout).map_err(|e| e.to_string())?;
+        let row = serde_json::from_slice(&stdout)?;
         Ok((row, ir))
+    }
+}
+
+/// Why a bench child or its callgrind run gave no row.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("valgrind --version failed: {0}")]
+    ValgrindVersion(String),
+    #[error("valgrind not found ({0}): install valgrind for --instructions")]
+    NoValgrind(std::io::Error),
+    /// valgrind could not start.
+    #[error("valgrind: {0}")]
+    Valgrind(std::io::Error),
+    /// callgrind's run failed: the child's arguments and valgrind's stderr.
+    #[error("valgrind --tool=callgrind {args}: {stderr}")]
+    Callgrind { args: String, stderr: String },
+    /// A profile file or directory.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: no totals line", .0.display())]
+    NoTotals(PathBuf),
+    /// The child could not start.
+    #[error(transparent)]
+    Start(std::io::Error),
+    /// The child failed: its stderr.
+    #[error("{0}")]
+    ChildFailed(String),
+    /// The child's row is not the JSON it should print.
+    #[error(transparent)]
+    Row(#[from] serde_json::Error),
+}
+
+impl BenchError {
+    /// For `map_err`: an I/O error on `path`.
+    fn file(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> BenchError + '_ {
+        move |source| BenchError::File {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -243,7 +287,7 @@ impl CaseRuns {
         child: &Child,
         plan: &Plan,
         dir: Option<&callgrind::OutDir>,
-    ) -> Result<CaseRuns, String> {
+    ) -> Result<CaseRuns, BenchError> {
         let mut r = CaseRuns {
             ours: Vec::new(),
             sr: Vec::new(),

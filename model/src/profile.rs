@@ -731,18 +731,27 @@ pub const MAX_PROFILE_NAME: usize = 64;
 /// A profile's name becomes part of file names (`trc check --out DIR` writes
 /// `DIR/<property>-<profile>.pkt`): letters, digits, `.`, `_`, `+`, `-`, not starting with
 /// `.` or `-`, at most [`MAX_PROFILE_NAME`] characters (so no `/`, no `..`).
-pub fn check_profile_name(name: &str) -> Result<(), String> {
+pub fn check_profile_name(name: &str) -> Result<(), BadProfileName> {
     if name.is_empty() || name.len() > MAX_PROFILE_NAME {
-        return Err(format!("must have 1 to {MAX_PROFILE_NAME} characters"));
+        return Err(BadProfileName::Length);
     }
     if name.starts_with(['.', '-'])
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))
     {
-        return Err("may use only letters, digits, `.`, `_`, `+` and `-`, and not start with `.` or `-` (it names files)".into());
+        return Err(BadProfileName::Characters);
     }
     Ok(())
+}
+
+/// Why a profile name cannot name files (the text follows "profile name `NAME` ").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadProfileName {
+    #[error("must have 1 to {MAX_PROFILE_NAME} characters")]
+    Length,
+    #[error("may use only letters, digits, `.`, `_`, `+` and `-`, and not start with `.` or `-` (it names files)")]
+    Characters,
 }
 
 /// Keys of a profile file that are not decision points.

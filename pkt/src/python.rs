@@ -77,7 +77,9 @@ def ints(names):
             v[n] = str(x)
     return v
 for b in req["blocks"]:
-    src = b["code"]
+    # packetdrill writes each block followed by two newlines (code.c), so a block whose last
+    # line ends in a backslash continues onto an empty line.
+    src = b["code"] + "\n\n"
     try:
         tree = ast.parse(src, filename="%s:%d" % (req["file"], b["line"]))
         code = compile(tree, "%s:%d" % (req["file"], b["line"]), "exec")
@@ -300,6 +302,8 @@ mod tests {
             block(14, "assert tcpi_rtt < 60000", &[], &["tcpi_rtt"]),
             block(15, "assert tcpi_x == 1", &[], &[]),
             block(16, "\nassert tcpi_snd_cwnd == 10\nassert tcpi_lost == 0, 'lost=%d' % tcpi_lost\n", &[("tcpi_snd_cwnd", 10), ("tcpi_lost", 2)], &[]),
+            // A last line ending in a backslash (gtests tcp_info/tcp-info-rwnd-limited.pkt).
+            block(17, "assert tcpi_snd_cwnd == 10, tcpi_snd_cwnd;\\\n assert tcpi_lost == 2;\\\n", &[("tcpi_snd_cwnd", 10), ("tcpi_lost", 2)], &[]),
         ];
         let r = evaluate("t.pkt", &b, "python3").unwrap();
         assert!(
@@ -346,6 +350,11 @@ mod tests {
             matches!(&r[6], Outcome::Fail { message, .. } if message.contains("lost=2")),
             "{:?}",
             r[6]
+        );
+        assert!(
+            matches!(&r[7], Outcome::Pass { checks: true, .. }),
+            "{:?}",
+            r[7]
         );
     }
 

@@ -5,6 +5,7 @@
 //! [`CallError::Unsupported`]: the run stops there with `unsupported: X`, never a failure.
 
 use std::collections::BTreeMap;
+use std::os::fd::RawFd;
 use std::time::Instant;
 
 use trc_pkt::ast::{Expr, Syscall};
@@ -124,15 +125,15 @@ fn sockaddr(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
     }
 }
 
-/// Total length of an iovec list `[{..., 100}, {..., 200}]`.
-fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usize> {
+/// The lengths of an iovec list `[{..., 100}, {..., 200}]`.
+fn iov_lens(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<Vec<usize>> {
     let Some(Expr::Array(items)) = e else {
         return Err(CallError::Unsupported(format!(
             "the iovec {} (trc takes [{{..., len}}, ...])",
             e.map(trc_pkt::writer::write_expr).unwrap_or_default()
         )));
     };
-    let mut n = 0usize;
+    let mut lens = Vec::new();
     for it in items {
         let Expr::Struct(f) = it else {
             return Err(CallError::Unsupported(
@@ -140,16 +141,18 @@ fn iov_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<usize> 
             ));
         };
         let len = f.last().ok_or("empty iovec")?;
-        n += usize::try_from(eval_int(&len.value, d)?)
-            .map_err(|_| "negative iovec length".to_string())?;
+        lens.push(
+            usize::try_from(eval_int(&len.value, d)?)
+                .map_err(|_| "negative iovec length".to_string())?,
+        );
     }
-    Ok(n)
+    Ok(lens)
 }
 
-/// The payload length of a `sendmsg` message header (`{msg_name(...)=..., msg_iov(N)=[...],
+/// The iovec lengths of a `sendmsg` message header (`{msg_name(...)=..., msg_iov(N)=[...],
 /// msg_flags=F}`) and whether it names an address (`msg_name`); ancillary data
 /// (`msg_control=[...]`) is not implemented.
-fn msghdr_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<(usize, bool)> {
+fn msghdr_iov(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<(Vec<usize>, bool)> {
     let Some(Expr::Struct(fields)) = e else {
         return Err(CallError::Unsupported(format!(
             "the message header {} (trc takes {{msg_name(...)=..., msg_iov(N)=[...], msg_flags=F}})",
@@ -165,7 +168,7 @@ fn msghdr_len(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<(usi
     let iov = named("msg_iov")
         .or_else(|| fields.iter().find(|f| matches!(&f.value, Expr::Array(_))))
         .map(|f| &f.value);
-    Ok((iov_len(iov, d)?, named("msg_name").is_some()))
+    Ok((iov_lens(iov, d)?, named("msg_name").is_some()))
 }
 
 /// The address a send call passes, as packetdrill's calls pass it.
@@ -178,6 +181,86 @@ enum Dest {
     Peer,
     /// A zeroed address of the family a `sendto` names in place of `...`.
     Family(i64),
+}
+
+/// Whether a read or write call's buffer argument is `NULL` (packetdrill passes a null pointer
+/// then, for the kernel's `EFAULT`); `...` is a buffer of the call's length.
+fn null_buffer(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<bool> {
+    match e {
+        Some(Expr::Ellipsis) | None => Ok(false),
+        Some(e) => match eval_int(e, d)? {
+            0 => Ok(true),
+            v => Err(format!("Expected ... or NULL for buffer, got {v}").into()),
+        },
+    }
+}
+
+/// One send call as the kernel gets it: a buffer per iovec entry (`writev`, `sendmsg`: the
+/// kernel sees each entry's own memory, which zerocopy's page fragments depend on), else one
+/// buffer of the length, or a null pointer.
+struct SendCall {
+    /// `write`, `send`, `sendto`, `writev` or `sendmsg`: the system call made, as packetdrill
+    /// makes it.
+    call: &'static str,
+    fd: RawFd,
+    len: usize,
+    iov: Option<Vec<usize>>,
+    null: bool,
+    dest: Dest,
+    flags: i32,
+}
+
+impl SendCall {
+    fn run(&self) -> isize {
+        let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
+        // SAFETY: an all-zero sockaddr_storage is a valid (unspecified) address.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let (addr, addr_len): (*const libc::sockaddr, usize) = match self.dest {
+            Dest::Family(f) => {
+                ss.ss_family = f as libc::sa_family_t;
+                (
+                    &ss as *const _ as *const _,
+                    size_of::<libc::sockaddr_storage>(),
+                )
+            }
+            Dest::Peer => (&sa as *const _ as *const _, size_of::<libc::sockaddr_in>()),
+            Dest::Connected => (std::ptr::null(), 0),
+        };
+        let lens = self.iov.clone().unwrap_or_else(|| vec![self.len]);
+        let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&n| vec![0u8; n]).collect();
+        let mut iov: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: if self.null {
+                    std::ptr::null_mut()
+                } else {
+                    b.as_mut_ptr() as *mut libc::c_void
+                },
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: a zeroed msghdr is valid; its fields are set below.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = addr as *mut libc::c_void;
+        msg.msg_namelen = addr_len as libc::socklen_t;
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = iov.len() as _;
+        let (fd, f) = (self.fd, self.flags);
+        let (base, len) = iov
+            .first()
+            .map_or((std::ptr::null_mut(), 0), |v| (v.iov_base, v.iov_len));
+        // SAFETY: the buffers (or null, which the kernel refuses with EFAULT) and the address
+        // (if any) outlive the call, and the lengths are theirs.
+        unsafe {
+            match self.call {
+                "write" => libc::write(fd, base, len),
+                "send" => libc::send(fd, base, len, f),
+                "sendto" => libc::sendto(fd, base, len, f, addr, msg.msg_namelen),
+                "writev" => libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int),
+                _ => libc::sendmsg(fd, &msg, f),
+            }
+        }
+    }
 }
 
 /// Largest write trc performs (packetdrill's buffers are as large as asked; this keeps a typo
@@ -500,35 +583,32 @@ impl KernelBackend<'_> {
                 .transpose()
                 .map(|v| v.unwrap_or(0))
         };
-        let (n, flags, dest) = match s.name.as_str() {
-            "writev" => (iov_len(s.args.get(1), d)? as i64, 0, Dest::Connected),
+        let (iov, flags, dest) = match s.name.as_str() {
+            "writev" => (Some(iov_lens(s.args.get(1), d)?), 0, Dest::Connected),
             "sendmsg" => {
-                let (n, named) = msghdr_len(s.args.get(1), d)?;
+                let (lens, named) = msghdr_iov(s.args.get(1), d)?;
                 let dest = if named { Dest::Peer } else { Dest::Connected };
-                (n as i64, arg(2)?, dest)
+                (Some(lens), arg(2)?, dest)
             }
-            "write" => (
-                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
-                0,
-                Dest::Connected,
-            ),
+            "write" => (None, 0, Dest::Connected),
             "sendto" => (
-                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
+                None,
                 arg(3)?,
                 match s.args.get(4) {
                     Some(Expr::Ellipsis) | None => Dest::Peer,
                     Some(e) => Dest::Family(eval_int(e, d)?),
                 },
             ),
-            _ => (
-                eval_int(s.args.get(2).ok_or("missing length")?, d)?,
-                arg(3)?,
-                Dest::Connected,
-            ),
+            _ => (None, arg(3)?, Dest::Connected),
+        };
+        let n = match &iov {
+            Some(lens) => lens.iter().sum::<usize>() as i64,
+            None => eval_int(s.args.get(2).ok_or("missing length")?, d)?,
         };
         if !(0..=MAX_IO).contains(&n) {
             return Err(format!("bad length {n} (0 to {MAX_IO} bytes)").into());
         }
+        let null = iov.is_none() && null_buffer(s.args.get(1), d)?;
         match dest {
             Dest::Connected => {}
             Dest::Peer => self.start_connect(fd, false),
@@ -536,32 +616,22 @@ impl KernelBackend<'_> {
         }
         // A Fast Open connect: data to the peer's address.
         let fastopen = flags & i64::from(libc::MSG_FASTOPEN) != 0 && dest == Dest::Peer;
-        let flags = flags as i32 | libc::MSG_NOSIGNAL;
-        let send = move || -> isize {
-            let buf = vec![0u8; n as usize];
-            let sa = sockaddr(sys::REMOTE_IP, SCRIPT_PORT);
-            // SAFETY: an all-zero sockaddr_storage is a valid (unspecified) address.
-            let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            let to: Option<(*const libc::sockaddr, usize)> = match dest {
-                Dest::Family(f) => {
-                    ss.ss_family = f as libc::sa_family_t;
-                    Some((
-                        &ss as *const _ as *const _,
-                        size_of::<libc::sockaddr_storage>(),
-                    ))
-                }
-                Dest::Peer => Some((&sa as *const _ as *const _, size_of::<libc::sockaddr_in>())),
-                Dest::Connected => None,
-            };
-            let data = buf.as_ptr() as *const libc::c_void;
-            // SAFETY: the buffer is valid for n bytes, the address (if any) for its length.
-            unsafe {
-                match to {
-                    Some((addr, len)) => libc::sendto(fd, data, buf.len(), flags, addr, len as u32),
-                    None => libc::send(fd, data, buf.len(), flags),
-                }
-            }
+        let call = SendCall {
+            call: match s.name.as_str() {
+                "write" => "write",
+                "send" => "send",
+                "sendto" => "sendto",
+                "writev" => "writev",
+                _ => "sendmsg",
+            },
+            fd,
+            len: n as usize,
+            iov,
+            null,
+            dest,
+            flags: flags as i32 | libc::MSG_NOSIGNAL,
         };
+        let send = move || call.run();
         if blocking {
             if fastopen {
                 self.conn_fd = Some(fd);
@@ -590,30 +660,28 @@ impl KernelBackend<'_> {
     ) -> CallResult<SysResult> {
         let fd = self.live_fd(s.args.first())?;
         let n = match s.name.as_str() {
-            "readv" => iov_len(s.args.get(1), d)? as i64,
+            "readv" => iov_lens(s.args.get(1), d)?.iter().sum::<usize>() as i64,
             _ => eval_int(s.args.get(2).ok_or("missing length")?, d)?,
         }
         .clamp(0, MAX_IO);
+        let null = s.name != "readv" && null_buffer(s.args.get(1), d)?;
+        // A blocking socket with nothing to read would hang, so a read without `...` never
+        // waits (packetdrill's script would be written with `...` then).
+        let flags = if blocking { 0 } else { libc::MSG_DONTWAIT };
+        let read = move || -> i64 {
+            let mut buf = vec![0u8; n as usize];
+            let p = if null {
+                std::ptr::null_mut()
+            } else {
+                buf.as_mut_ptr() as *mut libc::c_void
+            };
+            // SAFETY: the buffer is valid for n bytes (or null: the kernel's EFAULT).
+            unsafe { libc::recv(fd, p, buf.len(), flags) as i64 }
+        };
         if blocking {
-            return Ok(self.start_blocking(move || {
-                let mut buf = vec![0u8; n as usize];
-                // SAFETY: buffer valid for n bytes.
-                unsafe {
-                    libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) as i64
-                }
-            }));
+            return Ok(self.start_blocking(read));
         }
-        let mut buf = vec![0u8; n as usize];
-        // SAFETY: buffer valid for n bytes; a blocking socket with nothing to read would hang,
-        // so the read never waits (packetdrill's script would be written with `...` then).
-        Ok(ret(unsafe {
-            libc::recv(
-                fd,
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        } as i64))
+        Ok(ret(read()))
     }
 
     fn sys_close(&mut self, s: &Syscall) -> CallResult<SysResult> {

@@ -257,3 +257,24 @@ fn an_earlier_connections_syn_gives_way_to_the_new_ones() {
         r.render()
     );
 }
+
+#[test]
+fn a_null_buffer_is_passed_as_packetdrill_passes_it() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // packetdrill's NULL buffer argument is a null pointer: the kernel answers EFAULT (gtests
+    // syscall_bad_arg/syscall-invalid-buf-ptr.pkt).
+    let text = format!(
+        "{PASSIVE_OPEN}+0 write(4, NULL, 1000) = -1 EFAULT (Bad address)\n\
++0 send(4, NULL, 1000, 0) = -1 EFAULT (Bad address)\n\
++0 sendto(4, NULL, 1000, 0, ..., ...) = -1 EFAULT (Bad address)\n\
++0 < . 1:1001(1000) ack 1 win 200\n\
++0 read(4, NULL, 1000) = -1 EFAULT (Bad address)\n\
++0 recv(4, NULL, 1000, 0) = -1 EFAULT (Bad address)\n\
++0 read(4, ..., 1000) = 1000\n"
+    );
+    let r = run_file(&script("null-buffer.pkt", &text), &untimed()).unwrap();
+    assert!(r.passed(), "{}", r.render());
+}

@@ -218,6 +218,20 @@ pub fn disturbs_srtt(model: &TcpModel, s: &State, a: &Action, slack_ms: u32) -> 
     false
 }
 
+/// Why [`bulk`] cannot make its walk.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BulkError {
+    #[error("--drop: segments are numbered 0..{segments}")]
+    Drop { segments: u16 },
+    /// The bounds the walk needs are not a valid configuration.
+    #[error("{0}")]
+    Config(#[from] trc_model::config::ConfigError),
+    #[error("bulk walk: step {step} ({action}) has no successor")]
+    NoSuccessor { step: usize, action: Action },
+    #[error("bulk walk does not end")]
+    NoEnd,
+}
+
 /// A bulk transfer at a real size: `segments` written at once (initcwnd 10, CUBIC, RTT 50 ms),
 /// every packet delivered in order one RTT after it left and ACKed at once, except the original
 /// transmissions of the segments in `drops`, which the network drops (once each); a timer fires
@@ -229,9 +243,9 @@ pub fn bulk(
     sack: bool,
     ts: bool,
     profile: &Profile,
-) -> Result<Scenario, String> {
+) -> Result<Scenario, BulkError> {
     if drops.iter().any(|&d| d >= segments as u32) {
-        return Err(format!("--drop: segments are numbered 0..{segments}"));
+        return Err(BulkError::Drop { segments });
     }
     let cfg = Config {
         segments,
@@ -257,7 +271,7 @@ pub fn bulk(
         cc: CcKind::Cubic,
         ..Config::default()
     };
-    cfg.validate().map_err(|e| e.to_string())?;
+    cfg.validate()?;
     let model = TcpModel::new(cfg.clone(), profile.clone());
     let mut s: State = model.init_states().swap_remove(0);
     let mut dropped: Vec<u32> = Vec::new();
@@ -281,12 +295,13 @@ pub fn bulk(
                 _ => break,
             }
         };
-        s = model
-            .next_state(&s, a)
-            .ok_or_else(|| format!("bulk walk: step {} ({a}) has no successor", actions.len()))?;
+        s = model.next_state(&s, a).ok_or(BulkError::NoSuccessor {
+            step: actions.len(),
+            action: a,
+        })?;
         actions.push(a);
         if actions.len() > 40 * segments as usize + 1000 {
-            return Err("bulk walk does not end".into());
+            return Err(BulkError::NoEnd);
         }
     }
     let label = Some(format!(

@@ -677,7 +677,7 @@ struct Env<'a, M: Model, F> {
     /// Free store blocks, shared by every store of the check, and the spill file.
     pool: Blocks<M::State>,
     /// Why the spill file could not be created.
-    spill_error: Option<String>,
+    spill_error: Option<crate::store::SpillError>,
 }
 
 impl<M: Model, F> Env<'_, M, F> {
@@ -1344,7 +1344,7 @@ where
                 })
             }
             (None, Some(e)) => Some(SpillReport {
-                error: Some(e.clone()),
+                error: Some(e.to_string()),
                 ..SpillReport::default()
             }),
             (None, None) => None,

@@ -409,10 +409,26 @@ std::thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Why the spill file could not be created (the check then runs without one, and its report
+/// says why).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpillError {
+    #[error("spill directory {}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("spill file {}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 impl Spill {
     /// Creates the spill file under `parent` (e.g. `std::env::temp_dir()`, which is `$TMPDIR`
     /// or `/tmp`).
-    pub(crate) fn create(parent: &Path) -> Result<Spill, String> {
+    pub(crate) fn create(parent: &Path) -> Result<Spill, SpillError> {
         use std::os::unix::fs::DirBuilderExt;
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
@@ -426,7 +442,10 @@ impl Spill {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| format!("spill directory {}: {e}", dir.display()))?;
+            .map_err(|source| SpillError::Dir {
+                path: dir.clone(),
+                source,
+            })?;
         let path = dir.join("frontier");
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -435,7 +454,7 @@ impl Spill {
             .open(&path);
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_dir(&dir);
-        let file = file.map_err(|e| format!("spill file {}: {e}", path.display()))?;
+        let file = file.map_err(|source| SpillError::File { path, source })?;
         Ok(Spill {
             file,
             dir,

@@ -533,25 +533,45 @@ pub fn monitors() -> Vec<Monitor> {
     ]
 }
 
+/// A property id `select` refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    /// Not in the catalogue.
+    #[error("unknown property `{0}`")]
+    Unknown(String),
+    /// In the catalogue, but no monitor judges it on a kernel trace; `monitors` lists the ids
+    /// that have one.
+    #[error("property {id} has no kernel monitor (it needs model state a kernel run does not show); monitors: {}", monitors.join(", "))]
+    NoMonitor { id: String, monitors: Vec<String> },
+}
+
 /// The monitors for the ids given (all if empty); an id without a monitor is an error that names
 /// the catalogue's ids that have one.
-pub fn select(ids: &[String]) -> Result<Vec<Monitor>, String> {
+pub fn select(ids: &[String]) -> Result<Vec<Monitor>, SelectError> {
     let all = monitors();
     if ids.is_empty() {
         return Ok(all);
     }
-    let known: Vec<&str> = all.iter().map(|m| m.id).collect();
+    let known: Vec<String> = all.iter().map(|m| m.id.to_string()).collect();
     let mut out = Vec::new();
     for id in ids {
         if !trc_properties::catalogue()
             .iter()
             .any(|s| s.id.eq_ignore_ascii_case(id))
         {
-            return Err(format!("unknown property `{id}`"));
+            return Err(SelectError::Unknown(id.clone()));
         }
-        match monitors().into_iter().find(|m| m.id.eq_ignore_ascii_case(id)) {
+        match monitors()
+            .into_iter()
+            .find(|m| m.id.eq_ignore_ascii_case(id))
+        {
             Some(m) => out.push(m),
-            None => return Err(format!("property {id} has no kernel monitor (it needs model state a kernel run does not show); monitors: {}", known.join(", "))),
+            None => {
+                return Err(SelectError::NoMonitor {
+                    id: id.clone(),
+                    monitors: known,
+                })
+            }
         }
     }
     Ok(out)

@@ -73,7 +73,8 @@ impl Request {
         }
         Ok(Request {
             suites,
-            monitors: crate::monitor::select(properties).map_err(PlanError::Request)?,
+            monitors: crate::monitor::select(properties)
+                .map_err(|e| PlanError::Request(e.to_string()))?,
             profile: trc_check::load_profile(profile)?,
             corpus: default_corpus(),
             threads: 0,
@@ -283,7 +284,7 @@ fn shards_kernel(shards: &[Loaded]) -> Result<(String, f64), Error> {
 pub fn merge(shards: &[Loaded]) -> Result<(CheckReport, Option<CoveragePlan>, f64), Error> {
     let (kernel, seconds) = shards_kernel(shards)?;
     let (args, units): (ShardArgs, Vec<Unit>) = trc_check::shard::units_in_order(shards)?;
-    let mons = crate::monitor::select(&args.properties)?;
+    let mons = crate::monitor::select(&args.properties).map_err(|e| Error::Input(e.to_string()))?;
     let mut results = Vec::new();
     for u in units {
         let k = u.unit;

@@ -32,6 +32,23 @@ impl From<String> for CallError {
     }
 }
 
+impl From<FdError> for CallError {
+    fn from(e: FdError) -> CallError {
+        CallError::Fail(e.to_string())
+    }
+}
+
+/// A script fd argument that names no socket of the run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FdError {
+    /// An fd number the script never opened.
+    #[error("unable to find fd with script fd {0}")]
+    Unknown(i64),
+    /// Not a number (the expression as written).
+    #[error("expected an fd number, got {0}")]
+    NotAnFd(String),
+}
+
 impl From<&str> for CallError {
     fn from(m: &str) -> CallError {
         CallError::Fail(m.to_string())

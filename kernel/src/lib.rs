@@ -210,7 +210,7 @@ fn run_in_namespace(
     }
     let mut notes = Vec::new();
     if let Err(why) = sys::realtime_priority() {
-        notes.push(why);
+        notes.push(why.to_string());
     }
     runner::apply_overrides(opts, &mut notes);
     let dir = opts.script_dir.clone();

@@ -73,14 +73,24 @@ pub fn tcp_checksum(src: Ipv4Addr, dst: Ipv4Addr, tcp: &[u8]) -> u16 {
     fold_checksum(ones_complement_sum(tcp, ones_complement_sum(&pseudo, 0)))
 }
 
+/// Why a segment has no IPv4 datagram.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Options(#[from] OptionsTooLong),
+    /// Over an IPv4 datagram's 65535 bytes (the total).
+    #[error("segment too large: {0} bytes")]
+    TooLarge(usize),
+}
+
 /// Build a complete IPv4 datagram carrying `seg` with a zero-filled payload,
 /// with correct IP and TCP checksums.
-pub fn build_ipv4_tcp(seg: &Segment, ip_id: u16) -> Result<Vec<u8>, String> {
+pub fn build_ipv4_tcp(seg: &Segment, ip_id: u16) -> Result<Vec<u8>, BuildError> {
     let opts = encode_options(&seg.options)?;
     let tcp_len = 20 + opts.len() + seg.payload_len;
     let total = 20 + tcp_len;
     if total > 65535 {
-        return Err(format!("segment too large: {total} bytes"));
+        return Err(BuildError::TooLarge(total));
     }
     let mut p = vec![0u8; total];
     p[0] = 0x45;
@@ -148,7 +158,8 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, ParseOutcome> {
     if doff < 20 || doff > t.len() {
         return Err(ParseOutcome::Malformed("bad TCP data offset".into()));
     }
-    let options = decode_options(&t[20..doff]).map_err(ParseOutcome::Malformed)?;
+    let options =
+        decode_options(&t[20..doff]).map_err(|e| ParseOutcome::Malformed(e.to_string()))?;
     Ok(Segment {
         src: Ipv4Addr::new(p[12], p[13], p[14], p[15]),
         dst: Ipv4Addr::new(p[16], p[17], p[18], p[19]),

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use trc_pkt::ast::{self, Expr, Syscall};
 use trc_pkt::engine::{
-    Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, SysCtx, SysResult, Unknown,
+    Backend, Captured, CodeValues, CodeValuesError, Halt, LivePacket, Next, Outcome1, SysCtx,
+    SysResult, Unknown,
 };
 
 use crate::packet::{self, Segment};
@@ -19,7 +20,7 @@ use crate::report::*;
 use crate::sys;
 use crate::RunOptions;
 
-use crate::calls::{CallError, SCRIPT_PORT};
+use crate::calls::{CallError, FdError, SCRIPT_PORT};
 use crate::capture::Capture;
 
 /// A blocking call running on its own thread: (result, errno, when it returned).
@@ -318,16 +319,11 @@ impl<'a> KernelBackend<'a> {
         self.conn_fd = None;
     }
 
-    pub(crate) fn live_fd(&self, e: Option<&Expr>) -> Result<RawFd, String> {
+    pub(crate) fn live_fd(&self, e: Option<&Expr>) -> Result<RawFd, FdError> {
         match e {
-            Some(Expr::Int(n)) => self
-                .fds
-                .get(n)
-                .copied()
-                .ok_or_else(|| format!("unable to find fd with script fd {n}")),
-            other => Err(format!(
-                "expected an fd number, got {}",
-                other.map(trc_pkt::writer::write_expr).unwrap_or_default()
+            Some(Expr::Int(n)) => self.fds.get(n).copied().ok_or(FdError::Unknown(*n)),
+            other => Err(FdError::NotAnFd(
+                other.map(trc_pkt::writer::write_expr).unwrap_or_default(),
             )),
         }
     }
@@ -415,7 +411,7 @@ impl Backend for KernelBackend<'_> {
         };
         let frame = match packet::build_ipv4_tcp(&seg, self.ip_id) {
             Ok(f) => f,
-            Err(m) => return Ok(Outcome1::fail(m)),
+            Err(e) => return Ok(Outcome1::fail(e.to_string())),
         };
         let mut buf = vec![0u8; sys::VNET_HDR_LEN];
         buf.extend_from_slice(&frame);
@@ -608,13 +604,12 @@ impl Backend for KernelBackend<'_> {
         Ok(o)
     }
 
-    fn code_values(&mut self) -> Result<CodeValues, String> {
+    fn code_values(&mut self) -> Result<CodeValues, CodeValuesError> {
         let fd = self
             .conn_fd
             .or(self.under_test)
-            .ok_or("can't find getsockopt to get TCP info: no socket under test")?;
-        let (info, len) =
-            sys::tcp_info(fd).map_err(|e| format!("can't find getsockopt to get TCP info: {e}"))?;
+            .ok_or(CodeValuesError::NoSocket)?;
+        let (info, len) = sys::tcp_info(fd)?;
         let (values, missing) = info.values(len);
         Ok(CodeValues { values, missing })
     }

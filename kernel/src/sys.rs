@@ -488,7 +488,7 @@ pub fn request_interrupt() {
 /// thread runs at the lowest real-time priority (`SCHED_RR`), and so do the threads and
 /// processes it starts (blocking calls, shell lines), so that ordinary processes do not delay a
 /// script's events by a scheduler slice (10-30 ms on a loaded 2-core machine). `Err`: why not.
-pub fn realtime_priority() -> Result<(), String> {
+pub fn realtime_priority() -> Result<(), NormalPriority> {
     // SAFETY: sysconf has no preconditions.
     if unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } <= 1 {
         return Ok(());
@@ -501,13 +501,15 @@ pub fn realtime_priority() -> Result<(), String> {
         libc::sched_setscheduler(0, libc::SCHED_RR, &param)
     };
     if rc != 0 {
-        return Err(format!(
-            "runs at normal priority (packetdrill's real-time SCHED_RR refused: {})",
-            io::Error::last_os_error()
-        ));
+        return Err(NormalPriority(io::Error::last_os_error()));
     }
     Ok(())
 }
+
+/// The run stays at normal priority: `sched_setscheduler(SCHED_RR)` failed (a note in the report).
+#[derive(Debug, thiserror::Error)]
+#[error("runs at normal priority (packetdrill's real-time SCHED_RR refused: {0})")]
+pub struct NormalPriority(pub io::Error);
 
 /// Whether thread `tid` of this process is asleep in the kernel (`S` or `D` in its
 /// `/proc/self/task/TID/stat`), as packetdrill's `is_thread_sleeping` reads it.

@@ -180,6 +180,27 @@ pub struct CodeValues {
     pub missing: Vec<String>,
 }
 
+/// Why a backend has no values for a `%{ }%` block (packetdrill's words: its `getsockopt` of
+/// `TCP_INFO` failed).
+#[derive(Debug, thiserror::Error)]
+pub enum CodeValuesError {
+    #[error("can't find getsockopt to get TCP info: no socket under test")]
+    NoSocket,
+    #[error("can't find getsockopt to get TCP info: {0}")]
+    TcpInfo(#[from] std::io::Error),
+}
+
+/// Why an inbound script packet has no live form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InboundError {
+    /// A cookie or digest of its options.
+    #[error(transparent)]
+    Option(#[from] wire::NotHex),
+    /// Its TS echo names a TS val no outbound packet carried.
+    #[error("unable to infer live TS ecr for script TS ecr {0}; no matching or preceding outbound TS val")]
+    TsEcr(u32),
+}
+
 /// Context of a system call.
 pub struct SysCtx<'a> {
     /// The call has a `...end` time (it may block).
@@ -211,7 +232,7 @@ pub trait Backend {
     /// Runs a shell command (`env`: what packetdrill adds to its environment).
     fn shell(&mut self, cmd: &str, env: &[(String, String)]) -> Result<Outcome1, Halt>;
     /// The values a `%{ }%` block reads, now.
-    fn code_values(&mut self) -> Result<CodeValues, String>;
+    fn code_values(&mut self) -> Result<CodeValues, CodeValuesError>;
     /// Called before every statement (the kernel labels its trace with the line).
     fn statement_begins(&mut self, _line: u32) {}
     /// Called after every statement (the kernel records tcp_info for its trace).
@@ -509,7 +530,7 @@ impl Conn {
     }
 
     /// An inbound script packet in live values.
-    fn inbound(&mut self, p: &Packet, set: &Settings) -> Result<LivePacket, String> {
+    fn inbound(&mut self, p: &Packet, set: &Settings) -> Result<LivePacket, InboundError> {
         let flags = wire::flag_bits(&p.flags);
         let syn = flags & SYN != 0;
         if syn && flags & ACK == 0 {
@@ -568,13 +589,13 @@ impl Conn {
     }
 
     /// The live TS echo for a script echo: a TS val an outbound packet carried.
-    fn live_ecr(&self, ecr: u32, set: &Settings) -> Result<u32, String> {
+    fn live_ecr(&self, ecr: u32, set: &Settings) -> Result<u32, InboundError> {
         if let Some(v) = self.ts_map.get(&ecr) {
             return Ok(*v);
         }
         match (set.ts_ecr_scaled, self.first_ts) {
             (true, Some((s, l))) => Ok(ecr.wrapping_sub(s).wrapping_add(l)),
-            _ => Err(format!("unable to infer live TS ecr for script TS ecr {ecr}; no matching or preceding outbound TS val")),
+            _ => Err(InboundError::TsEcr(ecr)),
         }
     }
 
@@ -925,9 +946,9 @@ impl Engine<'_> {
         );
         self.arrive(time, EventKind::Inbound, "inbound packet", b, &mut l)?;
         match self.conn.inbound(p, &self.set) {
-            Err(m) => {
+            Err(e) => {
                 l.status = Status::Fail;
-                l.message = Some(m);
+                l.message = Some(e.to_string());
             }
             Ok(live) => {
                 let o = b.inbound(&live)?;
@@ -1166,7 +1187,7 @@ impl Engine<'_> {
             .collect()
         {
             Ok(w) => w,
-            Err(m) => return Some(m),
+            Err(e) => return Some(e.to_string()),
         };
         let shown = || {
             format!(

@@ -121,9 +121,52 @@ pub fn constant_bindings() -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Why Python could not evaluate a script's blocks (the lines are then "not evaluated").
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    /// The blocks could not be encoded for the driver.
+    #[error("{0}")]
+    Request(serde_json::Error),
+    /// `python` could not be started.
+    #[error("cannot run {python} for the script's %{{ }}% blocks: {source} (packetdrill's Python needs python3 on PATH)")]
+    Spawn {
+        python: String,
+        source: std::io::Error,
+    },
+    /// A pipe to the child was not set up (`no stdin`, `no stdout`, `no stderr`).
+    #[error("no {0}")]
+    NoPipe(&'static str),
+    /// Waiting for the child failed.
+    #[error("{0}")]
+    Wait(std::io::Error),
+    /// The child ran past the time limit (seconds) and was killed.
+    #[error("the script's Python ran longer than {0} s and was killed")]
+    TimeLimit(u64),
+    /// The child exited with an error; `stderr` is what it wrote, trimmed.
+    #[error("{python} failed ({status}): {stderr}")]
+    Failed {
+        python: String,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    /// Its answer is not the driver's JSON.
+    #[error("unreadable answer from {python}: {source}")]
+    Answer {
+        python: String,
+        source: serde_json::Error,
+    },
+    /// It answered for another number of blocks than it was given.
+    #[error("{python} answered for {answered} of {blocks} blocks")]
+    Count {
+        python: String,
+        answered: usize,
+        blocks: usize,
+    },
+}
+
 /// Evaluates `blocks` (in order, one namespace) with `python` (normally `python3`). `Err` when
 /// Python cannot be run at all or misbehaves (not found, killed, time limit, garbage output).
-pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcome>, String> {
+pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcome>, PythonError> {
     if blocks.is_empty() {
         return Ok(Vec::new());
     }
@@ -153,17 +196,20 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
         common,
         blocks: sent,
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(PythonError::Request)?;
     let mut child = Command::new(python)
         .args(["-I", "-c", DRIVER])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {python} for the script's %{{ }}% blocks: {e} (packetdrill's Python needs python3 on PATH)"))?;
+        .map_err(|source| PythonError::Spawn {
+            python: python.to_string(),
+            source,
+        })?;
     // A writer thread and reader threads, so neither a huge input nor a huge answer (thousands
     // of blocks) can deadlock against a full pipe.
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut stdin = child.stdin.take().ok_or(PythonError::NoPipe("stdin"))?;
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let read = |mut r: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
@@ -172,43 +218,47 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
             v
         })
     };
-    let stdout = read(Box::new(child.stdout.take().ok_or("no stdout")?));
-    let stderr = read(Box::new(child.stderr.take().ok_or("no stderr")?));
+    let stdout = read(Box::new(
+        child.stdout.take().ok_or(PythonError::NoPipe("stdout"))?,
+    ));
+    let stderr = read(Box::new(
+        child.stderr.take().ok_or(PythonError::NoPipe("stderr"))?,
+    ));
     let start = Instant::now();
     loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
+        match child.try_wait().map_err(PythonError::Wait)? {
             Some(_) => break,
             None if start.elapsed() > TIME_LIMIT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "the script's Python ran longer than {} s and was killed",
-                    TIME_LIMIT.as_secs()
-                ));
+                return Err(PythonError::TimeLimit(TIME_LIMIT.as_secs()));
             }
             None => std::thread::sleep(Duration::from_millis(2)),
         }
     }
     let _ = writer.join();
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(PythonError::Wait)?;
     let (out, err) = (
         stdout.join().unwrap_or_default(),
         stderr.join().unwrap_or_default(),
     );
     if !status.success() {
-        return Err(format!(
-            "{python} failed ({status}): {}",
-            String::from_utf8_lossy(&err).trim()
-        ));
+        return Err(PythonError::Failed {
+            python: python.to_string(),
+            status,
+            stderr: String::from_utf8_lossy(&err).trim().to_string(),
+        });
     }
-    let res: Vec<Outcome> = serde_json::from_slice(&out)
-        .map_err(|e| format!("unreadable answer from {python}: {e}"))?;
+    let res: Vec<Outcome> = serde_json::from_slice(&out).map_err(|source| PythonError::Answer {
+        python: python.to_string(),
+        source,
+    })?;
     if res.len() != blocks.len() {
-        return Err(format!(
-            "{python} answered for {} of {} blocks",
-            res.len(),
-            blocks.len()
-        ));
+        return Err(PythonError::Count {
+            python: python.to_string(),
+            answered: res.len(),
+            blocks: blocks.len(),
+        });
     }
     Ok(res)
 }
@@ -365,7 +415,8 @@ mod tests {
             &[block(1, "pass", &[], &[])],
             "/nonexistent/python3",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("needs python3"), "{e}");
     }
 

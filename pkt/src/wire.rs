@@ -212,8 +212,18 @@ pub fn describe(
     s
 }
 
+/// Options that take more than the 40 bytes a TCP header has room for (their padded length).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("TCP options too long: {0} bytes (max 40)")]
+pub struct OptionsTooLong(pub usize);
+
+/// An option whose length byte is below 2 or runs past the option area (its kind).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed TCP option kind {0}")]
+pub struct MalformedOption(pub u8);
+
 /// Serialize TCP options, padded with EOL (zero) bytes to a multiple of 4.
-pub fn encode_options(opts: &[WireOption]) -> Result<Vec<u8>, String> {
+pub fn encode_options(opts: &[WireOption]) -> Result<Vec<u8>, OptionsTooLong> {
     let mut b = Vec::new();
     for o in opts {
         match o {
@@ -261,13 +271,13 @@ pub fn encode_options(opts: &[WireOption]) -> Result<Vec<u8>, String> {
         b.push(0);
     }
     if b.len() > 40 {
-        return Err(format!("TCP options too long: {} bytes (max 40)", b.len()));
+        return Err(OptionsTooLong(b.len()));
     }
     Ok(b)
 }
 
 /// Parse a TCP option area.
-pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, String> {
+pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, MalformedOption> {
     let mut out = Vec::new();
     while let Some(&kind) = b.first() {
         match kind {
@@ -281,7 +291,7 @@ pub fn decode_options(mut b: &[u8]) -> Result<Vec<WireOption>, String> {
             }
             _ => {
                 if b.len() < 2 || (b[1] as usize) < 2 || b[1] as usize > b.len() {
-                    return Err(format!("malformed TCP option kind {kind}"));
+                    return Err(MalformedOption(kind));
                 }
                 let len = b[1] as usize;
                 let d = &b[2..len];
@@ -332,14 +342,17 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// A script's cookie or digest (as written) that is neither hex bytes nor a `-D` definition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not an even number of hex digits (nor a -D definition)")]
+pub struct NotHex(pub String);
+
 /// The bytes of a hex cookie or digest as written in a script, `-D` definitions applied
 /// (`TFO_COOKIE` → the defined hex string).
-pub fn unhex(text: &str, defines: &dyn Fn(&str) -> Option<String>) -> Result<Vec<u8>, String> {
+pub fn unhex(text: &str, defines: &dyn Fn(&str) -> Option<String>) -> Result<Vec<u8>, NotHex> {
     let t = defines(text).unwrap_or_else(|| text.to_string());
     if !t.len().is_multiple_of(2) || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "'{text}' is not an even number of hex digits (nor a -D definition)"
-        ));
+        return Err(NotHex(text.to_string()));
     }
     Ok((0..t.len())
         .step_by(2)
@@ -372,7 +385,7 @@ pub fn flag_bits(f: &crate::ast::TcpFlags) -> u8 {
 pub fn from_script(
     o: &crate::ast::TcpOption,
     defines: &dyn Fn(&str) -> Option<String>,
-) -> Result<WireOption, String> {
+) -> Result<WireOption, NotHex> {
     use crate::ast::TcpOption as T;
     Ok(match o {
         T::Nop => WireOption::Nop,

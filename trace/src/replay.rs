@@ -20,8 +20,8 @@ use trc_model::sender::ack::AckSeg;
 use trc_model::{CcKind, Config, Profile};
 use trc_pkt::ast::{Expr, Packet, Script, StatementKind, Syscall};
 use trc_pkt::engine::{
-    self, Backend, Captured, CodeValues, Halt, LivePacket, Next, Outcome1, Settings, SysCtx,
-    SysResult, Unknown,
+    self, Backend, Captured, CodeValues, CodeValuesError, Halt, LivePacket, Next, Outcome1,
+    Settings, SysCtx, SysResult, Unknown,
 };
 use trc_pkt::report::{LineResult, Report, Status};
 use trc_pkt::wire::{self, WireOption, ACK, ECE, FIN, RST, SYN};
@@ -1276,7 +1276,7 @@ impl Backend for ModelBackend<'_> {
         self.shell_line(cmd, env)
     }
 
-    fn code_values(&mut self) -> Result<CodeValues, String> {
+    fn code_values(&mut self) -> Result<CodeValues, CodeValuesError> {
         let mut values = BTreeMap::new();
         let mut missing = Vec::new();
         for f in trc_pkt::symbols::TCPI_FIELDS {

@@ -225,12 +225,17 @@ pub fn ldd(bin: &Path) -> Result<Vec<PathBuf>, Error> {
     Ok(libs)
 }
 
-/// The paths in `ldd` output; `Err(line)` for a library that is `not found`.
-pub fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, String> {
+/// A library `ldd` reports `not found` (its line of `ldd` output).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LibraryNotFound(pub String);
+
+/// The paths in `ldd` output; `Err` for a library that is `not found`.
+pub fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, LibraryNotFound> {
     let mut v = Vec::new();
     for l in text.lines().map(str::trim) {
         if l.contains("not found") {
-            return Err(l.to_string());
+            return Err(LibraryNotFound(l.to_string()));
         }
         let p = match l.split_once("=>") {
             Some((_, r)) => r.split_whitespace().next().unwrap_or(""),

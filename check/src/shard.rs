@@ -21,7 +21,8 @@ use crate::report::{
     accepted_why, counterexample, outcome, Against, Base, CheckReport, PropResult, SigResult,
     SigStatus, Step,
 };
-use crate::units::check_work_list;
+use crate::run::Run;
+use crate::units::{check_work_list, CheckUnit};
 use crate::{CheckRequest, Error, MatrixRow, Observer};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -331,6 +332,20 @@ pub struct CheckArgs {
     pub units: Vec<String>,
 }
 
+impl CheckArgs {
+    /// What `req` asks, with its property ids resolved and its units' labels in order.
+    pub fn new(req: &CheckRequest, properties: Vec<String>, units: Vec<String>) -> CheckArgs {
+        CheckArgs {
+            profile: req.profile.clone(),
+            configs: req.configs.clone(),
+            properties,
+            reduce: req.reduce,
+            against: req.against.as_ref().map(|p| p.name.clone()),
+            units,
+        }
+    }
+}
+
 /// A `trc check` unit's result.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct CheckUnitOut {
@@ -339,6 +354,20 @@ pub struct CheckUnitOut {
     pub config: usize,
     pub run: CheckReport,
     pub detail: UnitDetail,
+}
+
+impl CheckUnitOut {
+    /// Unit `k` (`u` of the work list) and its run: the report, and the detail `trc merge`
+    /// needs to judge signatures as the one run does.
+    pub fn new(k: usize, u: &CheckUnit, run: Run) -> CheckUnitOut {
+        CheckUnitOut {
+            unit: k,
+            label: u.label.clone(),
+            config: u.config,
+            detail: UnitDetail::new(&run.model, &run.engine, run.base.as_ref()),
+            run: run.report,
+        }
+    }
 }
 
 impl HasUnit for CheckUnitOut {
@@ -365,23 +394,10 @@ pub fn run_check(
     crate::run::run_units(req, &|k| shard.owns(k), obs, &mut |k, u, run| {
         let dir = exports.out.as_ref().map(|d| d.join(&u.label));
         unsupported += exports.export(&run, dir.as_deref(), obs)?;
-        done.push(CheckUnitOut {
-            unit: k,
-            label: u.label.clone(),
-            config: u.config,
-            detail: UnitDetail::new(&run.model, &run.engine, run.base.as_ref()),
-            run: run.report,
-        });
+        done.push(CheckUnitOut::new(k, u, run));
         Ok(())
     })?;
-    let args = CheckArgs {
-        profile: req.profile.clone(),
-        configs: req.configs.clone(),
-        properties: ids,
-        reduce: req.reduce,
-        against: req.against.as_ref().map(|p| p.name.clone()),
-        units: units.iter().map(|u| u.label.clone()).collect(),
-    };
+    let args = CheckArgs::new(req, ids, units.iter().map(|u| u.label.clone()).collect());
     let file = ShardFile::new("check", shard, units.len(), args, done);
     Ok((file, unsupported))
 }

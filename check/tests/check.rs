@@ -2,7 +2,7 @@
 //! the merge of its shards equal to the one run.
 
 use trc_check::run::Quiet;
-use trc_check::shard::{CheckArgs, CheckUnitOut, UnitDetail};
+use trc_check::shard::{CheckArgs, CheckUnitOut};
 use trc_check::{run, CheckReport, CheckRequest, Outcome, SigStatus};
 use trc_engine::Verdict;
 use trc_model::config::SackMode;
@@ -87,25 +87,12 @@ fn merged_units_are_the_one_run() {
     let ids = req.property_ids().unwrap();
     let mut units = Vec::new();
     run::run_units(&req, &|_| true, &Quiet, &mut |k, u, run| {
-        units.push(CheckUnitOut {
-            unit: k,
-            label: u.label.clone(),
-            config: u.config,
-            detail: UnitDetail::new(&run.model, &run.engine, run.base.as_ref()),
-            run: run.report,
-        });
+        units.push(CheckUnitOut::new(k, u, run));
         Ok(())
     })
     .unwrap();
     assert_eq!(units.len(), 2);
-    let args = CheckArgs {
-        profile: req.profile.clone(),
-        configs: req.configs.clone(),
-        properties: ids,
-        reduce: false,
-        against: None,
-        units: units.iter().map(|u| u.label.clone()).collect(),
-    };
+    let args = CheckArgs::new(&req, ids, units.iter().map(|u| u.label.clone()).collect());
     let refs: Vec<&CheckUnitOut> = units.iter().collect();
     let merged = CheckReport::merge(&args, 0, &refs).unwrap();
     assert_eq!(merged.unique_states, one.unique_states);

@@ -190,6 +190,16 @@ impl SegMask {
         first.into_iter().chain(rest.iter().copied())
     }
 
+    /// The set's first word (0 when empty) and the words after it: with the length of the
+    /// second part, an injective encoding of the set (fingerprints).
+    #[inline(always)]
+    pub fn split_words(&self) -> (u64, &[u64]) {
+        match self.view() {
+            View::Inline(bits) => (bits, &[]),
+            View::Heap(words) => (words[0], &words[1..]),
+        }
+    }
+
     /// Heap-allocated (holds a segment `>= 63`).
     #[inline]
     pub fn spilled(&self) -> bool {

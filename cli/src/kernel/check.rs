@@ -1,7 +1,7 @@
 //! `trc kernel check`: the arguments, the request they make of `trc-kcheck`
-//! (`trc_kcheck::request`), and the printing; `--patch` / `--against-kernel` in [`super::patch`].
+//! (`trc_kcheck::request`), and the printing; `trc kernel` sends `--patch` and
+//! `--against-kernel` to patch.rs instead.
 
-use super::{target_of, work_dir};
 use crate::exit;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -174,10 +174,8 @@ pub(crate) fn make_plan(
     Ok(plan)
 }
 
+/// `trc kernel check` without `--patch` / `--against-kernel` (those are patch.rs's).
 pub fn check_cli(args: CheckArgs) -> i32 {
-    if !args.patch.is_empty() || args.against_kernel.is_some() {
-        return super::patch::main(args);
-    }
     let what = "trc kernel check";
     let req = match args.request() {
         Ok(r) => r,
@@ -332,4 +330,48 @@ pub fn merge(shards: &[trc_check::shard::Loaded], json: bool) -> Result<i32, trc
     let (rep, coverage, seconds) = trc_kcheck::request::merge(shards)?;
     print_report(&rep, coverage.as_ref(), json, seconds);
     Ok(exit::of_outcome(rep.outcome()))
+}
+
+/// The kernel `args` name as a [`trc_kernel::target::Target`]: the running kernel, or
+/// `--kernel` in qemu. Skips (exit 4) and bad images (exit 2) are `Err(code)`.
+pub(crate) fn target_of(
+    vm: &VmFlags,
+    kernel: Option<&str>,
+    what: &str,
+) -> Result<Box<dyn trc_kernel::target::Target>, i32> {
+    match kernel {
+        None => {
+            if let Some(r) = trc_kernel::skip_reason() {
+                eprintln!("{what}: skipped: {r}");
+                return Err(exit::SKIPPED);
+            }
+            Ok(Box::new(trc_kernel::target::Host::new()))
+        }
+        Some(k) => {
+            let (img, spec) = vm.kernel_vm(k).map_err(|e| exit::of_vm_error(what, &e))?;
+            trc_vm::host::find_qemu(None).map_err(|e| exit::of_vm_error(what, &e))?;
+            let mut t = trc_vm::target::Vm::new(&img, spec);
+            t.name = Some(img.release.clone());
+            Ok(Box::new(t))
+        }
+    }
+}
+
+/// The work directory: `--out`, else a temporary one removed at the end (the guard).
+pub(crate) fn work_dir(
+    out: Option<&Path>,
+    what: &str,
+) -> Result<(PathBuf, Option<trc_vm::RemoveOnDrop>), i32> {
+    let (work, guard) = match out {
+        Some(d) => (d.to_path_buf(), None),
+        None => {
+            let d = std::env::temp_dir().join(format!("trc-kcheck-{}", std::process::id()));
+            (d.clone(), Some(trc_vm::RemoveOnDrop(d)))
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&work) {
+        eprintln!("{what}: {}: {e}", work.display());
+        return Err(exit::USAGE);
+    }
+    Ok((work, guard))
 }

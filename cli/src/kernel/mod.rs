@@ -11,8 +11,7 @@ pub mod run;
 
 use crate::exit;
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
-use trc_vm::flags::VmFlags;
+use std::path::PathBuf;
 
 /// `trc kernel ...` subcommands.
 #[derive(Debug, Subcommand)]
@@ -61,6 +60,9 @@ pub fn main(cmd: KernelCommand) -> i32 {
         KernelCommand::Run(args) if args.packetdrill.is_some() => packetdrill::cli(*args),
         KernelCommand::Run(args) if args.vm.kernel.is_some() => run::vm_cli(*args),
         KernelCommand::Run(args) => run::run_cli(*args),
+        KernelCommand::Check(args) if !args.patch.is_empty() || args.against_kernel.is_some() => {
+            patch::main(*args)
+        }
         KernelCommand::Check(args) => check::check_cli(*args),
         KernelCommand::Fetch(args) => fetch_cli(args),
         KernelCommand::Build(args) => build::main(args),
@@ -102,48 +104,4 @@ fn fetch_cli(args: FetchArgs) -> i32 {
         }
         Err(e) => exit::of_vm_error("trc kernel fetch", &e),
     }
-}
-
-/// The kernel `args` name as a [`trc_kernel::target::Target`]: the running kernel, or
-/// `--kernel` in qemu. Skips (exit 4) and bad images (exit 2) are `Err(code)`.
-pub(crate) fn target_of(
-    vm: &VmFlags,
-    kernel: Option<&str>,
-    what: &str,
-) -> Result<Box<dyn trc_kernel::target::Target>, i32> {
-    match kernel {
-        None => {
-            if let Some(r) = trc_kernel::skip_reason() {
-                eprintln!("{what}: skipped: {r}");
-                return Err(exit::SKIPPED);
-            }
-            Ok(Box::new(trc_kernel::target::Host::new()))
-        }
-        Some(k) => {
-            let (img, spec) = vm.kernel_vm(k).map_err(|e| exit::of_vm_error(what, &e))?;
-            trc_vm::host::find_qemu(None).map_err(|e| exit::of_vm_error(what, &e))?;
-            let mut t = trc_vm::target::Vm::new(&img, spec);
-            t.name = Some(img.release.clone());
-            Ok(Box::new(t))
-        }
-    }
-}
-
-/// The work directory: `--out`, else a temporary one removed at the end (the guard).
-pub(crate) fn work_dir(
-    out: Option<&Path>,
-    what: &str,
-) -> Result<(PathBuf, Option<trc_vm::RemoveOnDrop>), i32> {
-    let (work, guard) = match out {
-        Some(d) => (d.to_path_buf(), None),
-        None => {
-            let d = std::env::temp_dir().join(format!("trc-kcheck-{}", std::process::id()));
-            (d.clone(), Some(trc_vm::RemoveOnDrop(d)))
-        }
-    };
-    if let Err(e) = std::fs::create_dir_all(&work) {
-        eprintln!("{what}: {}: {e}", work.display());
-        return Err(exit::USAGE);
-    }
-    Ok((work, guard))
 }

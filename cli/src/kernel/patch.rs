@@ -2,8 +2,7 @@
 //! --against-kernel B`: two kernels on one plan, and what the change changed
 //! (`trc_kcheck::patch`).
 
-use super::check::{finish, make_plan, CheckArgs};
-use super::work_dir;
+use super::check::{finish, make_plan, work_dir, CheckArgs};
 use crate::exit::{self, of_vm_error as vm_error};
 use std::path::PathBuf;
 use trc_kcheck::patch::{compare, CompareOptions};

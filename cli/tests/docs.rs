@@ -3,7 +3,9 @@
 //!   (`TRC_BLESS=1` rewrites it);
 //! - every relative link of README.md and docs/ names a file that exists, and an anchor that one
 //!   of its headings produces;
-//! - every `docs/...` path that the source, configuration and scripts mention exists.
+//! - every `docs/...` path that the source, configuration and scripts mention exists;
+//! - README.md is at most 150 lines, the first screen of README.md and of docs/README.md links
+//!   the "check my C patch" and "check my profile" guides, and every guide is under 150 lines.
 
 mod common;
 
@@ -209,6 +211,47 @@ fn links(text: &str) -> Vec<(usize, String)> {
         }
     }
     out
+}
+
+/// A terminal's first screen, in lines.
+const SCREEN: usize = 24;
+/// The two guides a newcomer comes for, from the repository's root.
+const FIRST_GUIDES: [&str; 2] = [
+    "docs/guides/check-a-c-patch.md",
+    "docs/guides/check-a-profile.md",
+];
+
+#[test]
+fn readme_is_short_and_its_first_screen_leads_to_the_guides() {
+    let root = common::root();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let n = readme.lines().count();
+    assert!(n <= 150, "README.md: {n} lines (at most 150)");
+    // Each index and the directory its links are relative to.
+    for (index, dir) in [("README.md", ""), ("docs/README.md", "docs/")] {
+        let text = fs::read_to_string(root.join(index)).unwrap();
+        let screen: String = text.lines().take(SCREEN).collect::<Vec<_>>().join("\n");
+        let targets: Vec<String> = links(&screen).into_iter().map(|(_, t)| t).collect();
+        for guide in FIRST_GUIDES {
+            let want = guide.strip_prefix(dir).unwrap();
+            assert!(
+                targets.iter().any(|t| t == want),
+                "{index}: its first {SCREEN} lines do not link {want} (they link {targets:?})"
+            );
+        }
+    }
+    let mut long = Vec::new();
+    for e in fs::read_dir(root.join("docs/guides")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "md") {
+            continue;
+        }
+        let n = fs::read_to_string(&p).unwrap().lines().count();
+        if n >= 150 {
+            long.push(format!("{}: {n} lines", p.display()));
+        }
+    }
+    assert!(long.is_empty(), "guides of 150 lines or more: {long:?}");
 }
 
 #[test]

@@ -19,9 +19,20 @@ use trc_model::state::{CaState, TimerKind};
 pub const TS_LABEL_BASE: u32 = 200;
 /// The peer's first TS val on data-phase ACKs.
 pub const PEER_TS_BASE: u32 = 150;
-/// The largest window the script's peer advertises (`tp->max_window`): `win 320` scaled by the
-/// SYN's `wscale 7`.
-pub const PEER_MAX_WINDOW: u32 = 320 << 7;
+/// The window scale of the script's peer (its SYN's `wscale`; every ACK says `win 320`): 7,
+/// as exports always had, or more when the data written exceeds `320 << 7` bytes, so that the
+/// peer's window never limits what the kernel sends (`tcp_snd_wnd_test()`): the model has no
+/// flow control, and the replay stops where a window would bind.
+pub fn peer_wscale(cfg: &trc_model::Config) -> u8 {
+    let total = (u64::from(cfg.segments) + u64::from(cfg.extra_writes)) * u64::from(MSS);
+    (7u8..14).find(|&s| 320u64 << s >= total).unwrap_or(14)
+}
+
+/// The largest window the script's peer advertises (`tp->max_window`): `win 320` scaled by
+/// [`peer_wscale`].
+pub fn peer_max_window(cfg: &trc_model::Config) -> u32 {
+    320 << peer_wscale(cfg)
+}
 
 /// Why a path cannot be exported as a script.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -65,8 +76,8 @@ pub enum StepError {
     #[error("the flight shrank by more than the step's packet")]
     FlightShrank,
     /// RFC 5961 5.2: the kernel discards an ACK that far below snd_una.
-    #[error("the old ACK is {lag} bytes below snd_una, more than the script's peer window ({PEER_MAX_WINDOW} bytes): the kernel would discard it (RFC 5961 5.2)")]
-    OldAckTooOld { lag: u64 },
+    #[error("the old ACK is {lag} bytes below snd_una, more than the script's peer window ({window} bytes): the kernel would discard it (RFC 5961 5.2)")]
+    OldAckTooOld { lag: u64, window: u32 },
     #[error("{desc}: this event is not exported yet")]
     NotExported { desc: String },
     #[error("the ACK would arrive at {t} ms, after the pending {kind:?} timer ({deadline} ms)")]
@@ -970,23 +981,28 @@ impl<'a> Exporter<'a> {
                 cfg.initcwnd
             ),
         );
-        let (syn, synack, ack) = match (self.cx.sack, self.cx.ts) {
+        let ws = peer_wscale(cfg);
+        let (syn, synack, ack): (String, &str, &str) = match (self.cx.sack, self.cx.ts) {
             (true, true) => (
-                "<mss 1012,sackOK,TS val 100 ecr 0,nop,wscale 7>",
+                format!("<mss 1012,sackOK,TS val 100 ecr 0,nop,wscale {ws}>"),
                 "<mss 1460,sackOK,TS val 100 ecr 100,nop,wscale 8>",
                 " <nop,nop,TS val 150 ecr 100>",
             ),
             (false, true) => (
-                "<mss 1012,nop,nop,TS val 100 ecr 0,nop,wscale 7>",
+                format!("<mss 1012,nop,nop,TS val 100 ecr 0,nop,wscale {ws}>"),
                 "<mss 1460,nop,nop,TS val 100 ecr 100,nop,wscale 8>",
                 " <nop,nop,TS val 150 ecr 100>",
             ),
             (true, false) => (
-                "<mss 1000,sackOK,nop,nop,nop,wscale 7>",
+                format!("<mss 1000,sackOK,nop,nop,nop,wscale {ws}>"),
                 "<mss 1460,nop,nop,sackOK,nop,wscale 8>",
                 "",
             ),
-            (false, false) => ("<mss 1000,nop,wscale 7>", "<mss 1460,nop,wscale 8>", ""),
+            (false, false) => (
+                format!("<mss 1000,nop,wscale {ws}>"),
+                "<mss 1460,nop,wscale 8>",
+                "",
+            ),
         };
         // An ECN setup SYN (ECE and CWR) and the SYN-ACK that accepts it (ECE).
         let (syn_flags, synack_flags) = if cfg.ecn { ("SEW", "SE.") } else { ("S", "S.") };
@@ -1093,10 +1109,11 @@ impl<'a> Exporter<'a> {
                 // RFC 5961 5.2 in `tcp_ack()`: an ACK more than `min(max_window, bytes_acked)`
                 // below snd_una gets a challenge ACK and is discarded. The model's peer window
                 // is unlimited (the bound is then bytes_acked, which a held ACK never exceeds);
-                // the script's peer advertises PEER_MAX_WINDOW bytes.
+                // the script's peer advertises `peer_max_window()` bytes.
                 let lag = prev.sender.snd_una.wrapping_sub(ack.ack) as u64 * MSS as u64;
-                if lag > PEER_MAX_WINDOW as u64 {
-                    return Err(at(idx, StepError::OldAckTooOld { lag }));
+                let window = peer_max_window(&self.model.cfg);
+                if lag > window as u64 {
+                    return Err(at(idx, StepError::OldAckTooOld { lag, window }));
                 }
                 self.inbound_ack(idx, ack, echo, (false, true), m, &desc, &brk)?
             }

@@ -183,6 +183,9 @@ struct Handshake {
     snd_wscale: u8,
     /// The largest window the peer advertised, in bytes (`tp->max_window`; the SYN's unscaled).
     max_window: u32,
+    /// The peer's send window in bytes (`tp->snd_wnd`) and the peer sequence number that last
+    /// set it (`tp->snd_wl1`); `None` before the handshake set them.
+    snd_wnd: Option<(u32, u32)>,
     /// Active open: the handshake's last ACK (ours) is due, at this script µs.
     final_ack_us: Option<i64>,
 }
@@ -328,16 +331,20 @@ impl<'a> ModelBackend<'a> {
     }
 
     /// Fires the pending timer while its deadline is before model time `t`.
-    fn fire_before(&mut self, t: u32) {
-        let Some(d) = self.d.as_mut() else { return };
+    fn fire_before(&mut self, t: u32) -> Result<(), Halt> {
         for _ in 0..64 {
+            let Some(d) = self.d.as_mut() else {
+                return Ok(());
+            };
             match d.timer() {
                 Some(tm) if tm.deadline < t => {
-                    d.fire();
+                    let sent = d.fire().map(|(_, s)| s).unwrap_or_default();
+                    self.window_allows(&sent)?;
                 }
                 _ => break,
             }
         }
+        Ok(())
     }
 
     /// The settings into a running driver's configuration.
@@ -404,6 +411,8 @@ impl<'a> ModelBackend<'a> {
         self.w0_us = self.now_us;
         self.config = Some(cfg.clone());
         self.d = Some(Driver::start(cfg, self.profile.clone(), self.hs.sack_ok));
+        let first: Vec<Sent> = self.d.as_ref().unwrap().out.iter().copied().collect();
+        self.window_allows(&first)?;
         Ok(Outcome1::applied(Some(format!(
             "{segs} segment(s) written; model time 0"
         ))))
@@ -427,8 +436,9 @@ impl<'a> ModelBackend<'a> {
             return self.start(segs).map(SysResult::Other);
         }
         let t = self.model_ms(self.now_us);
-        self.fire_before(t);
-        self.d.as_mut().unwrap().write(t, segs);
+        self.fire_before(t)?;
+        let sent = self.d.as_mut().unwrap().write(t, segs);
+        self.window_allows(&sent)?;
         Ok(SysResult::Other(Outcome1::applied(Some(format!(
             "{segs} segment(s) written"
         )))))
@@ -489,6 +499,9 @@ impl<'a> ModelBackend<'a> {
         self.hs.ecn = self.sys.ecn == 1 && p.flags & ECE != 0 && p.flags & wire::CWR == 0;
         self.hs.mss = mss.min(1460) - if self.hs.ts_ok { 12 } else { 0 };
         self.hs.remote_isn = p.seq;
+        // tcp_rcv_synsent_state_process(): `tcp_init_wl(tp, seq)`, and the SYN-ACK's window is
+        // never scaled (RFC 7323).
+        self.hs.snd_wnd = Some((u32::from(p.win), p.seq));
         let rtt = ((self.now_us - syn + 500) / 1000).max(1) as u32;
         self.hs.rtt_ms = Some(rtt);
         self.hs.accepted = true;
@@ -748,6 +761,56 @@ impl<'a> ModelBackend<'a> {
         (lag > limit).then(|| format!("ack {ack} is {lag} bytes below snd_una, more than min(max_window {}, bytes_acked {bytes_acked}): the kernel answers with a challenge ACK and discards it (RFC 5961 5.2), which is not modelled", self.hs.max_window))
     }
 
+    /// `snd_una` as a script sequence number (1 before any data).
+    fn snd_una_bytes(&self) -> u32 {
+        self.d.as_ref().map_or(1, |d| {
+            1 + d.snd.snd_una.wrapping_sub(d.cfg.isn) * self.hs.mss
+        })
+    }
+
+    /// `tcp_ack_update_window()`: the ACK's window (scaled) becomes `snd_wnd` when
+    /// `tcp_may_update_window()` allows it: the ACK advances `snd_una`, or its sequence number is
+    /// newer than `snd_wl1`, or it is the same and the window grew or is zero. An ACK below
+    /// `snd_una` (`old_ack` in `tcp_ack()`) changes nothing.
+    fn ack_update_window(&mut self, p: &LivePacket) {
+        let Some((wnd, wl1)) = self.hs.snd_wnd else {
+            return;
+        };
+        let (una, ack) = (self.snd_una_bytes(), p.ack);
+        if (ack.wrapping_sub(una) as i32) < 0 {
+            return;
+        }
+        let nwin = u32::from(p.win) << self.hs.snd_wscale;
+        let seq_after = (p.seq.wrapping_sub(wl1) as i32) > 0;
+        if ack != una || seq_after || (p.seq == wl1 && (nwin > wnd || nwin == 0)) {
+            self.hs.snd_wnd = Some((nwin, p.seq));
+        }
+    }
+
+    /// The peer's window against what the model just sent. The kernel sends new data only
+    /// within `snd_una + snd_wnd` (`tcp_snd_wnd_test()` in `tcp_write_xmit()` and
+    /// `tcp_send_loss_probe()`) and trims or holds a retransmission that reaches past it
+    /// (`__tcp_retransmit_skb()`); the model has no receive window, so a transmission the
+    /// window would have stopped makes the rest of the script out of scope.
+    fn window_allows(&self, sent: &[Sent]) -> Result<(), Halt> {
+        let Some((wnd, _)) = self.hs.snd_wnd else {
+            return Ok(());
+        };
+        let mss = self.hs.mss;
+        let una = self.snd_una_bytes();
+        let wnd_end = una.wrapping_add(wnd);
+        for s in sent {
+            let (seq, end) = (1 + s.seg * mss, 1 + (s.seg + 1) * mss);
+            if (end.wrapping_sub(wnd_end) as i32) > 0 {
+                return Err(stop(format!(
+                    "the peer's receive window limits sending: {}{seq}:{end} reaches past snd_una + snd_wnd = {una} + {wnd} (tcp_snd_wnd_test); flow control by the peer's window is not modelled",
+                    if s.rtx { "retransmission " } else { "" }
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// An ACK for the running model: segments from bytes, SACK blocks, the TS echo.
     fn data_ack(&mut self, p: &LivePacket) -> Result<Outcome1, Halt> {
         let mss = self.hs.mss;
@@ -789,8 +852,9 @@ impl<'a> ModelBackend<'a> {
             tsecr,
         };
         let t = self.model_ms(self.now_us);
-        self.fire_before(t);
-        self.d.as_mut().unwrap().ack(t, &seg);
+        self.fire_before(t)?;
+        let sent = self.d.as_mut().unwrap().ack(t, &seg);
+        self.window_allows(&sent)?;
         Ok(Outcome1::applied(None))
     }
 
@@ -1079,7 +1143,7 @@ impl Backend for ModelBackend<'_> {
         if self.d.is_some() {
             model_time_ok(t_us.saturating_sub(self.w0_us))?;
             let t = self.model_ms(t_us);
-            self.fire_before(t);
+            self.fire_before(t)?;
         }
         self.now_us = self.now_us.max(t_us);
         Ok(())
@@ -1120,10 +1184,14 @@ impl Backend for ModelBackend<'_> {
             let syn = self.hs.syn_us.ok_or_else(|| stop("ACK before any SYN"))?;
             let rtt = ((self.now_us - syn + 500) / 1000).max(1) as u32;
             self.hs.rtt_ms = Some(rtt);
+            // tcp_rcv_state_process() in SYN_RECV: the window of the ACK that completes the
+            // passive open, scaled, and `tcp_init_wl(tp, seq)`.
+            self.hs.snd_wnd = Some((u32::from(p.win) << self.hs.snd_wscale, p.seq));
             return Ok(Outcome1::applied(Some(format!(
                 "handshake complete: RTT {rtt} ms"
             ))));
         }
+        self.ack_update_window(p);
         if self.d.is_none() {
             return Ok(Outcome1::out_of_scope(
                 "ACK before any data was written: ignored by the model",
@@ -1222,22 +1290,25 @@ impl Backend for ModelBackend<'_> {
                 "pure ACKs from the sender are not modelled".into(),
             ));
         }
-        let Some(d) = self.d.as_mut() else {
+        if self.d.is_none() {
             return Err(stop("outbound segment before any data was written"));
-        };
+        }
         let end_ms = ((deadline_us.saturating_sub(self.w0_us)).clamp(0, u32::MAX as i64 * 1000)
             / 1000) as u32;
         for _ in 0..64 {
+            let d = self.d.as_mut().unwrap();
             if !d.out.is_empty() {
                 break;
             }
             match d.timer() {
                 Some(tm) if tm.deadline <= end_ms => {
-                    d.fire();
+                    let sent = d.fire().map(|(_, s)| s).unwrap_or_default();
+                    self.window_allows(&sent)?;
                 }
                 _ => break,
             }
         }
+        let d = self.d.as_mut().unwrap();
         let Some(s) = d.out.pop_front() else {
             return Ok(Next::Timeout);
         };

@@ -68,7 +68,68 @@ pub struct NewViolation {
     pub line: u32,
     pub detail: String,
     /// What the base kernel's monitor said in that scenario.
-    pub base: String,
+    pub base: BaseVerdict,
+}
+
+/// A monitor's verdict on the base kernel in a scenario, as the patch report states it (in JSON
+/// the strings `holds`, `violated at line L`, `undecided`, `no run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum BaseVerdict {
+    /// The scenario has no run (or no verdict) for the property on the base kernel.
+    NoRun,
+    Holds,
+    ViolatedAt(u32),
+    Undecided,
+}
+
+impl BaseVerdict {
+    fn of(r: &crate::CaseResult, id: &str) -> BaseVerdict {
+        match r.properties.get(id) {
+            None => BaseVerdict::NoRun,
+            Some(Outcome::Holds) => BaseVerdict::Holds,
+            Some(Outcome::Violated { line, .. }) => BaseVerdict::ViolatedAt(*line),
+            Some(Outcome::Undecided { .. }) => BaseVerdict::Undecided,
+        }
+    }
+}
+
+impl std::fmt::Display for BaseVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            BaseVerdict::NoRun => f.write_str("no run"),
+            BaseVerdict::Holds => f.write_str("holds"),
+            BaseVerdict::ViolatedAt(line) => write!(f, "violated at line {line}"),
+            BaseVerdict::Undecided => f.write_str("undecided"),
+        }
+    }
+}
+
+impl From<BaseVerdict> for String {
+    fn from(v: BaseVerdict) -> String {
+        v.to_string()
+    }
+}
+
+/// A text that is none of [`BaseVerdict`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a base verdict (holds, violated at line L, undecided, no run)")]
+pub struct NotABaseVerdict(pub String);
+
+impl TryFrom<String> for BaseVerdict {
+    type Error = NotABaseVerdict;
+    fn try_from(s: String) -> Result<BaseVerdict, NotABaseVerdict> {
+        match s.as_str() {
+            "no run" => Ok(BaseVerdict::NoRun),
+            "holds" => Ok(BaseVerdict::Holds),
+            "undecided" => Ok(BaseVerdict::Undecided),
+            _ => s
+                .strip_prefix("violated at line ")
+                .and_then(|l| l.parse().ok())
+                .map(BaseVerdict::ViolatedAt)
+                .ok_or(NotABaseVerdict(s)),
+        }
+    }
 }
 
 /// One side's values after the step where two runs first differ.
@@ -350,15 +411,6 @@ fn without_tsval(lines: &[trc_pkt::report::LineResult]) -> Vec<trc_pkt::report::
         .collect()
 }
 
-fn verdict_of(r: &crate::CaseResult, id: &str) -> String {
-    match r.properties.get(id) {
-        None => "no run".into(),
-        Some(Outcome::Holds) => "holds".into(),
-        Some(Outcome::Violated { line, .. }) => format!("violated at line {line}"),
-        Some(Outcome::Undecided { .. }) => "undecided".into(),
-    }
-}
-
 /// Per property: new violations and fixes, scenario by scenario.
 pub fn property_changes(
     base: &CheckReport,
@@ -385,7 +437,7 @@ pub fn property_changes(
                         sack: sack(i),
                         line: *line,
                         detail: detail.clone(),
-                        base: verdict_of(rb, id),
+                        base: BaseVerdict::of(rb, id),
                     })
                 }
                 Some(Outcome::Holds) if vb => ch.fixed.push(rp.name.clone()),

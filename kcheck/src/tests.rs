@@ -740,7 +740,7 @@ fn patch_comparison_finds_the_first_differing_step() {
 /// is as on base; violated only on the base is fixed.
 #[test]
 fn patch_property_changes_are_per_scenario() {
-    use super::patch::{property_changes, Change};
+    use super::patch::{property_changes, BaseVerdict, Change};
     let case = |name: &str, o: Outcome| case_result(name, o, &[]);
     let v = || Outcome::Violated {
         line: 7,
@@ -765,6 +765,7 @@ fn patch_property_changes_are_per_scenario() {
     assert_eq!(ch[0].new_violations.len(), 1);
     assert_eq!(ch[0].new_violations[0].scenario, "seed");
     assert_eq!(ch[0].new_violations[0].sack, Some(false));
+    assert_eq!(ch[0].new_violations[0].base, BaseVerdict::Holds);
     assert_eq!(ch[0].fixed, vec!["fixed".to_string()]);
     let same = property_changes(&base, &base, &|_| None);
     assert_eq!(same[0].change, Change::AsOnBase);
@@ -778,6 +779,26 @@ fn patch_property_changes_are_per_scenario() {
         &|_| None,
     );
     assert_eq!(only_fix[0].change, Change::Fixed);
+}
+
+/// The base verdict of a new violation is its JSON string, read back as it was written.
+#[test]
+fn base_verdicts_are_the_report_strings() {
+    use super::patch::{BaseVerdict, NotABaseVerdict};
+    for (v, text) in [
+        (BaseVerdict::NoRun, "no run"),
+        (BaseVerdict::Holds, "holds"),
+        (BaseVerdict::ViolatedAt(12), "violated at line 12"),
+        (BaseVerdict::Undecided, "undecided"),
+    ] {
+        let json = serde_json::to_value(v).unwrap();
+        assert_eq!(json, serde_json::Value::String(text.into()));
+        assert_eq!(serde_json::from_value::<BaseVerdict>(json).unwrap(), v);
+    }
+    assert_eq!(
+        BaseVerdict::try_from("violated at line x".to_string()),
+        Err(NotABaseVerdict("violated at line x".into()))
+    );
 }
 
 fn case_result(name: &str, o: Outcome, signatures: &[&str]) -> super::CaseResult {

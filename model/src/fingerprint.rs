@@ -6,7 +6,7 @@
 //! wyhash-style 128-bit multiply into two alternating lanes, with no word buffer: the fixed part
 //! is arrays of constant length (unrolled, in registers), each sequence is padded to whole pairs.
 //! (The earlier version buffered up to 64 words and folded them four lanes at a time: 1,577
-//! instructions per state on `trc bench` case 3 against 1,198 now; notebook, 2026-12-04.)
+//! instructions per state on `trc bench` case 3 against 1,179 now; notebook, 2026-12-04.)
 //!
 //! The packing is injective (a prefix-free encoding: every tag and length is written before
 //! the fields it governs), so two states get the same fingerprint only if they are equal or
@@ -53,10 +53,17 @@ fn e4(d: u64) -> u64 {
     d & 15
 }
 
-/// A length (16 bits).
+/// Lengths as 16-bit fields (one check for all of them).
 #[inline(always)]
-fn len16(n: usize) -> u64 {
-    u16::try_from(n).expect("fingerprint: sequence longer than 65535") as u64
+fn lens16<const N: usize>(n: [usize; N]) -> [u64; N] {
+    let mut any = 0;
+    let mut out = [0; N];
+    for i in 0..N {
+        any |= n[i];
+        out[i] = n[i] as u64;
+    }
+    assert!(any >> 16 == 0, "fingerprint: sequence longer than 65535");
+    out
 }
 
 /// Two multiply lanes fed a pair of words at a time, with no buffer: each pair is folded into
@@ -101,13 +108,12 @@ impl Fold {
 
     /// A sequence, one word per element, zero-padded to whole pairs.
     #[inline(always)]
-    fn seq<T>(&mut self, xs: &[T], word: impl Fn(&T) -> u64) {
-        let pairs = xs.chunks_exact(2);
-        let rest = pairs.remainder();
-        for c in pairs {
-            self.pair(word(&c[0]), word(&c[1]));
+    fn seq<T>(&mut self, mut xs: &[T], word: impl Fn(&T) -> u64) {
+        while let [x, y, rest @ ..] = xs {
+            self.pair(word(x), word(y));
+            xs = rest;
         }
-        if let [x] = rest {
+        if let [x] = xs {
             self.pair(word(x), 0);
         }
     }
@@ -175,21 +181,26 @@ impl State {
         let mut f = Fold::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         let [b0, b1] = budget_words(budget, sender.rack.reo_wnd_steps, &sender.ghost, *held);
-        debug_assert!(ev.undos.len() < 256 && ev.reductions.len() < 256);
+        let [ls, lf, lk, lu, lr, lx, m0, m1, m2, m3] = lens16([
+            segs.len(),
+            flight.len(),
+            sacks.len(),
+            ev.undos.len(),
+            ev.reductions.len(),
+            ev.undo_rtx.len(),
+            masks[0].1.len(),
+            masks[1].1.len(),
+            masks[2].1.len(),
+            masks[3].1.len(),
+        ]);
+        debug_assert!(lu < 256 && lr < 256);
         f.words([
             sender_flags(sender, *tsq_full),
             b0,
             b1,
-            len16(segs.len())
-                | len16(flight.len()) << 16
-                | len16(sacks.len()) << 32
-                | (len16(ev.undos.len()) & 0xff) << 48
-                | (len16(ev.reductions.len()) & 0xff) << 56,
-            len16(masks[0].1.len())
-                | len16(masks[1].1.len()) << 16
-                | len16(masks[2].1.len()) << 32
-                | len16(masks[3].1.len()) << 48,
-            p2(*ts_recent, len16(ev.undo_rtx.len()) as u32),
+            ls | lf << 16 | lk << 32 | (lu & 0xff) << 48 | (lr & 0xff) << 56,
+            m0 | m1 << 16 | m2 << 32 | m3 << 48,
+            p2(*ts_recent, lx as u32),
         ]);
         // Fixed-width fields.
         f.words(sender_words(sender, *now));

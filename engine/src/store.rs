@@ -587,44 +587,44 @@ pub(crate) unsafe fn stream_copy<T>(src: *const T, dst: *mut T) {
         let n = size_of::<T>();
         if n >= 256 && n % 16 == 0 && (src as usize) % 16 == 0 && (dst as usize) % 16 == 0 {
             // SAFETY: `n / 16` 16-byte blocks of valid, aligned, non-overlapping memory (the
-            // caller's contract), copied 64 bytes per iteration and the rest 16 at a time; the
+            // caller's contract), copied 64 bytes per asm block and the rest 16 at a time; the
             // copy is done in assembly, so padding bytes are copied as bytes, as
-            // `copy_nonoverlapping` would.
+            // `copy_nonoverlapping` would. `n` is a constant, so the blocks are unrolled: no
+            // loop counter or pointer increments between them.
             unsafe {
-                std::arch::asm!(
-                    "2:",
-                    "movdqa xmm0, [{s}]",
-                    "movdqa xmm1, [{s} + 16]",
-                    "movdqa xmm2, [{s} + 32]",
-                    "movdqa xmm3, [{s} + 48]",
-                    "movntdq [{d}], xmm0",
-                    "movntdq [{d} + 16], xmm1",
-                    "movntdq [{d} + 32], xmm2",
-                    "movntdq [{d} + 48], xmm3",
-                    "add {s}, 64",
-                    "add {d}, 64",
-                    "sub {k}, 1",
-                    "jnz 2b",
-                    "test {r}, {r}",
-                    "jz 4f",
-                    "3:",
-                    "movdqa xmm0, [{s}]",
-                    "movntdq [{d}], xmm0",
-                    "add {s}, 16",
-                    "add {d}, 16",
-                    "sub {r}, 1",
-                    "jnz 3b",
-                    "4:",
-                    s = inout(reg) src => _,
-                    d = inout(reg) dst => _,
-                    k = inout(reg) n / 64 => _,
-                    r = inout(reg) n % 64 / 16 => _,
-                    out("xmm0") _,
-                    out("xmm1") _,
-                    out("xmm2") _,
-                    out("xmm3") _,
-                    options(nostack),
-                );
+                let (s, d) = (src.cast::<u8>(), dst.cast::<u8>());
+                let mut off = 0;
+                while off + 64 <= n {
+                    std::arch::asm!(
+                        "movdqa xmm0, [{s}]",
+                        "movdqa xmm1, [{s} + 16]",
+                        "movdqa xmm2, [{s} + 32]",
+                        "movdqa xmm3, [{s} + 48]",
+                        "movntdq [{d}], xmm0",
+                        "movntdq [{d} + 16], xmm1",
+                        "movntdq [{d} + 32], xmm2",
+                        "movntdq [{d} + 48], xmm3",
+                        s = in(reg) s.add(off),
+                        d = in(reg) d.add(off),
+                        out("xmm0") _,
+                        out("xmm1") _,
+                        out("xmm2") _,
+                        out("xmm3") _,
+                        options(nostack, preserves_flags),
+                    );
+                    off += 64;
+                }
+                while off < n {
+                    std::arch::asm!(
+                        "movdqa xmm0, [{s}]",
+                        "movntdq [{d}], xmm0",
+                        s = in(reg) s.add(off),
+                        d = in(reg) d.add(off),
+                        out("xmm0") _,
+                        options(nostack, preserves_flags),
+                    );
+                    off += 16;
+                }
             }
             return;
         }

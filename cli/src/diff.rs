@@ -67,6 +67,10 @@ pub struct DiffArgs {
     /// With `--bulk`: the segments (0-based) whose first transmission the network drops.
     #[arg(long, value_delimiter = ',', requires = "bulk")]
     pub drop: Vec<u32>,
+    /// With `--bulk`: a bottleneck forwarding one packet every MS ms (0: none), so the ACKs come
+    /// as a train and the RTT grows with the queue (what HyStart reads).
+    #[arg(long, value_name = "MS", default_value_t = 0, requires = "bulk")]
+    pub bottleneck: u32,
     /// Run only shard I of N of the scenarios (`--only`'s list, else 0..`--scenarios`) and print
     /// it as JSON for `trc merge` (docs/reference/shards.md).
     #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
@@ -108,6 +112,7 @@ pub fn run_diff(a: DiffArgs) -> i32 {
             &a.drop,
             a.conn.sack().unwrap_or(true),
             a.conn.ts().unwrap_or(true),
+            a.bottleneck,
             &profile,
         ) {
             Ok(s) => Some(s),

@@ -237,11 +237,18 @@ pub enum BulkError {
 /// transmissions of the segments in `drops`, which the network drops (once each); a timer fires
 /// whenever it is due before the next arrival. Not drawn at random: the same arguments give the
 /// same walk. `trc diff --bulk` runs it on the kernel.
+///
+/// With `bottleneck_ms` > 0 the path has a bottleneck that forwards one packet every
+/// `bottleneck_ms` ms: a packet arrives at the later of one RTT after it left and
+/// `bottleneck_ms` after the packet before it ([`Action::DeliverLate`] by the difference). Its
+/// ACKs then come as a train, one per service time, and the RTT grows with the queue a slow
+/// start builds: what HyStart's ACK-train and delay detectors (`hystart_update()`) read.
 pub fn bulk(
     segments: u16,
     drops: &[u32],
     sack: bool,
     ts: bool,
+    bottleneck_ms: u32,
     profile: &Profile,
 ) -> Result<Scenario, BulkError> {
     if drops.iter().any(|&d| d >= segments as u32) {
@@ -276,6 +283,8 @@ pub fn bulk(
     let mut s: State = model.init_states().swap_remove(0);
     let mut dropped: Vec<u32> = Vec::new();
     let mut actions = Vec::new();
+    // When the bottleneck forwarded its last packet (ms).
+    let mut last_out: Option<u32> = None;
     loop {
         let drop = s.flight.iter().position(|p| {
             !p.rtx && drops.contains(&(p.seg as u32)) && !dropped.contains(&(p.seg as u32))
@@ -284,14 +293,32 @@ pub fn bulk(
             dropped.push(s.flight[i].seg as u32);
             Action::Drop { pkt: i as u16 }
         } else {
-            let arrival = s.flight.first().map(|p| s.now.max(p.sent + cfg.rtt_ms));
+            let arrival = s.flight.first().map(|p| {
+                let path = s.now.max(p.sent + cfg.rtt_ms);
+                match last_out {
+                    Some(o) if bottleneck_ms > 0 => path.max(o + bottleneck_ms),
+                    _ => path,
+                }
+            });
             match (s.sender.timer, arrival) {
                 (Some(tm), a) if a.is_none_or(|a| tm.deadline < a) => match tm.kind {
                     trc_model::state::TimerKind::Rto => Action::Rto,
                     trc_model::state::TimerKind::Tlp => Action::Tlp,
                     trc_model::state::TimerKind::Reo => Action::Reo,
                 },
-                (_, Some(_)) => Action::Deliver { pkt: 0 },
+                (_, Some(t)) => {
+                    last_out = Some(t);
+                    let p = &s.flight[0];
+                    let extra = t - (p.sent + cfg.rtt_ms);
+                    if extra == 0 {
+                        Action::Deliver { pkt: 0 }
+                    } else {
+                        Action::DeliverLate {
+                            pkt: 0,
+                            extra: u16::try_from(extra).map_err(|_| BulkError::NoEnd)?,
+                        }
+                    }
+                }
                 _ => break,
             }
         };
@@ -304,8 +331,13 @@ pub fn bulk(
             return Err(BulkError::NoEnd);
         }
     }
+    let neck = if bottleneck_ms > 0 {
+        format!("-neck{bottleneck_ms}ms")
+    } else {
+        String::new()
+    };
     let label = Some(format!(
-        "bulk{segments}-drop-{}",
+        "bulk{segments}{neck}-drop-{}",
         if drops.is_empty() {
             "none".to_string()
         } else {

@@ -8,7 +8,7 @@ use trc_model::profile::Profile;
 #[test]
 fn bulk_1000_segments_two_losses_replays_every_line() {
     let profile = Profile::linux_6_18();
-    let sc = trc_diff::bulk(1000, &[300, 700], true, true, &profile).unwrap();
+    let sc = trc_diff::bulk(1000, &[300, 700], true, true, 0, &profile).unwrap();
     let g = trc_diff::GenOptions {
         gap_ms: 0,
         margin_ms: 5,
@@ -48,4 +48,74 @@ fn bulk_1000_segments_two_losses_replays_every_line() {
         "segment 300's retransmission"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Exports `sc` (ACKs at the model's times, 5 ms from a timer) and replays the script on the
+/// model: every line must pass. Returns the script.
+fn export_and_replay(sc: &trc_diff::Scenario, name: &str) -> String {
+    let profile = Profile::linux_6_18();
+    let g = trc_diff::GenOptions {
+        gap_ms: 0,
+        margin_ms: 5,
+        ..Default::default()
+    };
+    let x = trc_diff::execute::export_actions(&profile, sc, &sc.actions, &g).unwrap();
+    let dir = std::env::temp_dir().join(format!("trc-bulk-{name}-{}", std::process::id()));
+    trc_trace::write_defaults(&dir).unwrap();
+    let path = dir.join("bulk.pkt");
+    std::fs::write(&path, &x.pkt).unwrap();
+    let rep = trc_trace::replay::replay_file(&path, &profile, &Default::default()).unwrap();
+    assert_eq!(rep.exit_code(), 0, "{}", rep.render());
+    assert_eq!(rep.failed(), 0);
+    std::fs::remove_dir_all(&dir).ok();
+    x.pkt
+}
+
+/// A first write larger than a new socket's send buffer: the script enlarges it before the
+/// socket exists (else the kernel's write blocks, which the model's never does), and the
+/// segments `forced_push()` marks inside the write leave with PSH on lines of their own.
+#[test]
+fn a_large_first_write_gets_its_send_buffer_and_its_forced_push_marks() {
+    let profile = Profile::linux_6_18();
+    let sc = trc_diff::bulk(300, &[100, 200], true, true, 0, &profile).unwrap();
+    let pkt = export_and_replay(&sc, "push");
+    let wmem = pkt
+        .find("net.ipv4.tcp_wmem=")
+        .expect("the send buffer's sysctl");
+    assert!(wmem < pkt.find("socket(").unwrap(), "before the socket");
+    // 300,000 bytes need the peer's wscale 10: max_window 327,680, a mark after 163,840 bytes
+    // (segment 164), and the write's end (segment 300).
+    assert!(pkt.contains("wscale 10>"), "{}", &pkt[..2000]);
+    let psh: Vec<&str> = pkt.lines().filter(|l| l.contains(" > P. ")).collect();
+    assert_eq!(psh.len(), 2, "{psh:?}");
+    assert!(psh[0].contains(":164001("), "{psh:?}");
+    assert!(psh[1].contains(":300001("), "{psh:?}");
+    // A small write (the corpus' size) has neither.
+    let small = trc_diff::bulk(14, &[], true, true, 0, &profile).unwrap();
+    let pkt = export_and_replay(&small, "small");
+    assert!(!pkt.contains("tcp_wmem"));
+    assert_eq!(pkt.lines().filter(|l| l.contains(" > P. ")).count(), 1);
+}
+
+/// A bottleneck of 1 ms per packet: late deliveries are exported (their ACKs 1 ms apart, the
+/// RTT growing with the queue), the model replays every line, and its HyStart ends slow start
+/// (ssthresh set from cwnd) with no loss at all.
+#[test]
+fn a_bottleneck_makes_an_ack_train_and_hystart_ends_slow_start_without_a_loss() {
+    let profile = Profile::linux_6_18();
+    let sc = trc_diff::bulk(150, &[], true, true, 1, &profile).unwrap();
+    let late = sc
+        .actions
+        .iter()
+        .filter(|a| matches!(a, trc_model::Action::DeliverLate { .. }))
+        .count();
+    assert!(late > 100, "{late} late deliveries");
+    let pkt = export_and_replay(&sc, "neck");
+    assert!(pkt.lines().filter(|l| l.starts_with(" +.001 < .")).count() > 100);
+    assert!(!pkt.contains("retransmission"));
+    let exit = pkt
+        .lines()
+        .filter_map(|l| l.split("tcpi_snd_ssthresh == ").nth(1))
+        .find(|v| !v.starts_with("2147483647"));
+    assert!(exit.is_some(), "slow start never ended");
 }

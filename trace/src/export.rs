@@ -316,6 +316,9 @@ impl Emitter {
     }
 }
 
+/// A first write of more segments than this gets a larger send buffer (`SO_SNDBUF`).
+const BIG_WRITE_SEGMENTS: u32 = 32;
+
 /// `+.25`, `+0`, `+.003`.
 pub fn fmt_rel(d_us: i64) -> String {
     if d_us == 0 {
@@ -338,6 +341,8 @@ struct Ctx<'a> {
     ts: bool,
     /// Write ends (segment index) for the PSH guess.
     write_ends: Vec<u32>,
+    /// PSH marks inside the first write ([`forced_pushes`]): a line ends at each.
+    forced_pushes: Vec<u32>,
     peer_ts: u32,
 }
 
@@ -356,17 +361,24 @@ impl Ctx<'_> {
         ts_label: u32,
     ) {
         // A segment with CWR starts a line of its own: packetdrill takes a merged packet's CWR
-        // from its first segment.
+        // from its first segment. A forced push (PSH inside a write) ends a line.
         let mut runs: Vec<(u32, u32, bool, bool)> = Vec::new();
         for s in sent {
             match runs.last_mut() {
-                Some((_, end, rtx, _)) if *end == s.seg && *rtx == s.rtx && !s.cwr => *end += 1,
+                Some((_, end, rtx, _))
+                    if *end == s.seg
+                        && *rtx == s.rtx
+                        && !s.cwr
+                        && !self.forced_pushes.contains(end) =>
+                {
+                    *end += 1
+                }
                 _ => runs.push((s.seg, s.seg + 1, s.rtx, s.cwr)),
             }
         }
         for (i, (a, b, rtx, cwr)) in runs.iter().enumerate() {
             let (sa, sb) = (seq_bytes(*a), seq_bytes(*b));
-            let psh = self.write_ends.contains(b);
+            let psh = self.write_ends.contains(b) || self.forced_pushes.contains(b);
             let opts = if self.ts {
                 format!(" <nop,nop,TS val {ts_label} ecr {}>", self.peer_ts)
             } else {
@@ -679,7 +691,8 @@ fn model_only_notes(path: &[(Option<Action>, State)]) -> Vec<String> {
     notes
 }
 
-/// Where each application write ends (segment index): the initial write, then one per `Write`.
+/// Where each application write ends (segment index): the initial write, then one per `Write`
+/// (`tcp_push()` sends a write's last skb with PSH).
 fn write_ends(segments: u32, path: &[(Option<Action>, State)]) -> Vec<u32> {
     let mut ends = vec![segments];
     let mut w = segments;
@@ -690,6 +703,22 @@ fn write_ends(segments: u32, path: &[(Option<Action>, State)]) -> Vec<u32> {
         }
     }
     ends
+}
+
+/// `forced_push()` in `tcp_sendmsg_locked()`: inside the initial write, the segments (as index
+/// ends) the kernel marks with PSH (`tcp_mark_push()`) because more than half the peer's largest
+/// window (`tp->max_window`, [`peer_max_window`]) was written since the last mark. Only a write
+/// of more than 20 segments at the default window has one.
+fn forced_pushes(cfg: &trc_model::Config) -> Vec<u32> {
+    let half = peer_max_window(cfg) / 2;
+    let (mut marks, mut pushed) = (Vec::new(), 0);
+    for k in 1..cfg.segments as u32 {
+        if k * MSS > pushed + half {
+            marks.push(k);
+            pushed = k * MSS;
+        }
+    }
+    marks
 }
 
 /// A TSval as the model has it (`model`: model ms + `ts_base`) and as the script writes it
@@ -859,6 +888,7 @@ impl<'a> Exporter<'a> {
                 sack,
                 ts,
                 write_ends: write_ends(cfg.segments as u32, path),
+                forced_pushes: forced_pushes(cfg),
                 peer_ts: PEER_TS_BASE,
             },
             d: Driver::start(
@@ -942,6 +972,13 @@ impl<'a> Exporter<'a> {
         let e = &mut self.e;
         e.raw(crate::EXPORT_INIT);
         e.raw("");
+        if cfg.segments as u32 > BIG_WRITE_SEGMENTS {
+            // The first write must return at once, as the model's does: a new socket's send
+            // buffer (tcp_wmem[1], 16 KB; about two cwnds once connected) holds fewer segments.
+            // tcp_wmem is per network namespace, and a socket takes it when it is created.
+            e.comment("a send buffer that takes the whole first write at once (as the model's)");
+            e.line(0, "`sysctl -q net.ipv4.tcp_wmem=\"4096 8388608 8388608\"`");
+        }
         e.line(0, "socket(..., SOCK_STREAM, IPPROTO_TCP) = 3");
         e.line(0, "setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0");
         e.line(0, "bind(3, ..., ...) = 0");
@@ -1099,7 +1136,10 @@ impl<'a> Exporter<'a> {
                     quiet: false,
                 }
             }
-            Action::Deliver { pkt } | Action::DeliverEce { pkt } => {
+            // A late delivery is a delivery whose model time includes the extra delay.
+            Action::Deliver { pkt }
+            | Action::DeliverEce { pkt }
+            | Action::DeliverLate { pkt, .. } => {
                 let (_, ack) = self.model.ack_for(prev, pkt as usize);
                 let ece = matches!(a, Action::DeliverEce { .. });
                 self.inbound_ack(idx, ack, echo, (ece, false), m, &desc, &brk)?

@@ -734,6 +734,38 @@ fn patch_comparison_finds_the_first_differing_step() {
     )
     .expect("another window is a difference");
     assert_eq!(d.line, 9);
+    // The same segment outside its window on one kernel and inside on the other (two builds'
+    // virtual clocks under icount): no difference; the wrong segment on time still is one.
+    let timed = |status: Status, message: Option<&str>, seq: &str| {
+        let mut l = LineResult::new(
+            9,
+            1,
+            LineKind::PacketOut,
+            status,
+            "+.102~+.110 > P. 7001:8001(1000)".into(),
+        );
+        l.actual = Some(format!("P. {seq}(1000) ack 1 win 1053"));
+        l.message = message.map(String::from);
+        vec![l]
+    };
+    let late = "timing error: expected outbound packet in time range 0.1~0.11 sec but happened at 0.1145 sec";
+    assert_eq!(
+        trace_diff(
+            &base,
+            &base,
+            &timed(Status::Fail, Some(late), "7001:8001"),
+            &timed(Status::Pass, None, "7001:8001"),
+        ),
+        None
+    );
+    let wrong = "live packet field tcp_seq: expected: 7001 vs actual: 6001";
+    assert!(trace_diff(
+        &base,
+        &base,
+        &timed(Status::Fail, Some(wrong), "6001:7001"),
+        &timed(Status::Pass, None, "7001:8001"),
+    )
+    .is_some());
 }
 
 /// Per scenario: violated on the patched kernel where the base held is new; violated on both

@@ -104,15 +104,13 @@ pub fn scenario_seed(seed: u64, index: usize) -> u64 {
     r.next_u64()
 }
 
-/// Whether the exporter can turn `a` into something a real kernel reproduces.
+/// Whether the exporter can turn `a` into something a real kernel reproduces: not the host
+/// queue's TSQ events (a script cannot make the kernel hold a segment) and not a write after an
+/// idle period (not exported). ECE-marked and late deliveries are ACK lines like any other.
 pub fn kernel_reproducible(a: &Action) -> bool {
     !matches!(
         a,
-        Action::TsqFill
-            | Action::TsqDrain
-            | Action::DeliverEce { .. }
-            | Action::DeliverLate { .. }
-            | Action::WriteAfter { .. }
+        Action::TsqFill | Action::TsqDrain | Action::WriteAfter { .. }
     )
 }
 
@@ -230,6 +228,9 @@ pub enum BulkError {
     NoSuccessor { step: usize, action: Action },
     #[error("bulk walk does not end")]
     NoEnd,
+    /// A packet would wait longer at the bottleneck than an action can say (`u16` ms).
+    #[error("bulk walk: a packet would wait {extra} ms at the bottleneck (at most 65535)")]
+    Queue { extra: u32 },
 }
 
 /// A bulk transfer at a real size: `segments` written at once (initcwnd 10, CUBIC, RTT 50 ms),
@@ -315,7 +316,7 @@ pub fn bulk(
                     } else {
                         Action::DeliverLate {
                             pkt: 0,
-                            extra: u16::try_from(extra).map_err(|_| BulkError::NoEnd)?,
+                            extra: u16::try_from(extra).map_err(|_| BulkError::Queue { extra })?,
                         }
                     }
                 }

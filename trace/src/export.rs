@@ -316,7 +316,8 @@ impl Emitter {
     }
 }
 
-/// A first write of more segments than this gets a larger send buffer (`SO_SNDBUF`).
+/// A first write of more segments than this gets a larger send buffer (`tcp_wmem`, set before
+/// the socket exists).
 const BIG_WRITE_SEGMENTS: u32 = 32;
 
 /// `+.25`, `+0`, `+.003`.

@@ -454,12 +454,7 @@ pub fn first_divergence(kernel: &[LineResult], profile: &[LineResult]) -> Option
                 .or(p)
                 .map(|l| l.text.trim().to_string())
                 .unwrap_or_default();
-            let timing = k.is_some_and(|l| {
-                l.status == Status::Fail
-                    && l.message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("timing error"))
-            });
+            let timing = k.is_some_and(|l| l.failed_on_timing());
             return Some(Divergence {
                 line: ln,
                 text,

@@ -231,13 +231,11 @@ pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u3
     let Outcome::Violated { line, detail } = (mon.check)(&k, &case.ghost) else {
         return None;
     };
-    let timing = run.script.lines.iter().any(|l| {
-        l.line <= line
-            && l.status == Status::Fail
-            && l.message
-                .as_deref()
-                .is_some_and(|m| m.starts_with("timing error"))
-    });
+    let timing = run
+        .script
+        .lines
+        .iter()
+        .any(|l| l.line <= line && l.failed_on_timing());
     (!timing).then_some((line, detail))
 }
 

@@ -98,6 +98,16 @@ impl LineResult {
         matches!(self.status, Status::Pass | Status::Fail)
     }
 
+    /// Whether the line failed on its timing alone: the expected packet, outside its time (the
+    /// message [`crate::time`] writes starts with "timing error"; a wrong packet says so first).
+    pub fn failed_on_timing(&self) -> bool {
+        self.status == Status::Fail
+            && self
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("timing error"))
+    }
+
     /// `PASS file:12: text  (details)`.
     pub fn render(&self, file: &str) -> String {
         use std::fmt::Write as _;

@@ -158,10 +158,14 @@ fn iov_lens(e: Option<&Expr>, d: &BTreeMap<String, String>) -> CallResult<Vec<us
             ));
         };
         let len = f.last().ok_or("empty iovec")?;
-        lens.push(
-            usize::try_from(eval_int(&len.value, d)?)
-                .map_err(|_| "negative iovec length".to_string())?,
-        );
+        let n = eval_int(&len.value, d)?;
+        if !(0..=MAX_IO).contains(&n) {
+            return Err(format!("bad iovec length {n} (0 to {MAX_IO} bytes)").into());
+        }
+        lens.push(n as usize);
+    }
+    if lens.iter().sum::<usize>() > MAX_IO as usize {
+        return Err(format!("the iovec's lengths add up to more than {MAX_IO} bytes").into());
     }
     Ok(lens)
 }
@@ -682,9 +686,20 @@ impl KernelBackend<'_> {
         }
         .clamp(0, MAX_IO);
         let null = s.name != "readv" && null_buffer(s.args.get(1), d)?;
-        // A blocking socket with nothing to read would hang, so a read without `...` never
-        // waits (packetdrill's script would be written with `...` then).
-        let flags = if blocking { 0 } else { libc::MSG_DONTWAIT };
+        // The script's flags (`recv`/`recvfrom`'s fourth argument). A blocking socket with
+        // nothing to read would hang, so a read without `...` never waits (packetdrill's script
+        // would be written with `...` then).
+        let asked = match s.name.as_str() {
+            "recv" | "recvfrom" => s
+                .args
+                .get(3)
+                .map(|e| eval_int(e, d))
+                .transpose()?
+                .unwrap_or(0),
+            _ => 0,
+        };
+        let asked = i32::try_from(asked).map_err(|_| format!("bad flags {asked}"))?;
+        let flags = asked | if blocking { 0 } else { libc::MSG_DONTWAIT };
         let read = move || -> i64 {
             let mut buf = vec![0u8; n as usize];
             let p = if null {
@@ -702,13 +717,7 @@ impl KernelBackend<'_> {
     }
 
     fn sys_close(&mut self, s: &Syscall) -> CallResult<SysResult> {
-        let Some(Expr::Int(n)) = s.args.first() else {
-            return Err("close needs an fd number".into());
-        };
-        let fd = self
-            .fds
-            .remove(n)
-            .ok_or_else(|| format!("unable to find fd with script fd {n}"))?;
+        let fd = self.take_fd(s.args.first())?;
         self.opened.remove(&fd);
         if self.conn_fd == Some(fd) {
             // Keep reading tcp_info of the closed connection? It is gone; packetdrill's
@@ -841,6 +850,25 @@ mod tests {
             ),
             "a symbol trc does not know is unsupported, not a failure"
         );
+        // iovec lengths a script can write that no buffer can have: an error, never an
+        // overflowed sum or an allocation of 2^63 bytes.
+        let iov = |lens: &[i64]| {
+            Expr::Array(
+                lens.iter()
+                    .map(|&n| {
+                        Expr::Struct(vec![trc_pkt::ast::StructField {
+                            name: None,
+                            args: None,
+                            value: Expr::Int(n),
+                        }])
+                    })
+                    .collect(),
+            )
+        };
+        assert_eq!(iov_lens(Some(&iov(&[100, 200])), &d), Ok(vec![100, 200]));
+        assert!(iov_lens(Some(&iov(&[i64::MAX, i64::MAX, 2])), &d).is_err());
+        assert!(iov_lens(Some(&iov(&[-1])), &d).is_err());
+        assert!(iov_lens(Some(&iov(&[MAX_IO, 1])), &d).is_err());
         assert!(opt_bytes(&Expr::Int(1 << 40), &d).is_err());
         assert_eq!(
             opt_bytes(&Expr::Int(1), &d).unwrap(),

@@ -328,6 +328,15 @@ impl<'a> KernelBackend<'a> {
         }
     }
 
+    /// [`Self::live_fd`], and the script's fd number is closed: it names nothing from now on.
+    pub(crate) fn take_fd(&mut self, e: Option<&Expr>) -> Result<RawFd, FdError> {
+        let fd = self.live_fd(e)?;
+        if let Some(Expr::Int(n)) = e {
+            self.fds.remove(n);
+        }
+        Ok(fd)
+    }
+
     /// The connection now exists (accepted or connected): record its congestion control.
     pub(crate) fn connected(&mut self, fd: RawFd) -> Vec<String> {
         self.conn_fd = Some(fd);

@@ -335,7 +335,8 @@ pub fn trace_diff(
             break;
         }
     }
-    if let Some(d) = first_divergence(&comparable(base_lines), &comparable(patched_lines)) {
+    let (cb, cp) = comparable(base_lines, patched_lines);
+    if let Some(d) = first_divergence(&cb, &cp) {
         let sv = |v: &str| SideView {
             state: format!("line {}: {v}", d.text),
             counters: BTreeMap::new(),
@@ -386,15 +387,10 @@ pub fn trace_diff(
     found
 }
 
-/// The lines as two kernels' runs are compared: the TSval of every segment shown in them
-/// blanked (each run's timestamp clock starts at a random offset, so two kernels' `got ...` texts
-/// differ there even when they sent the same segment), and a line that failed only on timing
-/// (its message starts with "timing error": the segment the script expects, sent outside its
-/// window) counted as passed. Under TCG icount a kernel's virtual time follows its instruction
-/// count, so two builds fire the same timer a fraction of a millisecond apart, and a timer-driven
-/// line at the edge of its window fails on one and passes on the other; that is no change of
-/// behaviour. A changed decision still shows in `tcp_info`, the counters or the segments sent.
-fn comparable(lines: &[trc_pkt::report::LineResult]) -> Vec<trc_pkt::report::LineResult> {
+/// The lines with the TSval of every segment shown in them blanked: each run's timestamp clock
+/// starts at a random offset, so two kernels' `got ...` texts differ there even when they sent
+/// the same segment.
+fn without_tsval(lines: &[trc_pkt::report::LineResult]) -> Vec<trc_pkt::report::LineResult> {
     let blank = |s: &str| -> String {
         let mut out = String::with_capacity(s.len());
         let mut rest = s;
@@ -411,13 +407,46 @@ fn comparable(lines: &[trc_pkt::report::LineResult]) -> Vec<trc_pkt::report::Lin
         .map(|l| {
             let mut l = l.clone();
             l.actual = l.actual.as_deref().map(blank);
-            if l.failed_on_timing() {
-                l.status = trc_pkt::report::Status::Pass;
-                l.message = None;
-            }
             l
         })
         .collect()
+}
+
+/// How far apart (ms) the two kernels may send the same segment for a line that one of them
+/// sent outside its window to count as the same behaviour.
+const TIMING_JITTER_MS: f64 = 1.0;
+
+/// The two runs' lines as they are compared ([`without_tsval`]), where a line failed on timing
+/// alone ([`trc_pkt::report::LineResult::failed_on_timing`]) on either kernel counts as passed on
+/// both when both sent the same segment within [`TIMING_JITTER_MS`] of each other. Under TCG
+/// icount a kernel's virtual time follows its instruction count, so two builds fire one timer a
+/// fraction of a millisecond apart, and a timer-driven line at the edge of its window fails on
+/// one and passes on the other: no change of behaviour. A patch that moves a timer further still
+/// differs at that line.
+fn comparable(
+    base: &[trc_pkt::report::LineResult],
+    patched: &[trc_pkt::report::LineResult],
+) -> (
+    Vec<trc_pkt::report::LineResult>,
+    Vec<trc_pkt::report::LineResult>,
+) {
+    let (mut b, mut p) = (without_tsval(base), without_tsval(patched));
+    for lb in b.iter_mut() {
+        let Some(lp) = p.iter_mut().find(|l| l.line == lb.line) else {
+            continue;
+        };
+        let close = match (lb.time_ms, lp.time_ms) {
+            (Some(x), Some(y)) => (x - y).abs() <= TIMING_JITTER_MS,
+            _ => false,
+        };
+        if (lb.failed_on_timing() || lp.failed_on_timing()) && close && lb.actual == lp.actual {
+            for l in [&mut *lb, &mut *lp] {
+                l.status = trc_pkt::report::Status::Pass;
+                l.message = None;
+            }
+        }
+    }
+    (b, p)
 }
 
 /// Per property: new violations and fixes, scenario by scenario.

@@ -734,9 +734,10 @@ fn patch_comparison_finds_the_first_differing_step() {
     )
     .expect("another window is a difference");
     assert_eq!(d.line, 9);
-    // The same segment outside its window on one kernel and inside on the other (two builds'
-    // virtual clocks under icount): no difference; the wrong segment on time still is one.
-    let timed = |status: Status, message: Option<&str>, seq: &str| {
+    // The same segment outside its window on one kernel and inside on the other, 0.4 ms apart
+    // (two builds' virtual clocks under icount): no difference. 5 ms apart (a patch that moved
+    // the timer), or the wrong segment on time: a difference.
+    let timed = |status: Status, message: Option<&str>, seq: &str, t: f64| {
         let mut l = LineResult::new(
             9,
             1,
@@ -746,26 +747,21 @@ fn patch_comparison_finds_the_first_differing_step() {
         );
         l.actual = Some(format!("P. {seq}(1000) ack 1 win 1053"));
         l.message = message.map(String::from);
+        l.time_ms = Some(t);
         vec![l]
     };
     let late = "timing error: expected outbound packet in time range 0.1~0.11 sec but happened at 0.1145 sec";
+    let on_time = timed(Status::Pass, None, "7001:8001", 114.1);
+    let jitter = timed(Status::Fail, Some(late), "7001:8001", 114.5);
+    assert_eq!(trace_diff(&base, &base, &jitter, &on_time), None);
+    let moved = timed(Status::Fail, Some(late), "7001:8001", 119.1);
     assert_eq!(
-        trace_diff(
-            &base,
-            &base,
-            &timed(Status::Fail, Some(late), "7001:8001"),
-            &timed(Status::Pass, None, "7001:8001"),
-        ),
-        None
+        trace_diff(&base, &base, &moved, &on_time).map(|d| d.line),
+        Some(9)
     );
     let wrong = "live packet field tcp_seq: expected: 7001 vs actual: 6001";
-    assert!(trace_diff(
-        &base,
-        &base,
-        &timed(Status::Fail, Some(wrong), "6001:7001"),
-        &timed(Status::Pass, None, "7001:8001"),
-    )
-    .is_some());
+    let wrong = timed(Status::Fail, Some(wrong), "6001:7001", 114.1);
+    assert!(trace_diff(&base, &base, &wrong, &on_time).is_some());
 }
 
 /// Per scenario: violated on the patched kernel where the base held is new; violated on both

@@ -111,6 +111,11 @@ pub fn stamp_ms(t: u64) -> u32 {
     (t >> 16) as u32
 }
 
+/// The rank within its ms of a [`stamp`].
+pub fn stamp_sub(t: u64) -> u16 {
+    t as u16
+}
+
 /// Which of `icsk_pending`'s timers is armed (only one at a time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TimerKind {

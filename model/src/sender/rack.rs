@@ -35,7 +35,7 @@ impl Sender {
         self.rack.rtt_us = rtt_us;
         if Self::tcp_rack_sent_after(xmit, self.rack.stamp(), end_seq, self.rack.end_seq) {
             self.rack.mstamp = stamp_ms(xmit);
-            self.rack.sub = xmit as u16;
+            self.rack.sub = stamp_sub(xmit);
             self.rack.end_seq = end_seq;
         }
     }

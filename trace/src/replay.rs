@@ -770,14 +770,21 @@ impl<'a> ModelBackend<'a> {
 
     /// `tcp_ack_update_window()`: the ACK's window (scaled) becomes `snd_wnd` when
     /// `tcp_may_update_window()` allows it: the ACK advances `snd_una`, or its sequence number is
-    /// newer than `snd_wl1`, or it is the same and the window grew or is zero. An ACK below
-    /// `snd_una` (`old_ack` in `tcp_ack()`) changes nothing.
+    /// newer than `snd_wl1`, or it is the same and the window grew or is zero. A segment
+    /// without ACK never reaches `tcp_ack()`, and `tcp_ack()` returns before the update for an
+    /// ACK below `snd_una` (`old_ack`) or above `snd_nxt` (unsent data): those change nothing.
     fn ack_update_window(&mut self, p: &LivePacket) {
         let Some((wnd, wl1)) = self.hs.snd_wnd else {
             return;
         };
         let (una, ack) = (self.snd_una_bytes(), p.ack);
-        if (ack.wrapping_sub(una) as i32) < 0 {
+        let nxt = self.d.as_ref().map_or(1, |d| {
+            1 + d.snd.snd_nxt.wrapping_sub(d.cfg.isn) * self.hs.mss
+        });
+        if p.flags & ACK == 0
+            || (ack.wrapping_sub(una) as i32) < 0
+            || (ack.wrapping_sub(nxt) as i32) > 0
+        {
             return;
         }
         let nwin = u32::from(p.win) << self.hs.snd_wscale;

@@ -734,9 +734,9 @@ fn patch_comparison_finds_the_first_differing_step() {
     )
     .expect("another window is a difference");
     assert_eq!(d.line, 9);
-    // The same segment outside its window on one kernel and inside on the other, 0.4 ms apart
-    // (two builds' virtual clocks under icount): no difference. 5 ms apart (a patch that moved
-    // the timer), or the wrong segment on time: a difference.
+    // The same segment outside its window on one kernel and inside on the other, 3 ms apart
+    // (a jiffy of phase between two boots): no difference. 12 ms apart (a patch that moved the
+    // timer), or the wrong segment on time: a difference.
     let timed = |status: Status, message: Option<&str>, seq: &str, t: f64| {
         let mut l = LineResult::new(
             9,
@@ -752,9 +752,9 @@ fn patch_comparison_finds_the_first_differing_step() {
     };
     let late = "timing error: expected outbound packet in time range 0.1~0.11 sec but happened at 0.1145 sec";
     let on_time = timed(Status::Pass, None, "7001:8001", 114.1);
-    let jitter = timed(Status::Fail, Some(late), "7001:8001", 114.5);
+    let jitter = timed(Status::Fail, Some(late), "7001:8001", 117.1);
     assert_eq!(trace_diff(&base, &base, &jitter, &on_time), None);
-    let moved = timed(Status::Fail, Some(late), "7001:8001", 119.1);
+    let moved = timed(Status::Fail, Some(late), "7001:8001", 126.1);
     assert_eq!(
         trace_diff(&base, &base, &moved, &on_time).map(|d| d.line),
         Some(9)

@@ -647,29 +647,16 @@ fn attempt(
         at.end = End::Fatal(format!("{}: {e}", port.display()));
         return at;
     }
-    let mut cmd = qemu_command(spec, qemu, initrd, port, accel);
+    let cmd = qemu_command(spec, qemu, initrd, port, accel);
     events(&Event::Starting { accel });
     let t0 = Instant::now();
-    let child = match cmd.spawn() {
-        Ok(c) => c,
+    let (mut q, rx) = match spawn_qemu(cmd) {
+        Ok(x) => x,
         Err(e) => {
             at.end = End::Fatal(format!("{}: {e}", qemu.display()));
             return at;
         }
     };
-    let mut q = Qemu {
-        child,
-        exited: None,
-    };
-    let pid = q.child.id();
-    let (tx, rx) = mpsc::channel();
-    if let Some(o) = q.child.stdout.take() {
-        reader(o, tx.clone(), false);
-    }
-    if let Some(e) = q.child.stderr.take() {
-        reader(e, tx.clone(), true);
-    }
-    drop(tx);
     let mut w = Watch {
         at,
         seen: std::collections::HashSet::new(),
@@ -680,12 +667,56 @@ fn attempt(
         names,
         events,
     };
+    let port_dec = watch_qemu(&mut w, &mut q, &rx, spec, accel, port);
+    let mut at = w.at;
+    at.total = Timing {
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: w.last_cpu,
+        guest_s: 0.0,
+    };
+    q.kill();
+    at.damaged = port_dec.damaged;
+    guest_gave_up(&mut at);
+    at
+}
+
+/// Starts qemu with `cmd`, its stdout and stderr read by threads into the channel returned.
+fn spawn_qemu(mut cmd: Command) -> std::io::Result<(Qemu, mpsc::Receiver<Msg>)> {
+    let child = cmd.spawn()?;
+    let mut q = Qemu {
+        child,
+        exited: None,
+    };
+    let (tx, rx) = mpsc::channel();
+    if let Some(o) = q.child.stdout.take() {
+        reader(o, tx.clone(), false);
+    }
+    if let Some(e) = q.child.stderr.take() {
+        reader(e, tx.clone(), true);
+    }
+    drop(tx);
+    Ok((q, rx))
+}
+
+/// Follows qemu's output (`rx`) and the results port until the attempt ends (`w.at.end` set):
+/// done, qemu gone, a KVM failure or a limit reached. The port's decoder is returned (its count
+/// of damaged frames).
+fn watch_qemu(
+    w: &mut Watch,
+    q: &mut Qemu,
+    rx: &mpsc::Receiver<Msg>,
+    spec: &VmSpec,
+    accel: AccelUsed,
+    port: &Path,
+) -> Decoder {
+    let pid = q.child.id();
     let mut portf = None;
     let mut port_dec = Decoder::new();
     let mut cons_dec = Decoder::new();
     let mut line = Vec::new();
     let mut outputs_open = true;
-    // Records on the console count only when the guest has no port (it says so in its boot record).
+    // Records on the console count only when the guest has no port (it says so in its boot
+    // record).
     let mut console_mode = false;
     let mut exited_at: Option<Instant> = None;
     loop {
@@ -735,7 +766,7 @@ fn attempt(
             spec,
             accel,
             &w.at,
-            t0.elapsed(),
+            w.t0.elapsed(),
             w.last_cpu,
             w.last_progress,
             w.got_done,
@@ -744,16 +775,7 @@ fn attempt(
             break;
         }
     }
-    let mut at = w.at;
-    at.total = Timing {
-        wall_s: t0.elapsed().as_secs_f64(),
-        cpu_s: w.last_cpu,
-        guest_s: 0.0,
-    };
-    q.kill();
-    at.damaged = port_dec.damaged;
-    guest_gave_up(&mut at);
-    at
+    port_dec
 }
 
 /// The qemu command line for one attempt, its output piped, set to die with this thread.
@@ -1184,17 +1206,8 @@ pub(crate) fn boot(
         ..
     } = prepared;
     let (qemu, tb, load0) = (qemu.clone(), *tb, *load0);
-    // The run's files: CACHE/runs/PID-N/, removed on every exit path; those of a trc that was
-    // killed (its PID gone) are removed here.
-    remove_dead_runs(&spec.cache_dir);
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let rundir = spec.cache_dir.join("runs").join(format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&rundir)
-        .map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
+    // The run's files, removed on every exit path.
+    let rundir = run_dir(&spec.cache_dir)?;
     let _cleanup = RemoveOnDrop(rundir.clone());
     let initrd = rundir.join("initrd.gz");
     write_initrd(&initrd, &base.path, scripts_gz)?;
@@ -1214,47 +1227,7 @@ pub(crate) fn boot(
 
     // One VM at a time on this machine (each takes a core; tests and users share 2).
     let _lock = vm_lock(events)?;
-    // The accelerator.
-    let probe_file = spec.cache_dir.join("kvm-probe.json");
-    let (try_kvm, mut kvm_fallback) = choose_kvm(spec.accel, &qemu, &probe_file)?;
-    let mut accel = if try_kvm {
-        AccelUsed::Kvm
-    } else {
-        AccelUsed::TcgIcount
-    };
-    let mut at = attempt(spec, &qemu, &initrd, &port, accel, &names, events);
-    if accel == AccelUsed::Kvm {
-        let ok = at.end == End::Done;
-        let reason = match &at.end {
-            End::Done => String::new(),
-            End::KvmError(s)
-            | End::Exited(s)
-            | End::BootTimeout(s)
-            | End::Stalled(s)
-            | End::Fatal(s) => s.clone(),
-            End::Timeout => "timed out".into(),
-        };
-        let probe = KvmProbe {
-            key: kvm_probe_key(&qemu),
-            usable: ok,
-            reason: reason.clone(),
-        };
-        let _ = crate::write_atomic(
-            &probe_file,
-            serde_json::to_string_pretty(&probe)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
-        if !ok && spec.accel == Accel::Auto {
-            let reason = format!("{reason} (after {:.1} s)", at.total.wall_s);
-            events(&Event::KvmFailed {
-                reason: reason.clone(),
-            });
-            kvm_fallback = Some(format!("KVM failed: {reason}"));
-            accel = AccelUsed::TcgIcount;
-            at = attempt(spec, &qemu, &initrd, &port, accel, &names, events);
-        }
-    }
+    let (mut at, accel, kvm_fallback) = attempts(spec, &qemu, &initrd, &port, &names, events)?;
 
     // The results.
     let runs = script_runs(entries, &mut at);
@@ -1291,6 +1264,77 @@ pub(crate) fn boot(
         damaged_frames: at.damaged,
         console: at.console,
     })
+}
+
+/// The run's directory, CACHE/runs/PID-N/, created; those of a trc that was killed (its PID
+/// gone) are removed here.
+fn run_dir(cache_dir: &Path) -> Result<PathBuf, Error> {
+    remove_dead_runs(cache_dir);
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let rundir = cache_dir.join("runs").join(format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&rundir)
+        .map_err(|e| Error::Failed(format!("{}: {e}", rundir.display())))?;
+    Ok(rundir)
+}
+
+/// Runs the attempt on the accelerator `spec` asks for: under KVM, its outcome is recorded as
+/// the KVM probe, and a failed one is run again under TCG when the accelerator is `auto`. The
+/// last attempt, its accelerator and why KVM was not used (if it was not).
+fn attempts(
+    spec: &VmSpec,
+    qemu: &Path,
+    initrd: &Path,
+    port: &Path,
+    names: &[String],
+    events: &mut dyn FnMut(&Event),
+) -> Result<(Attempt, AccelUsed, Option<String>), Error> {
+    // The accelerator.
+    let probe_file = spec.cache_dir.join("kvm-probe.json");
+    let (try_kvm, mut kvm_fallback) = choose_kvm(spec.accel, qemu, &probe_file)?;
+    let mut accel = if try_kvm {
+        AccelUsed::Kvm
+    } else {
+        AccelUsed::TcgIcount
+    };
+    let mut at = attempt(spec, qemu, initrd, port, accel, names, events);
+    if accel == AccelUsed::Kvm {
+        let ok = at.end == End::Done;
+        let reason = match &at.end {
+            End::Done => String::new(),
+            End::KvmError(s)
+            | End::Exited(s)
+            | End::BootTimeout(s)
+            | End::Stalled(s)
+            | End::Fatal(s) => s.clone(),
+            End::Timeout => "timed out".into(),
+        };
+        let probe = KvmProbe {
+            key: kvm_probe_key(qemu),
+            usable: ok,
+            reason: reason.clone(),
+        };
+        let _ = crate::write_atomic(
+            &probe_file,
+            serde_json::to_string_pretty(&probe)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        if !ok && spec.accel == Accel::Auto {
+            let reason = format!("{reason} (after {:.1} s)", at.total.wall_s);
+            events(&Event::KvmFailed {
+                reason: reason.clone(),
+            });
+            kvm_fallback = Some(format!("KVM failed: {reason}"));
+            accel = AccelUsed::TcgIcount;
+            at = attempt(spec, qemu, initrd, port, accel, names, events);
+        }
+    }
+
+    Ok((at, accel, kvm_fallback))
 }
 
 /// Reads and parses `scripts` and resolves their settings with the run's defines: any bad one

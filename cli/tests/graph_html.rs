@@ -70,20 +70,7 @@ fn seed_bug_graph_files() {
     fps.sort();
     fps.dedup();
     assert_eq!(fps.len(), nodes.len());
-    // Self-contained: no external resource.
-    for bad in [
-        "<link",
-        "<script src",
-        "src=\"http",
-        "href=\"http",
-        "url(http",
-        "@import",
-    ] {
-        assert!(
-            !html.contains(bad),
-            "page references an external resource: {bad}"
-        );
-    }
+    assert_self_contained(&html);
     assert_eq!(html.matches("class=\"node ").count(), nodes.len());
     assert_eq!(html.matches("<line class=\"path-edge\"").count(), 8);
     let dot = std::fs::read_to_string(dir.join("I1-linux-6.15.dot")).unwrap();
@@ -342,6 +329,44 @@ fn screenshot(chromium: &Path, url: &str, profile_dir: &Path, file: &Path) {
     assert!(out.success(), "chromium --screenshot failed");
 }
 
+/// Asserts the page is self-contained: it references no external resource.
+fn assert_self_contained(html: &str) {
+    for bad in [
+        "<link",
+        "<script src",
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+    ] {
+        assert!(
+            !html.contains(bad),
+            "page references an external resource: {bad}"
+        );
+    }
+}
+
+/// A screenshot of `url` in `shot` that is a PNG with something drawn; `what` names it.
+fn assert_screenshot(chromium: &Path, url: &str, profile: &Path, shot: &Path, what: &str) {
+    screenshot(chromium, url, profile, shot);
+    let png = std::fs::read(shot).unwrap();
+    assert!(
+        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+        "screenshot {}",
+        shot.display()
+    );
+    eprintln!("screenshot of {what}: {}", shot.display());
+}
+
+/// The DOM of a copy of the page (`dir/click.html`) with a script that clicks the timeline's
+/// point of step 3 once the page is ready.
+fn dom_after_clicking_step_3(chromium: &Path, html: &str, dir: &Path, profile: &Path) -> String {
+    let click = dir.join("click.html");
+    let clicker = "<script>document.querySelector('#timeline .tl-cwnd[data-pstep=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>";
+    std::fs::write(&click, html.replacen("</body>", clicker, 1)).unwrap();
+    dump_dom(chromium, &format!("file://{}", click.display()), profile)
+}
+
 /// The element tags with `class="CLASS"` (exactly) in the dumped DOM.
 fn count_class(dom: &str, class: &str) -> usize {
     dom.matches(&format!("class=\"{class}\" ")).count()
@@ -375,36 +400,15 @@ fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
     let page = dir.join("I1-linux-6.15.html");
     assert!(dir.join("I1-linux-6.15.pkt").is_file() && page.is_file());
     let html = std::fs::read_to_string(&page).unwrap();
-    for bad in [
-        "<link",
-        "<script src",
-        "src=\"http",
-        "href=\"http",
-        "url(http",
-        "@import",
-    ] {
-        assert!(
-            !html.contains(bad),
-            "page references an external resource: {bad}"
-        );
-    }
+    assert_self_contained(&html);
     let profile = dir.join("chromium-profile");
     let shot = dir.join("seed-bug-pictures.png");
-    screenshot(
+    assert_screenshot(
         &chromium,
         &format!("file://{}#step=8", page.display()),
         &profile,
         &shot,
-    );
-    let png = std::fs::read(&shot).unwrap();
-    assert!(
-        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
-        "screenshot {}",
-        shot.display()
-    );
-    eprintln!(
-        "screenshot of the seed bug's counterexample page: {}",
-        shot.display()
+        "the seed bug's counterexample page",
     );
 
     let dom = dump_dom(
@@ -465,10 +469,7 @@ fn browser_draws_the_seed_bug_pictures_and_clicks_select_steps() {
 
     // A click on the timeline's point of step 3 selects step 3 in the state view: a copy of the
     // page with a script that clicks it once the page is ready.
-    let click = dir.join("click.html");
-    let clicker = "<script>document.querySelector('#timeline .tl-cwnd[data-pstep=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>";
-    std::fs::write(&click, html.replacen("</body>", clicker, 1)).unwrap();
-    let dom = dump_dom(&chromium, &format!("file://{}", click.display()), &profile);
+    let dom = dom_after_clicking_step_3(&chromium, &html, &dir, &profile);
     assert!(
         dom.contains("id=\"details-title\">step 3 — state #3<"),
         "the click selected step 3"
@@ -561,36 +562,15 @@ fn kernel_run_plot_draws_the_trace() {
     assert!(code == 0 || code == 1, "exit {code}\n{out}\n{err}");
     assert!(err.contains("pictures in"), "{err}");
     let html = std::fs::read_to_string(&page).unwrap();
-    for bad in [
-        "<link",
-        "<script src",
-        "src=\"http",
-        "href=\"http",
-        "url(http",
-        "@import",
-    ] {
-        assert!(
-            !html.contains(bad),
-            "page references an external resource: {bad}"
-        );
-    }
+    assert_self_contained(&html);
     let profile = dir.join("chromium-profile");
     let shot = dir.join("seed-bug-kernel-run.png");
-    screenshot(
+    assert_screenshot(
         &chromium,
         &format!("file://{}", page.display()),
         &profile,
         &shot,
-    );
-    let png = std::fs::read(&shot).unwrap();
-    assert!(
-        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
-        "screenshot {}",
-        shot.display()
-    );
-    eprintln!(
-        "screenshot of the seed bug's kernel run: {}",
-        shot.display()
+        "the seed bug's kernel run",
     );
     let dom = dump_dom(&chromium, &format!("file://{}", page.display()), &profile);
     assert!(
@@ -599,10 +579,7 @@ fn kernel_run_plot_draws_the_trace() {
     );
     assert_seed_run_drawn(&dom);
     // A click on the timeline's point of step 3 selects row 3 and shades its columns.
-    let click = dir.join("click.html");
-    let clicker = "<script>document.querySelector('#timeline .tl-cwnd[data-pstep=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>";
-    std::fs::write(&click, html.replacen("</body>", clicker, 1)).unwrap();
-    let dom = dump_dom(&chromium, &format!("file://{}", click.display()), &profile);
+    let dom = dom_after_clicking_step_3(&chromium, &html, &dir, &profile);
     assert!(
         dom.contains("<tr data-step=\"3\" class=\"cur\">"),
         "the click selected step 3"

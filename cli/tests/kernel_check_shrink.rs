@@ -43,6 +43,13 @@ fn violations_shrink_or_say_why_not() {
     let empty = c.join("empty-baseline.toml");
     std::fs::write(&empty, "").unwrap();
     let nb = empty.to_str().unwrap();
+    shrinks_the_engine_counterexample(&c, nb);
+    corpus_scripts_are_not_shrunk(nb);
+}
+
+/// The regressions suite over corpus `c` without a baseline (`nb`): I1 is violated and shrunk
+/// within a budget of 12 runs, the shrunk script written under `--out` and in report.json.
+fn shrinks_the_engine_counterexample(c: &Path, nb: &str) {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kcheck-shrink-out");
     let _ = std::fs::remove_dir_all(&out);
     let (code, stdout, stderr) = trc!(&[
@@ -91,8 +98,12 @@ fn violations_shrink_or_say_why_not() {
     let r: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(i1(&r)["shrunk"], *s);
+}
 
-    // A corpus script (F1 as committed) is not from an action list.
+/// A corpus script (F1 as committed) is not shrunk: it is not from an action list; with
+/// `--no-shrink` the note says so; with the baseline (not `nb`) F1 is accepted and nothing is
+/// shrunk.
+fn corpus_scripts_are_not_shrunk(nb: &str) {
     let c = corpus(
         "kcheck-shrink-corpus",
         &["findings/i1-eifel-undo-after-real-loss.pkt"],

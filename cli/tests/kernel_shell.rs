@@ -5,7 +5,7 @@
 //! `trc kernel run` (its machine-wide lock keeps them serial); without root or tun the tests
 //! that need a run check the skip (exit 4) instead, or say why they were skipped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -123,7 +123,7 @@ fn empty_script_is_incomplete_not_passed() {
 
 #[test]
 fn root_without_cap_sys_admin_is_skipped() {
-    if !is_root() || !std::path::Path::new("/dev/net/tun").exists() {
+    if !is_root() || !Path::new("/dev/net/tun").exists() {
         eprintln!(
             "skipped: needs root and /dev/net/tun (the CAP_SYS_ADMIN check comes after them)"
         );
@@ -171,7 +171,15 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
         }
     }
     let d = dir("confine");
-    // 1. Into the init process's network namespace, and into trc's own (the host's: only its
+    shell_lines_cannot_see_the_host(&d);
+    shell_lines_die_with_trc(&d);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Shell lines that try to reach the host's network namespace fail, and the run's own one is
+/// what they see (scripts written in `d`).
+fn shell_lines_cannot_see_the_host(d: &Path) {
+    // Into the init process's network namespace, and into trc's own (the host's: only its
     // run thread moved), as the issue's `nsenter -t $PPID -n`: each line would print the host's
     // interfaces if it got there. Both fail, and no host interface shows up; the line after
     // sees the run's own lo and tun0. Then what stops them: the line cannot make a namespace
@@ -238,10 +246,12 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
         0,
         "CAP_NET_ADMIN dropped from the shell line's bounding set {bnd:x}"
     );
+}
 
-    // 2. A SIGKILL of trc during a long shell line: the line's processes go too. The `sleep` is
-    // not the shell's last command, so the shell forks it: a parent-death signal on the shell
-    // alone would leave it running.
+/// A SIGKILL of trc during a long shell line: the line's processes go too. The `sleep` is not the
+/// shell's last command, so the shell forks it: a parent-death signal on the shell alone would
+/// leave it running (the script written in `d`).
+fn shell_lines_die_with_trc(d: &Path) {
     let marker = format!("100.{}", std::process::id() % 1_000_000);
     let p = d.join("long.pkt");
     std::fs::write(&p, format!("0 `sleep {marker}; true`\n")).unwrap();
@@ -277,7 +287,6 @@ fn shell_lines_cannot_see_the_host_and_die_with_trc() {
         left.is_empty(),
         "the shell line's sleep outlived trc: {left:?} (was {sleeping:?})"
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A run that is skipped (here: not root) starts nothing of the script: not even the

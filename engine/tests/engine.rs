@@ -784,34 +784,7 @@ impl Model for Wide {
 #[test]
 fn spilling_the_frontier_gives_the_same_report() {
     let dir = std::env::temp_dir();
-    let leftovers = || -> usize {
-        let me = format!("trc-spill-{}-", std::process::id());
-        std::fs::read_dir(&dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(&me)
-            })
-            .count()
-    };
-    let spill = |o: &Options, blocks: usize| Options {
-        max_memory_bytes: Some(1 << 40),
-        spill_dir: Some(dir.clone()),
-        spill_max_blocks: Some(blocks),
-        ..o.clone()
-    };
-    let same = |a: &Report<u32>, b: &Report<u32>, what: &str| {
-        let n = |r: &Report<u32>| Report {
-            elapsed: Duration::ZERO,
-            peak_memory_bytes: 0,
-            spill: None,
-            ..r.clone()
-        };
-        assert_eq!(n(a), n(b), "{what}");
-    };
+    let spill = |o: &Options, blocks: usize| spilling(o, &dir, blocks);
     for (gi, g) in graphs().iter().enumerate().take(4) {
         let w = Wide(g.clone());
         for base in [
@@ -836,7 +809,7 @@ fn spilling_the_frontier_gives_the_same_report() {
                     },
                     None,
                 );
-                same(
+                assert_same_report(
                     &mem,
                     &r,
                     &format!("graph {gi}, {base:?}, {t} threads, {blocks} blocks"),
@@ -867,17 +840,58 @@ fn spilling_the_frontier_gives_the_same_report() {
         }
     }
     assert_eq!(
-        leftovers(),
+        spill_dirs_left(&dir),
         0,
         "spill directories left in {}",
         dir.display()
     );
-    // Without a budget there is no spill file, even with a directory.
+    spill_without_budget_or_directory(&dir);
+}
+
+/// This process's spill directories left in `dir`.
+fn spill_dirs_left(dir: &std::path::Path) -> usize {
+    let me = format!("trc-spill-{}-", std::process::id());
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&me)
+        })
+        .count()
+}
+
+/// `o` with the frontier spilled to `dir` once more than `blocks` blocks are in memory.
+fn spilling(o: &Options, dir: &std::path::Path, blocks: usize) -> Options {
+    Options {
+        max_memory_bytes: Some(1 << 40),
+        spill_dir: Some(dir.to_path_buf()),
+        spill_max_blocks: Some(blocks),
+        ..o.clone()
+    }
+}
+
+/// The two reports are equal but for time, memory and the spill's figures.
+fn assert_same_report(a: &Report<u32>, b: &Report<u32>, what: &str) {
+    let n = |r: &Report<u32>| Report {
+        elapsed: Duration::ZERO,
+        peak_memory_bytes: 0,
+        spill: None,
+        ..r.clone()
+    };
+    assert_eq!(n(a), n(b), "{what}");
+}
+
+/// Without a budget there is no spill file, even with a directory (`dir`); a directory that
+/// cannot be created is reported, and the check runs in memory.
+fn spill_without_budget_or_directory(dir: &std::path::Path) {
     let g = &graphs()[0];
     let r = check(
         g,
         &Options {
-            spill_dir: Some(dir.clone()),
+            spill_dir: Some(dir.to_path_buf()),
             ..opts(2)
         },
         None,

@@ -166,18 +166,8 @@ fn anchors(text: &str) -> BTreeSet<String> {
 
 /// The Markdown files of the user documentation: README.md and everything under docs/.
 fn markdown_files(root: &Path) -> Vec<PathBuf> {
-    let mut files = vec![root.join("README.md")];
-    let mut dirs = vec![root.join("docs")];
-    while let Some(d) = dirs.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "md") {
-                files.push(p);
-            }
-        }
-    }
+    let mut files = trc_testkit::files_under(&root.join("docs"), |_| true, |f| f.ends_with(".md"));
+    files.push(root.join("README.md"));
     files.sort();
     files
 }
@@ -294,27 +284,17 @@ fn relative_links_resolve() {
 /// Files that may name documentation pages: sources, manifests, configuration, scripts.
 fn mentioning_files(root: &Path) -> Vec<PathBuf> {
     let skip = ["target", ".git", "corpus", "artifacts", "F1-impact-data"];
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_dir() {
-                if !skip.contains(&name.as_str()) {
-                    dirs.push(p);
-                }
-            } else if ["rs", "toml", "sh", "yml", "py", "md"]
+    trc_testkit::files_under(
+        root,
+        |d| !skip.contains(&d),
+        |f| {
+            ["rs", "toml", "sh", "yml", "py", "md"]
                 .iter()
-                .any(|x| name.ends_with(&format!(".{x}")))
-                || name == "justfile"
-                || name == "run"
-            {
-                out.push(p);
-            }
-        }
-    }
-    out
+                .any(|x| f.ends_with(&format!(".{x}")))
+                || f == "justfile"
+                || f == "run"
+        },
+    )
 }
 
 #[test]

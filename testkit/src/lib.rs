@@ -19,6 +19,33 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
+/// The files under `dir` whose name `keep` accepts, sorted, looking into the subdirectories
+/// whose name `enter` accepts: the sources, scripts or pages a repository-wide test reads.
+pub fn files_under(
+    dir: &Path,
+    enter: impl Fn(&str) -> bool,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for e in entries {
+            let p = e.unwrap_or_else(|e| panic!("{}: {e}", d.display())).path();
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            if p.is_dir() {
+                if enter(&name) {
+                    dirs.push(p);
+                }
+            } else if keep(&name) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// `../shared` (or `$TRC_SHARED`), if present.
 pub fn shared() -> Result<PathBuf, String> {
     let p = std::env::var_os("TRC_SHARED")

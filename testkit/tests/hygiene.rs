@@ -11,23 +11,11 @@ const MAX_LINES: usize = 120;
 
 /// Every `.rs` file of the workspace (crates, their tests and benches, fuzz/), not build output.
 fn rust_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_dir() {
-                if name != "target" && !name.starts_with('.') {
-                    dirs.push(p);
-                }
-            } else if name.ends_with(".rs") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    trc_testkit::files_under(
+        root,
+        |d| d != "target" && !d.starts_with('.'),
+        |f| f.ends_with(".rs"),
+    )
 }
 
 /// A token of Rust source that matters to find functions: a word or one of `{}()[];`, with its

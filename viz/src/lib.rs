@@ -38,6 +38,22 @@ impl Error {
     }
 }
 
+/// The first reference in a page to a resource outside it (a stylesheet link, a script or
+/// image URL, a CSS import), if any: the pages this crate writes have none, so that they open
+/// offline and from a CI artifact.
+pub fn external_reference(html: &str) -> Option<&'static str> {
+    [
+        "<link",
+        "<script src",
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+    ]
+    .into_iter()
+    .find(|bad| html.contains(bad))
+}
+
 /// The page of a counterexample (`trc check --out` writes it beside the script): the state
 /// graph one event around the path and the path's pictures, `name` the property's name, `id`
 /// its id.

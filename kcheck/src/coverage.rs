@@ -566,7 +566,7 @@ pub fn kernel_coverage(plan: &CoveragePlan, results: &[CaseResult]) -> KernelCov
             continue;
         }
         k.ran += 1;
-        if rs.iter().any(|r| r.kernel == "passed") {
+        if rs.iter().any(|r| r.kernel == crate::RunVerdict::Passed) {
             k.followed += 1;
         } else {
             k.diverged.push(name);

@@ -28,19 +28,20 @@ pub mod observe;
 pub mod patch;
 pub mod request;
 pub mod run;
+pub mod run_verdict;
 pub mod shrink;
 pub mod timeline;
 
 pub use ghost::{Fate, Ghost, GhostSource};
 pub use monitor::{monitors, Monitor, Outcome};
 pub use observe::KTrace;
+pub use run_verdict::RunVerdict;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trc_diff::generate::{generate, GenOptions};
 use trc_kernel::target::{NoReport, ScriptRun};
-use trc_kernel::RunReport;
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
 use trc_pkt::report::{LineResult, Status};
@@ -475,14 +476,13 @@ pub struct CaseResult {
     pub origin: String,
     pub path: String,
     pub ghost: GhostSource,
-    /// The kernel run's verdict on the script's own checks (`passed`, `failed at line L`...), or
-    /// why there is no run.
-    pub kernel: String,
+    /// The kernel run's verdict on the script's own checks, or why there is no run.
+    pub kernel: RunVerdict,
     pub kernel_ran: bool,
     /// Property id → the monitor's verdict (absent: no run).
     pub properties: BTreeMap<String, Outcome>,
     /// The profile's replay of the script: its verdict.
-    pub profile: String,
+    pub profile: RunVerdict,
     pub divergence: Option<Divergence>,
     /// Segments the kernel took in (the size of the scenario, for "shortest").
     pub inbound: usize,
@@ -575,22 +575,6 @@ pub struct CheckReport {
     pub not_run: usize,
 }
 
-fn verdict_text(r: &RunReport) -> String {
-    if r.passed() {
-        return "passed".into();
-    }
-    match r.script.lines.iter().find(|l| l.status == Status::Fail) {
-        Some(l) => format!(
-            "failed at line {}: {}",
-            l.line,
-            l.message
-                .clone()
-                .unwrap_or_else(|| l.text.trim().to_string())
-        ),
-        None => r.script.verdict.render(),
-    }
-}
-
 /// Judges one case's run and replays it on `profile`.
 pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) -> CaseResult {
     let replay = trc_pkt::parse(&c.text, &c.path.display().to_string()).map(|s| {
@@ -602,25 +586,15 @@ pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) 
         )
     });
     let (profile_verdict, replay_lines) = match &replay {
-        Ok(r) => (
-            match r.first_failure() {
-                None => r.script.verdict.render(),
-                Some(l) => format!(
-                    "failed at line {}: {}",
-                    l.line,
-                    l.message.clone().unwrap_or_default()
-                ),
-            },
-            r.script.lines.clone(),
-        ),
-        Err(e) => (format!("not replayed: {e}"), Vec::new()),
+        Ok(r) => (RunVerdict::of_replay(r), r.script.lines.clone()),
+        Err(e) => (RunVerdict::NotReplayed(e.to_string()), Vec::new()),
     };
     let mut res = CaseResult {
         name: c.name.clone(),
         origin: c.origin.clone(),
         path: c.path.display().to_string(),
         ghost: c.ghost.source.clone(),
-        kernel: String::new(),
+        kernel: RunVerdict::NotRun(String::new()),
         kernel_ran: false,
         properties: BTreeMap::new(),
         profile: profile_verdict,
@@ -630,10 +604,10 @@ pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) 
         signatures: c.signatures.clone(),
     };
     match run {
-        Err(e) => res.kernel = format!("not run: {e}"),
+        Err(e) => res.kernel = RunVerdict::NotRun(e.to_string()),
         Ok(r) => {
             res.kernel_ran = true;
-            res.kernel = verdict_text(r);
+            res.kernel = RunVerdict::of_kernel(r);
             let k = KTrace::from_report(r);
             res.inbound = k.acks.len();
             let setup = failed_setup_line(&r.script.lines);
@@ -837,7 +811,7 @@ impl CheckReport {
             .collect();
         let div = match &r.divergence {
             // An incomplete replay compared only what it made: say so, not "same".
-            None if r.kernel_ran && r.profile.starts_with("INCOMPLETE") => format!(
+            None if r.kernel_ran && r.profile.incomplete() => format!(
                 "no difference from the profile where its replay ran (profile {})",
                 r.profile
             ),

@@ -552,10 +552,12 @@ fn incomplete_profile_replay_is_not_called_the_same() {
         origin: "counterexamples/findings/x.pkt".into(),
         path: "x.pkt".into(),
         ghost: super::ghost::GhostSource::Inferred,
-        kernel: "passed".into(),
+        kernel: super::RunVerdict::Passed,
         kernel_ran: true,
         properties: BTreeMap::new(),
-        profile: "INCOMPLETE: 2 checks not made (lines 45, 62)".into(),
+        profile: super::RunVerdict::Script(trc_pkt::report::Verdict::Incomplete {
+            reason: "2 checks not made (lines 45, 62)".into(),
+        }),
         divergence: None,
         inbound: 3,
         events: None,
@@ -564,7 +566,7 @@ fn incomplete_profile_replay_is_not_called_the_same() {
     let line = super::CheckReport::case_line(&r);
     assert!(line.contains("no difference from the profile where its replay ran (profile INCOMPLETE: 2 checks not made"), "{line}");
     assert!(!line.contains("same as the profile"), "{line}");
-    r.profile = "PASSED: 10 checks".into();
+    r.profile = super::RunVerdict::Script(trc_pkt::report::Verdict::Passed { checks: 10 });
     assert!(super::CheckReport::case_line(&r).ends_with("same as the profile"));
 }
 
@@ -829,16 +831,16 @@ fn base_verdicts_are_the_report_strings() {
     );
 }
 
-fn case_result(name: &str, o: Outcome, signatures: &[&str]) -> super::CaseResult {
+pub(crate) fn case_result(name: &str, o: Outcome, signatures: &[&str]) -> super::CaseResult {
     super::CaseResult {
         name: name.into(),
         origin: String::new(),
         path: String::new(),
         ghost: super::ghost::GhostSource::Inferred,
-        kernel: "passed".into(),
+        kernel: super::RunVerdict::Passed,
         kernel_ran: true,
         properties: [("I1".to_string(), o)].into_iter().collect(),
-        profile: String::new(),
+        profile: super::RunVerdict::Script(trc_pkt::report::Verdict::Passed { checks: 1 }),
         divergence: None,
         inbound: 3,
         events: None,

@@ -32,7 +32,7 @@ pub fn run_merge(a: MergeArgs) -> i32 {
             exit::HOLDS
         }),
         "diff" => crate::diff::merge(&shards, a.json),
-        "kernel-check" => crate::kernel::check::merge(&shards, a.json),
+        "kernel-check" => return crate::kernel::check::merge(&shards, a.json),
         other => Err(trc_check::Error::Input(format!(
             "{}: shards of `trc {other}` cannot be merged",
             shards[0].name

@@ -50,9 +50,12 @@ use trc_pkt::report::{LineResult, Status};
 /// could not be read, exported or written (all input errors of `trc kernel check`, exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// A suite, bound or property the check does not take (`--suite random:0: ...`).
+    /// A suite or bound the check does not take (`--suite random:0: ...`).
     #[error("{0}")]
     Request(String),
+    /// A property the check cannot judge on a kernel: unknown, or without a monitor.
+    #[error(transparent)]
+    Property(#[from] monitor::SelectError),
     /// The profile: not a built-in one nor a file, or its file has an error.
     #[error(transparent)]
     Profile(#[from] trc_check::Error),

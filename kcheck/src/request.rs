@@ -73,8 +73,7 @@ impl Request {
         }
         Ok(Request {
             suites,
-            monitors: crate::monitor::select(properties)
-                .map_err(|e| PlanError::Request(e.to_string()))?,
+            monitors: crate::monitor::select(properties)?,
             profile: trc_check::load_profile(profile)?,
             corpus: default_corpus(),
             threads: 0,
@@ -256,8 +255,35 @@ pub fn shard_file(
     f
 }
 
+/// Why `trc merge` cannot merge `trc kernel check` shards (input errors, exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The shard files do not belong together (trc_check's shard checks).
+    #[error(transparent)]
+    Shards(#[from] Error),
+    /// A property the shards were checked for that this trc has no monitor for.
+    #[error(transparent)]
+    Property(#[from] crate::monitor::SelectError),
+    /// Two shards that ran scenarios ran on different kernels.
+    #[error("{shard} ran on {kernel}, {other} on {other_kernel}: the shards of one check run on one kernel")]
+    Kernels {
+        shard: String,
+        kernel: String,
+        other: String,
+        other_kernel: String,
+    },
+    /// A unit whose scenario is not the suite's scenario of that number (`None`: the suite has
+    /// fewer).
+    #[error("unit {unit} is scenario {scenario} but the suite's scenario {unit} is {}", expected.as_deref().unwrap_or("none"))]
+    Scenario {
+        unit: usize,
+        scenario: String,
+        expected: Option<String>,
+    },
+}
+
 /// The one kernel the shards ran on (shards that ran scenarios must agree) and their total time.
-fn shards_kernel(shards: &[Loaded]) -> Result<(String, f64), Error> {
+fn shards_kernel(shards: &[Loaded]) -> Result<(String, f64), MergeError> {
     let mut kernel: Option<(String, &str)> = None;
     let mut seconds = 0.0;
     for s in shards {
@@ -267,10 +293,12 @@ fn shards_kernel(shards: &[Loaded]) -> Result<(String, f64), Error> {
         match &kernel {
             None => kernel = Some((k, &s.name)),
             Some((k0, n0)) if *k0 != k => {
-                return Err(Error::Input(format!(
-                    "{} ran on {k}, {n0} on {k0}: the shards of one check run on one kernel",
-                    s.name
-                )))
+                return Err(MergeError::Kernels {
+                    shard: s.name.clone(),
+                    kernel: k,
+                    other: n0.to_string(),
+                    other_kernel: k0.clone(),
+                })
             }
             _ => {}
         }
@@ -281,19 +309,19 @@ fn shards_kernel(shards: &[Loaded]) -> Result<(String, f64), Error> {
 /// `trc merge` of `trc kernel check` shards: the scenarios' results in suite order, summarised
 /// as the one run summarises them (the summary is a function of the case results alone); the
 /// coverage suite's plan, if any; the shards' total time.
-pub fn merge(shards: &[Loaded]) -> Result<(CheckReport, Option<CoveragePlan>, f64), Error> {
+pub fn merge(shards: &[Loaded]) -> Result<(CheckReport, Option<CoveragePlan>, f64), MergeError> {
     let (kernel, seconds) = shards_kernel(shards)?;
     let (args, units): (ShardArgs, Vec<Unit>) = trc_check::shard::units_in_order(shards)?;
-    let mons = crate::monitor::select(&args.properties).map_err(|e| Error::Input(e.to_string()))?;
+    let mons = crate::monitor::select(&args.properties)?;
     let mut results = Vec::new();
     for u in units {
         let k = u.unit;
         if args.scenarios.get(k) != Some(&u.result.name) {
-            return Err(Error::Input(format!(
-                "unit {k} is scenario {} but the suite's scenario {k} is {}",
-                u.result.name,
-                args.scenarios.get(k).map_or("none", |s| s.as_str())
-            )));
+            return Err(MergeError::Scenario {
+                unit: k,
+                scenario: u.result.name,
+                expected: args.scenarios.get(k).cloned(),
+            });
         }
         results.push(u.result);
     }
@@ -311,4 +339,78 @@ pub fn merge(shards: &[Loaded]) -> Result<(CheckReport, Option<CoveragePlan>, f6
         Some("not shrunk: shards do not shrink (run the suite without --shard to shrink it)"),
     );
     Ok((rep, args.coverage, seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::{Outcome, SelectError};
+    use crate::RunVerdict;
+
+    /// Shard `index` of 2 of a corpus suite of scenarios `a` and `b`, run on `kernel`.
+    fn shard(index: usize, kernel: &str, properties: &[&str], scenario: &str) -> Loaded {
+        let args = ShardArgs {
+            suite: "corpus".into(),
+            profile: "linux-6.18".into(),
+            properties: properties.iter().map(|p| p.to_string()).collect(),
+            scenarios: vec!["a".into(), "b".into()],
+            baseline: Vec::new(),
+            coverage: None,
+        };
+        let unit = Unit {
+            unit: index - 1,
+            scenario: scenario.into(),
+            result: crate::tests::case_result(scenario, Outcome::Holds, &[]),
+        };
+        let shard = Shard { index, count: 2 };
+        let mut f = ShardFile::new("kernel-check", shard, 2, args, vec![unit]);
+        let report = ShardReport {
+            kernel: Some(kernel.into()),
+            seconds: 1.0,
+        };
+        f.report = Some(serde_json::to_value(report).unwrap());
+        Loaded {
+            name: format!("s{index}.json"),
+            header: f.trc_shard.clone(),
+            v: f.json(),
+        }
+    }
+
+    /// The shards' case results come back typed from their JSON; what does not merge is a typed
+    /// error with the message the cli prints.
+    #[test]
+    fn merge_reads_typed_results_and_says_why_not() {
+        let (rep, _, seconds) =
+            merge(&[shard(1, "k", &["I1"], "a"), shard(2, "k", &["I1"], "b")]).unwrap();
+        assert_eq!((rep.kernel.as_str(), seconds), ("k", 2.0));
+        assert_eq!(rep.cases.len(), 2);
+        assert_eq!(rep.cases[1].kernel, RunVerdict::Passed);
+        let e = merge(&[shard(1, "k1", &["I1"], "a"), shard(2, "k2", &["I1"], "b")]).unwrap_err();
+        assert!(matches!(e, MergeError::Kernels { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "s2.json ran on k2, s1.json on k1: the shards of one check run on one kernel"
+        );
+        let e = merge(&[shard(1, "k", &["I99"], "a"), shard(2, "k", &["I99"], "b")]).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::Property(SelectError::Unknown(id)) if id == "I99"),
+            "{e:?}"
+        );
+        let e = merge(&[shard(1, "k", &["I1"], "a"), shard(2, "k", &["I1"], "x")]).unwrap_err();
+        assert!(matches!(e, MergeError::Scenario { unit: 1, .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "unit 1 is scenario x but the suite's scenario 1 is b"
+        );
+    }
+
+    #[test]
+    fn a_property_without_a_monitor_is_a_typed_plan_error() {
+        let e = Request::new(None, false, None, &["I99".into()], "linux-6.18").unwrap_err();
+        assert!(
+            matches!(&e, PlanError::Property(SelectError::Unknown(id)) if id == "I99"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "unknown property `I99`");
+    }
 }

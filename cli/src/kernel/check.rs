@@ -325,11 +325,16 @@ pub fn print_report(
     v
 }
 
-/// `trc merge` of `trc kernel check` shards.
-pub fn merge(shards: &[trc_check::shard::Loaded], json: bool) -> Result<i32, trc_check::Error> {
-    let (rep, coverage, seconds) = trc_kcheck::request::merge(shards)?;
-    print_report(&rep, coverage.as_ref(), json, seconds);
-    Ok(exit::of_outcome(rep.outcome()))
+/// `trc merge` of `trc kernel check` shards: the exit code of the merged report, or of the
+/// shards' error (printed).
+pub fn merge(shards: &[trc_check::shard::Loaded], json: bool) -> i32 {
+    match trc_kcheck::request::merge(shards) {
+        Ok((rep, coverage, seconds)) => {
+            print_report(&rep, coverage.as_ref(), json, seconds);
+            exit::of_outcome(rep.outcome())
+        }
+        Err(e) => exit::usage_error(&e),
+    }
 }
 
 /// The kernel `args` name as a [`trc_kernel::target::Target`]: the running kernel, or

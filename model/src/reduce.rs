@@ -25,6 +25,7 @@
 use crate::config::{CcKind, Config};
 use crate::model::State;
 use crate::state::{stamp_ms, Events, Seg, Sender};
+use smallvec::SmallVec;
 
 /// A set of persistent ghost fields (bit set).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -176,7 +177,8 @@ fn canonical_ranks(snd: &mut Sender, una: usize, nxt: usize) {
     let live = una..nxt;
     let reference = snd.rack.mstamp;
     let shared = snd.segs[live.clone()].iter().any(|x| x.xmit == reference);
-    let mut stamps: Vec<u64> = snd.segs[live.clone()].iter().map(Seg::stamp).collect();
+    // On the stack (the live segments of a bounded run fit): this runs for every produced state.
+    let mut stamps: SmallVec<[u64; 32]> = snd.segs[live.clone()].iter().map(Seg::stamp).collect();
     if shared {
         stamps.push(snd.rack.stamp());
     }

@@ -35,7 +35,7 @@ pub mod timeline;
 pub use ghost::{Fate, Ghost, GhostSource};
 pub use monitor::{monitors, Monitor, Outcome};
 pub use observe::KTrace;
-pub use run_verdict::RunVerdict;
+pub use run_verdict::{LineView, RunVerdict};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -406,27 +406,10 @@ pub fn plan(
 pub struct Divergence {
     pub line: u32,
     pub text: String,
-    pub kernel: String,
-    pub profile: String,
+    pub kernel: LineView,
+    pub profile: LineView,
     /// The kernel's side is a timing error (a late or early packet), not a value.
     pub timing: bool,
-}
-
-fn line_view(l: Option<&LineResult>) -> String {
-    match l {
-        None => "not reached".into(),
-        Some(l) => {
-            let mut s = format!("{:?}", l.status).to_lowercase();
-            if let Some(a) = &l.actual {
-                s.push_str(&format!(" (got {a})"));
-            } else if l.status == Status::Fail {
-                if let Some(m) = &l.message {
-                    s.push_str(&format!(" ({m})"));
-                }
-            }
-            s
-        }
-    }
 }
 
 /// Compares two runs of one script line by line: the first line that passes on one and fails
@@ -462,8 +445,8 @@ pub fn first_divergence(kernel: &[LineResult], profile: &[LineResult]) -> Option
             return Some(Divergence {
                 line: ln,
                 text,
-                kernel: line_view(k),
-                profile: line_view(p),
+                kernel: LineView::of(k),
+                profile: LineView::of(p),
                 timing,
             });
         }

@@ -337,7 +337,7 @@ pub fn trace_diff(
     }
     let (cb, cp) = comparable(base_lines, patched_lines);
     if let Some(d) = first_divergence(&cb, &cp) {
-        let sv = |v: &str| SideView {
+        let sv = |v: &crate::LineView| SideView {
             state: format!("line {}: {v}", d.text),
             counters: BTreeMap::new(),
         };

@@ -1,10 +1,11 @@
 //! What one run of a scenario's script said, as its [`CaseResult`](crate::CaseResult) keeps it:
 //! the kernel's run ([`CaseResult::kernel`](crate::CaseResult::kernel)) and the profile's replay
-//! ([`CaseResult::profile`](crate::CaseResult::profile)).
+//! ([`CaseResult::profile`](crate::CaseResult::profile)), and how each went on the line where
+//! they first differ ([`LineView`], a [`Divergence`](crate::Divergence)'s two sides).
 
 use serde::{Deserialize, Serialize};
 use trc_kernel::RunReport;
-use trc_pkt::report::{Status, Verdict};
+use trc_pkt::report::{LineResult, Status, Verdict};
 
 /// A script run's verdict. In JSON (a report, a shard's units) it is its text, as printed:
 /// `passed`, `failed at line L: WHY`, the script's verdict (`PASSED: N checks`,
@@ -137,6 +138,101 @@ impl TryFrom<String> for RunVerdict {
     }
 }
 
+/// How one run went on a line of the script, as a [`Divergence`](crate::Divergence) shows it.
+/// In JSON it is its text: `not reached`, the line's status (`pass`, `fail`, `applied`,
+/// `outofscope`), with `(got VALUE)` when the run read a value there, or `(WHY)` for a failure
+/// without one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum LineView {
+    /// The run did not get to the line.
+    NotReached,
+    /// The line ran with `status`; `got`: the value the run read there.
+    Ran { status: Status, got: Option<String> },
+    /// The line failed without a value read: why.
+    Failed(String),
+}
+
+impl LineView {
+    /// The view of a run's result for a line (`None`: the run has none).
+    pub fn of(l: Option<&LineResult>) -> LineView {
+        let Some(l) = l else {
+            return LineView::NotReached;
+        };
+        match (&l.actual, &l.message) {
+            (None, Some(m)) if l.status == Status::Fail => LineView::Failed(m.clone()),
+            (got, _) => LineView::Ran {
+                status: l.status,
+                got: got.clone(),
+            },
+        }
+    }
+}
+
+/// A status as a line view writes it.
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "pass",
+        Status::Fail => "fail",
+        Status::OutOfScope => "outofscope",
+        Status::Applied => "applied",
+    }
+}
+
+impl std::fmt::Display for LineView {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            LineView::NotReached => f.write_str("not reached"),
+            LineView::Ran { status, got: None } => f.write_str(status_word(*status)),
+            LineView::Ran {
+                status,
+                got: Some(g),
+            } => write!(f, "{} (got {g})", status_word(*status)),
+            LineView::Failed(why) => write!(f, "fail ({why})"),
+        }
+    }
+}
+
+impl From<LineView> for String {
+    fn from(v: LineView) -> String {
+        v.to_string()
+    }
+}
+
+/// A text that is none of [`LineView`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a line's view (not reached, or pass, fail, applied, outofscope, with (got VALUE) or (WHY))")]
+pub struct NotALineView(pub String);
+
+impl TryFrom<String> for LineView {
+    type Error = NotALineView;
+    fn try_from(s: String) -> Result<LineView, NotALineView> {
+        if s == "not reached" {
+            return Ok(LineView::NotReached);
+        }
+        let (word, rest) = s.split_once(' ').unwrap_or((&s, ""));
+        let status = [
+            Status::Pass,
+            Status::Fail,
+            Status::OutOfScope,
+            Status::Applied,
+        ]
+        .into_iter()
+        .find(|st| status_word(*st) == word);
+        let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')'));
+        let view = match (status, rest, inner) {
+            (Some(status), "", _) => Some(LineView::Ran { status, got: None }),
+            (Some(status), _, Some(i)) if i.starts_with("got ") => Some(LineView::Ran {
+                status,
+                got: Some(i["got ".len()..].to_string()),
+            }),
+            (Some(Status::Fail), _, Some(why)) => Some(LineView::Failed(why.to_string())),
+            _ => None,
+        };
+        view.ok_or(NotALineView(s))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +289,47 @@ mod tests {
         }
         for bad in ["", "Passed", "failed at line x: y", "PASSED: many checks"] {
             let e = serde_json::from_str::<RunVerdict>(&serde_json::to_string(bad).unwrap());
+            assert!(e.is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn each_line_view_is_its_text_in_json_and_back() {
+        let all = [
+            (LineView::NotReached, "not reached"),
+            (
+                LineView::Ran {
+                    status: Status::Pass,
+                    got: None,
+                },
+                "pass",
+            ),
+            (
+                LineView::Ran {
+                    status: Status::OutOfScope,
+                    got: None,
+                },
+                "outofscope",
+            ),
+            (
+                LineView::Ran {
+                    status: Status::Fail,
+                    got: Some("cwnd 7 (of 10)".into()),
+                },
+                "fail (got cwnd 7 (of 10))",
+            ),
+            (
+                LineView::Failed("timing error: 4 ms late".into()),
+                "fail (timing error: 4 ms late)",
+            ),
+        ];
+        for (v, text) in all {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, serde_json::to_string(text).unwrap());
+            assert_eq!(serde_json::from_str::<LineView>(&json).unwrap(), v);
+        }
+        for bad in ["", "passed", "pass (why)", "fail (x", "not run"] {
+            let e = serde_json::from_str::<LineView>(&serde_json::to_string(bad).unwrap());
             assert!(e.is_err(), "{bad}");
         }
     }

@@ -177,7 +177,9 @@ impl State {
             rtx.split_words(),
             ever.split_words(),
         ];
+        // Every sequence as a slice once (an `InlineVec` deref tests whether it spilled).
         let (segs, flight, sacks) = (&sender.segs[..], &flight[..], &sacks[..]);
+        let (undos, reductions, undo_rtx) = (&ev.undos[..], &ev.reductions[..], &ev.undo_rtx[..]);
         let mut f = Fold::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
         let [b0, b1] = budget_words(budget, sender.rack.reo_wnd_steps, &sender.ghost, *held);
@@ -185,9 +187,9 @@ impl State {
             segs.len(),
             flight.len(),
             sacks.len(),
-            ev.undos.len(),
-            ev.reductions.len(),
-            ev.undo_rtx.len(),
+            undos.len(),
+            reductions.len(),
+            undo_rtx.len(),
             masks[0].1.len(),
             masks[1].1.len(),
             masks[2].1.len(),
@@ -208,9 +210,12 @@ impl State {
             f.words(cubic_words(c));
         }
         f.words([masks[0].0, masks[1].0, masks[2].0, masks[3].0]);
-        // Variable-length parts.
-        for (_, rest) in masks {
-            f.seq(rest, |&w| w);
+        // Variable-length parts. A mask's heap words beyond the first are rare (segments >= 64):
+        // one test for the four.
+        if m0 | m1 | m2 | m3 != 0 {
+            for (_, rest) in masks {
+                f.seq(rest, |&w| w);
+            }
         }
         f.seq(segs, |&Seg { tags, sub, xmit }| {
             tags as u64 | (sub as u64) << 8 | (xmit as u64) << 24
@@ -235,7 +240,7 @@ impl State {
                     .fold(0u64, |w, (i, &(_, e))| w | (e as u64) << (16 * i)),
             );
         }
-        event_words(&mut f, ev);
+        event_words(&mut f, ev, undos, undo_rtx, reductions);
         // The Eifel-proof ghosts only when set (tagged in the budget word), like the held ACK.
         if let Some(proof) = sender.ghost.undo_owed {
             f.word(eifel_word(&proof));
@@ -453,10 +458,17 @@ fn sender_words(s: &Sender, now: u32) -> [u64; 22] {
 
 /// The ghost event log.
 #[inline(always)]
-fn event_words(f: &mut Fold, ev: &Events) {
+fn event_words(
+    f: &mut Fold,
+    ev: &Events,
+    undos: &[UndoEvent],
+    undo_rtx: &[(u16, u16, u64)],
+    reductions: &[Reduction],
+) {
+    // The three sequences come as slices (taken once by the caller).
     let Events {
-        undos,
-        reductions,
+        undos: _,
+        reductions: _,
         prr_zero_prior_cwnd: _,
         recovery_end,
         left_recovery: _,
@@ -464,12 +476,12 @@ fn event_words(f: &mut Fold, ev: &Events) {
         hystart,
         idle_restart,
         entered_loss: _,
-        undo_rtx,
+        undo_rtx: _,
         eifel: _,
     } = ev;
     let (re_a, re_b) = recovery_end.map_or((0, 0), |(a, c, _)| (a, c));
     f.word(p2(re_a, re_b));
-    for u in undos.iter() {
+    for u in undos {
         let UndoEvent {
             kind,
             ca_state,
@@ -489,11 +501,11 @@ fn event_words(f: &mut Fold, ev: &Events) {
         f.word(p2(*prior_ssthresh, *cwnd_after));
         f.word(*ssthresh_after as u64 | (*high_seq as u64) << 32);
     }
-    for &(i, w, bits) in undo_rtx.iter() {
+    for &(i, w, bits) in undo_rtx {
         f.word(i as u64 | (w as u64) << 16);
         f.word(bits);
     }
-    for r in reductions.iter() {
+    for r in reductions {
         let Reduction {
             kind,
             from,

@@ -22,10 +22,10 @@ pub struct ModelArgs {
 
 impl ModelArgs {
     /// The configuration and the profile, or a usage error (`file:line: message` for files).
-    pub fn load(&self) -> Result<(Config, trc_model::Profile), String> {
+    pub fn load(&self) -> Result<(Config, trc_model::Profile), trc_check::Error> {
         Ok((
             self.bounds.config()?,
-            trc_check::load_profile(&self.profile).map_err(|e| e.to_string())?,
+            trc_check::load_profile(&self.profile)?,
         ))
     }
 }
@@ -110,19 +110,19 @@ pub struct BoundArgs {
 impl BoundArgs {
     /// The configuration: defaults, then the config file, then the flags (one `--config` at
     /// most: only `trc check` takes several, see [`BoundArgs::configs`]).
-    pub fn config(&self) -> Result<Config, String> {
+    pub fn config(&self) -> Result<Config, trc_check::Error> {
         if self.config.len() > 1 {
-            return Err(format!(
+            return Err(trc_check::Error::Input(format!(
                 "--config given {} times: only `trc check` takes several bounds files",
                 self.config.len()
-            ));
+            )));
         }
         self.config_from(self.config.first().map(|p| p.as_path()))
     }
 
     /// Every `--config` file's configuration with the flags applied, in order (the defaults
     /// and the flags when there is none), each with the file.
-    pub fn configs(&self) -> Result<Vec<(Option<PathBuf>, Config)>, String> {
+    pub fn configs(&self) -> Result<Vec<(Option<PathBuf>, Config)>, trc_check::Error> {
         if self.config.is_empty() {
             return Ok(vec![(None, self.config_from(None)?)]);
         }
@@ -133,8 +133,8 @@ impl BoundArgs {
     }
 
     /// Defaults, then `file`, then the flags.
-    fn config_from(&self, file: Option<&Path>) -> Result<Config, String> {
-        trc_check::input::bounds(file, |c| self.apply(c)).map_err(|e| e.to_string())
+    fn config_from(&self, file: Option<&Path>) -> Result<Config, trc_check::Error> {
+        trc_check::input::bounds(file, |c| self.apply(c))
     }
 
     /// Sets the `Config` fields the flags give; returns them, each with its flag (an error about

@@ -98,10 +98,25 @@ pub struct CheckArgs {
     pub baseline: Option<PathBuf>,
 }
 
+/// Why the arguments of `trc kernel check` make no request (exit 2): the library's error, as it
+/// says it.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The bounds flags or `--config`, or the baseline file.
+    #[error(transparent)]
+    Input(#[from] trc_check::Error),
+    /// A suite, bound, property or profile the check does not take.
+    #[error(transparent)]
+    Plan(#[from] trc_kcheck::PlanError),
+    /// The VM's limits.
+    #[error(transparent)]
+    Vm(#[from] trc_vm::flags::BadLimits),
+}
+
 impl CheckArgs {
     /// The request these arguments make (the plan's scenarios are prepared later), or why
     /// one is wrong.
-    pub fn request(&self) -> Result<Request, String> {
+    pub fn request(&self) -> Result<Request, RequestError> {
         let two_kernels = !self.patch.is_empty() || self.against_kernel.is_some();
         let cfg = self.bounds.config()?;
         let bounds_given = cfg != trc_model::Config::default() || !self.bounds.config.is_empty();
@@ -111,9 +126,8 @@ impl CheckArgs {
             bounds_given.then_some(cfg),
             &self.properties,
             &self.profile,
-        )
-        .map_err(|e| e.to_string())?;
-        self.vm.validate().map_err(|e| e.to_string())?;
+        )?;
+        self.vm.validate()?;
         if let Some(c) = &self.corpus {
             req.corpus = c.clone();
         }
@@ -123,7 +137,7 @@ impl CheckArgs {
             .clone()
             .unwrap_or_else(trc_kcheck::request::default_baseline);
         let baseline = crate::check::load_baseline(&bfile, "trc kernel check");
-        req.baseline = baseline.map_err(|e| e.to_string())?.accepted;
+        req.baseline = baseline?.accepted;
         req.shard = self.shard;
         req.shrink = if self.no_shrink {
             Shrink::Off("not shrunk (--no-shrink)".into())
@@ -379,4 +393,53 @@ pub(crate) fn work_dir(
         return Err(exit::USAGE);
     }
     Ok((work, guard))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use trc_kcheck::PlanError;
+
+    #[derive(Parser)]
+    struct Argv {
+        #[command(flatten)]
+        args: CheckArgs,
+    }
+
+    fn request(argv: &[&str]) -> Result<Request, RequestError> {
+        let argv = std::iter::once("trc-kernel-check").chain(argv.iter().copied());
+        Argv::try_parse_from(argv).unwrap().args.request()
+    }
+
+    /// Each wrong argument is the library's typed error (printed as it says it, exit 2); the
+    /// request is only made: nothing runs.
+    #[test]
+    fn wrong_arguments_are_the_libraries_typed_errors() {
+        let e = request(&["--suite", "bogus"]).unwrap_err();
+        assert!(
+            matches!(e, RequestError::Plan(PlanError::Request(_))),
+            "{e:?}"
+        );
+        let e = request(&["--properties", "I99"]).unwrap_err();
+        assert!(
+            matches!(e, RequestError::Plan(PlanError::Property(_))),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "unknown property `I99`");
+        let e = request(&["--profile", "no-such-profile"]).unwrap_err();
+        assert!(
+            matches!(e, RequestError::Plan(PlanError::Profile(_))),
+            "{e:?}"
+        );
+        let e = request(&["--script-timeout", "0"]).unwrap_err();
+        assert!(matches!(e, RequestError::Vm(_)), "{e:?}");
+        let e = request(&["--suite", "coverage", "--initcwnd", "0"]).unwrap_err();
+        assert!(matches!(e, RequestError::Input(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with("--initcwnd: impossible bounds"),
+            "{e}"
+        );
+        assert!(request(&["--suite", "corpus"]).is_ok());
+    }
 }

@@ -71,6 +71,9 @@ pub(crate) struct KernelBackend<'a> {
     /// The counters after each statement: (index of its `TcpInfo` trace event, raw values),
     /// named and turned into deltas at the end (cheap between packets).
     mib_after: Vec<(usize, Vec<i64>)>,
+    /// `TcpInfo` events whose counters are not read yet: read once, right before the kernel
+    /// can next move them (see [`KernelBackend::settle_counters`]).
+    mib_pending: Vec<usize>,
     /// `NSTAT_HISTORY` for the script's `nstat` commands: this run's own file, so a baseline
     /// (`nstat -n`) never mixes with another namespace's counters through the shared default
     /// (`/tmp/.nstat.u0`).
@@ -128,6 +131,7 @@ impl<'a> KernelBackend<'a> {
             line: 0,
             mib_before,
             mib_after: Vec::new(),
+            mib_pending: Vec::new(),
             mib,
             nstat_history: std::env::temp_dir().join(format!(
                 "trc-nstat-{}-{:x}",
@@ -260,14 +264,18 @@ impl<'a> KernelBackend<'a> {
         });
     }
 
+    /// After a statement: `tcp_info` now (one getsockopt), the MIB counters later. Reading the
+    /// counter files costs the kernel about 50 us (it prints some 150 counters summed over the
+    /// CPUs); read after every statement, that put a quarter of a millisecond between a step's
+    /// ACK and the next, where packetdrill puts a few microseconds, and stretched the ACK trains
+    /// HyStart measures (`hystart_update()`'s train detector) past what the script says.
     fn snapshot(&mut self) {
         let Some(fd) = self.conn_fd else { return };
         let Ok((info, _)) = sys::tcp_info(fd) else {
             return;
         };
-        let raw = self.mib.read();
         let t_ms = ms(self.at_us(Instant::now()));
-        self.mib_after.push((self.report.trace.len(), raw));
+        self.mib_pending.push(self.report.trace.len());
         self.report.trace.push(TraceEvent::TcpInfo {
             t_ms,
             line: self.line,
@@ -276,9 +284,25 @@ impl<'a> KernelBackend<'a> {
         });
     }
 
+    /// Reads the counters for the statements since the last read, before anything that can
+    /// move them: an injection, a system call, a shell line, time passing (a timer may fire) or
+    /// the end. Statements that only look (an outbound line whose packet is already captured, a
+    /// `%{ }%` block) leave them where they were, so the values are those right after each
+    /// statement, as if read then.
+    fn settle_counters(&mut self) {
+        if self.mib_pending.is_empty() {
+            return;
+        }
+        let raw = self.mib.read();
+        for i in std::mem::take(&mut self.mib_pending) {
+            self.mib_after.push((i, raw.clone()));
+        }
+    }
+
     /// At the end: segments no line consumed (in the trace, and as notes), the counters, and
     /// every script socket closed abortively (nothing lingers).
     pub(crate) fn finish(&mut self) {
+        self.settle_counters();
         std::thread::sleep(Duration::from_millis(2));
         self.drain();
         while let Some((at, s)) = self.pending.pop_front() {
@@ -361,6 +385,9 @@ impl Backend for KernelBackend<'_> {
     }
 
     fn wait_until(&mut self, t_us: i64) -> Result<(), Halt> {
+        if t_us > self.now_us() {
+            self.settle_counters();
+        }
         loop {
             if sys::interrupted() {
                 return Err(Halt::Interrupted);
@@ -422,6 +449,7 @@ impl Backend for KernelBackend<'_> {
             Ok(f) => f,
             Err(e) => return Ok(Outcome1::fail(e.to_string())),
         };
+        self.settle_counters();
         let mut buf = vec![0u8; sys::VNET_HDR_LEN];
         buf.extend_from_slice(&frame);
         // The injection time: right before the write (which runs the kernel's receive path).
@@ -499,6 +527,12 @@ impl Backend for KernelBackend<'_> {
             if now >= deadline {
                 return Ok(Next::Timeout);
             }
+            // Nothing captured yet: time passes while waiting (a timer may fire).
+            self.drain();
+            if !self.pending.is_empty() {
+                continue;
+            }
+            self.settle_counters();
             match self
                 .capture
                 .next_within((deadline - now).min(Duration::from_millis(20)))
@@ -538,6 +572,7 @@ impl Backend for KernelBackend<'_> {
                 "two blocking system calls in progress at once".into(),
             ));
         }
+        self.settle_counters();
         let r = self.call(s, d, cx.blocking);
         if let Some(why) = self.time_up() {
             return Err(Halt::Stop(why));
@@ -573,6 +608,7 @@ impl Backend for KernelBackend<'_> {
         if self.opts.no_shell {
             return Err(Halt::Stop("shell lines are refused (--no-shell)".into()));
         }
+        self.settle_counters();
         let mut env = env.to_vec();
         if !env.iter().any(|(k, _)| k == "NSTAT_HISTORY") {
             env.push((
@@ -629,6 +665,10 @@ impl Backend for KernelBackend<'_> {
 
     fn after_statement(&mut self, _line: u32) {
         self.snapshot();
+    }
+
+    fn statements_done(&mut self) {
+        self.settle_counters();
     }
 
     fn interrupted(&self) -> bool {

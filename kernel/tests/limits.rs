@@ -2,14 +2,16 @@
 //! the run with "unsupported: X" (incomplete, exit 3), never a failure, and no later line runs;
 //! the wall-clock limit stops a run that waits (or blocks in a system call) too long, and says
 //! so; a second passive connection in one script gets its own 4-tuple, as packetdrill's does,
-//! and a TCP Fast Open client's sockets are tracked as packetdrill tracks them.
+//! and a TCP Fast Open client's sockets are tracked as packetdrill tracks them; the counters a
+//! line's snapshot reports are those right after it, though the runner reads them only when the
+//! kernel can next move them.
 //! Needs root and /dev/net/tun; otherwise prints why and returns.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use trc_kernel::{run_file, skip_reason, RunOptions, Status, Verdict};
+use trc_kernel::{run_file, skip_reason, RunOptions, Status, TraceEvent, Verdict};
 
 /// Kernel runs must never overlap.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -277,4 +279,39 @@ fn a_null_buffer_is_passed_as_packetdrill_passes_it() {
     );
     let r = run_file(&script("null-buffer.pkt", &text), &untimed()).unwrap();
     assert!(r.passed(), "{}", r.render());
+}
+
+/// The runner reads the MIB counters once for the statements since the last read, right before
+/// something can move them (reading them after every statement cost 50 us each and stretched
+/// ACK trains). Here the last line is a `%{ }%` block that sleeps 100 ms when Python runs it,
+/// after the script: RACK's reordering timer fires in that time and retransmits. The last
+/// line's counters must be those before the timer; the run's total has the retransmission.
+#[test]
+fn a_lines_counters_are_read_before_a_later_timer_moves_them() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = format!(
+        "{PASSIVE_OPEN}+0 write(4, ..., 4000) = 4000\n\
+         +0 > P. 1:4001(4000) ack 1\n\
+         +.01 < . 1:1(0) ack 1 win 257 <nop,nop,sack 1001:2001>\n\
+         +0 %{{ import time; time.sleep(0.1) }}%\n"
+    );
+    let r = run_file(&script("late-timer.pkt", &text), &untimed()).unwrap();
+    assert_eq!(r.script.verdict.exit_code(), 0, "{}", r.render());
+    let last = r.trace.iter().rev().find_map(|e| match e {
+        TraceEvent::TcpInfo { line, counters, .. } => Some((*line, counters)),
+        _ => None,
+    });
+    let (line, counters) = last.expect("a tcp_info snapshot");
+    assert_eq!(line, 12, "{}", r.render());
+    assert_eq!(counters.get("TcpExtTCPPureAcks"), Some(&2), "{counters:?}");
+    assert_eq!(counters.get("TcpRetransSegs"), None, "{counters:?}");
+    assert_eq!(
+        r.counters.get("TcpRetransSegs"),
+        Some(&1),
+        "{:?}",
+        r.counters
+    );
 }

@@ -237,6 +237,10 @@ pub trait Backend {
     fn statement_begins(&mut self, _line: u32) {}
     /// Called after every statement (the kernel records tcp_info for its trace).
     fn after_statement(&mut self, _line: u32) {}
+    /// Called once after the last statement ran (or the run stopped), before anything that
+    /// takes time (a blocking call's end, the `%{ }%` blocks' Python): the kernel reads the
+    /// counters the last statements left.
+    fn statements_done(&mut self) {}
     /// Whether the user asked the run to stop.
     fn interrupted(&self) -> bool {
         false
@@ -760,6 +764,7 @@ pub fn run(script: &Script, file: &str, settings: Settings, backend: &mut dyn Ba
         e.poll_blocking(backend);
         backend.after_statement(st.line);
     }
+    backend.statements_done();
     e.finish_blocking(backend);
     e.evaluate_python();
     e.report.finish();
@@ -1448,8 +1453,9 @@ impl Engine<'_> {
         self.arrive(time, EventKind::Code, "data collection for code", b, &mut l)?;
         match b.code_values() {
             Ok(v) => {
-                let mut bindings = python::constant_bindings();
-                bindings.extend(v.values);
+                // The constants are bound by `python::evaluate`, once for all blocks: not
+                // copied here, in the time between two events.
+                let bindings = v.values;
                 let idx = self.push(l);
                 self.blocks.push((
                     idx,

@@ -28,7 +28,8 @@ pub struct Block {
     /// Script line of the block (packetdrill's `_line`).
     pub line: u32,
     pub code: String,
-    /// Names bound before the block runs (the backend's `tcpi_*` values and the constants).
+    /// Names bound before the block runs, besides the constants [`evaluate`] binds for every
+    /// block: the backend's `tcpi_*` values.
     pub bindings: BTreeMap<String, u64>,
     /// `tcpi_*` names the backend could not provide: a block reading one is out of scope.
     pub missing: Vec<String>,

@@ -181,14 +181,27 @@ pub fn greedy_cover(covers: &[BTreeSet<Branch>], len: &[usize]) -> Vec<usize> {
     chosen
 }
 
+/// How far the model reaches a branch at the bounds (in JSON: `kernel-runnable`, `model-only`,
+/// `not-exported`, `unreached`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BranchReach {
+    /// Through a kernel-runnable path.
+    KernelRunnable,
+    /// Only through model-only paths (a TSQ hold).
+    ModelOnly,
+    /// Through kernel-runnable paths, none of which could be exported.
+    NotExported,
+    /// Not at these bounds.
+    Unreached,
+}
+
 /// One branch's row of the coverage report.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct BranchRow {
     pub function: String,
     pub branch: String,
-    /// `kernel-runnable`, `model-only` (reachable only through a TSQ hold),
-    /// `not-exported` (its kernel-runnable paths could not be exported) or `unreached`.
-    pub reach: String,
+    pub reach: BranchReach,
     /// Events of a shortest path through the branch (a kernel-runnable one when there is one).
     pub shortest: Option<usize>,
     /// The suite's scenarios whose path goes through it.
@@ -370,14 +383,16 @@ fn branch_rows(
     for (i, b) in Branch::ALL.iter().enumerate() {
         let covered = by_branch.get(b).cloned().unwrap_or_default();
         let reach = match (&all.shortest[i], &kr.shortest[i]) {
-            (None, _) => "unreached",
-            (Some(_), None) => "model-only",
-            (Some(_), Some(_)) if covered.is_empty() && failed.contains(b) => "not-exported",
-            (Some(_), Some(_)) => "kernel-runnable",
+            (None, _) => BranchReach::Unreached,
+            (Some(_), None) => BranchReach::ModelOnly,
+            (Some(_), Some(_)) if covered.is_empty() && failed.contains(b) => {
+                BranchReach::NotExported
+            }
+            (Some(_), Some(_)) => BranchReach::KernelRunnable,
         };
         match reach {
-            "unreached" => unreached.push(branch_name(*b)),
-            "model-only" => {
+            BranchReach::Unreached => unreached.push(branch_name(*b)),
+            BranchReach::ModelOnly => {
                 model_only.push(branch_name(*b));
                 uncovered.push(branch_name(*b));
             }
@@ -391,7 +406,7 @@ fn branch_rows(
         rows.push(BranchRow {
             function: b.function().into(),
             branch: b.label().into(),
-            reach: reach.into(),
+            reach,
             shortest,
             scenarios: covered,
         });
@@ -603,7 +618,7 @@ impl CoveragePlan {
                 let _ = writeln!(o, "  {}", r.function);
                 last = &r.function;
             }
-            let what = match (r.reach.as_str(), r.scenarios.first()) {
+            let what = match (r.reach, r.scenarios.first()) {
                 (_, Some(s)) => format!(
                     "covered by {s}{}",
                     if r.scenarios.len() > 1 {
@@ -612,10 +627,12 @@ impl CoveragePlan {
                         String::new()
                     }
                 ),
-                ("model-only", _) => "model-only: reachable only through a TSQ hold".into(),
-                ("unreached", _) => "not reachable at these bounds".into(),
-                ("not-exported", _) => "UNCOVERED: its path could not be exported".into(),
-                _ => "UNCOVERED".into(),
+                (BranchReach::ModelOnly, _) => {
+                    "model-only: reachable only through a TSQ hold".into()
+                }
+                (BranchReach::Unreached, _) => "not reachable at these bounds".into(),
+                (BranchReach::NotExported, _) => "UNCOVERED: its path could not be exported".into(),
+                (BranchReach::KernelRunnable, None) => "UNCOVERED".into(),
             };
             let len = r
                 .shortest

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use trc_engine::{check_with, Options, StateHooks, Tallied};
-use trc_kcheck::coverage::{self, CoveragePlan};
+use trc_kcheck::coverage::{self, BranchReach, CoveragePlan};
 use trc_kcheck::Case;
 use trc_model::decision::{Branch, DecisionCounts};
 use trc_model::model::{Action, State, TcpModel};
@@ -70,9 +70,9 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
             (b.function(), b.label())
         );
         let expect = match (all[i] > 0, kr[i] > 0) {
-            (false, _) => "unreached",
-            (true, false) => "model-only",
-            (true, true) => "kernel-runnable",
+            (false, _) => BranchReach::Unreached,
+            (true, false) => BranchReach::ModelOnly,
+            (true, true) => BranchReach::KernelRunnable,
         };
         assert_eq!(
             row.reach,
@@ -85,7 +85,7 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
         // Every kernel-runnable branch is covered (no export was refused at these bounds).
         assert_eq!(
             !row.scenarios.is_empty(),
-            expect == "kernel-runnable",
+            expect == BranchReach::KernelRunnable,
             "{row:?}"
         );
     }
@@ -139,14 +139,14 @@ fn check_plan(cfg: &Config, p: &CoveragePlan, cases: &[Case]) {
     let lens: BTreeSet<usize> = p
         .rows
         .iter()
-        .filter(|r| r.reach == "kernel-runnable")
+        .filter(|r| r.reach == BranchReach::KernelRunnable)
         .map(|r| r.shortest.unwrap())
         .collect();
     for l in lens {
         let below = tally(&kcfg, &profile, Some(l - 1));
         let at = tally(&kcfg, &profile, Some(l));
         for (i, r) in p.rows.iter().enumerate() {
-            if r.reach == "kernel-runnable" && r.shortest == Some(l) {
+            if r.reach == BranchReach::KernelRunnable && r.shortest == Some(l) {
                 assert_eq!(below[i], 0, "{}: a path shorter than {l} events", r.branch);
                 assert!(at[i] > 0, "{}: no path of {l} events", r.branch);
             }

@@ -400,6 +400,7 @@ impl TcpModel {
     /// [`Model::next_state`] into `out`, without moving the 600-byte state around: `s` is copied
     /// straight into `out` and the step runs there. Returns false (and leaves `out`
     /// uninitialised) when the action has no successor. The checker's hot loop uses this.
+    #[inline]
     pub fn next_state_into(
         &self,
         s: &State,

@@ -50,9 +50,15 @@ use trc_pkt::report::{LineResult, Status};
 /// could not be read, exported or written (all input errors of `trc kernel check`, exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// A suite or bound the check does not take (`--suite random:0: ...`).
-    #[error("{0}")]
-    Request(String),
+    /// `--suite S`: not a suite, or suites the check does not take together.
+    #[error("--suite {suite}: {why}")]
+    Suite { suite: String, why: BadSuite },
+    /// Bounds given for suites without the coverage suite (`suites`: their names).
+    #[error("bounds flags and --config apply only to --suite coverage (the {suites} suite's scenarios are fixed)")]
+    BoundsWithoutCoverage { suites: String },
+    /// A corpus directory without scripts.
+    #[error("{}: no .pkt scripts (the suite needs the repository's counterexamples/ directory; --corpus names it)", corpus.display())]
+    NoScripts { corpus: PathBuf },
     /// A property the check cannot judge on a kernel: unknown, or without a monitor.
     #[error(transparent)]
     Property(#[from] monitor::SelectError),
@@ -74,6 +80,23 @@ pub enum PlanError {
         what: String,
         why: trc_trace::export::ExportError,
     },
+}
+
+/// Why a `--suite` text is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadSuite {
+    #[error("expected random:N[,SEED] with N a number")]
+    RandomCount,
+    #[error("N must be between 1 and 10000")]
+    RandomRange,
+    #[error("SEED must be a number")]
+    Seed,
+    #[error("expected regressions, corpus or random:N[,SEED], or coverage")]
+    Unknown,
+    #[error("a suite is named twice")]
+    Twice,
+    #[error("regressions already contains corpus")]
+    CorpusTwice,
 }
 
 pub use trc_properties::baseline::Accepted;
@@ -106,29 +129,27 @@ impl Suite {
         if s == "coverage" {
             return Ok(Suite::Coverage(Box::default()));
         }
+        let bad = |why| PlanError::Suite {
+            suite: s.to_string(),
+            why,
+        };
         if let Some(rest) = s.strip_prefix("random:") {
             let mut it = rest.splitn(2, ',');
-            let n = it.next().unwrap_or("").parse::<usize>().map_err(|_| {
-                PlanError::Request(format!(
-                    "--suite {s}: expected random:N[,SEED] with N a number"
-                ))
-            })?;
+            let n = it
+                .next()
+                .unwrap_or("")
+                .parse::<usize>()
+                .map_err(|_| bad(BadSuite::RandomCount))?;
             let seed = match it.next() {
-                Some(x) => x.parse::<u64>().map_err(|_| {
-                    PlanError::Request(format!("--suite {s}: SEED must be a number"))
-                })?,
+                Some(x) => x.parse::<u64>().map_err(|_| bad(BadSuite::Seed))?,
                 None => 1,
             };
             if n == 0 || n > 10_000 {
-                return Err(PlanError::Request(format!(
-                    "--suite {s}: N must be between 1 and 10000"
-                )));
+                return Err(bad(BadSuite::RandomRange));
             }
             return Ok(Suite::Random { n, seed });
         }
-        Err(PlanError::Request(format!(
-            "--suite {s}: expected regressions, corpus or random:N[,SEED], or coverage"
-        )))
+        Err(bad(BadSuite::Unknown))
     }
 
     pub fn name(&self) -> String {
@@ -341,7 +362,9 @@ pub fn plan(
             let mut files = Vec::new();
             pkt_files(corpus, &mut files).map_err(trc_files::at(corpus))?;
             if files.is_empty() {
-                return Err(PlanError::Request(format!("{}: no .pkt scripts (the suite needs the repository's counterexamples/ directory; --corpus names it)", corpus.display())));
+                return Err(PlanError::NoScripts {
+                    corpus: corpus.to_path_buf(),
+                });
             }
             let mut cases = Vec::new();
             for f in &files {

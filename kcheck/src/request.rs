@@ -64,7 +64,9 @@ impl Request {
         let has_cov = suites.iter().any(|s| matches!(s, Suite::Coverage(_)));
         if bounds.is_some() && !has_cov {
             let names: Vec<String> = suites.iter().map(Suite::name).collect();
-            return Err(PlanError::Request(format!("bounds flags and --config apply only to --suite coverage (the {} suite's scenarios are fixed)", names.join("+"))));
+            return Err(PlanError::BoundsWithoutCoverage {
+                suites: names.join("+"),
+            });
         }
         for s in suites.iter_mut() {
             if let Suite::Coverage(c) = s {
@@ -345,7 +347,7 @@ pub fn merge(shards: &[Loaded]) -> Result<(CheckReport, Option<CoveragePlan>, f6
 mod tests {
     use super::*;
     use crate::monitor::{Outcome, SelectError};
-    use crate::RunVerdict;
+    use crate::{BadSuite, RunVerdict};
 
     /// Shard `index` of 2 of a corpus suite of scenarios `a` and `b`, run on `kernel`.
     fn shard(index: usize, kernel: &str, properties: &[&str], scenario: &str) -> Loaded {
@@ -401,6 +403,58 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unit 1 is scenario x but the suite's scenario 1 is b"
+        );
+    }
+
+    /// Each refused request is its own PlanError variant, with the message it always had.
+    #[test]
+    fn refused_suites_and_bounds_are_typed_plan_errors() {
+        let suite = |s: &str| Request::new(Some(s), false, None, &[], "linux-6.18").unwrap_err();
+        for (s, why, text) in [
+            (
+                "random:x",
+                BadSuite::RandomCount,
+                "expected random:N[,SEED] with N a number",
+            ),
+            ("random:3,y", BadSuite::Seed, "SEED must be a number"),
+            (
+                "random:0",
+                BadSuite::RandomRange,
+                "N must be between 1 and 10000",
+            ),
+            (
+                "bogus",
+                BadSuite::Unknown,
+                "expected regressions, corpus or random:N[,SEED], or coverage",
+            ),
+            ("corpus+corpus", BadSuite::Twice, "a suite is named twice"),
+            (
+                "regressions+corpus",
+                BadSuite::CorpusTwice,
+                "regressions already contains corpus",
+            ),
+        ] {
+            let e = suite(s);
+            assert!(
+                matches!(&e, PlanError::Suite { suite, why: w } if suite == s && *w == why),
+                "{e:?}"
+            );
+            assert_eq!(e.to_string(), format!("--suite {s}: {text}"));
+        }
+        let bounds = Some(Config::default());
+        let e = Request::new(Some("corpus"), false, bounds, &[], "linux-6.18").unwrap_err();
+        assert_eq!(e.to_string(), "bounds flags and --config apply only to --suite coverage (the corpus suite's scenarios are fixed)");
+        let mut req = Request::new(Some("corpus"), false, None, &[], "linux-6.18").unwrap();
+        let dir = std::env::temp_dir().join(format!("trc-kcheck-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        req.corpus = dir.clone();
+        let Err(e) = req.plan(&dir.join("work"), &mut |_| {}) else {
+            panic!("an empty corpus is planned");
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            matches!(&e, PlanError::NoScripts { corpus } if *corpus == dir),
+            "{e:?}"
         );
     }
 

@@ -3,10 +3,10 @@
 //! is this plus argument parsing and printing.
 
 use crate::coverage::{self, CoveragePlan};
-use crate::PlanError;
 use crate::{
     evaluate_all, plan as plan_suite, summarise, Accepted, Case, CheckReport, Monitor, Suite,
 };
+use crate::{BadSuite, PlanError};
 use std::path::{Path, PathBuf};
 use trc_kernel::target::{Batch, NoReport, ScriptRun, Target, TargetError};
 use trc_model::Profile;
@@ -34,15 +34,15 @@ pub fn parse_suites(s: &str) -> Result<Vec<Suite>, PlanError> {
         .collect::<Result<_, _>>()?;
     let mut names: Vec<String> = out.iter().map(Suite::name).collect();
     names.sort();
+    let bad = |why| PlanError::Suite {
+        suite: s.to_string(),
+        why,
+    };
     if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err(PlanError::Request(format!(
-            "--suite {s}: a suite is named twice"
-        )));
+        return Err(bad(BadSuite::Twice));
     }
     if out.contains(&Suite::Regressions) && out.contains(&Suite::Corpus) {
-        return Err(PlanError::Request(format!(
-            "--suite {s}: regressions already contains corpus"
-        )));
+        return Err(bad(BadSuite::CorpusTwice));
     }
     Ok(out)
 }

@@ -76,7 +76,10 @@ fn bad_requests_say_why() {
         "linux-6.18",
     )
     .unwrap_err();
-    assert!(matches!(e, PlanError::Request(_)), "{e:?}");
+    assert!(
+        matches!(e, PlanError::BoundsWithoutCoverage { .. }),
+        "{e:?}"
+    );
     assert!(
         e.to_string().contains("apply only to --suite coverage"),
         "{e}"
@@ -84,6 +87,7 @@ fn bad_requests_say_why() {
     let e = Request::new(None, false, None, &["I99".into()], "linux-6.18").unwrap_err();
     assert!(e.to_string().contains("I99"), "{e}");
     let e = Request::new(Some("bogus"), false, None, &[], "linux-6.18").unwrap_err();
+    assert!(matches!(e, PlanError::Suite { .. }), "{e:?}");
     assert!(e.to_string().contains("--suite bogus"), "{e}");
     let e = Request::new(None, false, None, &[], "no-such-profile").unwrap_err();
     assert!(matches!(e, PlanError::Profile(_)), "{e:?}");

@@ -418,7 +418,7 @@ mod tests {
     fn wrong_arguments_are_the_libraries_typed_errors() {
         let e = request(&["--suite", "bogus"]).unwrap_err();
         assert!(
-            matches!(e, RequestError::Plan(PlanError::Request(_))),
+            matches!(e, RequestError::Plan(PlanError::Suite { .. })),
             "{e:?}"
         );
         let e = request(&["--properties", "I99"]).unwrap_err();

@@ -1,12 +1,14 @@
 //! [`State::fingerprint`]: a fast 64-bit fingerprint of a state for the checker engine.
 //!
 //! The derived `Hash` makes one hasher call per field (~150 for a state); this packs the state
-//! into 64-bit words instead (small fields bit-packed, two `u32`s per word, variable-length
+//! into 64-bit words instead (small fields bit-packed, or a byte each in their memory order
+//! where they lie side by side, so that a word is one load; two `u32`s per word; variable-length
 //! parts prefixed by their lengths) and folds them as they are made, two words per
 //! wyhash-style 128-bit multiply into two alternating lanes, with no word buffer: the fixed part
 //! is arrays of constant length (unrolled, in registers), each sequence is padded to whole pairs.
 //! (The earlier version buffered up to 64 words and folded them four lanes at a time: 1,577
-//! instructions per state on `trc bench` case 3 against 1,179 now; notebook, 2026-12-04.)
+//! instructions per state on `trc bench` case 3 against 1,179 with the two lanes and about 1,110
+//! with the byte words and one deref per sequence; notebook, 2026-12-04.)
 //!
 //! The packing is injective (a prefix-free encoding: every tag and length is written before
 //! the fields it governs), so two states get the same fingerprint only if they are equal or
@@ -182,7 +184,7 @@ impl State {
         let (undos, reductions, undo_rtx) = (&ev.undos[..], &ev.reductions[..], &ev.undo_rtx[..]);
         let mut f = Fold::new();
         // Tags, small fields and lengths first: everything that decides the layout below.
-        let [b0, b1] = budget_words(budget, sender.rack.reo_wnd_steps, &sender.ghost, *held);
+        let [y0, y1, y2] = byte_words(sender, budget);
         let [ls, lf, lk, lu, lr, lx, m0, m1, m2, m3] = lens16([
             segs.len(),
             flight.len(),
@@ -197,12 +199,17 @@ impl State {
         ]);
         debug_assert!(lu < 256 && lr < 256);
         f.words([
-            sender_flags(sender, *tsq_full),
-            b0,
-            b1,
+            y0,
+            y1,
+            y2,
+            tag_word(sender, *tsq_full, *held, budget.old_acks),
             ls | lf << 16 | lk << 32 | (lu & 0xff) << 48 | (lr & 0xff) << 56,
             m0 | m1 << 16 | m2 << 32 | m3 << 48,
             p2(*ts_recent, lx as u32),
+            sender
+                .ghost
+                .frto_owed
+                .map_or(0, |(a, z)| 1 << 32 | a as u64 | (z as u64) << 16),
         ]);
         // Fixed-width fields.
         f.words(sender_words(sender, *now));
@@ -269,49 +276,14 @@ fn eifel_word(e: &EifelProof) -> u64 {
     *from as u64 | (*to as u64) << 16 | e4(*ca_state as u64) << 32 | (*undo_retrans as u64) << 40
 }
 
-/// The sender's flags, enum tags and small counters, bit-packed into one word.
+/// The small fields that sit next to each other in memory, a byte each, in their memory order:
+/// the sender's eight `bool`s; its `ca_state` and three `u8` counters with RACK's two `u8`s and
+/// two `bool`s; the budget's `u16` and six `u8`s (as rustc lays the structs out today, so that
+/// each word compiles to one or two loads instead of a load, shift and or per field). Another
+/// layout only costs instructions: every field keeps its own byte, so the encoding stays
+/// injective.
 #[inline(always)]
-fn sender_flags(s: &Sender, tsq_full: bool) -> u64 {
-    let ev = &s.ghost.ev;
-    let (timer_tag, lr_tag, ep_tag) = (
-        s.timer.map_or(0, |t| 1 + e4(t.kind as u64)),
-        s.ghost.last_reduction.map_or(0, |(_, k)| 1 + e4(k as u64)),
-        s.ghost.episode.map_or(0, |e| 1 + b(e.undone)),
-    );
-    let re_tag = ev.recovery_end.map_or(0, |(_, _, undone)| 1 + b(undone));
-    let left_tag = ev
-        .left_recovery
-        .map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)));
-    b(s.sack_ok)
-        | b(s.ts_ok) << 1
-        | b(s.frto) << 2
-        | b(s.tlp_retrans) << 3
-        | b(s.is_cwnd_limited) << 4
-        | b(s.is_sack_reneg) << 5
-        | b(s.ecn_queue_cwr) << 6
-        | b(s.rack.advanced) << 7
-        | b(s.rack.dsack_seen) << 8
-        | b(tsq_full) << 9
-        | b(matches!(s.cc, Cc::Cubic(_))) << 10
-        | b(ev.prr_zero_prior_cwnd) << 11
-        | b(ev.nonsack_hold) << 12
-        | b(ev.entered_loss) << 13
-        | b(ev.hystart.is_some()) << 14
-        | b(ev.idle_restart.is_some()) << 15
-        | e4(s.ca_state as u64) << 16
-        | timer_tag << 20
-        | lr_tag << 25
-        | ep_tag << 30
-        | re_tag << 32
-        | left_tag << 34
-        | b(s.undo_echo_unproven) << 38
-        | (s.reord_seen as u64) << 40
-        | (s.icsk_retransmits as u64) << 48
-        | (s.icsk_backoff as u64) << 56
-}
-
-#[inline(always)]
-fn budget_words(budget: &Budget, reo_wnd_steps: u8, g: &SenderGhost, held_ack: bool) -> [u64; 2] {
+fn byte_words(s: &Sender, budget: &Budget) -> [u64; 3] {
     let Budget {
         losses,
         ack_losses,
@@ -320,29 +292,67 @@ fn budget_words(budget: &Budget, reo_wnd_steps: u8, g: &SenderGhost, held_ack: b
         tsq,
         ece,
         writes,
-        old_acks,
+        old_acks: _, // in the tag word
     } = budget;
-    // Second word's bits: 0-7 reo_wnd_steps, 8-10 ghost flags, 11 a held ACK, 12-13 the
-    // Eifel-proof ghosts present (packed at the end), 16-47 the owed F-RTO range, 48-55 the
-    // old-ACK budget.
+    let r = &s.rack;
+    let [w0, w1] = writes.to_le_bytes();
     [
-        *losses as u64
-            | (*ack_losses as u64) << 8
-            | (*rtos as u64) << 16
-            | (*tlps as u64) << 24
-            | (*tsq as u64) << 32
-            | (*ece as u64) << 40
-            | (*writes as u64) << 48,
-        reo_wnd_steps as u64
-            | b(g.init_undo_ignored_tlp) << 8
-            | b(g.frto_ref) << 9
-            | g.frto_owed
-                .map_or(0, |(a, z)| 1 << 10 | (a as u64) << 16 | (z as u64) << 32)
-            | b(held_ack) << 11
-            | b(g.undo_owed.is_some()) << 12
-            | b(g.ev.eifel.is_some()) << 13
-            | (*old_acks as u64) << 48,
+        u64::from_le_bytes([
+            s.sack_ok as u8,
+            s.ts_ok as u8,
+            s.frto as u8,
+            s.tlp_retrans as u8,
+            s.is_cwnd_limited as u8,
+            s.is_sack_reneg as u8,
+            s.undo_echo_unproven as u8,
+            s.ecn_queue_cwr as u8,
+        ]),
+        u64::from_le_bytes([
+            s.ca_state as u8,
+            s.reord_seen,
+            s.icsk_retransmits,
+            s.icsk_backoff,
+            r.reo_wnd_steps,
+            r.reo_wnd_persist,
+            r.advanced as u8,
+            r.dsack_seen as u8,
+        ]),
+        u64::from_le_bytes([w0, w1, *losses, *ack_losses, *rtos, *tlps, *tsq, *ece]),
     ]
+}
+
+/// The remaining flags, the enum and `Option` tags, and the old-ACK budget, bit-packed into
+/// one word: bits 0-11 flags, 12-31 tags, 32-39 `old_acks`.
+#[inline(always)]
+fn tag_word(s: &Sender, tsq_full: bool, held_ack: bool, old_acks: u8) -> u64 {
+    let (g, ev) = (&s.ghost, &s.ghost.ev);
+    let (timer_tag, lr_tag, ep_tag) = (
+        s.timer.map_or(0, |t| 1 + e4(t.kind as u64)),
+        g.last_reduction.map_or(0, |(_, k)| 1 + e4(k as u64)),
+        g.episode.map_or(0, |e| 1 + b(e.undone)),
+    );
+    let re_tag = ev.recovery_end.map_or(0, |(_, _, undone)| 1 + b(undone));
+    let left_tag = ev
+        .left_recovery
+        .map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)));
+    b(tsq_full)
+        | b(matches!(s.cc, Cc::Cubic(_))) << 1
+        | b(ev.prr_zero_prior_cwnd) << 2
+        | b(ev.nonsack_hold) << 3
+        | b(ev.entered_loss) << 4
+        | b(ev.hystart.is_some()) << 5
+        | b(ev.idle_restart.is_some()) << 6
+        | b(g.init_undo_ignored_tlp) << 7
+        | b(g.frto_ref) << 8
+        | b(held_ack) << 9
+        | b(g.undo_owed.is_some()) << 10
+        | b(g.ev.eifel.is_some()) << 11
+        | timer_tag << 12
+        | lr_tag << 17
+        | ep_tag << 22
+        | re_tag << 24
+        | left_tag << 26
+        | (old_acks as u64) << 32
 }
 
 /// The sender's fixed-width fields (every field named: a new one is a compile error here).
@@ -399,7 +409,7 @@ fn sender_words(s: &Sender, now: u32) -> [u64; 22] {
         rtt_us,
         advanced: _,
         reo_wnd_steps: _,
-        reo_wnd_persist,
+        reo_wnd_persist: _,
         dsack_seen: _,
     } = rack;
     let SenderGhost {
@@ -445,10 +455,7 @@ fn sender_words(s: &Sender, now: u32) -> [u64; 22] {
         p2(*prr_delivered, *prr_out),
         p2(*max_packets_out, *cwnd_usage_seq),
         p2(*total_retrans, *dsack_dups),
-        p2(
-            timer.map_or(0, |t: Timer| t.deadline),
-            *reo_wnd_persist as u32 | (*sub as u32) << 8,
-        ),
+        p2(timer.map_or(0, |t: Timer| t.deadline), *sub as u32),
         p2(
             last_reduction.map_or(0, |(seq, _)| seq),
             episode.map_or(0, |e: Episode| e.start_una),

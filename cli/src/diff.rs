@@ -128,21 +128,11 @@ pub fn run_diff(a: DiffArgs) -> i32 {
             sack: a.conn.sack(),
             ts: a.conn.ts(),
             max_steps: a.max_steps,
-            // A bulk transfer's ACKs arrive in bursts, as its packets left: spacing them out
-            // would be another scenario (HyStart's ACK-train detector reads the spacing).
-            gap_ms: if a.bulk.is_some() {
-                0
+            ..if a.bulk.is_some() {
+                GenOptions::bulk()
             } else {
-                GenOptions::default().gap_ms
-            },
-            // Its ACKs come every few ms: the random walks' 15 ms distance from a pending
-            // timer would refuse it; an injected ACK is late by well under 5 ms.
-            margin_ms: if a.bulk.is_some() {
-                5
-            } else {
-                GenOptions::default().margin_ms
-            },
-            ..GenOptions::default()
+                GenOptions::default()
+            }
         },
         reruns: a.reruns,
         out: a.out.clone(),

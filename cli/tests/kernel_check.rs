@@ -107,7 +107,10 @@ fn assert_small_suite(code: i32, out: &str, err: &str) {
 fn input_errors_and_skips() {
     let (c, _, e) = trc!(&["kernel", "check", "--suite", "bogus"]);
     assert_eq!(c, 2, "{e}");
-    assert!(e.contains("expected regressions, corpus or random"), "{e}");
+    assert!(
+        e.contains("expected regressions, corpus, random:N[,SEED], coverage or bulk"),
+        "{e}"
+    );
     let (c, _, e) = trc!(&["kernel", "check", "--suite", "random:0"]);
     assert_eq!(c, 2, "{e}");
     let (c, _, e) = trc!(&["kernel", "check", "--properties", "I1,I5"]);

@@ -64,6 +64,20 @@ impl Default for GenOptions {
     }
 }
 
+impl GenOptions {
+    /// The export options of a bulk transfer ([`bulk`]): its ACKs keep the spacing they have
+    /// (HyStart's ACK-train detector reads it: spacing them out would be another scenario), and
+    /// they come every few ms, where the random walks' 15 ms distance from a pending timer
+    /// would refuse them (an injected ACK is late by well under 5 ms).
+    pub fn bulk() -> Self {
+        GenOptions {
+            gap_ms: 0,
+            margin_ms: 5,
+            ..GenOptions::default()
+        }
+    }
+}
+
 /// One generated scenario.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scenario {

@@ -74,6 +74,9 @@ pub enum PlanError {
     /// A directory or script the plan lists or writes.
     #[error(transparent)]
     Io(#[from] trc_files::PathError),
+    /// A transfer of the bulk suite the model cannot walk (a table entry's error).
+    #[error("bulk suite: {0}")]
+    Bulk(#[from] trc_diff::generate::BulkError),
     /// A model path that could not be exported as a script; `what` names it.
     #[error("{what}: {why}")]
     Export {
@@ -91,7 +94,7 @@ pub enum BadSuite {
     RandomRange,
     #[error("SEED must be a number")]
     Seed,
-    #[error("expected regressions, corpus or random:N[,SEED], or coverage")]
+    #[error("expected regressions, corpus, random:N[,SEED], coverage or bulk")]
     Unknown,
     #[error("a suite is named twice")]
     Twice,
@@ -114,11 +117,28 @@ pub enum Suite {
     /// Shortest paths through every decision-point branch reachable at these bounds
     /// ([`coverage::plan`]).
     Coverage(Box<Config>),
+    /// Transfers at a real size ([`BULK_SUITE`]), as `trc diff --bulk` runs them: slow start
+    /// past HyStart's detectors, a loss in a large window and CUBIC's growth after it.
+    Bulk,
 }
 
+/// The bulk suite: (segments, dropped segments, SACK, timestamps, bottleneck ms) of each
+/// transfer ([`trc_diff::bulk`]), from the model alone. A bottleneck of 1 ms makes the ACKs a
+/// train that grows with the queue (HyStart's ACK-train and delay detectors,
+/// `hystart_update()`); none sends them in bursts; a drop ends slow start by a loss, so CUBIC
+/// reduces and grows again (`cubictcp_recalc_ssthresh()`, `bictcp_update()`).
+pub const BULK_SUITE: &[(u16, &[u32], bool, bool, u32)] = &[
+    (150, &[], true, true, 1),
+    (150, &[], true, true, 0),
+    (150, &[80], true, true, 1),
+    (150, &[80], false, true, 1),
+    (120, &[], true, false, 1),
+    (150, &[40], true, true, 0),
+];
+
 impl Suite {
-    /// `regressions`, `corpus`, `random:N[,SEED]` (seed 1 by default) or `coverage` (at the
-    /// default bounds; the caller sets others).
+    /// `regressions`, `corpus`, `random:N[,SEED]` (seed 1 by default), `coverage` (at the
+    /// default bounds; the caller sets others) or `bulk`.
     pub fn parse(s: &str) -> Result<Suite, PlanError> {
         if s == "regressions" {
             return Ok(Suite::Regressions);
@@ -128,6 +148,9 @@ impl Suite {
         }
         if s == "coverage" {
             return Ok(Suite::Coverage(Box::default()));
+        }
+        if s == "bulk" {
+            return Ok(Suite::Bulk);
         }
         let bad = |why| PlanError::Suite {
             suite: s.to_string(),
@@ -158,6 +181,7 @@ impl Suite {
             Suite::Corpus => "corpus".into(),
             Suite::Random { n, seed } => format!("random:{n},{seed}"),
             Suite::Coverage(_) => "coverage".into(),
+            Suite::Bulk => "bulk".into(),
         }
     }
 }
@@ -387,41 +411,83 @@ pub fn plan(
             let g = GenOptions::default();
             let dir = work.join("random");
             trc_trace::write_defaults(&dir).map_err(trc_files::at(&dir))?;
-            let mut cases = Vec::new();
-            for i in 0..*n {
-                let sc = generate(profile, *seed, i, &g);
-                let x = trc_diff::export_actions(profile, &sc, &sc.actions, &g).map_err(|why| {
-                    PlanError::Export {
-                        what: format!("scenario {i}"),
-                        why,
-                    }
-                })?;
-                let f = dir.join(format!("{}.pkt", sc.name()));
-                trc_files::write_atomic(&f, x.pkt.as_bytes()).map_err(trc_files::at(&f))?;
-                let mut c = Case::from_file(
-                    &f,
-                    format!("random/{}", sc.name()),
-                    format!(
+            (0..*n)
+                .map(|i| {
+                    let sc = generate(profile, *seed, i, &g);
+                    let origin = format!(
                         "trc diff walk {i} of seed {seed} ({} actions, scenario seed {:#x})",
                         sc.actions.len(),
                         sc.seed
-                    ),
-                )?;
-                let how = shrink::How::Walk {
-                    gen: g.clone(),
-                    name: format!("{} seed {:#x}", sc.name(), sc.seed),
-                };
-                c = c.with_actions(shrink::ActionList {
-                    cfg: sc.cfg.clone(),
-                    profile: profile.clone(),
-                    actions: sc.actions.clone(),
-                    how,
-                });
-                cases.push(c);
-            }
-            Ok(cases)
+                    );
+                    walk_case(&dir, "random", &sc, origin, &g, profile)
+                })
+                .collect()
+        }
+        Suite::Bulk => {
+            let g = GenOptions::bulk();
+            let dir = work.join("bulk");
+            trc_trace::write_defaults(&dir).map_err(trc_files::at(&dir))?;
+            BULK_SUITE
+                .iter()
+                .map(|&(segments, drops, sack, ts, neck)| {
+                    let sc = trc_diff::bulk(segments, drops, sack, ts, neck, profile)?;
+                    let origin = format!(
+                        "trc diff --bulk {segments}{}{}{}{} ({} actions)",
+                        if drops.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " --drop {}",
+                                drops
+                                    .iter()
+                                    .map(u32::to_string)
+                                    .collect::<Vec<_>>()
+                                    .join(",")
+                            )
+                        },
+                        if neck > 0 {
+                            format!(" --bottleneck {neck}")
+                        } else {
+                            String::new()
+                        },
+                        if sack { "" } else { " --no-sack" },
+                        if ts { "" } else { " --no-ts" },
+                        sc.actions.len()
+                    );
+                    walk_case(&dir, "bulk", &sc, origin, &g, profile)
+                })
+                .collect()
         }
     }
+}
+
+/// A generated scenario as a case: exported with `g` into `dir`, named `SUITE/NAME`, with its
+/// action list for shrinking.
+fn walk_case(
+    dir: &Path,
+    suite: &str,
+    sc: &trc_diff::Scenario,
+    origin: String,
+    g: &GenOptions,
+    profile: &Profile,
+) -> Result<Case, PlanError> {
+    let x =
+        trc_diff::export_actions(profile, sc, &sc.actions, g).map_err(|why| PlanError::Export {
+            what: format!("scenario {}", sc.name()),
+            why,
+        })?;
+    let f = dir.join(format!("{}.pkt", sc.name()));
+    trc_files::write_atomic(&f, x.pkt.as_bytes()).map_err(trc_files::at(&f))?;
+    let c = Case::from_file(&f, format!("{suite}/{}", sc.name()), origin)?;
+    Ok(c.with_actions(shrink::ActionList {
+        cfg: sc.cfg.clone(),
+        profile: profile.clone(),
+        actions: sc.actions.clone(),
+        how: shrink::How::Walk {
+            gen: g.clone(),
+            name: format!("{} seed {:#x}", sc.name(), sc.seed),
+        },
+    }))
 }
 
 /// The first line where the kernel run and the profile's replay differ.

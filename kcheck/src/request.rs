@@ -425,7 +425,7 @@ mod tests {
             (
                 "bogus",
                 BadSuite::Unknown,
-                "expected regressions, corpus or random:N[,SEED], or coverage",
+                "expected regressions, corpus, random:N[,SEED], coverage or bulk",
             ),
             ("corpus+corpus", BadSuite::Twice, "a suite is named twice"),
             (

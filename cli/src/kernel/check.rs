@@ -17,7 +17,9 @@ files of --corpus only), random:N[,SEED] \
 (trc diff's seeded walks on --profile) or coverage (shortest kernel-runnable paths of the state graph at the bounds \
 flags or --config, trc check's defaults unless given, chosen so that together they go through every decision-point \
 branch reachable there; the report says which branches were covered, which are reachable only through model-only \
-paths and which not at all). Each scenario runs once on the kernel (the running one, in a private network \
+paths and which not at all) or bulk (six transfers of 120-150 segments as trc diff --bulk runs them: ACK \
+trains through a 1 ms bottleneck or bursts, with or without a loss in a large window, SACK or not; slow start \
+past HyStart's detectors and CUBIC's growth after a reduction). Each scenario runs once on the kernel (the running one, in a private network \
 namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
 with a kernel monitor: I1, I2, I3, I11, I12, I13, I14, I15b, I15c, I17, I20, I20e (docs/reference/properties.md). Exit codes: 0 every property holds, 1 one is \
@@ -25,7 +27,7 @@ violated, 2 usage error, 3 incomplete (a scenario did not run, or no scenario de
 (not root or no tun; with --kernel: no qemu or no kernel image)."
 )]
 pub struct CheckArgs {
-    /// regressions, corpus, random:N[,SEED] or coverage, or several joined by `+`
+    /// regressions, corpus, random:N[,SEED], coverage or bulk, or several joined by `+`
     /// (default: regressions; with --patch or --against-kernel: regressions+coverage+random:20).
     #[arg(long)]
     pub suite: Option<String>,

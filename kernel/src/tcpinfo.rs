@@ -2,7 +2,6 @@
 //! packetdrill name (`tcpi_snd_cwnd`, ...).
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Layout of `struct tcp_info` as of Linux 6.7+ (fields after `tcpi_snd_wnd`
 /// were appended over time; the kernel copies `min(optlen, sizeof)` bytes and
@@ -151,15 +150,13 @@ fn end_offset(name: &str) -> usize {
 impl TcpInfoRaw {
     /// Every `tcpi_*` name packetdrill binds that the kernel filled in (`len`: the length
     /// `getsockopt` returned), and the names it did not.
-    pub fn values(&self, len: usize) -> (BTreeMap<String, u64>, Vec<String>) {
-        let mut have = BTreeMap::new();
+    pub fn values(&self, len: usize) -> (Vec<(&'static str, u64)>, Vec<&'static str>) {
+        let mut have = Vec::with_capacity(trc_pkt::symbols::TCPI_FIELDS.len());
         let mut missing = Vec::new();
         for n in trc_pkt::symbols::TCPI_FIELDS {
             match self.get(n) {
-                Some(v) if end_offset(n) <= len => {
-                    have.insert(n.to_string(), v as u64);
-                }
-                _ => missing.push(n.to_string()),
+                Some(v) if end_offset(n) <= len => have.push((*n, v as u64)),
+                _ => missing.push(*n),
             }
         }
         (have, missing)
@@ -337,14 +334,12 @@ mod tests {
         }
         // A 6.1-sized struct (up to tcpi_rcv_wnd) lacks the newer names.
         let (have, missing) = t.values(236);
-        assert!(have.contains_key("tcpi_snd_cwnd") && have.contains_key("tcpi_rcv_wnd"));
-        assert!(
-            missing.contains(&"tcpi_rehash".to_string())
-                && missing.contains(&"tcpi_received_ce".to_string())
-        );
+        let has = |n: &str| have.iter().any(|(k, _)| *k == n);
+        assert!(has("tcpi_snd_cwnd") && has("tcpi_rcv_wnd"));
+        assert!(missing.contains(&"tcpi_rehash") && missing.contains(&"tcpi_received_ce"));
         assert_eq!(
             t.values(std::mem::size_of::<TcpInfoRaw>()).1,
-            Vec::<String>::new()
+            Vec::<&str>::new()
         );
         assert_eq!(t.get("tcpi_snd_cwnd"), Some(7));
         assert_eq!(t.get("tcpi_snd_wscale"), Some(7));

@@ -174,10 +174,10 @@ pub enum SysResult {
 /// What the backend knows at a `%{ }%` block.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CodeValues {
-    /// `tcpi_*` values (and any other name the backend binds).
-    pub values: BTreeMap<String, u64>,
+    /// `tcpi_*` values (and any other name the backend binds; a later pair wins).
+    pub values: Vec<(&'static str, u64)>,
     /// `tcpi_*` names it cannot provide.
-    pub missing: Vec<String>,
+    pub missing: Vec<&'static str>,
 }
 
 /// Why a backend has no values for a `%{ }%` block (packetdrill's words: its `getsockopt` of

@@ -22,17 +22,27 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// One block with what it may read.
-#[derive(Clone, Debug, Serialize)]
+/// One block with what it may read. Made between two events of a live run: the names are the
+/// backend's static ones, nothing is allocated per name.
+#[derive(Clone, Debug)]
 pub struct Block {
     /// Script line of the block (packetdrill's `_line`).
     pub line: u32,
     pub code: String,
     /// Names bound before the block runs, besides the constants [`evaluate`] binds for every
-    /// block: the backend's `tcpi_*` values.
-    pub bindings: BTreeMap<String, u64>,
+    /// block: the backend's `tcpi_*` values (a later pair wins).
+    pub bindings: Vec<(&'static str, u64)>,
     /// `tcpi_*` names the backend could not provide: a block reading one is out of scope.
-    pub missing: Vec<String>,
+    pub missing: Vec<&'static str>,
+}
+
+/// A block as the driver reads it.
+#[derive(Serialize)]
+struct SentBlock<'a> {
+    line: u32,
+    code: &'a str,
+    bindings: BTreeMap<&'a str, u64>,
+    missing: &'a [&'static str],
 }
 
 /// What became of one block.
@@ -176,20 +186,24 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
         file: &'a str,
         /// The constants, bound before every block (sent once: thousands of blocks).
         common: BTreeMap<String, u64>,
-        blocks: Vec<Block>,
+        blocks: Vec<SentBlock<'a>>,
     }
     let common = constant_bindings();
     // Each block sends only what differs from the constants.
-    let sent: Vec<Block> = blocks
+    let sent: Vec<SentBlock> = blocks
         .iter()
-        .map(|b| Block {
+        .map(|b| SentBlock {
+            line: b.line,
+            code: &b.code,
             bindings: b
                 .bindings
                 .iter()
-                .filter(|(k, v)| common.get(*k) != Some(*v))
-                .map(|(k, v)| (k.clone(), *v))
+                .rev()
+                .filter(|(k, v)| common.get(*k) != Some(v))
+                .map(|(k, v)| (*k, *v))
+                .rev()
                 .collect(),
-            ..b.clone()
+            missing: &b.missing,
         })
         .collect();
     let input = serde_json::to_vec(&Req {
@@ -320,14 +334,12 @@ fn find_program(name: &str) -> Option<std::path::PathBuf> {
 mod tests {
     use super::*;
 
-    fn block(line: u32, code: &str, b: &[(&str, u64)], missing: &[&str]) -> Block {
-        let mut bindings = constant_bindings();
-        bindings.extend(b.iter().map(|(n, v)| (n.to_string(), *v)));
+    fn block(line: u32, code: &str, b: &[(&'static str, u64)], missing: &[&'static str]) -> Block {
         Block {
             line,
             code: code.into(),
-            bindings,
-            missing: missing.iter().map(|s| s.to_string()).collect(),
+            bindings: b.to_vec(),
+            missing: missing.to_vec(),
         }
     }
 

@@ -15,7 +15,6 @@
 
 use crate::driver::{Driver, Sent};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use trc_model::sender::ack::AckSeg;
 use trc_model::{CcKind, Config, Profile};
 use trc_pkt::ast::{Expr, Packet, Script, StatementKind, Syscall};
@@ -1355,16 +1354,14 @@ impl Backend for ModelBackend<'_> {
     }
 
     fn code_values(&mut self) -> Result<CodeValues, CodeValuesError> {
-        let mut values = BTreeMap::new();
+        let mut values = Vec::new();
         let mut missing = Vec::new();
         for f in trc_pkt::symbols::TCPI_FIELDS {
             // After close() the socket is in FIN_WAIT/TIME_WAIT, states the model does not have.
             let closed = self.teardown.is_some() && *f == "tcpi_state";
             match self.d.as_ref().and_then(|d| d.tcpi(f)).filter(|_| !closed) {
-                Some(v) => {
-                    values.insert(f.to_string(), v as u64);
-                }
-                None => missing.push(f.to_string()),
+                Some(v) => values.push((*f, v as u64)),
+                None => missing.push(*f),
             }
         }
         Ok(CodeValues { values, missing })

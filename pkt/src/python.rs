@@ -189,21 +189,19 @@ pub fn evaluate(file: &str, blocks: &[Block], python: &str) -> Result<Vec<Outcom
         blocks: Vec<SentBlock<'a>>,
     }
     let common = constant_bindings();
-    // Each block sends only what differs from the constants.
+    // Each block sends only what differs from the constants: its pairs as a map first (a later
+    // pair wins), then those equal to a constant dropped.
     let sent: Vec<SentBlock> = blocks
         .iter()
-        .map(|b| SentBlock {
-            line: b.line,
-            code: &b.code,
-            bindings: b
-                .bindings
-                .iter()
-                .rev()
-                .filter(|(k, v)| common.get(*k) != Some(v))
-                .map(|(k, v)| (*k, *v))
-                .rev()
-                .collect(),
-            missing: &b.missing,
+        .map(|b| {
+            let mut bindings: BTreeMap<&str, u64> = b.bindings.iter().copied().collect();
+            bindings.retain(|k, v| common.get(*k) != Some(v));
+            SentBlock {
+                line: b.line,
+                code: &b.code,
+                bindings,
+                missing: &b.missing,
+            }
         })
         .collect();
     let input = serde_json::to_vec(&Req {
@@ -349,6 +347,29 @@ mod tests {
             .arg("pass")
             .status()
             .is_ok_and(|s| s.success())
+    }
+
+    /// A block's pairs are bound in order (a later one wins) after the constants, also where
+    /// the later pair has a constant's value and is therefore not sent.
+    #[test]
+    fn a_later_pair_wins_even_with_a_constants_value() {
+        if !have_python() {
+            eprintln!("skipped: no python3");
+            return;
+        }
+        let pairs = [
+            ("TCP_CA_Recovery", 9),
+            ("TCP_CA_Recovery", 3),
+            ("tcpi_lost", 2),
+        ];
+        let b = [block(
+            1,
+            "assert (TCP_CA_Recovery, tcpi_lost) == (3, 2)",
+            &pairs,
+            &[],
+        )];
+        let r = evaluate("t.pkt", &b, "python3").unwrap();
+        assert!(matches!(&r[0], Outcome::Pass { .. }), "{:?}", r[0]);
     }
 
     #[test]

@@ -231,7 +231,7 @@ impl State {
             sent as u64 | (seg as u64) << 32 | b(rtx) << 48
         });
         f.seq(sacks, |&(s, e)| p2(s as u32, e as u32));
-        // The held ACK only when there is one (its tag is in the budget word).
+        // The held ACK only when there is one (its tag is in the tag word).
         if *held {
             f.word(*n as u64 | (*ack as u64) << 8 | (*tsecr as u64) << 32);
             f.word(
@@ -248,7 +248,7 @@ impl State {
             );
         }
         event_words(&mut f, ev, undos, undo_rtx, reductions);
-        // The Eifel-proof ghosts only when set (tagged in the budget word), like the held ACK.
+        // The Eifel-proof ghosts only when set (tagged in the tag word), like the held ACK.
         if let Some(proof) = sender.ghost.undo_owed {
             f.word(eifel_word(&proof));
         }
@@ -398,7 +398,7 @@ fn sender_words(s: &Sender, now: u32) -> [u64; 22] {
         undo_echo_unproven: _,
         ecn_queue_cwr: _,
         timer,
-        cc: _, // tagged in the flags word, CUBIC's fields packed apart
+        cc: _, // tagged in the tag word, CUBIC's fields packed apart
         segs: _,
         ghost,
     } = s;

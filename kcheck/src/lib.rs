@@ -12,7 +12,8 @@
 //! counterexample of every property on every built-in profile that a kernel can run, exported
 //! as `trc check --out` does), `corpus` (the scripts only) and `random:N[,SEED]` (`trc diff`'s
 //! seeded walks); `coverage` ([`coverage`]: paths of the exhaustive state graph that go through
-//! every decision-point branch reachable at the given bounds).
+//! every decision-point branch reachable at the given bounds); `bulk` ([`BULK_SUITE`]: whole
+//! transfers of 120-150 segments, as `trc diff --bulk` generates them).
 //!
 //! [`run`] is the check as a library call (a [`run::Plan`] on a target); [`patch`] compares two
 //! kernels (a base and a patched build) on the same plan.

@@ -14,7 +14,7 @@ use trc_vm::flags::VmFlags;
     after_help = "Suites: regressions (every .pkt under counterexamples/, plus the shortest counterexample of every \
 property on every built-in profile that a kernel can run, exported as trc check --out does), corpus (the .pkt \
 files of --corpus only), random:N[,SEED] \
-(trc diff's seeded walks on --profile) or coverage (shortest kernel-runnable paths of the state graph at the bounds \
+(trc diff's seeded walks on --profile), coverage (shortest kernel-runnable paths of the state graph at the bounds \
 flags or --config, trc check's defaults unless given, chosen so that together they go through every decision-point \
 branch reachable there; the report says which branches were covered, which are reachable only through model-only \
 paths and which not at all) or bulk (six transfers of 120-150 segments as trc diff --bulk runs them: ACK \

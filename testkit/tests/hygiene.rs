@@ -52,7 +52,10 @@ fn skip_literal(c: &[char], i: usize, line: &mut usize) -> Option<usize> {
         }
         ('"', _) => i + 1,
         // A character literal ('x', '\n', '\u{7b}'), not a lifetime or a label ('a).
-        ('\'', Some('\\')) => return Some(i + 2 + c[i + 2..].iter().position(|&x| x == '\'')? + 1),
+        // An escape: the closing quote is after the escaped character ('\'' too).
+        ('\'', Some('\\')) => {
+            return Some(i + 3 + c.get(i + 3..)?.iter().position(|&x| x == '\'')? + 1)
+        }
         ('\'', Some(_)) if at(i + 2) == Some('\'') => return Some(i + 3),
         _ => return None,
     };
@@ -208,7 +211,7 @@ fn no_function_spans_more_than_120_lines() {
 
 #[test]
 fn functions_are_found_past_literals_and_comments() {
-    let src = "fn a() {\n    let s = \"}\";\n    let c = '}';\n    // }\n    /* } /* } */ */\n}\n\
+    let src = "fn a() {\n    let s = \"}\";\n    let c = ['\\'','}'];\n    // }\n    /* } /* } */ */\n}\n\
                fn b<'x>(v: [u8; 2]) -> &'x str {\n    r#\"}\"\n\"#\n}\n\
                trait T { fn c(&self); fn d(&self) {} }\n";
     assert_eq!(

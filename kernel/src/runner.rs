@@ -288,7 +288,11 @@ impl<'a> KernelBackend<'a> {
     /// move them: an injection, a system call, a shell line, time passing (a timer may fire) or
     /// the end. Statements that only look (an outbound line whose packet is already captured, a
     /// `%{ }%` block) leave them where they were, so the values are those right after each
-    /// statement, as if read then.
+    /// statement, as if read then. Not quite always: what the kernel does on its own between a
+    /// statement and the next read is counted with that statement (a blocking call's thread
+    /// sending, a timer due within microseconds, or TSQ sending more when the capture's read
+    /// frees the tun's packets, which `next_outbound` does before it settles), where a read
+    /// right after the statement would have left it to the next one.
     fn settle_counters(&mut self) {
         if self.mib_pending.is_empty() {
             return;

@@ -73,10 +73,11 @@ def pd_cell(d):
     if rep is None:
         return "not run"
     secs = text(os.path.join(d, "c.seconds"))
+    ran = len(rep.get("scripts", []))
     if conf:
         names = conf.splitlines()
-        return f"**{len(names)} script(s)**: " + ", ".join(f"`{n}`" for n in names[:4]) + (" ..." if len(names) > 4 else "") + f" ({secs} s)"
-    return f"none ({secs} s)"
+        return f"**{len(names)} of {ran} script(s)**: " + ", ".join(f"`{n}`" for n in names[:4]) + (" ..." if len(names) > 4 else "") + f" ({secs} s)"
+    return f"none of {ran} ({secs} s)"
 
 
 def diff_cell(d):
@@ -96,7 +97,7 @@ def main():
     out = sys.argv[1]
     order = sorted(f[:-6] for f in os.listdir(HERE) if f.endswith(".patch"))
     rows = []
-    det_a = det_c = total = 0
+    det_a = det_c = run_c = total = 0
     for n in order:
         d = os.path.join(out, n)
         if not os.path.isdir(d):
@@ -111,6 +112,8 @@ def main():
             det_a += 1
         if cc.startswith("**"):
             det_c += 1
+        if cc != "not run":
+            run_c += 1
         rows.append(f"| `{n}` | {ca1} | {ca2} | {cb} | {cc} | {diff_cell(d)} |")
     print("| mutant | (a) coverage (default bounds) + random:20,7 | (a) coverage --losses 2 --rtos 2 "
           "| (b) regressions "
@@ -120,7 +123,7 @@ def main():
         print(r)
     print()
     print(f"(a) detects {det_a} of {total} mutants (a new violation or a behaviour difference); "
-          f"(c) {det_c} of {total}.")
+          f"(c) {det_c} of the {run_c} mutants it ran on ({total - run_c} not run).")
 
 
 if __name__ == "__main__":

@@ -234,18 +234,21 @@ impl State {
             masks[3].1.len(),
         ]);
         debug_assert!(lu < 256 && lr < 256);
+        let heap_masks = m0 | m1 | m2 | m3 != 0;
+        let [t0, t1] = tag_words(sender, *tsq_full, *held, budget.old_acks, heap_masks);
         f.words([
             y0,
             y1,
             y2,
-            tag_word(sender, *tsq_full, *held, budget.old_acks),
+            t0,
+            t1,
             ls | lf << 16 | lk << 32 | (lu & 0xff) << 48 | (lr & 0xff) << 56,
-            m0 | m1 << 16 | m2 << 32 | m3 << 48,
             p2(*ts_recent, lx as u32),
+            // Tagged in the tag words.
             sender
                 .ghost
                 .frto_owed
-                .map_or(0, |(a, z)| 1 << 32 | a as u64 | (z as u64) << 16),
+                .map_or(0, |(a, z)| a as u64 | (z as u64) << 16),
         ]);
         // Fixed-width fields.
         f.words(sender_words(sender, *now));
@@ -254,8 +257,9 @@ impl State {
         }
         f.words([masks[0].0, masks[1].0, masks[2].0, masks[3].0]);
         // Variable-length parts. A mask's heap words beyond the first are rare (segments >= 64):
-        // one test for the four.
-        if m0 | m1 | m2 | m3 != 0 {
+        // the four masks' lengths and words only when one has any (tagged in the tag words).
+        if heap_masks {
+            f.words([m0 | m1 << 16 | m2 << 32 | m3 << 48, 0]);
             for (_, rest) in masks {
                 f.seq(rest, |&w| w);
             }
@@ -267,7 +271,7 @@ impl State {
             sent as u64 | (seg as u64) << 32 | b(rtx) << 48
         });
         f.seq(sacks, |&(s, e)| p2(s as u32, e as u32));
-        // The held ACK only when there is one (its tag is in the tag word).
+        // The held ACK only when there is one (its tag is in the tag words).
         if *held {
             f.word(*n as u64 | (*ack as u64) << 8 | (*tsecr as u64) << 32);
             f.word(
@@ -284,7 +288,7 @@ impl State {
             );
         }
         event_words(&mut f, ev, undos, undo_rtx, reductions);
-        // The Eifel-proof ghosts only when set (tagged in the tag word), like the held ACK.
+        // The Eifel-proof ghosts only when set (tagged in the tag words), like the held ACK.
         if let Some(proof) = sender.ghost.undo_owed {
             f.word(eifel_word(&proof));
         }
@@ -328,7 +332,7 @@ fn byte_words(s: &Sender, budget: &Budget) -> [u64; 3] {
         tsq,
         ece,
         writes,
-        old_acks: _, // in the tag word
+        old_acks: _, // in the tag words
     } = budget;
     let r = &s.rack;
     let [w0, w1] = writes.to_le_bytes();
@@ -357,38 +361,44 @@ fn byte_words(s: &Sender, budget: &Budget) -> [u64; 3] {
     ]
 }
 
-/// The remaining flags, the enum and `Option` tags, and the old-ACK budget, bit-packed into
-/// one word: bits 0-11 flags, 12-31 tags, 32-39 `old_acks`.
+/// The remaining flags, the enum and `Option` tags, the old-ACK budget and whether a mask has
+/// heap words, a byte each (two words). An `Option`'s tag byte is, where the `Option` keeps its
+/// `None` in a niche of a small field, that field's value or its `None` value (one past the
+/// field's largest), which is the byte in memory: one load, no compare and select (the field is
+/// then in the tag, and again in the words of the `Option`'s payload).
 #[inline(always)]
-fn tag_word(s: &Sender, tsq_full: bool, held_ack: bool, old_acks: u8) -> u64 {
+fn tag_words(s: &Sender, tsq_full: bool, held_ack: bool, old_acks: u8, heap: bool) -> [u64; 2] {
     let (g, ev) = (&s.ghost, &s.ghost.ev);
-    let (timer_tag, lr_tag, ep_tag) = (
-        s.timer.map_or(0, |t| 1 + e4(t.kind as u64)),
-        g.last_reduction.map_or(0, |(_, k)| 1 + e4(k as u64)),
-        g.episode.map_or(0, |e| 1 + b(e.undone)),
-    );
-    let re_tag = ev.recovery_end.map_or(0, |(_, _, undone)| 1 + b(undone));
-    let left_tag = ev
-        .left_recovery
-        .map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)));
-    b(tsq_full)
-        | b(matches!(s.cc, Cc::Cubic(_))) << 1
-        | b(ev.prr_zero_prior_cwnd) << 2
-        | b(ev.nonsack_hold) << 3
-        | b(ev.entered_loss) << 4
-        | b(ev.hystart.is_some()) << 5
-        | b(ev.idle_restart.is_some()) << 6
-        | b(g.init_undo_ignored_tlp) << 7
-        | b(g.frto_ref) << 8
-        | b(held_ack) << 9
-        | b(g.undo_owed.is_some()) << 10
-        | b(g.ev.eifel.is_some()) << 11
-        | timer_tag << 12
-        | lr_tag << 17
-        | ep_tag << 22
-        | re_tag << 24
-        | left_tag << 26
-        | (old_acks as u64) << 32
+    let present = b(ev.hystart.is_some())
+        | b(ev.idle_restart.is_some()) << 1
+        | b(ev.eifel.is_some()) << 2
+        | b(g.undo_owed.is_some()) << 3;
+    [
+        u64::from_le_bytes([
+            ev.left_recovery
+                .map_or(0, |(from, eq)| 1 + (e4(from as u64) << 1 | b(eq)) as u8),
+            ev.prr_zero_prior_cwnd as u8,
+            ev.nonsack_hold as u8,
+            ev.entered_loss as u8,
+            g.init_undo_ignored_tlp as u8,
+            g.frto_ref as u8,
+            present as u8,
+            old_acks,
+        ]),
+        u64::from_le_bytes([
+            s.timer.map_or(3, |t| t.kind as u8),
+            g.last_reduction.map_or(4, |(_, k)| k as u8),
+            g.episode.map_or(2, |e| e.undone as u8),
+            ev.recovery_end.map_or(2, |(_, _, undone)| undone as u8),
+            match &s.cc {
+                Cc::Reno => 2,
+                Cc::Cubic(c) => c.found as u8,
+            },
+            held_ack as u8,
+            tsq_full as u8,
+            b(g.frto_owed.is_some()) as u8 | (heap as u8) << 1,
+        ]),
+    ]
 }
 
 /// The sender's fixed-width fields (every field named: a new one is a compile error here).
@@ -434,7 +444,7 @@ fn sender_words(s: &Sender, now: u32) -> [u64; 22] {
         undo_echo_unproven: _,
         ecn_queue_cwr: _,
         timer,
-        cc: _, // tagged in the tag word, CUBIC's fields packed apart
+        cc: _, // tagged in the tag words, CUBIC's fields packed apart
         segs: _,
         ghost,
     } = s;

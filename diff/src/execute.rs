@@ -77,8 +77,7 @@ pub fn export_actions(
         0,
         actions,
         &format!("{} seed {:#x}", sc.name(), sc.seed),
-        g.gap_ms,
-        g.margin_ms,
+        g.spacing(),
     )
 }
 

@@ -49,6 +49,9 @@ pub struct GenOptions {
     /// fixed-RTT model's; after a larger one no RTO or TLP fires in the walk (kept with the RTT
     /// estimator until the agreement without the rule is measured).
     pub srtt_slack_ms: u32,
+    /// Script times absolute from the SYN on ([`export::Spacing::absolute`]), so that an ACK
+    /// train keeps the model's spacing however long each step's lines take to run.
+    pub absolute_times: bool,
 }
 
 impl Default for GenOptions {
@@ -60,6 +63,7 @@ impl Default for GenOptions {
             gap_ms: 3,
             margin_ms: 15,
             srtt_slack_ms: 25,
+            absolute_times: false,
         }
     }
 }
@@ -73,7 +77,17 @@ impl GenOptions {
         GenOptions {
             gap_ms: 0,
             margin_ms: 5,
+            absolute_times: true,
             ..GenOptions::default()
+        }
+    }
+
+    /// How the exporter times these scenarios' scripts.
+    pub fn spacing(&self) -> export::Spacing {
+        export::Spacing {
+            gap_ms: self.gap_ms,
+            margin_ms: self.margin_ms,
+            absolute: self.absolute_times,
         }
     }
 }
@@ -406,7 +420,7 @@ pub fn generate(profile: &Profile, seed: u64, index: usize, g: &GenOptions) -> S
             let a = cands.remove(i);
             let mut walk = actions.clone();
             walk.push(a);
-            if export::export_walk(&model, 0, &walk, "probe", g.gap_ms, g.margin_ms).is_ok() {
+            if export::export_walk(&model, 0, &walk, "probe", g.spacing()).is_ok() {
                 chosen = Some(a);
                 break;
             }
@@ -452,7 +466,7 @@ pub fn normalize(model: &TcpModel, actions: &[Action], g: &GenOptions) -> Vec<Ac
         }
     }
     loop {
-        match export::export_walk(model, 0, &out, "probe", g.gap_ms, g.margin_ms) {
+        match export::export_walk(model, 0, &out, "probe", g.spacing()) {
             Ok(_) => return out,
             Err(e) if (1..=out.len()).contains(&e.step()) => out.truncate(e.step() - 1),
             Err(_) => {

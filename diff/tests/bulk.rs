@@ -53,13 +53,18 @@ fn bulk_1000_segments_two_losses_replays_every_line() {
 /// Exports `sc` (ACKs at the model's times, 5 ms from a timer) and replays the script on the
 /// model: every line must pass. Returns the script.
 fn export_and_replay(sc: &trc_diff::Scenario, name: &str) -> String {
-    let profile = Profile::linux_6_18();
     let g = trc_diff::GenOptions {
         gap_ms: 0,
         margin_ms: 5,
         ..Default::default()
     };
-    let x = trc_diff::execute::export_actions(&profile, sc, &sc.actions, &g).unwrap();
+    export_and_replay_with(sc, name, &g)
+}
+
+/// As [`export_and_replay`] with the export options `g`.
+fn export_and_replay_with(sc: &trc_diff::Scenario, name: &str, g: &trc_diff::GenOptions) -> String {
+    let profile = Profile::linux_6_18();
+    let x = trc_diff::execute::export_actions(&profile, sc, &sc.actions, g).unwrap();
     let dir = std::env::temp_dir().join(format!("trc-bulk-{name}-{}", std::process::id()));
     trc_trace::write_defaults(&dir).unwrap();
     let path = dir.join("bulk.pkt");
@@ -118,4 +123,69 @@ fn a_bottleneck_makes_an_ack_train_and_hystart_ends_slow_start_without_a_loss() 
         .filter_map(|l| l.split("tcpi_snd_ssthresh == ").nth(1))
         .find(|v| !v.starts_with("2147483647"));
     assert!(exit.is_some(), "slow start never ended");
+}
+
+/// The script time (µs) of every timed line of `pkt`: a relative time counts from the line
+/// before, an absolute one from the script's start (a `~` range: its start).
+fn line_times(pkt: &str) -> Vec<i64> {
+    let mut t = 0i64;
+    let mut out = Vec::new();
+    for l in pkt.lines() {
+        let Some(tok) = l.split_whitespace().next() else {
+            continue;
+        };
+        let tok = tok.split('~').next().unwrap_or(tok);
+        let (rel, num) = match tok.strip_prefix('+') {
+            Some(n) => (true, n),
+            None => (false, tok),
+        };
+        let Ok(secs) = num.parse::<f64>() else {
+            continue;
+        };
+        let us = (secs * 1e6).round() as i64;
+        t = if rel { t + us } else { us };
+        out.push(t);
+    }
+    out
+}
+
+/// `GenOptions::bulk()` writes absolute times from the SYN on (a `+0` within a burst at one
+/// model time): the same lines at the same script times as the relative export, shifted by
+/// the origin, and the script still replays on the model with every line passing.
+#[test]
+fn bulk_scripts_have_absolute_times_from_the_syn_on() {
+    let profile = Profile::linux_6_18();
+    let sc = trc_diff::bulk(150, &[80], true, true, 1, &profile).unwrap();
+    let abs = trc_diff::GenOptions::bulk();
+    assert!(abs.absolute_times);
+    let rel = trc_diff::GenOptions {
+        absolute_times: false,
+        ..abs.clone()
+    };
+    let xa = trc_diff::execute::export_actions(&profile, &sc, &sc.actions, &abs).unwrap();
+    let xr = trc_diff::execute::export_actions(&profile, &sc, &sc.actions, &rel).unwrap();
+    let syn = xa.pkt.lines().find(|l| l.contains("< S ")).unwrap();
+    assert!(syn.trim_start().starts_with(".25 "), "{syn}");
+    // Later ACKs are on the absolute clock, except those at the previous line's time.
+    let acks: Vec<&str> = xa.pkt.lines().filter(|l| l.contains(" < . ")).collect();
+    assert!(
+        acks.iter()
+            .filter(|l| !l.trim_start().starts_with('+'))
+            .count()
+            > 100
+    );
+    // A burst (no bottleneck: ACKs at one model time) is `+0` after its first ACK.
+    let burst = trc_diff::bulk(150, &[], true, true, 0, &profile).unwrap();
+    let xb = trc_diff::execute::export_actions(&profile, &burst, &burst.actions, &abs).unwrap();
+    assert!(xb
+        .pkt
+        .lines()
+        .any(|l| l.contains(" < . ") && l.trim_start().starts_with("+0 ")));
+    let (ta, tr) = (line_times(&xa.pkt), line_times(&xr.pkt));
+    assert_eq!(ta.len(), tr.len());
+    let first_abs = ta.iter().position(|&t| t == 250_000).unwrap();
+    for (i, (a, r)) in ta.iter().zip(&tr).enumerate().skip(first_abs) {
+        assert_eq!(a - 250_000, r - tr[first_abs], "timed line {i}");
+    }
+    export_and_replay_with(&sc, "abs", &abs);
 }

@@ -38,8 +38,18 @@ fn ece_walk_exports_with_cwr_and_replays() {
     };
     let model = TcpModel::new(cfg, Profile::linux_6_18());
     let actions = walk(&model, 10, &[2, 7]);
-    let x = trc_trace::export::export_walk(&model, 0, &actions, "ecn", 3, 0)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let x = trc_trace::export::export_walk(
+        &model,
+        0,
+        &actions,
+        "ecn",
+        trc_trace::export::Spacing {
+            gap_ms: 3,
+            margin_ms: 0,
+            absolute: false,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(x.trace.kernel_runnable, "{}", x.pkt);
     assert!(
         x.pkt.contains("< SEW 0:0(0)") && x.pkt.contains("> SE. 0:0(0)"),

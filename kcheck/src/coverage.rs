@@ -524,14 +524,7 @@ fn export(
     name: &str,
 ) -> Result<trc_trace::export::Exported, trc_trace::export::ExportError> {
     let g = trc_diff::GenOptions::default();
-    match trc_trace::export::export_walk(
-        model,
-        p.init_index,
-        &p.actions,
-        name,
-        g.gap_ms,
-        g.margin_ms,
-    ) {
+    match trc_trace::export::export_walk(model, p.init_index, &p.actions, name, g.spacing()) {
         Ok(x) => Ok(x),
         Err(_) => trc_trace::export::export(
             model,

@@ -86,7 +86,7 @@ impl ActionList {
         let m = self.model();
         match &self.how {
             How::Walk { gen, name } => {
-                trc_trace::export::export_walk(&m, 0, actions, name, gen.gap_ms, gen.margin_ms)
+                trc_trace::export::export_walk(&m, 0, actions, name, gen.spacing())
                     .map(|x| x.pkt)
                     .map_err(ShrinkError::from)
             }

@@ -283,26 +283,41 @@ fn ca_name(c: CaState) -> &'static str {
     c.tcpi_name()
 }
 
-/// Emitted lines with script times; converted to relative times at the end.
+/// Emitted lines with script times, written relative to the previous line's, or absolute
+/// once `origin_us` is set.
 struct Emitter {
     out: String,
     /// Script time (µs) of the previous timed statement.
     prev_us: i64,
+    /// `Some(o)`: times are written absolute, script time `t` as `o + t` ([`Spacing::absolute`]).
+    origin_us: Option<i64>,
 }
 
 impl Emitter {
-    fn rel(&self, t_us: i64) -> String {
-        let d = t_us - self.prev_us;
-        fmt_rel(d)
+    /// A line's time. Absolute, a line at the previous line's time is still `+0`: a burst of
+    /// lines at one model time runs as fast as it can (packetdrill's tolerance, 4 ms, is less
+    /// than a burst of a hundred ACKs with their asserts takes), and the next line at a later
+    /// time is back on the absolute clock.
+    fn stamp(&self, t_us: i64) -> String {
+        match self.origin_us {
+            Some(o) if t_us != self.prev_us => fmt_abs(o + t_us),
+            _ => fmt_rel(t_us - self.prev_us),
+        }
+    }
+    fn range_stamp(&self, t_us: i64) -> String {
+        match self.origin_us {
+            Some(o) => fmt_abs(o + t_us),
+            None => fmt_rel(t_us - self.prev_us),
+        }
     }
     fn line(&mut self, t_us: i64, text: &str) {
-        let r = self.rel(t_us);
+        let r = self.stamp(t_us);
         let _ = writeln!(self.out, "{r:>6} {text}");
         self.prev_us = t_us;
     }
     fn range(&mut self, start_us: i64, end_us: i64, text: &str) {
-        let a = self.rel(start_us);
-        let b = fmt_rel(end_us - self.prev_us);
+        let a = self.range_stamp(start_us);
+        let b = self.range_stamp(end_us);
         let _ = writeln!(self.out, "{a}~{b} {text}");
         self.prev_us = start_us;
     }
@@ -322,13 +337,20 @@ const BIG_WRITE_SEGMENTS: u32 = 32;
 
 /// `+.25`, `+0`, `+.003`.
 pub fn fmt_rel(d_us: i64) -> String {
-    if d_us == 0 {
-        return "+0".into();
+    format!("+{}", fmt_abs(d_us))
+}
+
+/// `.25`, `0`, `1.003`: a script time (µs) in seconds.
+pub fn fmt_abs(t_us: i64) -> String {
+    if t_us == 0 {
+        return "0".into();
     }
-    let s = format!("{:.6}", d_us as f64 / 1e6);
+    if t_us < 0 {
+        return format!("-{}", fmt_abs(-t_us));
+    }
+    let s = format!("{}.{:06}", t_us / 1_000_000, t_us % 1_000_000);
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    let s = s.strip_prefix('0').unwrap_or(s);
-    format!("+{s}")
+    s.strip_prefix('0').unwrap_or(s).to_string()
 }
 
 /// Script TS val label of a model TS clock value.
@@ -465,7 +487,7 @@ pub fn export(
         subject,
         Spacing {
             gap_ms,
-            margin_ms: 0,
+            ..Spacing::default()
         },
         Variant::default(),
     ) {
@@ -476,10 +498,7 @@ pub fn export(
                 init_index,
                 actions,
                 subject,
-                Spacing {
-                    gap_ms: 0,
-                    margin_ms: 0,
-                },
+                Spacing::default(),
                 Variant::default(),
             )?;
             x.pkt = x.pkt.replacen(
@@ -504,19 +523,18 @@ pub fn export_walk(
     init_index: usize,
     actions: &[Action],
     name: &str,
-    gap_ms: u32,
-    margin_ms: u32,
+    sp: Spacing,
 ) -> Result<Exported, ExportError> {
     let x = export_with(
         model,
         init_index,
         actions,
         walk(name),
-        Spacing { gap_ms, margin_ms },
+        sp,
         Variant::default(),
     )?;
-    jiffy_phase_independent(model, init_index, actions, gap_ms, margin_ms)?;
-    timer_slack_independent(model, init_index, actions, gap_ms, margin_ms)?;
+    jiffy_phase_independent(model, init_index, actions, sp)?;
+    timer_slack_independent(model, init_index, actions, sp)?;
     Ok(x)
 }
 
@@ -560,8 +578,7 @@ fn timer_slack_independent(
     model: &TcpModel,
     init_index: usize,
     actions: &[Action],
-    gap_ms: u32,
-    margin_ms: u32,
+    sp: Spacing,
 ) -> Result<(), ExportError> {
     let v = Variant {
         timer_late_ms: TIMER_LATE_MS,
@@ -573,8 +590,8 @@ fn timer_slack_independent(
         actions,
         walk("late"),
         Spacing {
-            gap_ms,
-            margin_ms: margin_ms.saturating_sub(TIMER_LATE_MS),
+            margin_ms: sp.margin_ms.saturating_sub(TIMER_LATE_MS),
+            ..sp
         },
         v,
     )
@@ -598,8 +615,7 @@ fn jiffy_phase_independent(
     model: &TcpModel,
     init_index: usize,
     actions: &[Action],
-    gap_ms: u32,
-    margin_ms: u32,
+    sp: Spacing,
 ) -> Result<(), ExportError> {
     if model.cfg.cc != trc_model::CcKind::Cubic {
         return Ok(());
@@ -611,17 +627,11 @@ fn jiffy_phase_independent(
             jiffy_phase_us: phase,
             ..Variant::default()
         };
-        export_with(
-            model,
-            init_index,
-            actions,
-            walk("phase"),
-            Spacing { gap_ms, margin_ms },
-            v,
-        )
-        .map_err(|e| ExportError::JiffyPhase {
-            ms,
-            inner: Box::new(e),
+        export_with(model, init_index, actions, walk("phase"), sp, v).map_err(|e| {
+            ExportError::JiffyPhase {
+                ms,
+                inner: Box::new(e),
+            }
         })?;
     }
     Ok(())
@@ -645,12 +655,25 @@ impl Subject<'_> {
 }
 
 /// How the re-timed run is spaced: ACKs at least `gap_ms` apart, and (for walks) inbound events
-/// at least `margin_ms` away from a timer, else the walk is refused.
-#[derive(Clone, Copy, Debug)]
-struct Spacing {
-    gap_ms: u32,
-    margin_ms: u32,
+/// at least `margin_ms` away from a timer, else the walk is refused; with `absolute`, the
+/// script's times from the SYN on are absolute ([`ABSOLUTE_ORIGIN_US`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spacing {
+    pub gap_ms: u32,
+    pub margin_ms: u32,
+    /// Absolute times from the SYN on, where relative times are the default. packetdrill (and
+    /// trc's runner, as it) anchors a relative time to the moment the previous statement ended
+    /// (`adjust_relative_event_times()` in run.c) unless both are inbound packets, so what each
+    /// step's lines cost (an outbound line, the asserts) adds up over an ACK train: HyStart's
+    /// train detector then sees a longer train than the model's. Absolute times keep each ACK
+    /// at its model time however long the steps before it took.
+    pub absolute: bool,
 }
+
+/// The script time of the SYN when times are absolute ([`Spacing::absolute`]): room for the
+/// setup lines before it (sockets, sysctls, the route; a few ms on a host, some 25 ms of guest
+/// time under TCG), which stay relative.
+pub const ABSOLUTE_ORIGIN_US: i64 = 250_000;
 
 /// `v`: how the re-timed run departs from the nominal one ([`Variant`]). The export in named
 /// steps: [`Exporter::header`], [`Exporter::handshake`], [`Exporter::first_flight`], then per
@@ -903,6 +926,7 @@ impl<'a> Exporter<'a> {
             e: Emitter {
                 out: String::new(),
                 prev_us: 0,
+                origin_us: None,
             },
             model_only: model_only_notes(path),
             vstep: path.len() - 1,
@@ -957,6 +981,9 @@ impl<'a> Exporter<'a> {
             e.comment(&format!("the property breaks at step {vstep} (the last one); the asserts after each step are the model's prediction for {}", m.profile.name));
         }
         e.comment(&format!("timing: inbound ACKs keep the model's time differences, at least {} ms apart; timer-driven sends are `~` ranges", self.sp.gap_ms));
+        if self.sp.absolute {
+            e.comment("timing: absolute times from the SYN on, so that the time each step's lines take does not delay the next ACK (a relative time counts from the end of the line before)");
+        }
         for n in &self.model_only {
             e.comment(n);
         }
@@ -1044,6 +1071,15 @@ impl<'a> Exporter<'a> {
         };
         // An ECN setup SYN (ECE and CWR) and the SYN-ACK that accepts it (ECE).
         let (syn_flags, synack_flags) = if cfg.ecn { ("SEW", "SE.") } else { ("S", "S.") };
+        if self.sp.absolute {
+            e.comment(&format!(
+                "absolute times from here: the SYN at {} s, every later line at that plus its model time",
+                fmt_abs(ABSOLUTE_ORIGIN_US)
+            ));
+            e.origin_us = Some(ABSOLUTE_ORIGIN_US);
+            // No line before at this time: the SYN's is written absolute.
+            e.prev_us = i64::MIN;
+        }
         e.line(0, &format!("< {syn_flags} 0:0(0) win 32792 {syn}"));
         e.line(0, &format!("> {synack_flags} 0:0(0) ack 1 {synack}"));
         let rtt_us = cfg.rtt_ms as i64 * 1000;
@@ -1590,6 +1626,31 @@ fn asserts(e: &mut Emitter, t_us: i64, d: &Driver) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absolute_emitter_writes_absolute_times_ranges_and_plus_zero_at_the_same_time() {
+        let mut e = Emitter {
+            out: String::new(),
+            prev_us: 0,
+            origin_us: None,
+        };
+        e.line(0, "a");
+        e.origin_us = Some(ABSOLUTE_ORIGIN_US);
+        e.prev_us = i64::MIN;
+        e.line(0, "syn");
+        e.line(0, "synack");
+        e.line(50_000, "ack");
+        e.range(1_250_500, 1_260_000, "rto");
+        e.line(1_250_500, "after");
+        assert_eq!(
+            e.out,
+            "    +0 a\n   .25 syn\n    +0 synack\n    .3 ack\n1.5005~1.51 rto\n    +0 after\n"
+        );
+        assert_eq!(fmt_rel(3_000), "+.003");
+        assert_eq!(fmt_rel(1_500_000), "+1.5");
+        assert_eq!(fmt_abs(0), "0");
+        assert_eq!(fmt_abs(-3_000), "-.003");
+    }
     use trc_model::state::tag;
 
     #[test]
@@ -1705,6 +1766,7 @@ mod tests {
         let spaced = Spacing {
             gap_ms: COUNTEREXAMPLE_GAP_MS,
             margin_ms: 0,
+            absolute: false,
         };
         let why = export_with(&model, 0, &path, subject, spaced, Variant::default())
             .map(|x| x.pkt)
@@ -1791,8 +1853,30 @@ mod tests {
             d(0),
             d(0),
         ];
-        assert!(export_walk(&model, 0, &walk[..9], "t", 3, 15).is_ok());
-        let e = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        assert!(export_walk(
+            &model,
+            0,
+            &walk[..9],
+            "t",
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15,
+                absolute: false
+            }
+        )
+        .is_ok());
+        let e = export_walk(
+            &model,
+            0,
+            &walk,
+            "t",
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15,
+                absolute: false,
+            },
+        )
+        .unwrap_err();
         let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 10, "{why}");
         assert!(why.contains("jiffy"), "{why}");
@@ -1808,7 +1892,8 @@ mod tests {
             super::walk("t"),
             Spacing {
                 gap_ms: 3,
-                margin_ms: 15
+                margin_ms: 15,
+                absolute: false,
             },
             phase(0)
         )
@@ -1820,7 +1905,8 @@ mod tests {
             super::walk("t"),
             Spacing {
                 gap_ms: 3,
-                margin_ms: 15
+                margin_ms: 15,
+                absolute: false,
             },
             phase(1000)
         )
@@ -1833,7 +1919,17 @@ mod tests {
             },
             trc_model::Profile::linux_6_18(),
         );
-        assert!(jiffy_phase_independent(&reno, 0, &walk, 3, 15).is_ok());
+        assert!(jiffy_phase_independent(
+            &reno,
+            0,
+            &walk,
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15,
+                absolute: false
+            }
+        )
+        .is_ok());
     }
 
     #[test]
@@ -1884,7 +1980,18 @@ mod tests {
             Action::Write,
             d(1),
         ];
-        let x = export_walk(&model, 0, &walk, "t", 3, 15).unwrap();
+        let x = export_walk(
+            &model,
+            0,
+            &walk,
+            "t",
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15,
+                absolute: false,
+            },
+        )
+        .unwrap();
         let last = x.pkt.rsplit("// step 18").next().unwrap();
         assert!(last.contains("> P. 11001:12001(1000)"), "{last}");
         assert!(last.contains("tcpi_snd_cwnd == 4,"), "{last}");
@@ -1940,8 +2047,30 @@ mod tests {
             d(0),
             d(0),
         ];
-        assert!(export_walk(&model, 0, &walk[..13], "t", 3, 15).is_ok());
-        let e = export_walk(&model, 0, &walk, "t", 3, 15).unwrap_err();
+        assert!(export_walk(
+            &model,
+            0,
+            &walk[..13],
+            "t",
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15,
+                absolute: false
+            }
+        )
+        .is_ok());
+        let e = export_walk(
+            &model,
+            0,
+            &walk,
+            "t",
+            Spacing {
+                gap_ms: 3,
+                margin_ms: 15,
+                absolute: false,
+            },
+        )
+        .unwrap_err();
         let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 14, "{why}");
         assert!(why.contains("timer slack"), "{why}");
@@ -1956,7 +2085,8 @@ mod tests {
             super::walk("t"),
             Spacing {
                 gap_ms: 3,
-                margin_ms: 15
+                margin_ms: 15,
+                absolute: false,
             },
             late(0)
         )
@@ -1968,7 +2098,8 @@ mod tests {
             super::walk("t"),
             Spacing {
                 gap_ms: 3,
-                margin_ms: 5
+                margin_ms: 5,
+                absolute: false,
             },
             late(TIMER_LATE_MS)
         )

@@ -9,7 +9,7 @@ use trc_model::config::SackMode;
 use trc_model::model::{Action, State, TcpModel};
 use trc_model::state::CaState;
 use trc_model::{Config, Profile};
-use trc_trace::export::{export_walk, states};
+use trc_trace::export::{export_walk, states, Spacing};
 use trc_trace::replay::{replay, ReplayOptions};
 
 /// A shortest kernel-runnable path (no TSQ or ECE events) whose last step is an old ACK that
@@ -66,8 +66,18 @@ fn old_ack_with_dsack_exports_and_replays() {
     let model = TcpModel::new(cfg, Profile::linux_6_18());
     let (init, path) = late_dsack_undo(&model);
     assert_eq!(path.last(), Some(&Action::OldAck));
-    let x = export_walk(&model, init, &path, "late DSACK below snd_una", 3, 0)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let x = export_walk(
+        &model,
+        init,
+        &path,
+        "late DSACK below snd_una",
+        Spacing {
+            gap_ms: 3,
+            margin_ms: 0,
+            absolute: false,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(x.trace.kernel_runnable, "{}", x.pkt);
     // The last inbound ACK line acknowledges less than an earlier one, and carries the DSACK.
     let acks: Vec<(u32, &str)> = x

@@ -245,6 +245,7 @@ fn the_benchmark_page_agrees_with_vm_mutants() {
     for args in [
         "--suite coverage+random:20,7",
         "--suite coverage --losses 2 --rtos 2",
+        "--suite bulk",
         "--suite regressions",
         "--scenarios 20 --seed 11",
         "--packetdrill-tree",

@@ -689,6 +689,7 @@ pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) 
             let k = KTrace::from_report(r);
             res.inbound = k.acks.len();
             let setup = failed_setup_line(&r.script.lines);
+            let left = left_the_script(&r.script.lines);
             for m in mons {
                 let o = match setup {
                     Some(l) => Outcome::Undecided {
@@ -698,7 +699,7 @@ pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) 
                             l.message.clone().unwrap_or_default()
                         ),
                     },
-                    None => (m.check)(&k, &c.ghost),
+                    None => after_leaving_the_script((m.check)(&k, &c.ghost), left),
                 };
                 res.properties.insert(m.id.to_string(), o);
             }
@@ -706,6 +707,34 @@ pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) 
         }
     }
     res
+}
+
+/// The first outbound line the kernel did not send as the script says (another segment, or
+/// none), timing aside: from there on the script's ACKs answer packets the kernel did not send
+/// that way, so what they echo (a TSecr, a SACK block) no longer describes one network.
+fn left_the_script(lines: &[LineResult]) -> Option<&LineResult> {
+    use trc_pkt::report::{LineKind, Status};
+    lines.iter().find(|l| {
+        l.kind == LineKind::PacketOut && l.status == Status::Fail && !l.failed_on_timing()
+    })
+}
+
+/// A violation after the kernel left the script ([`left_the_script`]) is not decided: the ghost
+/// truth (which originals the network dropped) still holds, but the ACKs around it were written
+/// for another sequence of sends, and an ACK that echoes the timestamp of a copy that was never
+/// delivered can make a correct kernel undo. The violation at the line where the kernel left
+/// (the first wrong send is the violation itself, as a wrong undo's burst is) still counts.
+fn after_leaving_the_script(o: Outcome, left: Option<&LineResult>) -> Outcome {
+    match (o, left) {
+        (Outcome::Violated { line, detail }, Some(l)) if line > l.line => Outcome::Undecided {
+            reason: format!(
+                "violated at line {line} ({detail}), after the kernel left the script at line {}: {}",
+                l.line,
+                l.message.clone().unwrap_or_default()
+            ),
+        },
+        (o, _) => o,
+    }
 }
 
 /// The shell line that failed before the connection's first packet (defaults.sh, a sysctl, the

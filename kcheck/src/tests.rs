@@ -945,3 +945,44 @@ fn scripts_declare_their_signatures() {
         vec!["I1:tcp_try_undo_loss:Loss:ts-echo".to_string()]
     );
 }
+
+/// A violation after the kernel's first wrong send is undecided (the script's later ACKs were
+/// written for other sends); at that line, or after a send that was only late, it stands.
+#[test]
+fn a_violation_after_the_kernel_left_the_script_is_undecided() {
+    use trc_pkt::report::{LineKind, LineResult, Status};
+    let out = |line: u32, msg: &str| {
+        let mut l = LineResult::new(line, 1, LineKind::PacketOut, Status::Fail, "> ...".into());
+        l.message = Some(msg.into());
+        l
+    };
+    let violated = |line: u32| Outcome::Violated {
+        line,
+        detail: "undo".into(),
+    };
+    let wrong = vec![out(10, "bad outbound TCP sequence number")];
+    let left = super::left_the_script(&wrong);
+    assert_eq!(left.map(|l| l.line), Some(10));
+    match super::after_leaving_the_script(violated(12), left) {
+        Outcome::Undecided { reason } => {
+            assert!(
+                reason.contains("line 12") && reason.contains("left the script at line 10"),
+                "{reason}"
+            )
+        }
+        o => panic!("{o:?}"),
+    }
+    assert!(matches!(
+        super::after_leaving_the_script(violated(10), left),
+        Outcome::Violated { line: 10, .. }
+    ));
+    let late = vec![out(
+        10,
+        "timing error: expected outbound packet at 0.1 sec but happened at 0.2 sec",
+    )];
+    assert!(super::left_the_script(&late).is_none());
+    assert!(matches!(
+        super::after_leaving_the_script(violated(12), super::left_the_script(&late)),
+        Outcome::Violated { line: 12, .. }
+    ));
+}

@@ -712,7 +712,7 @@ pub fn evaluate(c: &Case, run: &ScriptRun, mons: &[Monitor], profile: &Profile) 
 /// The first outbound line the kernel did not send as the script says (another segment, or
 /// none), timing aside: from there on the script's ACKs answer packets the kernel did not send
 /// that way, so what they echo (a TSecr, a SACK block) no longer describes one network.
-fn left_the_script(lines: &[LineResult]) -> Option<&LineResult> {
+pub(crate) fn left_the_script(lines: &[LineResult]) -> Option<&LineResult> {
     use trc_pkt::report::{LineKind, Status};
     lines.iter().find(|l| {
         l.kind == LineKind::PacketOut && l.status == Status::Fail && !l.failed_on_timing()

@@ -217,7 +217,8 @@ pub struct ShrinkResult {
     pub budget_exhausted: bool,
 }
 
-/// Whether `run` of `case` violates `mon` unambiguously: the violating line and why.
+/// Whether `run` of `case` violates `mon` unambiguously (no setup failure, no timing error at or
+/// before the violating line, not after the kernel left the script): the violating line and why.
 pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u32, String)> {
     if run
         .script
@@ -236,7 +237,9 @@ pub fn still_violates(case: &Case, run: &RunReport, mon: &Monitor) -> Option<(u3
         .lines
         .iter()
         .any(|l| l.line <= line && l.failed_on_timing());
-    (!timing).then_some((line, detail))
+    // As the suite judges it: not after the kernel's first wrong send.
+    let left = crate::left_the_script(&run.script.lines).is_some_and(|l| l.line < line);
+    (!timing && !left).then_some((line, detail))
 }
 
 /// A batch of cases run on a kernel: a report (or why not) for each case, in order.

@@ -1627,6 +1627,13 @@ fn asserts(e: &mut Emitter, t_us: i64, d: &Driver) {
 mod tests {
     use super::*;
 
+    /// `trc diff`'s default spacing of a walk (ACKs 3 ms apart, 15 ms from a timer).
+    const WALK_SPACING: Spacing = Spacing {
+        gap_ms: 3,
+        margin_ms: 15,
+        absolute: false,
+    };
+
     #[test]
     fn absolute_emitter_writes_absolute_times_ranges_and_plus_zero_at_the_same_time() {
         let mut e = Emitter {
@@ -1853,30 +1860,8 @@ mod tests {
             d(0),
             d(0),
         ];
-        assert!(export_walk(
-            &model,
-            0,
-            &walk[..9],
-            "t",
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false
-            }
-        )
-        .is_ok());
-        let e = export_walk(
-            &model,
-            0,
-            &walk,
-            "t",
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false,
-            },
-        )
-        .unwrap_err();
+        assert!(export_walk(&model, 0, &walk[..9], "t", WALK_SPACING).is_ok());
+        let e = export_walk(&model, 0, &walk, "t", WALK_SPACING).unwrap_err();
         let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 10, "{why}");
         assert!(why.contains("jiffy"), "{why}");
@@ -1885,29 +1870,13 @@ mod tests {
             jiffy_phase_us,
             ..Variant::default()
         };
+        assert!(export_with(&model, 0, &walk, super::walk("t"), WALK_SPACING, phase(0)).is_ok());
         assert!(export_with(
             &model,
             0,
             &walk,
             super::walk("t"),
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false,
-            },
-            phase(0)
-        )
-        .is_ok());
-        assert!(export_with(
-            &model,
-            0,
-            &walk,
-            super::walk("t"),
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false,
-            },
+            WALK_SPACING,
             phase(1000)
         )
         .is_err());
@@ -1919,17 +1888,7 @@ mod tests {
             },
             trc_model::Profile::linux_6_18(),
         );
-        assert!(jiffy_phase_independent(
-            &reno,
-            0,
-            &walk,
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false
-            }
-        )
-        .is_ok());
+        assert!(jiffy_phase_independent(&reno, 0, &walk, WALK_SPACING).is_ok());
     }
 
     #[test]
@@ -1980,18 +1939,7 @@ mod tests {
             Action::Write,
             d(1),
         ];
-        let x = export_walk(
-            &model,
-            0,
-            &walk,
-            "t",
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false,
-            },
-        )
-        .unwrap();
+        let x = export_walk(&model, 0, &walk, "t", WALK_SPACING).unwrap();
         let last = x.pkt.rsplit("// step 18").next().unwrap();
         assert!(last.contains("> P. 11001:12001(1000)"), "{last}");
         assert!(last.contains("tcpi_snd_cwnd == 4,"), "{last}");
@@ -2047,30 +1995,8 @@ mod tests {
             d(0),
             d(0),
         ];
-        assert!(export_walk(
-            &model,
-            0,
-            &walk[..13],
-            "t",
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false
-            }
-        )
-        .is_ok());
-        let e = export_walk(
-            &model,
-            0,
-            &walk,
-            "t",
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false,
-            },
-        )
-        .unwrap_err();
+        assert!(export_walk(&model, 0, &walk[..13], "t", WALK_SPACING).is_ok());
+        let e = export_walk(&model, 0, &walk, "t", WALK_SPACING).unwrap_err();
         let (step, why) = (e.step(), e.to_string());
         assert_eq!(step, 14, "{why}");
         assert!(why.contains("timer slack"), "{why}");
@@ -2078,19 +2004,7 @@ mod tests {
             timer_late_ms,
             ..Variant::default()
         };
-        assert!(export_with(
-            &model,
-            0,
-            &walk,
-            super::walk("t"),
-            Spacing {
-                gap_ms: 3,
-                margin_ms: 15,
-                absolute: false,
-            },
-            late(0)
-        )
-        .is_ok());
+        assert!(export_with(&model, 0, &walk, super::walk("t"), WALK_SPACING, late(0)).is_ok());
         assert!(export_with(
             &model,
             0,

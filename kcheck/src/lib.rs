@@ -125,8 +125,8 @@ pub enum Suite {
 
 /// The bulk suite: (segments, dropped segments, SACK, timestamps, bottleneck ms) of each
 /// transfer ([`trc_diff::bulk`]), from the model alone. A bottleneck of 1 ms makes the ACKs a
-/// train (HyStart's ACK-train detector, `hystart_update()`: ACKs within 2 ms of each other); one
-/// of 3 ms spaces them past the train's reach, so the RTT that grows with the queue ends slow
+/// train (HyStart's ACK-train detector in `hystart_update()` counts an ACK within
+/// `hystart_ack_delta_us`, 2000 us by default, of the last); one of 3 ms spaces them past it, so the RTT that grows with the queue ends slow
 /// start by the delay detector instead; none sends them in bursts; a drop ends slow start by a
 /// loss, so CUBIC reduces and grows again (`cubictcp_recalc_ssthresh()`, `bictcp_update()`).
 pub const BULK_SUITE: &[(u16, &[u32], bool, bool, u32)] = &[

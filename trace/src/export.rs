@@ -294,21 +294,28 @@ struct Emitter {
 }
 
 impl Emitter {
+    /// From here on, times are absolute: script time `t` is written `origin_us + t`, the next
+    /// line's too (even at the previous line's time).
+    fn absolute_from(&mut self, origin_us: i64) {
+        self.origin_us = Some(origin_us);
+        self.prev_us = i64::MIN;
+    }
+    /// A time as written: relative to the previous line's, or absolute.
+    fn time(&self, t_us: i64) -> String {
+        match self.origin_us {
+            Some(o) => fmt_abs(o + t_us),
+            None => fmt_rel(t_us - self.prev_us),
+        }
+    }
     /// A line's time. Absolute, a line at the previous line's time is still `+0`: a burst of
     /// lines at one model time runs as fast as it can (packetdrill's tolerance, 4 ms, is less
     /// than a burst of a hundred ACKs with their asserts takes), and the next line at a later
     /// time is back on the absolute clock.
     fn stamp(&self, t_us: i64) -> String {
-        match self.origin_us {
-            Some(o) if t_us != self.prev_us => fmt_abs(o + t_us),
-            _ => fmt_rel(t_us - self.prev_us),
+        if self.origin_us.is_some() && t_us == self.prev_us {
+            return fmt_rel(0);
         }
-    }
-    fn range_stamp(&self, t_us: i64) -> String {
-        match self.origin_us {
-            Some(o) => fmt_abs(o + t_us),
-            None => fmt_rel(t_us - self.prev_us),
-        }
+        self.time(t_us)
     }
     fn line(&mut self, t_us: i64, text: &str) {
         let r = self.stamp(t_us);
@@ -316,8 +323,7 @@ impl Emitter {
         self.prev_us = t_us;
     }
     fn range(&mut self, start_us: i64, end_us: i64, text: &str) {
-        let a = self.range_stamp(start_us);
-        let b = self.range_stamp(end_us);
+        let (a, b) = (self.time(start_us), self.time(end_us));
         let _ = writeln!(self.out, "{a}~{b} {text}");
         self.prev_us = start_us;
     }
@@ -1076,9 +1082,7 @@ impl<'a> Exporter<'a> {
                 "absolute times from here: the SYN at {} s, every later line at that plus its model time",
                 fmt_abs(ABSOLUTE_ORIGIN_US)
             ));
-            e.origin_us = Some(ABSOLUTE_ORIGIN_US);
-            // No line before at this time: the SYN's is written absolute.
-            e.prev_us = i64::MIN;
+            e.absolute_from(ABSOLUTE_ORIGIN_US);
         }
         e.line(0, &format!("< {syn_flags} 0:0(0) win 32792 {syn}"));
         e.line(0, &format!("> {synack_flags} 0:0(0) ack 1 {synack}"));
@@ -1642,8 +1646,7 @@ mod tests {
             origin_us: None,
         };
         e.line(0, "a");
-        e.origin_us = Some(ABSOLUTE_ORIGIN_US);
-        e.prev_us = i64::MIN;
+        e.absolute_from(ABSOLUTE_ORIGIN_US);
         e.line(0, "syn");
         e.line(0, "synack");
         e.line(50_000, "ack");

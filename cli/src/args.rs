@@ -199,6 +199,19 @@ impl BoundArgs {
 /// `--threads N`: 0 (all cores) up to 4 per core.
 pub use trc_check::run::threads_value;
 
+/// `A:B`, two whole numbers (`--rtt-fall AT:BY`, `--then IDLE:SEGMENTS`).
+pub fn ms_pair(s: &str) -> Result<(u32, u32), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected A:B (two whole numbers), got {s:?}"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("expected A:B (two whole numbers), got {s:?}"))
+    };
+    Ok((num(a)?, num(b)?))
+}
+
 /// `--shard I/N`.
 pub fn shard(s: &str) -> Result<trc_check::shard::Shard, trc_check::shard::BadShard> {
     trc_check::shard::parse_shard(s)

@@ -71,6 +71,14 @@ pub struct DiffArgs {
     /// as a train and the RTT grows with the queue (what HyStart reads).
     #[arg(long, value_name = "MS", default_value_t = 0, requires = "bulk")]
     pub bottleneck: u32,
+    /// With `--bulk`: the path's RTT falls by BY ms at model time AT ms (a packet that would
+    /// arrive before AT takes BY ms longer), so a HyStart round's later samples are lower.
+    #[arg(long, value_name = "AT:BY", value_parser = crate::args::ms_pair, requires = "bulk")]
+    pub rtt_fall: Option<(u32, u32)>,
+    /// With `--bulk`: once everything is ACKed, the application is idle IDLE ms and then
+    /// writes SEGMENTS more (CUBIC's `CA_EVENT_TX_START` after an idle period).
+    #[arg(long, value_name = "IDLE:SEGMENTS", value_parser = crate::args::ms_pair, requires = "bulk")]
+    pub then: Option<(u32, u32)>,
     /// Run only shard I of N of the scenarios (`--only`'s list, else 0..`--scenarios`) and print
     /// it as JSON for `trc merge` (docs/reference/shards.md).
     #[arg(long, value_name = "I/N", value_parser = crate::args::shard)]
@@ -80,6 +88,31 @@ pub struct DiffArgs {
     /// batch (all scenarios, then the reruns) in one boot; disagreements are saved unshrunk.
     #[command(flatten)]
     pub vm: VmFlags,
+}
+
+/// The `--bulk` transfer the flags describe.
+fn bulk_spec(
+    a: &DiffArgs,
+    n: u16,
+) -> Result<trc_diff::BulkSpec<'_>, trc_diff::generate::BulkError> {
+    let mut spec = trc_diff::BulkSpec::new(
+        n,
+        &a.drop,
+        a.conn.sack().unwrap_or(true),
+        a.conn.ts().unwrap_or(true),
+        a.bottleneck,
+    );
+    if let Some((at, by)) = a.rtt_fall {
+        spec = spec.rtt_fall(at, by);
+    }
+    if let Some((idle, segs)) = a.then {
+        let segs = u16::try_from(segs).map_err(|_| trc_diff::generate::BulkError::Then {
+            idle_ms: idle,
+            segments: segs,
+        })?;
+        spec = spec.then(idle, segs);
+    }
+    Ok(spec)
 }
 
 /// Exit codes: 0 agreement at or above the bar, 1 below it (or a kernel error), 2 usage error,
@@ -107,14 +140,7 @@ pub fn run_diff(a: DiffArgs) -> i32 {
     }
     let fixed = match a.bulk {
         None => None,
-        Some(n) => match trc_diff::bulk(
-            n,
-            &a.drop,
-            a.conn.sack().unwrap_or(true),
-            a.conn.ts().unwrap_or(true),
-            a.bottleneck,
-            &profile,
-        ) {
+        Some(n) => match bulk_spec(&a, n).and_then(|spec| trc_diff::bulk(&spec, &profile)) {
             Ok(s) => Some(s),
             Err(e) => return usage_error(&format!("--bulk: {e}")),
         },
@@ -198,6 +224,9 @@ fn diff_shard(
         scenarios: indices.to_vec(),
         bulk: a.bulk,
         drop: a.drop.clone(),
+        bulk_command: a
+            .bulk
+            .map(|n| bulk_spec(a, n).map(|s| s.command()).unwrap_or_default()),
     };
     let units = mine
         .iter()
@@ -300,6 +329,9 @@ pub struct DiffShardArgs {
     pub scenarios: Vec<usize>,
     pub bulk: Option<u16>,
     pub drop: Vec<u32>,
+    /// The whole `--bulk` transfer as a command ([`trc_diff::BulkSpec::command`]).
+    #[serde(default)]
+    pub bulk_command: Option<String>,
 }
 
 /// A `trc diff` unit: a scenario of the work list.

@@ -132,9 +132,10 @@ pub fn scenario_seed(seed: u64, index: usize) -> u64 {
     r.next_u64()
 }
 
-/// Whether the exporter can turn `a` into something a real kernel reproduces: not the host
-/// queue's TSQ events (a script cannot make the kernel hold a segment) and not a write after an
-/// idle period (not exported). ECE-marked and late deliveries are ACK lines like any other.
+/// Whether a random walk may draw `a`: not the host queue's TSQ events (a script cannot make
+/// the kernel hold a segment) and not a write after an idle period (random walks draw no idle
+/// gaps; [`bulk`]'s second write is one). ECE-marked and late deliveries are ACK lines like any
+/// other.
 pub fn kernel_reproducible(a: &Action) -> bool {
     !matches!(
         a,
@@ -259,6 +260,121 @@ pub enum BulkError {
     /// A packet would wait longer at the bottleneck than an action can say (`u16` ms).
     #[error("bulk walk: a packet would wait {extra} ms at the bottleneck (at most 65535)")]
     Queue { extra: u32 },
+    /// `--then`: the idle period must be 1..=65535 ms and the second write 1..=65535 segments.
+    #[error("--then {idle_ms}:{segments}: the idle period is 1..=65535 ms and the write 1..=65535 segments")]
+    Then { idle_ms: u32, segments: u32 },
+}
+
+/// The shape of a [`bulk`] transfer: what `trc diff --bulk` and `trc kernel check --suite bulk`
+/// run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkSpec<'a> {
+    /// Segments written at once (`--bulk N`).
+    pub segments: u16,
+    /// Segments (0-based) whose first transmission the network drops (`--drop`).
+    pub drops: &'a [u32],
+    pub sack: bool,
+    pub ts: bool,
+    /// A bottleneck forwarding one packet every this many ms (0: none; `--bottleneck`).
+    pub bottleneck_ms: u32,
+    /// `(at_ms, by_ms)`: the RTT falls by `by_ms` at model time `at_ms` (`--rtt-fall`), on the
+    /// ACKs' way back after the bottleneck: an ACK that would reach the sender before `at_ms`
+    /// takes `by_ms` longer, one forwarded at or after `at_ms` does not, and one in between
+    /// arrives at `at_ms` (nothing is reordered). The handshake's RTT stays `rtt_ms`.
+    pub rtt_fall: Option<(u32, u32)>,
+    /// `(idle_ms, segments)`: once every segment is ACKed and no timer is pending, the
+    /// application stays idle `idle_ms` and then writes `segments` more, one write of one
+    /// segment each at that time (`--then`; [`Action::WriteAfter`], then [`Action::Write`]).
+    pub then: Option<(u32, u16)>,
+}
+
+impl<'a> BulkSpec<'a> {
+    /// A transfer with no RTT change and no second write.
+    pub const fn new(segments: u16, drops: &'a [u32], sack: bool, ts: bool, neck: u32) -> Self {
+        BulkSpec {
+            segments,
+            drops,
+            sack,
+            ts,
+            bottleneck_ms: neck,
+            rtt_fall: None,
+            then: None,
+        }
+    }
+
+    /// The same transfer with the path's RTT falling by `by_ms` at `at_ms`.
+    pub const fn rtt_fall(self, at_ms: u32, by_ms: u32) -> Self {
+        BulkSpec {
+            rtt_fall: Some((at_ms, by_ms)),
+            ..self
+        }
+    }
+
+    /// The same transfer followed by an idle period and a second write.
+    pub const fn then(self, idle_ms: u32, segments: u16) -> Self {
+        BulkSpec {
+            then: Some((idle_ms, segments)),
+            ..self
+        }
+    }
+
+    /// The scenario's label (its script's name without the SACK/TS suffix).
+    pub fn label(&self) -> String {
+        let mut l = format!("bulk{}", self.segments);
+        if self.bottleneck_ms > 0 {
+            l += &format!("-neck{}ms", self.bottleneck_ms);
+        }
+        if let Some((at, by)) = self.rtt_fall {
+            l += &format!("-rttfall{by}at{at}");
+        }
+        l += "-drop-";
+        l += &if self.drops.is_empty() {
+            "none".to_string()
+        } else {
+            join(self.drops, "-")
+        };
+        if let Some((idle, n)) = self.then {
+            l += &format!("-idle{idle}-write{n}");
+        }
+        l
+    }
+
+    /// The `trc diff` command line that runs the same transfer.
+    pub fn command(&self) -> String {
+        let mut c = format!("trc diff --bulk {}", self.segments);
+        if !self.drops.is_empty() {
+            c += &format!(" --drop {}", join(self.drops, ","));
+        }
+        if self.bottleneck_ms > 0 {
+            c += &format!(" --bottleneck {}", self.bottleneck_ms);
+        }
+        if let Some((at, by)) = self.rtt_fall {
+            c += &format!(" --rtt-fall {at}:{by}");
+        }
+        if let Some((idle, n)) = self.then {
+            c += &format!(" --then {idle}:{n}");
+        }
+        if !self.sack {
+            c += " --no-sack";
+        }
+        if !self.ts {
+            c += " --no-ts";
+        }
+        c
+    }
+
+    /// When the ACK of a packet the bottleneck forwarded at `out` (ms) reaches the sender.
+    fn ack_path(&self, out: u32) -> u32 {
+        match self.rtt_fall {
+            Some((at, by)) if out + by < at => out + by,
+            Some((at, _)) => out.max(at),
+            None => out,
+        }
+    }
+}
+
+fn join(v: &[u32], sep: &str) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(sep)
 }
 
 /// A bulk transfer at a real size: `segments` written at once (initcwnd 10, CUBIC, RTT 50 ms),
@@ -271,42 +387,30 @@ pub enum BulkError {
 /// `bottleneck_ms` ms: a packet arrives at the later of one RTT after it left and
 /// `bottleneck_ms` after the packet before it ([`Action::DeliverLate`] by the difference). Its
 /// ACKs then come as a train, one per service time, and the RTT grows with the queue a slow
-/// start builds: what HyStart's ACK-train and delay detectors (`hystart_update()`) read.
-pub fn bulk(
-    segments: u16,
-    drops: &[u32],
-    sack: bool,
-    ts: bool,
-    bottleneck_ms: u32,
-    profile: &Profile,
-) -> Result<Scenario, BulkError> {
+/// start builds: what HyStart's ACK-train and delay detectors (`hystart_update()`) read. A
+/// falling RTT ([`BulkSpec::rtt_fall`]) lowers a round's samples after some of them were
+/// taken (what `hystart_update()`'s `curr_rtt` and `bictcp_acked()`'s `delay_min` read); an idle
+/// period before a second write ([`BulkSpec::then`]) is CUBIC's `CA_EVENT_TX_START`
+/// (`cubictcp_cwnd_event()`).
+pub fn bulk(spec: &BulkSpec, profile: &Profile) -> Result<Scenario, BulkError> {
+    let BulkSpec {
+        segments,
+        drops,
+        sack,
+        bottleneck_ms,
+        ..
+    } = *spec;
     if drops.iter().any(|&d| d >= segments as u32) {
         return Err(BulkError::Drop { segments });
     }
-    let cfg = Config {
-        segments,
-        extra_writes: 0,
-        initcwnd: 10,
-        max_losses: drops.len().min(255) as u8,
-        max_ack_losses: 0,
-        max_reorder: 0,
-        max_rtos: 255,
-        max_tlps: 255,
-        max_tsq: 0,
-        max_ece: 0,
-        // The kernel learns its RTT from every sample; so does the model in `trc diff`.
-        rtt_estimator: true,
-        horizon_ms: trc_model::config::MAX_HORIZON_MS,
-        rtt_ms: 50,
-        sack: if sack {
-            SackMode::Sack
-        } else {
-            SackMode::NoSack
-        },
-        timestamps: ts,
-        cc: CcKind::Cubic,
-        ..Config::default()
-    };
+    let (idle_ms, then_segments) = spec.then.unwrap_or((0, 0));
+    if spec.then.is_some() && (idle_ms == 0 || idle_ms > u16::MAX as u32 || then_segments == 0) {
+        return Err(BulkError::Then {
+            idle_ms,
+            segments: then_segments.into(),
+        });
+    }
+    let cfg = bulk_config(spec);
     cfg.validate()?;
     let model = TcpModel::new(cfg.clone(), profile.clone());
     let mut s: State = model.init_states().swap_remove(0);
@@ -314,6 +418,7 @@ pub fn bulk(
     let mut actions = Vec::new();
     // When the bottleneck forwarded its last packet (ms).
     let mut last_out: Option<u32> = None;
+    let limit = 40 * (segments as usize + then_segments as usize) + 1000;
     loop {
         let drop = s.flight.iter().position(|p| {
             !p.rtx && drops.contains(&(p.seg as u32)) && !dropped.contains(&(p.seg as u32))
@@ -324,19 +429,20 @@ pub fn bulk(
         } else {
             let arrival = s.flight.first().map(|p| {
                 let path = s.now.max(p.sent + cfg.rtt_ms);
-                match last_out {
+                let out = match last_out {
                     Some(o) if bottleneck_ms > 0 => path.max(o + bottleneck_ms),
                     _ => path,
-                }
+                };
+                (out, s.now.max(spec.ack_path(out)))
             });
             match (s.sender.timer, arrival) {
-                (Some(tm), a) if a.is_none_or(|a| tm.deadline < a) => match tm.kind {
+                (Some(tm), a) if a.is_none_or(|(_, a)| tm.deadline < a) => match tm.kind {
                     trc_model::state::TimerKind::Rto => Action::Rto,
                     trc_model::state::TimerKind::Tlp => Action::Tlp,
                     trc_model::state::TimerKind::Reo => Action::Reo,
                 },
-                (_, Some(t)) => {
-                    last_out = Some(t);
+                (_, Some((out, t))) => {
+                    last_out = Some(out);
                     let p = &s.flight[0];
                     let extra = t - (p.sent + cfg.rtt_ms);
                     if extra == 0 {
@@ -348,6 +454,11 @@ pub fn bulk(
                         }
                     }
                 }
+                // Everything ACKed: the second write, if any (its first segment after the
+                // idle period, the rest at once).
+                _ if s.budget.writes == then_segments && then_segments > 0 => Action::WriteAfter {
+                    gap: idle_ms as u16,
+                },
                 _ => break,
             }
         };
@@ -356,27 +467,22 @@ pub fn bulk(
             action: a,
         })?;
         actions.push(a);
-        if actions.len() > 40 * segments as usize + 1000 {
+        if matches!(a, Action::WriteAfter { .. }) {
+            for _ in 1..then_segments {
+                s = model
+                    .next_state(&s, Action::Write)
+                    .ok_or(BulkError::NoSuccessor {
+                        step: actions.len(),
+                        action: Action::Write,
+                    })?;
+                actions.push(Action::Write);
+            }
+        }
+        if actions.len() > limit {
             return Err(BulkError::NoEnd);
         }
     }
-    let neck = if bottleneck_ms > 0 {
-        format!("-neck{bottleneck_ms}ms")
-    } else {
-        String::new()
-    };
-    let label = Some(format!(
-        "bulk{segments}{neck}-drop-{}",
-        if drops.is_empty() {
-            "none".to_string()
-        } else {
-            drops
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("-")
-        }
-    ));
+    let label = Some(spec.label());
     Ok(Scenario {
         index: 0,
         seed: 0,
@@ -385,6 +491,40 @@ pub fn bulk(
         actions,
         label,
     })
+}
+
+/// The bounds of a [`bulk`] walk: unbounded timers, the spec's drops, CUBIC at RTT 50 ms,
+/// IW 10, the RTT estimator on (the kernel learns from every sample; so does `trc diff`).
+fn bulk_config(spec: &BulkSpec) -> Config {
+    let (idle_ms, then_segments) = spec.then.unwrap_or((0, 0));
+    Config {
+        segments: spec.segments,
+        extra_writes: then_segments,
+        write_gap_ms: if idle_ms > 0 {
+            vec![idle_ms]
+        } else {
+            Vec::new()
+        },
+        initcwnd: 10,
+        max_losses: spec.drops.len().min(255) as u8,
+        max_ack_losses: 0,
+        max_reorder: 0,
+        max_rtos: 255,
+        max_tlps: 255,
+        max_tsq: 0,
+        max_ece: 0,
+        rtt_estimator: true,
+        horizon_ms: trc_model::config::MAX_HORIZON_MS,
+        rtt_ms: 50,
+        sack: if spec.sack {
+            SackMode::Sack
+        } else {
+            SackMode::NoSack
+        },
+        timestamps: spec.ts,
+        cc: CcKind::Cubic,
+        ..Config::default()
+    }
 }
 
 /// Generates scenario `index` of the run with seed `seed`.

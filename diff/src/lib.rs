@@ -35,7 +35,7 @@ pub use compare::{counters, Comparison, Divergence, Obs, StepView, FIELDS};
 pub use execute::{
     export_actions, run_scenario, trial, ScenarioResult, Trial, TrialError, Verdict,
 };
-pub use generate::{bulk, generate, normalize, GenOptions, Rng, Scenario};
+pub use generate::{bulk, generate, normalize, BulkSpec, GenOptions, Rng, Scenario};
 pub use shrink::shrink;
 
 use serde::{Deserialize, Serialize};

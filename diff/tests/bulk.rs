@@ -8,7 +8,11 @@ use trc_model::profile::Profile;
 #[test]
 fn bulk_1000_segments_two_losses_replays_every_line() {
     let profile = Profile::linux_6_18();
-    let sc = trc_diff::bulk(1000, &[300, 700], true, true, 0, &profile).unwrap();
+    let sc = trc_diff::bulk(
+        &trc_diff::BulkSpec::new(1000, &[300, 700], true, true, 0),
+        &profile,
+    )
+    .unwrap();
     let g = trc_diff::GenOptions {
         gap_ms: 0,
         margin_ms: 5,
@@ -82,7 +86,11 @@ fn export_and_replay_with(sc: &trc_diff::Scenario, name: &str, g: &trc_diff::Gen
 #[test]
 fn a_large_first_write_gets_its_send_buffer_and_its_forced_push_marks() {
     let profile = Profile::linux_6_18();
-    let sc = trc_diff::bulk(300, &[100, 200], true, true, 0, &profile).unwrap();
+    let sc = trc_diff::bulk(
+        &trc_diff::BulkSpec::new(300, &[100, 200], true, true, 0),
+        &profile,
+    )
+    .unwrap();
     let pkt = export_and_replay(&sc, "push");
     let wmem = pkt
         .find("net.ipv4.tcp_wmem=")
@@ -96,7 +104,7 @@ fn a_large_first_write_gets_its_send_buffer_and_its_forced_push_marks() {
     assert!(psh[0].contains(":164001("), "{psh:?}");
     assert!(psh[1].contains(":300001("), "{psh:?}");
     // A small write (the corpus' size) has neither.
-    let small = trc_diff::bulk(14, &[], true, true, 0, &profile).unwrap();
+    let small = trc_diff::bulk(&trc_diff::BulkSpec::new(14, &[], true, true, 0), &profile).unwrap();
     let pkt = export_and_replay(&small, "small");
     assert!(!pkt.contains("tcp_wmem"));
     assert_eq!(pkt.lines().filter(|l| l.contains(" > P. ")).count(), 1);
@@ -108,7 +116,7 @@ fn a_large_first_write_gets_its_send_buffer_and_its_forced_push_marks() {
 #[test]
 fn a_bottleneck_makes_an_ack_train_and_hystart_ends_slow_start_without_a_loss() {
     let profile = Profile::linux_6_18();
-    let sc = trc_diff::bulk(150, &[], true, true, 1, &profile).unwrap();
+    let sc = trc_diff::bulk(&trc_diff::BulkSpec::new(150, &[], true, true, 1), &profile).unwrap();
     let late = sc
         .actions
         .iter()
@@ -155,7 +163,11 @@ fn line_times(pkt: &str) -> Vec<i64> {
 #[test]
 fn bulk_scripts_have_absolute_times_from_the_syn_on() {
     let profile = Profile::linux_6_18();
-    let sc = trc_diff::bulk(150, &[80], true, true, 1, &profile).unwrap();
+    let sc = trc_diff::bulk(
+        &trc_diff::BulkSpec::new(150, &[80], true, true, 1),
+        &profile,
+    )
+    .unwrap();
     let abs = trc_diff::GenOptions::bulk();
     assert!(abs.absolute_times);
     let rel = trc_diff::GenOptions {
@@ -175,7 +187,8 @@ fn bulk_scripts_have_absolute_times_from_the_syn_on() {
             > 100
     );
     // A burst (no bottleneck: ACKs at one model time) is `+0` after its first ACK.
-    let burst = trc_diff::bulk(150, &[], true, true, 0, &profile).unwrap();
+    let burst =
+        trc_diff::bulk(&trc_diff::BulkSpec::new(150, &[], true, true, 0), &profile).unwrap();
     let xb = trc_diff::execute::export_actions(&profile, &burst, &burst.actions, &abs).unwrap();
     assert!(xb
         .pkt
@@ -188,4 +201,100 @@ fn bulk_scripts_have_absolute_times_from_the_syn_on() {
         assert_eq!(a - 250_000, r - tr[first_abs], "timed line {i}");
     }
     export_and_replay_with(&sc, "abs", &abs);
+}
+
+/// Each model step's (time, cwnd, ssthresh) along `spec`'s own walk under `profile`.
+fn cwnd_path(spec: &trc_diff::BulkSpec, profile: &Profile) -> Vec<(u32, u32, u32)> {
+    use stateright::Model;
+    let sc = trc_diff::bulk(spec, profile).unwrap();
+    let m = sc.model(profile);
+    let mut s = m.init_states().swap_remove(0);
+    sc.actions
+        .iter()
+        .map(|a| {
+            s = m.next_state(&s, *a).unwrap();
+            (s.now, s.sender.cwnd, s.sender.ssthresh)
+        })
+        .collect()
+}
+
+/// `--rtt-fall 150:10`: the RTT is 60 ms, then 50 ms from 150 ms on, in the middle of a round's
+/// ACK train. 6.18's `hystart_update()` lowers the round's minimum with every sample and stays
+/// in slow start until the train exits it (cwnd 66); with b344579ca847 reverted only the first
+/// eight samples count, their 60 ms exceeds the new `delay_min` of 50 ms by more than the
+/// threshold, and the delay detector ends slow start at cwnd 28. The script replays on the model.
+#[test]
+fn a_falling_rtt_ends_slow_start_only_where_the_first_samples_alone_lower_the_round_minimum() {
+    let spec = trc_diff::BulkSpec::new(150, &[], true, true, 1).rtt_fall(150, 10);
+    assert_eq!(spec.label(), "bulk150-neck1ms-rttfall10at150-drop-none");
+    assert_eq!(
+        spec.command(),
+        "trc diff --bulk 150 --bottleneck 1 --rtt-fall 150:10"
+    );
+    let exit = |p: &Profile| {
+        cwnd_path(&spec, p)
+            .into_iter()
+            .find(|&(_, _, ssthresh)| ssthresh < 1 << 20)
+            .map(|(_, cwnd, _)| cwnd)
+    };
+    assert_eq!(exit(&Profile::linux_6_18()), Some(66));
+    assert_eq!(
+        exit(&Profile::by_name("pre-b344579ca847").unwrap()),
+        Some(28)
+    );
+    let sc = trc_diff::bulk(&spec, &Profile::linux_6_18()).unwrap();
+    export_and_replay_with(&sc, "rttfall", &trc_diff::GenOptions::bulk());
+}
+
+/// `--drop 120 --then 1000:100`: after the transfer and a second of idleness, 100 more
+/// segments, one write each. The script writes the first of them 1000 ms after the last ACK
+/// and replays on the model (the export refuses walks whose CUBIC decisions depend on the
+/// jiffy phase; this one has none). CUBIC's epoch shifted by the idle time (6.18) grows cwnd
+/// to 51 by the end; unshifted (30927520dbae reverted) to 61; shifted past now, unclamped
+/// (c2e7204d180f reverted), the epoch lies in the future and cwnd ends at 50.
+#[test]
+fn an_idle_second_write_is_exported_after_the_gap_and_shifts_cubics_epoch() {
+    let spec = trc_diff::BulkSpec::new(150, &[120], true, true, 1).then(1000, 100);
+    assert_eq!(spec.label(), "bulk150-neck1ms-drop-120-idle1000-write100");
+    let profile = Profile::linux_6_18();
+    let sc = trc_diff::bulk(&spec, &profile).unwrap();
+    let writes = sc
+        .actions
+        .iter()
+        .filter(|a| matches!(a, trc_model::Action::Write))
+        .count();
+    assert_eq!(writes, 99);
+    let idle = sc
+        .actions
+        .iter()
+        .position(|a| matches!(a, trc_model::Action::WriteAfter { gap: 1000 }))
+        .expect("the write after the idle period");
+    let pkt = export_and_replay_with(&sc, "idle", &trc_diff::GenOptions::bulk());
+    let times = line_times(&pkt);
+    let timed: Vec<&str> = pkt
+        .lines()
+        .filter(|l| {
+            l.split_whitespace().next().is_some_and(|t| {
+                t.starts_with(['+', '.', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9'])
+            })
+        })
+        .collect();
+    let first = timed
+        .iter()
+        .position(|l| l.contains("write(4, ..., 1000)"))
+        .unwrap();
+    assert!(
+        times[first] - times[first - 1] >= 1_000_000 - 1000,
+        "the idle write at {} us, the line before at {} us",
+        times[first],
+        times[first - 1]
+    );
+    assert!(idle > 150);
+    let end = |p: &Profile| cwnd_path(&spec, p).last().map(|&(_, cwnd, _)| cwnd);
+    assert_eq!(end(&profile), Some(51));
+    assert_eq!(
+        end(&Profile::by_name("pre-30927520dbae").unwrap()),
+        Some(61)
+    );
+    assert_eq!(end(&Profile::by_name("pre-epoch-clamp").unwrap()), Some(50));
 }

@@ -41,7 +41,7 @@ pub use run_verdict::{LineView, RunVerdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use trc_diff::generate::{generate, GenOptions};
+use trc_diff::generate::{generate, BulkSpec, GenOptions};
 use trc_kernel::target::{NoReport, ScriptRun};
 use trc_model::model::{State, TcpModel};
 use trc_model::{Config, Profile};
@@ -123,20 +123,26 @@ pub enum Suite {
     Bulk,
 }
 
-/// The bulk suite: (segments, dropped segments, SACK, timestamps, bottleneck ms) of each
-/// transfer ([`trc_diff::bulk`]), from the model alone. A bottleneck of 1 ms makes the ACKs a
-/// train (HyStart's ACK-train detector in `hystart_update()` counts an ACK within
-/// `hystart_ack_delta_us`, 2000 us by default, of the last); one of 3 ms spaces them past it, so the RTT that grows with the queue ends slow
-/// start by the delay detector instead; none sends them in bursts; a drop ends slow start by a
-/// loss, so CUBIC reduces and grows again (`cubictcp_recalc_ssthresh()`, `bictcp_update()`).
-pub const BULK_SUITE: &[(u16, &[u32], bool, bool, u32)] = &[
-    (150, &[], true, true, 1),
-    (150, &[], true, true, 3),
-    (150, &[], true, true, 0),
-    (150, &[80], true, true, 1),
-    (150, &[80], false, true, 1),
-    (120, &[], true, false, 1),
-    (150, &[40], true, true, 0),
+/// The bulk suite: the transfers ([`trc_diff::BulkSpec`], [`trc_diff::bulk`]), from the model
+/// alone. A bottleneck of 1 ms makes the ACKs a train (HyStart's ACK-train detector in
+/// `hystart_update()` counts an ACK within `hystart_ack_delta_us`, 2000 us by default, of the
+/// last); one of 3 ms spaces them past it, so the RTT that grows with the queue ends slow start
+/// by the delay detector instead; none sends them in bursts; a drop ends slow start by a loss,
+/// so CUBIC reduces and grows again (`cubictcp_recalc_ssthresh()`, `bictcp_update()`). The RTT
+/// also falls once (60 to 50 ms at 150 ms, in the middle of a round's ACKs: the round's
+/// minimum in `hystart_update()` and `delay_min` in `cubictcp_acked()`), and one transfer
+/// goes idle for a second and writes again (`CA_EVENT_TX_START` in `cubictcp_cwnd_event()`,
+/// then `bictcp_update()`'s growth from the shifted epoch).
+pub const BULK_SUITE: &[BulkSpec<'static>] = &[
+    BulkSpec::new(150, &[], true, true, 1),
+    BulkSpec::new(150, &[], true, true, 3),
+    BulkSpec::new(150, &[], true, true, 0),
+    BulkSpec::new(150, &[80], true, true, 1),
+    BulkSpec::new(150, &[80], false, true, 1),
+    BulkSpec::new(120, &[], true, false, 1),
+    BulkSpec::new(150, &[40], true, true, 0),
+    BulkSpec::new(150, &[], true, true, 1).rtt_fall(150, 10),
+    BulkSpec::new(150, &[120], true, true, 1).then(1000, 100),
 ];
 
 impl Suite {
@@ -432,31 +438,9 @@ pub fn plan(
             trc_trace::write_defaults(&dir).map_err(trc_files::at(&dir))?;
             BULK_SUITE
                 .iter()
-                .map(|&(segments, drops, sack, ts, neck)| {
-                    let sc = trc_diff::bulk(segments, drops, sack, ts, neck, profile)?;
-                    let origin = format!(
-                        "trc diff --bulk {segments}{}{}{}{} ({} actions)",
-                        if drops.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                " --drop {}",
-                                drops
-                                    .iter()
-                                    .map(u32::to_string)
-                                    .collect::<Vec<_>>()
-                                    .join(",")
-                            )
-                        },
-                        if neck > 0 {
-                            format!(" --bottleneck {neck}")
-                        } else {
-                            String::new()
-                        },
-                        if sack { "" } else { " --no-sack" },
-                        if ts { "" } else { " --no-ts" },
-                        sc.actions.len()
-                    );
+                .map(|spec| {
+                    let sc = trc_diff::bulk(spec, profile)?;
+                    let origin = format!("{} ({} actions)", spec.command(), sc.actions.len());
                     walk_case(&dir, "bulk", &sc, origin, &g, profile)
                 })
                 .collect()

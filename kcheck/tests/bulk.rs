@@ -30,21 +30,39 @@ fn the_bulk_suite_is_every_transfer_of_its_table_exported_whole() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), BULK_SUITE.len(), "{names:?}");
-    for (c, &(segments, drops, sack, ts, neck)) in plan.cases.iter().zip(BULK_SUITE) {
+    for (c, spec) in plan.cases.iter().zip(BULK_SUITE) {
         assert!(c.name.starts_with("bulk/bulk"), "{}", c.name);
-        let write = format!("write(4, ..., {})", u32::from(segments) * 1000);
+        let write = format!("write(4, ..., {})", u32::from(spec.segments) * 1000);
         assert!(c.text.contains(&write), "{}: no {write}", c.name);
-        assert_eq!(c.text.contains("sackOK"), sack, "{}", c.name);
-        assert_eq!(c.text.contains(",TS val"), ts, "{}", c.name);
-        assert_eq!(c.origin.contains("--bottleneck"), neck > 0, "{}", c.origin);
+        assert_eq!(c.text.contains("sackOK"), spec.sack, "{}", c.name);
+        assert_eq!(c.text.contains(",TS val"), spec.ts, "{}", c.name);
+        assert!(c.origin.starts_with(&spec.command()), "{}", c.origin);
         assert_eq!(
-            c.origin.contains("--drop"),
-            !drops.is_empty(),
+            c.origin.contains("--bottleneck"),
+            spec.bottleneck_ms > 0,
             "{}",
             c.origin
         );
+        assert_eq!(
+            c.origin.contains("--drop"),
+            !spec.drops.is_empty(),
+            "{}",
+            c.origin
+        );
+        // A second write: one single-segment write line per segment, after the idle period.
+        let single = c.text.matches("write(4, ..., 1000) = 1000").count();
+        assert_eq!(
+            single,
+            spec.then.map_or(0, |(_, n)| usize::from(n)),
+            "{}",
+            c.name
+        );
         let actions = c.actions.as_ref().expect("an action list to shrink");
         // The whole transfer: at least one action per segment (its delivery).
-        assert!(actions.actions.len() >= usize::from(segments), "{}", c.name);
+        assert!(
+            actions.actions.len() >= usize::from(spec.segments),
+            "{}",
+            c.name
+        );
     }
 }

@@ -221,6 +221,9 @@ pub fn describe(prev: &State, a: &Action) -> String {
         Action::TsqFill => "the host queue fills (TSQ)".into(),
         Action::TsqDrain => "the host queue drains (TSQ)".into(),
         Action::Write => "the application writes one segment".into(),
+        Action::WriteAfter { gap } => {
+            format!("the application, idle for {gap} ms, writes one segment")
+        }
         Action::DeliverAckHeld { pkt } => {
             format!("{} is delivered; the network holds its ACK", pk(*pkt))
         }
@@ -727,7 +730,7 @@ fn write_ends(segments: u32, path: &[(Option<Action>, State)]) -> Vec<u32> {
     let mut ends = vec![segments];
     let mut w = segments;
     for (a, _) in &path[1..] {
-        if a == &Some(Action::Write) {
+        if matches!(a, Some(Action::Write | Action::WriteAfter { .. })) {
             w += 1;
             ends.push(w);
         }
@@ -1199,7 +1202,8 @@ impl<'a> Exporter<'a> {
                 self.inbound_ack(idx, ack, echo, (false, true), m, &desc, &brk)?
             }
             Action::Rto | Action::Tlp | Action::Reo => self.timer(idx, a, m, &desc, &brk)?,
-            Action::Write => self.write(idx, m, &desc, &brk)?,
+            // After an idle period the write's time is the model's, gap included.
+            Action::Write | Action::WriteAfter { .. } => self.write(idx, m, &desc, &brk)?,
             Action::TsqFill | Action::TsqDrain => {
                 self.tsq(idx, matches!(a, Action::TsqFill), m, &desc, &brk)
             }

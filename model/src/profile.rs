@@ -172,9 +172,10 @@ pub enum RtoRetransReset {
     /// 3.10..3.16: only in `tcp_process_loss()` (on `recovered` or FLAG_DATA_ACKED), and not when
     /// F-RTO step 2b returned first; a second RTO then keeps the first one's ssthresh and undo state.
     InProcessLoss,
-    /// 3.17 (3.16.0/3.17.0 trees compared; 4.0.5 and 7.2 read) and later: `tcp_ack()` resets it
-    /// on every ACK that advances snd_una. Commit not found (0c9ab09223fe unverified):
-    /// docs/kernel-bugs.md, the 2014 row.
+    /// 0c9ab09223fe "tcp: fix ssthresh and undo for consecutive short FRTO episodes" (Neal
+    /// Cardwell, 2014-08-14; v3.17, stable 3.14.22) and later: `tcp_ack()` resets it on every
+    /// ACK that advances snd_una (read in the stable queue's 3.14.22 copy of the commit;
+    /// docs/kernel-bugs.md, the 2014 row).
     InTcpAck,
 }
 
@@ -248,7 +249,8 @@ pub enum CubicIdle {
     /// 30927520dbae "tcp_cubic better follow cubic curve after idle period": shifted by the idle
     /// time, unclamped.
     Shift,
-    /// + the 2015 follow-up "tcp_cubic: do not set epoch_start in the future" (id unverified).
+    /// + c2e7204d180f "tcp_cubic: do not set epoch_start in the future" (v4.3, a week after
+    /// 30927520dbae).
     #[default]
     ShiftClamped,
 }
@@ -610,11 +612,11 @@ impl Profile {
         }
     }
 
-    /// 6.18 with the 2015 "do not set epoch_start in the future" follow-up reverted.
+    /// 6.18 with c2e7204d180f ("do not set epoch_start in the future", 2015) reverted.
     pub fn pre_epoch_clamp() -> Profile {
         Profile {
             name: "pre-epoch-clamp".into(),
-            description: "6.18 without the 2015 'tcp_cubic: do not set epoch_start in the future' (v4.3, id unverified): idle shift unclamped".into(),
+            description: "6.18 without c2e7204d180f 'tcp_cubic: do not set epoch_start in the future' (v4.3): idle shift unclamped".into(),
             cubic_idle: CubicIdle::Shift,
             ..Profile::linux_6_18()
         }

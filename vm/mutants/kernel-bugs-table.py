@@ -107,19 +107,20 @@ def main():
         ca1, i1 = check_cell(load(os.path.join(d, "a1.json")), s("a1", "a"))
         ca2, i2 = check_cell(load(os.path.join(d, "a2.json")), s("a2"))
         ca3, i3 = check_cell(load(os.path.join(d, "a3.json")), s("a3"))
+        ca4, i4 = check_cell(load(os.path.join(d, "a4.json")), s("a4"))
         cb, _ = check_cell(load(os.path.join(d, "b.json")), s("b"))
         cc = pd_cell(d)
-        if any(i is not None for i in (i1, i2, i3)):
+        if any(i is not None for i in (i1, i2, i3, i4)):
             det_a += 1
         if cc.startswith("**"):
             det_c += 1
         if cc != "not run":
             run_c += 1
-        rows.append(f"| `{n}` | {ca1} | {ca2} | {ca3} | {cb} | {cc} | {diff_cell(d)} |")
+        rows.append(f"| `{n}` | {ca1} | {ca2} | {ca3} | {ca4} | {cb} | {cc} | {diff_cell(d)} |")
     print("| mutant | (a) coverage (default bounds) + random:20,7 | (a) coverage --losses 2 --rtos 2 "
-          "| (a) bulk | (b) regressions "
+          "| (a) bulk | (a) random:100,7 | (b) regressions "
           "| (c) packetdrill gtests/net/tcp | (d) trc diff, 20 walks |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(r)
     print()

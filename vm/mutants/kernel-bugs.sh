@@ -4,12 +4,13 @@
 # and compared with its model profile. `just kernel-bugs` runs it; the results go to OUT
 # (default target/kernel-bugs), one directory per mutant, and OUT/table.md is the table.
 #
-#   vm/mutants/kernel-bugs.sh [--out DIR] [--only "a b c d"] [MUTANT...]   (a1, a2, a3: one line of (a))
+#   vm/mutants/kernel-bugs.sh [--out DIR] [--only "a b c d"] [MUTANT...]   (a1..a4: one line of (a))
 #
 # Columns (the commands, per mutant P; MUT is P's image from `trc kernel build --patch`):
 #   (a)  trc kernel check --patch vm/mutants/P.patch --suite coverage+random:20,7
 #        trc kernel check --patch vm/mutants/P.patch --suite coverage --losses 2 --rtos 2
 #        trc kernel check --patch vm/mutants/P.patch --suite bulk
+#        trc kernel check --patch vm/mutants/P.patch --suite random:100,7
 #   (b)  trc kernel check --patch vm/mutants/P.patch --suite regressions
 #   (c)  trc kernel run --kernel MUT --packetdrill PD --packetdrill-tree TREE TREE/tcp/**.pkt
 #        (all on the base once; on MUT the scripts that pass on the base; one that fails on MUT
@@ -82,7 +83,7 @@ for n in "${names[@]}"; do
   for c in $cols; do
     t0=$(date +%s)
     case $c in
-      a|a1|a2|a3) log "$n ($c)"
+      a|a1|a2|a3|a4) log "$n ($c)"
          if [ "$c" = a ] || [ "$c" = a1 ]; then
            "$trc" kernel check --patch "$p" --suite coverage+random:20,7 --base-runs "$out/base-runs" --json --out "$d/a1" > "$d/a1.json" 2>> "$out/log.txt"; echo "$?" > "$d/a1.rc"
          fi
@@ -91,6 +92,10 @@ for n in "${names[@]}"; do
          fi
          if [ "$c" = a ] || [ "$c" = a3 ]; then
            "$trc" kernel check --patch "$p" --suite bulk --base-runs "$out/base-runs" --json --out "$d/a3" > "$d/a3.json" 2>> "$out/log.txt"; echo "$?" > "$d/a3.rc"
+         fi
+         # random:100,7 holds random:20,7's walks (a scenario's seed does not depend on N)
+         if [ "$c" = a ] || [ "$c" = a4 ]; then
+           "$trc" kernel check --patch "$p" --suite random:100,7 --base-runs "$out/base-runs" --json --out "$d/a4" > "$d/a4.json" 2>> "$out/log.txt"; echo "$?" > "$d/a4.rc"
          fi ;;
       b) log "$n (b)"
          "$trc" kernel check --patch "$p" --suite regressions --base-runs "$out/base-runs" --json --out "$d/b" > "$d/b.json" 2>> "$out/log.txt"; echo "$?" > "$d/b.rc" ;;

@@ -246,7 +246,7 @@ fn the_benchmark_page_agrees_with_vm_mutants() {
         "--suite coverage+random:20,7",
         "--suite coverage --losses 2 --rtos 2",
         "--suite bulk",
-        "--suite random:100,7",
+        "--suite random:400,7",
         "--suite regressions",
         "--scenarios 20 --seed 11",
         "--packetdrill-tree",

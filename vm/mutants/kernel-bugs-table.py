@@ -118,7 +118,7 @@ def main():
             run_c += 1
         rows.append(f"| `{n}` | {ca1} | {ca2} | {ca3} | {ca4} | {cb} | {cc} | {diff_cell(d)} |")
     print("| mutant | (a) coverage (default bounds) + random:20,7 | (a) coverage --losses 2 --rtos 2 "
-          "| (a) bulk | (a) random:100,7 | (b) regressions "
+          "| (a) bulk | (a) random:400,7 | (b) regressions "
           "| (c) packetdrill gtests/net/tcp | (d) trc diff, 20 walks |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -10,7 +10,7 @@
 #   (a)  trc kernel check --patch vm/mutants/P.patch --suite coverage+random:20,7
 #        trc kernel check --patch vm/mutants/P.patch --suite coverage --losses 2 --rtos 2
 #        trc kernel check --patch vm/mutants/P.patch --suite bulk
-#        trc kernel check --patch vm/mutants/P.patch --suite random:100,7
+#        trc kernel check --patch vm/mutants/P.patch --suite random:400,7
 #   (b)  trc kernel check --patch vm/mutants/P.patch --suite regressions
 #   (c)  trc kernel run --kernel MUT --packetdrill PD --packetdrill-tree TREE TREE/tcp/**.pkt
 #        (all on the base once; on MUT the scripts that pass on the base; one that fails on MUT
@@ -93,9 +93,9 @@ for n in "${names[@]}"; do
          if [ "$c" = a ] || [ "$c" = a3 ]; then
            "$trc" kernel check --patch "$p" --suite bulk --base-runs "$out/base-runs" --json --out "$d/a3" > "$d/a3.json" 2>> "$out/log.txt"; echo "$?" > "$d/a3.rc"
          fi
-         # random:100,7 holds random:20,7's walks (a scenario's seed does not depend on N)
+         # random:400,7 holds random:20,7's walks (a scenario's seed does not depend on N)
          if [ "$c" = a ] || [ "$c" = a4 ]; then
-           "$trc" kernel check --patch "$p" --suite random:100,7 --base-runs "$out/base-runs" --json --out "$d/a4" > "$d/a4.json" 2>> "$out/log.txt"; echo "$?" > "$d/a4.rc"
+           "$trc" kernel check --patch "$p" --suite random:400,7 --base-runs "$out/base-runs" --json --out "$d/a4" > "$d/a4.json" 2>> "$out/log.txt"; echo "$?" > "$d/a4.rc"
          fi ;;
       b) log "$n (b)"
          "$trc" kernel check --patch "$p" --suite regressions --base-runs "$out/base-runs" --json --out "$d/b" > "$d/b.json" 2>> "$out/log.txt"; echo "$?" > "$d/b.rc" ;;

@@ -249,8 +249,8 @@ pub enum CubicIdle {
     /// 30927520dbae "tcp_cubic better follow cubic curve after idle period": shifted by the idle
     /// time, unclamped.
     Shift,
-    /// + c2e7204d180f "tcp_cubic: do not set epoch_start in the future" (v4.3, a week after
-    /// 30927520dbae).
+    /// Shifted and then clamped to now: c2e7204d180f "tcp_cubic: do not set epoch_start in the
+    /// future" (v4.3, a week after 30927520dbae).
     #[default]
     ShiftClamped,
 }

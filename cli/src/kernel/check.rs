@@ -17,9 +17,10 @@ files of --corpus only), random:N[,SEED] \
 (trc diff's seeded walks on --profile), coverage (shortest kernel-runnable paths of the state graph at the bounds \
 flags or --config, trc check's defaults unless given, chosen so that together they go through every decision-point \
 branch reachable there; the report says which branches were covered, which are reachable only through model-only \
-paths and which not at all) or bulk (seven transfers of 120-150 segments as trc diff --bulk runs them: ACK \
+paths and which not at all) or bulk (nine transfers of 120-150 segments as trc diff --bulk runs them: ACK \
 trains through a 1 ms bottleneck, ACKs 3 ms apart through a growing queue, or bursts, with or without a loss in a \
-large window, SACK or not; slow start past HyStart's detectors and CUBIC's growth after a reduction). Each scenario runs once on the kernel (the running one, in a private network \
+large window, SACK or not, an RTT that falls within a round, an idle second before a second write; slow start \
+past HyStart's detectors and CUBIC's growth after a reduction and after idleness). Each scenario runs once on the kernel (the running one, in a private network \
 namespace; or --kernel in qemu) and is replayed on --profile. Per property: holds, VIOLATED (with the shortest \
 violating scenario) or undecided; per scenario: the first line where the kernel and the profile differ. Properties \
 with a kernel monitor: I1, I2, I3, I11, I12, I13, I14, I15b, I15c, I17, I20, I20e (docs/reference/properties.md). Exit codes: 0 every property holds, 1 one is \

@@ -71,8 +71,9 @@ pub struct DiffArgs {
     /// as a train and the RTT grows with the queue (what HyStart reads).
     #[arg(long, value_name = "MS", default_value_t = 0, requires = "bulk")]
     pub bottleneck: u32,
-    /// With `--bulk`: the path's RTT falls by BY ms at model time AT ms (a packet that would
-    /// arrive before AT takes BY ms longer), so a HyStart round's later samples are lower.
+    /// With `--bulk`: the RTT falls by BY ms at model time AT ms, on the ACKs' way back (an ACK
+    /// that would reach the sender before AT takes BY ms longer), so a HyStart round's later
+    /// samples are lower.
     #[arg(long, value_name = "AT:BY", value_parser = crate::args::ms_pair, requires = "bulk")]
     pub rtt_fall: Option<(u32, u32)>,
     /// With `--bulk`: once everything is ACKed, the application is idle IDLE ms and then

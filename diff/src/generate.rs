@@ -389,9 +389,9 @@ fn join(v: &[u32], sep: &str) -> String {
 /// ACKs then come as a train, one per service time, and the RTT grows with the queue a slow
 /// start builds: what HyStart's ACK-train and delay detectors (`hystart_update()`) read. A
 /// falling RTT ([`BulkSpec::rtt_fall`]) lowers a round's samples after some of them were
-/// taken (what `hystart_update()`'s `curr_rtt` and `bictcp_acked()`'s `delay_min` read); an idle
-/// period before a second write ([`BulkSpec::then`]) is CUBIC's `CA_EVENT_TX_START`
-/// (`cubictcp_cwnd_event()`).
+/// taken (what `hystart_update()`'s `curr_rtt` and `cubictcp_acked()`'s `delay_min` read); an
+/// idle period before a second write ([`BulkSpec::then`]) is CUBIC's `CA_EVENT_TX_START`
+/// (`cubictcp_cwnd_event()`; `cubictcp_cwnd_event_tx_start()` in 7.2).
 pub fn bulk(spec: &BulkSpec, profile: &Profile) -> Result<Scenario, BulkError> {
     let BulkSpec {
         segments,

@@ -131,8 +131,8 @@ pub enum Suite {
 /// so CUBIC reduces and grows again (`cubictcp_recalc_ssthresh()`, `bictcp_update()`). The RTT
 /// also falls once (60 to 50 ms at 150 ms, in the middle of a round's ACKs: the round's
 /// minimum in `hystart_update()` and `delay_min` in `cubictcp_acked()`), and one transfer
-/// goes idle for a second and writes again (`CA_EVENT_TX_START` in `cubictcp_cwnd_event()`,
-/// then `bictcp_update()`'s growth from the shifted epoch).
+/// goes idle for a second and writes again (`CA_EVENT_TX_START`: `cubictcp_cwnd_event()`,
+/// `cubictcp_cwnd_event_tx_start()` in 7.2; then `bictcp_update()`'s growth from the shifted epoch).
 pub const BULK_SUITE: &[BulkSpec<'static>] = &[
     BulkSpec::new(150, &[], true, true, 1),
     BulkSpec::new(150, &[], true, true, 3),

@@ -163,6 +163,23 @@ fn mpirun_gives_the_one_process_report_for_1_to_4_ranks() {
         &[3, 4],
         false,
     );
+    // At 9 segments every state owns heap memory (its segment vector outgrows its inline room):
+    // states cross ranks and wait in a rank's frontier as their compact serde form, not their
+    // bytes. Ten levels (527,186 states) on 2 and 3 ranks.
+    same_as_one_process(
+        &[
+            "check",
+            "--segments",
+            "9",
+            "--sack",
+            "--max-depth",
+            "10",
+            "--json",
+        ],
+        0,
+        &[2, 3],
+        false,
+    );
 }
 
 #[test]

@@ -94,8 +94,8 @@ fn mpi_is_unsupported_without_the_feature_and_refuses_what_it_cannot_do() {
 }
 
 /// `args` under `mpirun -np 1..=4` (only `nps`) gives `one`'s report and exit code; with
-/// `--out`, rank 0's files equal the one process's.
-fn same_as_one_process(args: &[&str], expect: i32, nps: &[usize], out: bool) {
+/// `--out`, rank 0's files equal the one process's. Returns each run's `distributed` object.
+fn same_as_one_process(args: &[&str], expect: i32, nps: &[usize], out: bool) -> Vec<Value> {
     let dir = trc_testkit::scratch!(format!("mpi-{}", args.len()));
     let with_out = |a: &mut Vec<String>, d: &Path| {
         if out {
@@ -107,6 +107,7 @@ fn same_as_one_process(args: &[&str], expect: i32, nps: &[usize], out: bool) {
     let a1: Vec<&str> = a1.iter().map(String::as_str).collect();
     let (code, json, err) = trc!(&a1);
     assert_eq!(code, expect, "{a1:?}: {err}");
+    let mut dists = Vec::new();
     let mut one: Value = serde_json::from_str(&json).unwrap();
     assert!(one["distributed"].is_null(), "{json}");
     strip(&mut one);
@@ -120,7 +121,7 @@ fn same_as_one_process(args: &[&str], expect: i32, nps: &[usize], out: bool) {
         assert_eq!(code, expect, "-np {n} {a:?}: {err}");
         let mut v: Value = serde_json::from_str(&json)
             .unwrap_or_else(|e| panic!("-np {n}: {e}: one report (rank 0's) expected, got {json}"));
-        let d_rep = &v["distributed"];
+        let d_rep = v["distributed"].clone();
         assert_eq!(d_rep["ranks"], n as u64, "{json}");
         assert_eq!(d_rep["rank_peak_rss_bytes"].as_array().unwrap().len(), n);
         assert!(!d_rep["levels"].as_array().unwrap().is_empty(), "{json}");
@@ -129,8 +130,10 @@ fn same_as_one_process(args: &[&str], expect: i32, nps: &[usize], out: bool) {
         if out {
             assert_eq!(files(&d), files(&dir.join("one")), "-np {n}: --out files");
         }
+        dists.push(d_rep);
     }
     let _ = std::fs::remove_dir_all(&dir);
+    dists
 }
 
 #[test]
@@ -165,8 +168,9 @@ fn mpirun_gives_the_one_process_report_for_1_to_4_ranks() {
     );
     // At 9 segments every state owns heap memory (its segment vector outgrows its inline room):
     // states cross ranks and wait in a rank's frontier as their compact serde form, not their
-    // bytes. Ten levels (527,186 states) on 2 and 3 ranks.
-    same_as_one_process(
+    // bytes. Ten levels (527,186 states) on 2 and 3 ranks. A moved state takes about 250 bytes
+    // (its 768 in memory, about 2,400 as JSON).
+    let dists = same_as_one_process(
         &[
             "check",
             "--segments",
@@ -180,6 +184,16 @@ fn mpirun_gives_the_one_process_report_for_1_to_4_ranks() {
         &[2, 3],
         false,
     );
+    for d in dists {
+        let levels = d["levels"].as_array().unwrap();
+        let total = |k: &str| levels.iter().map(|l| l[k].as_u64().unwrap()).sum::<u64>();
+        let (moved, bytes) = (total("moved_states"), total("move_bytes"));
+        assert!(moved > 1000, "{d}");
+        assert!(
+            bytes < moved * 400,
+            "{bytes} bytes for {moved} moved states: {d}"
+        );
+    }
 }
 
 #[test]

@@ -64,11 +64,23 @@ pub fn explore_reduced(
     Ok((model, report))
 }
 
+/// Where one exploration's state space lives.
+#[derive(Clone, Copy)]
+pub enum Split<'a> {
+    /// The one-process engine ([`check_with`]).
+    One,
+    /// Across the ranks of an MPI job (`trc check --mpi`; every rank makes the same call).
+    Mpi(&'a dyn Comm),
+    /// Across this many ranks that are threads of this process (`trc check --ranks N`).
+    Threads(usize),
+}
+
 /// [`explore_reduced`] with every violation classified by its signature
 /// (`trc_properties::signature`): each property's report lists every signature met, with its
-/// count and a shortest counterexample. With `ranks` (an MPI job's), one state space explored
-/// across them ([`trc_engine::dist::check_distributed`]: the same report on every rank, equal to
-/// this process's alone apart from timings, memory and [`Report::dist`]).
+/// count and a shortest counterexample. Split across ranks ([`Split::Mpi`], [`Split::Threads`]),
+/// one state space explored by [`trc_engine::dist::check_distributed`]: the same report (on
+/// every rank), equal to the one-process engine's apart from timings, memory and
+/// [`Report::dist`].
 pub fn explore_classified(
     cfg: &Config,
     profile: &Profile,
@@ -76,17 +88,20 @@ pub fn explore_classified(
     opts: &Options,
     progress: ProgressFn,
     reduce: bool,
-    ranks: Option<&dyn Comm>,
+    split: Split,
 ) -> Result<(TcpModel, Report<Action>), trc_properties::UnknownProperty> {
     let specs = trc_properties::select(ids)?;
     let model = model(cfg, profile, ids, reduce)?;
-    let hooks = trc_engine::Classified {
+    let hooks = || trc_engine::Classified {
         hooks: crate::state_hooks!(),
         classify: trc_properties::signature::classifier(&specs),
     };
-    let report = match ranks {
-        Some(comm) => trc_engine::dist::check_distributed(&model, opts, progress, hooks, comm),
-        None => check_with(&model, opts, progress, hooks),
+    let report = match split {
+        Split::One => check_with(&model, opts, progress, hooks()),
+        Split::Mpi(comm) => {
+            trc_engine::dist::check_distributed(&model, opts, progress, hooks(), comm)
+        }
+        Split::Threads(n) => trc_engine::dist::local::check(&model, opts, progress, n, hooks),
     };
     Ok((model, report))
 }

@@ -25,7 +25,7 @@ pub mod run;
 pub mod shard;
 pub mod units;
 
-pub use explore::{explore, explore_classified, explore_reduced, signatures};
+pub use explore::{explore, explore_classified, explore_reduced, signatures, Split};
 pub use input::{load_baseline, load_profile, load_profile_info, FileInfo};
 pub use matrix::MatrixRow;
 pub use report::{Base, CheckReport, Outcome, PropResult, SigResult, SigStatus, Step};

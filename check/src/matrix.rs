@@ -89,8 +89,9 @@ impl MatrixRow {
 
 /// A profile's row: one classified exploration of every catalogue property.
 pub fn matrix_row(cfg: &Config, p: &Profile, opts: &Options, baseline: &[Accepted]) -> MatrixRow {
-    let (model, report) = crate::explore_classified(cfg, p, &[], opts, None, false, None)
-        .expect("catalogue ids are valid");
+    let (model, report) =
+        crate::explore_classified(cfg, p, &[], opts, None, false, crate::Split::One)
+            .expect("catalogue ids are valid");
     let results = results(&model, &report, baseline, None);
     let mut cells = Vec::new();
     let mut accepted = Vec::new();

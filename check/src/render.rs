@@ -112,13 +112,23 @@ impl CheckReport {
         }
         if let Some(d) = &self.distributed {
             let most = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64 / MIB;
-            let _ = writeln!(
-                o,
-                "distributed over {} ranks: peak resident memory of a rank at most {:.0} MiB, its part of the visited set at most {:.0} MiB",
-                d.ranks,
+            let (rss, visited) = (
                 most(&d.rank_peak_rss_bytes),
-                most(&d.rank_visited_set_bytes)
+                most(&d.rank_visited_set_bytes),
             );
+            let _ = if d.in_one_process {
+                writeln!(
+                    o,
+                    "split across {} ranks in this process: peak resident memory {rss:.0} MiB, a rank's part of the visited set at most {visited:.0} MiB",
+                    d.ranks
+                )
+            } else {
+                writeln!(
+                    o,
+                    "distributed over {} ranks: peak resident memory of a rank at most {rss:.0} MiB, its part of the visited set at most {visited:.0} MiB",
+                    d.ranks
+                )
+            };
         }
     }
 

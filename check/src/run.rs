@@ -36,6 +36,10 @@ pub struct CheckRequest {
     /// The ranks of an MPI job (`trc check --mpi`): every exploration is one state space split
     /// across them; every rank makes the same request and gets the same reports.
     pub ranks: Option<Ranks>,
+    /// `trc check --ranks N`: every exploration is one state space split across N ranks that
+    /// are threads of this process (each keeps its level compressed: far less memory than the
+    /// one-process engine on large bounds). Ignored with `ranks`.
+    pub thread_ranks: Option<usize>,
 }
 
 /// The communicator of a distributed check's ranks ([`trc_engine::dist::Comm`]).
@@ -104,6 +108,7 @@ impl CheckRequest {
             baseline: Vec::new(),
             coverage: false,
             ranks: None,
+            thread_ranks: None,
         }
     }
 
@@ -149,9 +154,13 @@ pub fn check_one(
     obs: &dyn Observer,
 ) -> Result<Run, Error> {
     let cb = |p: &Progress| obs.progress(p);
-    let ranks = req.ranks.as_ref().map(|r| &*r.0);
+    let split = match (&req.ranks, req.thread_ranks) {
+        (Some(r), _) => crate::Split::Mpi(&*r.0),
+        (None, Some(n)) => crate::Split::Threads(n),
+        (None, None) => crate::Split::One,
+    };
     let explore = |p: &Profile| {
-        crate::explore_classified(cfg, p, ids, &req.options, Some(&cb), req.reduce, ranks)
+        crate::explore_classified(cfg, p, ids, &req.options, Some(&cb), req.reduce, split)
     };
     let (model, report) = explore(&req.profile)?;
     // The same bounds and properties on the comparison profile, for its signatures.

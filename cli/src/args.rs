@@ -199,6 +199,15 @@ impl BoundArgs {
 /// `--threads N`: 0 (all cores) up to 4 per core.
 pub use trc_check::run::threads_value;
 
+/// `--ranks N`: 1 up to 4 per core (each rank is a thread).
+pub fn ranks_value(s: &str) -> Result<usize, String> {
+    match threads_value(s) {
+        Ok(0) => Err("at least 1 rank".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string().replace("threads", "ranks")),
+    }
+}
+
 /// `A:B`, two whole numbers (`--rtt-fall AT:BY`, `--then IDLE:SEGMENTS`).
 pub fn ms_pair(s: &str) -> Result<(u32, u32), String> {
     let (a, b) = s

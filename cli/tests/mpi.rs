@@ -40,16 +40,7 @@ fn skip_reason() -> Option<String> {
 
 /// The JSON without the fields that differ between runs and engines.
 fn strip(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for k in ["seconds", "peak_memory_bytes", "distributed"] {
-                m.remove(k);
-            }
-            m.values_mut().for_each(strip);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip),
-        _ => {}
-    }
+    trc_testkit::without_keys(v, &["seconds", "peak_memory_bytes", "distributed"]);
 }
 
 /// Every file of `dir` (name → bytes).

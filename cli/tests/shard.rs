@@ -14,15 +14,7 @@ fn tmpdir(name: &str) -> PathBuf {
 
 /// Removes the timing fields (`seconds`, `peak_memory_bytes`) everywhere in `v`.
 fn strip_timings(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.remove("seconds");
-            m.remove("peak_memory_bytes");
-            m.values_mut().for_each(strip_timings);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_timings),
-        _ => {}
-    }
+    trc_testkit::without_keys(v, &["seconds", "peak_memory_bytes"]);
 }
 
 /// A baseline accepting only F1 (the repository's accepts F1, F3-F7, F9-F11): the tests need unaccepted

@@ -126,6 +126,10 @@ pub struct DistReport {
     pub rank_peak_rss_bytes: Vec<u64>,
     /// Per level, the messages between ranks.
     pub levels: Vec<LevelTraffic>,
+    /// The ranks were threads of one process ([`local::check`], `trc check --ranks`): each
+    /// rank's `rank_peak_rss_bytes` is the whole process's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_one_process: bool,
 }
 
 /// The first position of block `k` when `total` positions are cut into `n` nearly equal blocks.
@@ -811,6 +815,7 @@ where
             rank_visited_set_bytes: peaks.iter().map(|p| p[1]).collect(),
             rank_peak_rss_bytes: peaks.iter().map(|p| p[2]).collect(),
             levels: self.traffic,
+            in_one_process: false,
         };
         Report {
             unique_states: self.unique,

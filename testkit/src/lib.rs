@@ -303,6 +303,21 @@ pub fn run_in_workspace(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
     )
 }
 
+/// `v` without the object fields named `keys`, at every depth (the figures of a JSON report that
+/// differ between runs or engines: `seconds`, `peak_memory_bytes`, `distributed`, ...).
+pub fn without_keys(v: &mut serde_json::Value, keys: &[&str]) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for k in keys {
+                m.remove(*k);
+            }
+            m.values_mut().for_each(|x| without_keys(x, keys));
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| without_keys(x, keys)),
+        _ => {}
+    }
+}
+
 /// `trc!(args)` / `trc!(args, env)`: the calling package's `trc` binary (`CARGO_BIN_EXE_trc`,
 /// so only in the cli's tests) run with [`run_in_workspace`]: (exit code, stdout, stderr).
 #[macro_export]

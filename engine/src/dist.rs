@@ -40,9 +40,9 @@
 //! ([`crate::Hooks::drop_is_noop`]: every rank runs the same binary, checked at the start by the
 //! state's size), else as their compact binary `serde` form (postcard, [`packed`]: a TCP model
 //! state from 9 segments on in about 230 bytes, against 768 and its heap in memory and about
-//! 2,400 as JSON); the frontier's blocks LZ4-compressed. Not supported here: `max_memory_bytes` (no spilling; every rank
-//! keeps its part in memory), the measured-memory backstop and [`crate::Hooks::tally`] is
-//! summed as in one process.
+//! 2,400 as JSON); the frontier's blocks LZ4-compressed. Not supported here: `max_memory_bytes`
+//! (no spilling; every rank keeps its part in memory), the measured-memory backstop and
+//! [`crate::Hooks::tally`] is summed as in one process.
 
 use std::mem::MaybeUninit;
 use std::time::Instant;

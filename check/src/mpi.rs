@@ -43,7 +43,7 @@ pub fn init() -> Result<crate::Ranks, AlreadyInitialised> {
             abort_on_panic();
         }
         let world = u.as_ref().expect("initialised above").world();
-        Ok(crate::Ranks(Rc::new(MpiComm { world })))
+        Ok(crate::Ranks::Mpi(Rc::new(MpiComm { world })))
     })
 }
 

@@ -33,22 +33,28 @@ pub struct CheckRequest {
     pub baseline: Vec<Accepted>,
     /// Count the decision branches (a second exploration).
     pub coverage: bool,
-    /// The ranks of an MPI job (`trc check --mpi`): every exploration is one state space split
-    /// across them; every rank makes the same request and gets the same reports.
+    /// Every exploration as one state space split across ranks (`None`: the one-process
+    /// engine).
     pub ranks: Option<Ranks>,
-    /// `trc check --ranks N`: every exploration is one state space split across N ranks that
-    /// are threads of this process (each keeps its level compressed: far less memory than the
-    /// one-process engine on large bounds). Ignored with `ranks`.
-    pub thread_ranks: Option<usize>,
 }
 
-/// The communicator of a distributed check's ranks ([`trc_engine::dist::Comm`]).
+/// The ranks a distributed check splits each state space across.
 #[derive(Clone)]
-pub struct Ranks(pub Rc<dyn Comm>);
+pub enum Ranks {
+    /// The ranks of an MPI job (`trc check --mpi`), through their communicator
+    /// ([`trc_engine::dist::Comm`]): every rank makes the same request and gets the same reports.
+    Mpi(Rc<dyn Comm>),
+    /// `trc check --ranks N`: N ranks that are threads of this process (each keeps its level
+    /// compressed: far less memory than the one-process engine on large bounds).
+    Threads(usize),
+}
 
 impl std::fmt::Debug for Ranks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "rank {} of {}", self.0.rank(), self.0.size())
+        match self {
+            Ranks::Mpi(c) => write!(f, "MPI rank {} of {}", c.rank(), c.size()),
+            Ranks::Threads(n) => write!(f, "{n} thread ranks"),
+        }
     }
 }
 
@@ -83,15 +89,18 @@ impl CheckRequest {
     /// Whether this process prints the report and writes files: always, except the ranks other
     /// than 0 of an MPI job (they compute the same report).
     pub fn primary(&self) -> bool {
-        self.ranks.as_ref().is_none_or(|r| r.0.rank() == 0)
+        match &self.ranks {
+            Some(Ranks::Mpi(c)) => c.rank() == 0,
+            _ => true,
+        }
     }
 
     /// The exit code of the check: rank 0's `code` for every rank of an MPI job (only it writes
     /// files, so only it sees their failures), `code` otherwise. Collective across the ranks.
     pub fn agreed(&self, code: i32) -> i32 {
         match &self.ranks {
-            Some(r) => r.0.all_gather(&[code as u64])[0][0] as i32,
-            None => code,
+            Some(Ranks::Mpi(c)) => c.all_gather(&[code as u64])[0][0] as i32,
+            _ => code,
         }
     }
 
@@ -108,7 +117,6 @@ impl CheckRequest {
             baseline: Vec::new(),
             coverage: false,
             ranks: None,
-            thread_ranks: None,
         }
     }
 
@@ -154,10 +162,10 @@ pub fn check_one(
     obs: &dyn Observer,
 ) -> Result<Run, Error> {
     let cb = |p: &Progress| obs.progress(p);
-    let split = match (&req.ranks, req.thread_ranks) {
-        (Some(r), _) => crate::Split::Mpi(&*r.0),
-        (None, Some(n)) => crate::Split::Threads(n),
-        (None, None) => crate::Split::One,
+    let split = match &req.ranks {
+        Some(Ranks::Mpi(c)) => crate::Split::Mpi(&**c),
+        Some(Ranks::Threads(n)) => crate::Split::Threads(*n),
+        None => crate::Split::One,
     };
     let explore = |p: &Profile| {
         crate::explore_classified(cfg, p, ids, &req.options, Some(&cb), req.reduce, split)

@@ -199,12 +199,14 @@ impl BoundArgs {
 /// `--threads N`: 0 (all cores) up to 4 per core.
 pub use trc_check::run::threads_value;
 
-/// `--ranks N`: 1 up to 4 per core (each rank is a thread).
+/// `--ranks N`: 1 up to as many as `--threads` allows (each rank is a thread).
 pub fn ranks_value(s: &str) -> Result<usize, String> {
-    match threads_value(s) {
-        Ok(0) => Err("at least 1 rank".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string().replace("threads", "ranks")),
+    let max = trc_check::run::max_threads();
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected 1 to {max} ranks (4 per core on this machine), got `{s}`"
+        )),
     }
 }
 

@@ -178,7 +178,7 @@ fn request(a: &CheckArgs) -> Result<(CheckRequest, Vec<Option<PathBuf>>), trc_ch
     req.against = against;
     req.baseline = baseline.accepted;
     req.coverage = a.coverage;
-    req.thread_ranks = a.ranks;
+    req.ranks = a.ranks.map(trc_check::Ranks::Threads);
     Ok((req, configs.into_iter().map(|(p, _)| p).collect()))
 }
 

@@ -52,6 +52,19 @@ impl Form<'_> {
 /// The flag of a plain state's form in its length word.
 const PLAIN: u32 = 1 << 31;
 
+/// The length word of a form of `len` bytes.
+fn head(len: usize, plain: bool) -> u32 {
+    let len = u32::try_from(len)
+        .ok()
+        .filter(|&n| n < PLAIN)
+        .expect("a state's form under 2 GiB");
+    if plain {
+        len | PLAIN
+    } else {
+        len
+    }
+}
+
 /// States per block.
 const BLOCK: usize = 1024;
 
@@ -128,13 +141,10 @@ impl<S: Serialize + DeserializeOwned> Packed<S> {
                 self.open.set_len(at + 4 + n);
             }
             std::mem::forget(s);
-            n as u32 | PLAIN
+            head(n, true)
         } else {
             self.open = serialize(&s, std::mem::take(&mut self.open));
-            u32::try_from(self.open.len() - at - 4)
-                .ok()
-                .filter(|&n| n < PLAIN)
-                .expect("a state's form under 2 GiB")
+            head(self.open.len() - at - 4, false)
         };
         self.open[at..at + 4].copy_from_slice(&head.to_le_bytes());
         self.pushed();
@@ -142,11 +152,7 @@ impl<S: Serialize + DeserializeOwned> Packed<S> {
 
     /// Appends the state whose form is `form` (from [`Packed::drain_forms`] or another rank).
     pub(crate) fn push_form(&mut self, form: Form) {
-        let len = u32::try_from(form.bytes.len())
-            .ok()
-            .filter(|&n| n < PLAIN)
-            .expect("a state's form under 2 GiB");
-        let head = if form.plain { len | PLAIN } else { len };
+        let head = head(form.bytes.len(), form.plain);
         self.open.extend_from_slice(&head.to_le_bytes());
         self.open.extend_from_slice(form.bytes);
         self.pushed();

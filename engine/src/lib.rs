@@ -51,8 +51,10 @@
 //!    most of a level's duplicates are siblings met within a chunk). The others, the chunk's
 //!    *candidates*, are kept in order: fingerprint and parent link `(parent rank << 24 | action
 //!    index)` (16 bytes; the link is also the candidate's canonical order key) and the state
-//!    itself, copied with non-temporal stores into the chunk's store (blocks recycled through a
-//!    pool). Candidates are not looked up in the visited set here: almost none of a level's
+//!    itself in the chunk's store (blocks recycled through a pool): a block's first state
+//!    whole, copied with non-temporal stores, and, for a state of 128 bytes or more in whole
+//!    words, each later one as the words where it differs from that first one (`delta.rs`;
+//!    about a third of the size on trc's model). Candidates are not looked up in the visited set here: almost none of a level's
 //!    successors are in it, so that lookup is done once per distinct fingerprint in step 3.
 //!    The chunks run in waves; after each wave the stores holding frontier states that no later
 //!    chunk reads go back to the pool, so about one level of states is in memory.
@@ -111,6 +113,7 @@ use serde::{Deserialize, Serialize};
 pub use stateright::Expectation;
 use stateright::Model;
 
+pub(crate) mod delta;
 pub mod dist;
 pub mod fphash;
 mod parallel;

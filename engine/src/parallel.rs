@@ -14,8 +14,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use stateright::{Expectation, Model, Property};
 
-use crate::store::{block_bytes, stream_fence, Blocks, ChunkStore, Spill};
-use crate::table::{prefetch_value, ClaimTable, FpTable, PREFETCH_AHEAD};
+use crate::store::{block_bytes, stream_fence, Blocks, ChunkStore, Spill, Stored};
+use crate::table::{ClaimTable, FpTable, PREFETCH_AHEAD};
 use crate::{
     build_properties, fingerprint, is_hit, path_from_indices, Hooks, Options, Path, Progress,
     Report, SpillReport, StopReason, ACTION_BITS, ACTION_MASK,
@@ -32,11 +32,11 @@ enum Mode {
     CheckOnly,
 }
 
-/// A frontier state: its address in a [`ChunkStore`] of the current level.
+/// A frontier state: where it is in a [`ChunkStore`] of the current level.
 #[derive(Clone, Copy)]
-struct StatePtr<S>(*const S);
+struct StatePtr<S>(Stored<S>);
 // SAFETY: a frontier state is only read while its store is alive (a store is released only
-// after every chunk that reads from it has finished), so sharing the address is sharing `&S`.
+// after every chunk that reads from it has finished), so sharing its place is sharing `&S`.
 unsafe impl<S: Sync> Send for StatePtr<S> {}
 unsafe impl<S: Sync> Sync for StatePtr<S> {}
 
@@ -334,8 +334,11 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         // they are new to the chunk.
         let mut scratch_box = Aligned(MaybeUninit::<M::State>::uninit());
         let scratch = &mut scratch_box.0;
+        // A frontier state stored as a record is decoded here.
+        let mut parent_box = Aligned(MaybeUninit::<M::State>::uninit());
         SEEN.with_borrow_mut(|seen| {
-            self.expand_states(base, chunk, out, seen, scratch, &mut actions);
+            let bufs = (&mut parent_box.0, scratch);
+            self.expand_states(base, chunk, out, seen, bufs, &mut actions);
             seen.clear();
         });
         stream_fence();
@@ -351,18 +354,17 @@ impl<'a, M: Model, F: Hooks<M>> Ctx<'a, M, F> {
         chunk: &[StatePtr<M::State>],
         out: &mut ChunkOut<M::State>,
         seen: &mut Seen,
-        scratch: &mut MaybeUninit<M::State>,
+        (parent, scratch): (&mut MaybeUninit<M::State>, &mut MaybeUninit<M::State>),
         actions: &mut Vec<M::Action>,
     ) {
         let mut pending = 0u64;
         for (j, p) in chunk.iter().enumerate() {
             let rank = base + j;
             if let Some(ahead) = chunk.get(j + 1) {
-                // SAFETY: a frontier address (see `StatePtr`).
-                prefetch_value(unsafe { &*ahead.0 });
+                ahead.0.prefetch();
             }
-            // SAFETY: a frontier address (see `StatePtr`).
-            let state = unsafe { &*p.0 };
+            // SAFETY: a frontier state (see `StatePtr`); `parent` is not used for anything else.
+            let state = unsafe { p.0.read(parent) };
             self.check_properties(rank, state, out);
             match self.mode {
                 Mode::CheckOnly => {}
@@ -673,6 +675,9 @@ struct Env<'a, M: Model, F> {
     start: Instant,
     props: Vec<Property<M>>,
     /// Bytes of one stored state in the memory estimate (its size plus `opts.state_heap_bytes`).
+    /// An upper bound where states are stored as records ([`crate::delta`]): a record's size
+    /// depends on the state's padding bytes, which are not part of its value, so the estimate
+    /// (part of the report) would not be deterministic.
     state_bytes: u64,
     /// Free store blocks, shared by every store of the check, and the spill file.
     pool: Blocks<M::State>,

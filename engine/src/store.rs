@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
+use crate::delta::{coded, decode, encode, max_record_bytes, OVERRUN};
+
 /// Bytes of states per block (at most [`MAX_PER_BLOCK`] states, at least one).
 const BLOCK_BYTES: usize = 64 << 10;
 const MAX_PER_BLOCK: usize = 1024;
@@ -134,10 +136,11 @@ impl<S> Blocks<S> {
         new_block()
     }
 
-    /// Appends a block to `blocks` (whose last block, if any, is full and in memory): a free
-    /// one; else, when spilling and the cap is reached, the last block itself once it is written
-    /// to the spill file; else a new one. Returns whether it wrote the last block.
-    fn next_block(&self, blocks: &mut Vec<Block<S>>) -> bool {
+    /// Appends a block to `blocks` (whose last block, if any, is full and in memory, with
+    /// `last_used` bytes written): a free one; else, when spilling and the cap is reached, the
+    /// last block itself once it is written to the spill file; else a new one. Returns whether
+    /// it wrote the last block.
+    fn next_block(&self, blocks: &mut Vec<Block<S>>, last_used: usize) -> bool {
         let spill = {
             let mut p = self.pool.lock().unwrap();
             if let Some(b) = p.free.pop() {
@@ -160,7 +163,7 @@ impl<S> Blocks<S> {
         let Some(Block::Mem(b)) = blocks.pop() else {
             unreachable!()
         };
-        let len = block_bytes::<S>();
+        let len = last_used;
         match spill.write(b.as_ptr() as *const u8, len) {
             Some((off, stored)) => {
                 blocks.push(Block::Disk { off, len, stored });
@@ -235,10 +238,15 @@ impl<S> Blocks<S> {
     }
 }
 
-/// One chunk's candidates: slots `0..len` (block `k / per`, slot `k % per`) are initialised.
+/// One chunk's candidates, in order: each block's first state whole (its *reference*), the
+/// others as records against it when the state type is [`coded`] (see [`crate::delta`]),
+/// else whole too.
 pub(crate) struct ChunkStore<S> {
     blocks: Vec<Block<S>>,
-    len: usize,
+    /// Per block: bytes written.
+    used: Vec<u32>,
+    /// Per stored state: its block and byte offset, `block << 32 | offset`.
+    at: Vec<u64>,
     /// Blocks written to the spill file.
     disk: usize,
     /// Every stored state's drop is a no-op ([`crate::Hooks::drop_is_noop`]).
@@ -249,23 +257,77 @@ impl<S> Default for ChunkStore<S> {
     fn default() -> Self {
         ChunkStore {
             blocks: Vec::new(),
-            len: 0,
+            used: Vec::new(),
+            at: Vec::new(),
             disk: 0,
             noop: true,
         }
     }
 }
 
+/// Where a stored state is: whole at `full`, or, with a `delta` record, `full` is its block's
+/// reference and the record says how the state differs from it. Null when its block is in the
+/// spill file.
+pub(crate) struct Stored<S> {
+    full: *const S,
+    delta: *const u64,
+}
+
+impl<S> Clone for Stored<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S> Copy for Stored<S> {}
+
+impl<S> Stored<S> {
+    pub(crate) fn is_null(&self) -> bool {
+        self.full.is_null()
+    }
+
+    /// The state: in place, or decoded into `scratch` (a bitwise copy, never to be dropped).
+    ///
+    /// # Safety
+    /// Not null, and its store is alive and unchanged while the result is used.
+    #[inline(always)]
+    pub(crate) unsafe fn read<'a>(&self, scratch: &'a mut MaybeUninit<S>) -> &'a S {
+        if self.delta.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { &*self.full }
+        } else {
+            // SAFETY: a record against its block's reference (the caller's contract).
+            unsafe {
+                decode(self.full, self.delta, scratch);
+                scratch.assume_init_ref()
+            }
+        }
+    }
+
+    /// Prefetches what [`Stored::read`] will read first (the reference is shared by the states
+    /// of a block and mostly in the cache).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self) {
+        if self.delta.is_null() {
+            crate::table::prefetch_bytes(self.full as *const u8, size_of::<S>());
+        } else {
+            crate::table::prefetch_bytes(self.delta as *const u8, PREFETCH_RECORD);
+        }
+    }
+}
+
+/// Bytes of a record prefetched ahead of its decoding (a typical record's size).
+const PREFETCH_RECORD: usize = 256;
+
 impl<S> ChunkStore<S> {
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.at.is_empty()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.at.len()
     }
 
-    /// Moves the state in `src` to the next slot (taking a block from `blocks` when needed);
+    /// Moves the state in `src` to the store (taking a block from `blocks` when needed);
     /// `src` is left uninitialised.
     ///
     /// # Safety
@@ -277,44 +339,52 @@ impl<S> ChunkStore<S> {
         src: &MaybeUninit<S>,
         noop: bool,
     ) {
-        let per = per_block::<S>();
-        if self.len % per == 0
-            && self.len / per == self.blocks.len()
-            && blocks.next_block(&mut self.blocks)
-        {
-            // The last full block went to the spill file and is being reused.
-            self.disk += 1;
+        let need = if coded::<S>() {
+            max_record_bytes::<S>() + OVERRUN
+        } else {
+            size_of::<S>()
+        };
+        let last = self.used.last().map(|&u| u as usize);
+        if last.is_none_or(|u| u + need > block_bytes::<S>()) {
+            if blocks.next_block(&mut self.blocks, last.unwrap_or(0)) {
+                // The last full block went to the spill file and is being reused.
+                self.disk += 1;
+            }
+            self.used.push(0);
         }
-        let Block::Mem(b) = &mut self.blocks[self.len / per] else {
+        let bi = self.blocks.len() - 1;
+        let Block::Mem(b) = &mut self.blocks[bi] else {
             unreachable!("writing to a spilled block")
         };
-        let dst = b[self.len % per].as_mut_ptr();
-        // SAFETY: `src` is initialised (the caller's contract); `dst` is a free slot of a block
-        // this store owns.
-        unsafe { stream_copy(src.as_ptr(), dst) };
-        self.len += 1;
+        let base = b.as_mut_ptr() as *mut u8;
+        let off = self.used[bi] as usize;
+        let written = if off == 0 || !coded::<S>() {
+            // SAFETY: `src` is initialised (the caller's contract); `off` is a free slot of a
+            // block this store owns (whole states lie at multiples of their size).
+            unsafe { stream_copy(src.as_ptr(), base.add(off) as *mut S) };
+            size_of::<S>()
+        } else {
+            // SAFETY: the block's reference is at its start; `off` is 8-byte aligned (records
+            // are whole words) with room for any record (checked above).
+            unsafe { encode(base as *const S, src.as_ptr(), base.add(off) as *mut u64) }
+        };
+        self.used[bi] += written as u32;
+        self.at.push((bi as u64) << 32 | off as u64);
         self.noop &= noop;
     }
 
     /// At the end of the chunk that wrote this store: while blocks are being spilled, writes
-    /// every block still in memory to the spill file (the last one up to its last state) and
-    /// gives them back, for the chunks still running.
+    /// every block still in memory to the spill file (each up to its last state) and gives
+    /// them back, for the chunks still running.
     pub(crate) fn finish(&mut self, blocks: &Blocks<S>) {
-        if self.len == 0 || !blocks.pressed() {
+        if self.at.is_empty() || !blocks.pressed() {
             return;
         }
         let Some(spill) = blocks.spill() else { return };
         stream_fence();
-        let per = per_block::<S>();
-        let nblocks = self.blocks.len();
-        for (i, blk) in self.blocks.iter_mut().enumerate() {
+        for (blk, &used) in self.blocks.iter_mut().zip(&self.used) {
             if let Block::Mem(b) = blk {
-                let states = if i + 1 == nblocks {
-                    self.len - i * per
-                } else {
-                    per
-                };
-                let len = states * size_of::<S>();
+                let len = used as usize;
                 let Some((off, stored)) = spill.write(b.as_ptr() as *const u8, len) else {
                     return;
                 };
@@ -327,14 +397,30 @@ impl<S> ChunkStore<S> {
         }
     }
 
-    /// The address of stored state `k` (`k < len`), or null if its block is in the spill file.
+    /// Where stored state `k` (`k < len`) is, or null if its block is in the spill file.
     #[inline]
-    pub(crate) fn get(&self, k: usize) -> *const S {
-        debug_assert!(k < self.len);
-        let per = per_block::<S>();
-        match &self.blocks[k / per] {
-            Block::Mem(b) => b[k % per].as_ptr(),
-            Block::Disk { .. } => std::ptr::null(),
+    pub(crate) fn get(&self, k: usize) -> Stored<S> {
+        let at = self.at[k];
+        let (bi, off) = ((at >> 32) as usize, at as u32 as usize);
+        match &self.blocks[bi] {
+            Block::Mem(b) => {
+                let base = b.as_ptr() as *const u8;
+                if off == 0 || !coded::<S>() {
+                    Stored {
+                        full: base.wrapping_add(off) as *const S,
+                        delta: std::ptr::null(),
+                    }
+                } else {
+                    Stored {
+                        full: base as *const S,
+                        delta: base.wrapping_add(off) as *const u64,
+                    }
+                }
+            }
+            Block::Disk { .. } => Stored {
+                full: std::ptr::null(),
+                delta: std::ptr::null(),
+            },
         }
     }
 
@@ -357,22 +443,34 @@ impl<S> ChunkStore<S> {
                 }
             }
         }
+        self.used.clear();
         self.disk = 0;
         freed
     }
 
+    /// Drops every stored state in memory, last first (a block's reference, its first state,
+    /// after the records decoded against it), unless their drop is a no-op; empties the store.
     fn drop_states(&mut self) {
         if !self.noop && std::mem::needs_drop::<S>() {
-            let per = per_block::<S>();
-            for k in 0..self.len {
-                if let Block::Mem(b) = &mut self.blocks[k / per] {
-                    // SAFETY: slots `0..len` are initialised; `len` is reset below, so each is
-                    // dropped once.
-                    unsafe { b[k % per].assume_init_drop() };
+            let mut tmp = MaybeUninit::<S>::uninit();
+            for k in (0..self.at.len()).rev() {
+                let st = self.get(k);
+                if st.is_null() {
+                    continue;
+                }
+                // SAFETY: stored states are initialised; each is dropped once (the store is
+                // emptied below), a record's copy standing for the stored state.
+                unsafe {
+                    if st.delta.is_null() {
+                        std::ptr::drop_in_place(st.full as *mut S);
+                    } else {
+                        decode(st.full, st.delta, &mut tmp);
+                        tmp.assume_init_drop();
+                    }
                 }
             }
         }
-        self.len = 0;
+        self.at.clear();
         self.noop = true;
     }
 }

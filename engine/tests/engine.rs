@@ -536,10 +536,14 @@ fn random_graph_sizes() {
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 /// A node of a random graph; every third node owns a heap allocation (and is counted in `LIVE`).
+/// 128 bytes (`wide`: words derived from the node), so that the engine stores it as a record
+/// against its block's first state where the CPU allows (`engine/src/delta.rs`): each state
+/// must still be dropped exactly once, its heap pointer coming back from the record.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Tracked {
     node: u32,
     heap: Option<Box<u32>>,
+    wide: [u64; 14],
 }
 
 impl Tracked {
@@ -549,7 +553,9 @@ impl Tracked {
             LIVE.fetch_add(1, Ordering::SeqCst);
             Box::new(node)
         });
-        Tracked { node, heap }
+        let mut wide = [7; 14];
+        wide[node as usize % 14] = node as u64;
+        Tracked { node, heap, wide }
     }
 }
 
@@ -617,6 +623,7 @@ fn state_hooks_give_the_same_report_and_drop_every_state_that_owns_memory() {
                 },
             drop_is_noop: |s: &Tracked| s.heap.is_none(),
         };
+        assert_eq!(size_of::<Tracked>(), 128);
         let r = check_with(&g, &opts(threads), None, hooks);
         assert_eq!(norm_ref(&r), norm_ref(&plain), "threads={threads}");
         // Every state built during the run was dropped, none twice (the counter would wrap).

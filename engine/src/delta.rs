@@ -142,6 +142,32 @@ mod x86 {
         t
     };
 
+    /// The loop both encoders share: per mask word, steps of `STEP` words; `step(c, n)` writes
+    /// the words among `c..c + STEP` that differ at word `n` of `out` and returns their lane
+    /// mask. Returns the record's length in bytes.
+    ///
+    /// # Safety
+    /// [`super::encode`]'s contract, for `out`.
+    #[inline(always)]
+    unsafe fn encode_steps<S, const STEP: usize>(
+        out: *mut u64,
+        mut step: impl FnMut(usize, usize) -> u64,
+    ) -> usize {
+        let w = words::<S>();
+        let mut n = mask_words::<S>();
+        for m in 0..mask_words::<S>() {
+            let mut mask = 0u64;
+            for j in 0..(w - m * 64).min(64) / STEP {
+                let k = step(m * 64 + STEP * j, n);
+                mask |= k << (STEP * j);
+                n += k.count_ones() as usize;
+            }
+            // SAFETY: within the mask words of `out` (the words come after them).
+            unsafe { out.add(m).write(mask) };
+        }
+        n * 8
+    }
+
     /// [`super::encode`] with AVX2: per four words, the lanes that differ moved to the front of
     /// a register by a table-driven `vpermd` and stored whole (up to [`super::OVERRUN`] bytes
     /// beyond the record).
@@ -155,44 +181,35 @@ mod x86 {
         out: *mut u64,
     ) -> usize {
         let (r, s) = (reference as *const u64, state as *const u64);
-        let w = words::<S>();
-        let mut n = mask_words::<S>();
-        for m in 0..mask_words::<S>() {
-            let mut mask = 0u64;
-            for j in 0..(w - m * 64).min(64) / 4 {
-                let c = m * 64 + 4 * j;
+        // SAFETY: the caller's contract.
+        unsafe {
+            encode_steps::<S, 4>(out, |c, n| {
                 let k: u64;
-                // SAFETY: `c + 4 <= w`: within both values; `out` has room for the record
-                // and [`super::OVERRUN`] bytes after it; a table row is 32 bytes.
-                unsafe {
-                    asm!(
-                        "vmovdqu {a}, ymmword ptr [{s}]",
-                        "vpcmpeqq {b}, {a}, ymmword ptr [{r}]",
-                        "vmovmskpd {k:e}, {b}",
-                        "xor {k:e}, 15",
-                        "mov {t:e}, {k:e}",
-                        "shl {t:e}, 5",
-                        "vmovdqu {b}, ymmword ptr [{lut} + {t}]",
-                        "vpermd {a}, {b}, {a}",
-                        "vmovdqu ymmword ptr [{o}], {a}",
-                        s = in(reg) s.add(c),
-                        r = in(reg) r.add(c),
-                        o = in(reg) out.add(n),
-                        lut = in(reg) COMPRESS.as_ptr(),
-                        a = out(ymm_reg) _,
-                        b = out(ymm_reg) _,
-                        k = out(reg) k,
-                        t = out(reg) _,
-                        options(nostack),
-                    )
-                };
-                mask |= k << (4 * j);
-                n += k.count_ones() as usize;
-            }
-            // SAFETY: within the mask words of `out` (the words come after them).
-            unsafe { out.add(m).write(mask) };
+                // SAFETY: `c + 4 <= words`: within both values; `out` has room for the
+                // record and [`super::OVERRUN`] bytes after it; a table row is 32 bytes.
+                asm!(
+                    "vmovdqu {a}, ymmword ptr [{s}]",
+                    "vpcmpeqq {b}, {a}, ymmword ptr [{r}]",
+                    "vmovmskpd {k:e}, {b}",
+                    "xor {k:e}, 15",
+                    "mov {t:e}, {k:e}",
+                    "shl {t:e}, 5",
+                    "vmovdqu {b}, ymmword ptr [{lut} + {t}]",
+                    "vpermd {a}, {b}, {a}",
+                    "vmovdqu ymmword ptr [{o}], {a}",
+                    s = in(reg) s.add(c),
+                    r = in(reg) r.add(c),
+                    o = in(reg) out.add(n),
+                    lut = in(reg) COMPRESS.as_ptr(),
+                    a = out(ymm_reg) _,
+                    b = out(ymm_reg) _,
+                    k = out(reg) k,
+                    t = out(reg) _,
+                    options(nostack),
+                );
+                k
+            })
         }
-        n * 8
     }
 
     /// [`super::decode`] with AVX2: the reference copied 32 bytes at a time, then the record's
@@ -248,38 +265,29 @@ mod x86 {
         out: *mut u64,
     ) -> usize {
         let (r, s) = (reference as *const u64, state as *const u64);
-        let w = words::<S>();
-        let mut n = mask_words::<S>();
-        for m in 0..mask_words::<S>() {
-            let mut mask = 0u64;
-            for j in 0..(w - m * 64).min(64) / 8 {
-                let c = m * 64 + 8 * j;
-                let k: u32;
-                // SAFETY: `c + 8 <= w`: within both values; `out` has room for the record
-                // and [`super::OVERRUN`] bytes after it.
-                unsafe {
-                    asm!(
-                        "vmovdqu64 {a}, zmmword ptr [{s}]",
-                        "vpcmpneqq k1, {a}, zmmword ptr [{r}]",
-                        "vpcompressq {a} {{k1}} {{z}}, {a}",
-                        "vmovdqu64 zmmword ptr [{o}], {a}",
-                        "kmovw {k:e}, k1",
-                        s = in(reg) s.add(c),
-                        r = in(reg) r.add(c),
-                        o = in(reg) out.add(n),
-                        a = out(zmm_reg) _,
-                        k = out(reg) k,
-                        out("k1") _,
-                        options(nostack, preserves_flags),
-                    )
-                };
-                mask |= (k as u64 & 0xff) << (8 * j);
-                n += k.count_ones() as usize;
-            }
-            // SAFETY: within the mask words of `out` (the words come after them).
-            unsafe { out.add(m).write(mask) };
+        // SAFETY: the caller's contract.
+        unsafe {
+            encode_steps::<S, 8>(out, |c, n| {
+                let k: u64;
+                // SAFETY: `c + 8 <= words`: within both values; `out` has room for the
+                // record and [`super::OVERRUN`] bytes after it.
+                asm!(
+                    "vmovdqu64 {a}, zmmword ptr [{s}]",
+                    "vpcmpneqq k1, {a}, zmmword ptr [{r}]",
+                    "vpcompressq {a} {{k1}} {{z}}, {a}",
+                    "vmovdqu64 zmmword ptr [{o}], {a}",
+                    "kmovw {k:e}, k1",
+                    s = in(reg) s.add(c),
+                    r = in(reg) r.add(c),
+                    o = in(reg) out.add(n),
+                    a = out(zmm_reg) _,
+                    k = out(reg) k,
+                    out("k1") _,
+                    options(nostack, preserves_flags),
+                );
+                k
+            })
         }
-        n * 8
     }
 
     /// [`super::decode`] with AVX-512F: per eight words, eight record words loaded whole (up

@@ -112,8 +112,11 @@ impl Seen {
     }
 }
 
-/// Bytes per candidate besides its state (fingerprint + link).
-const CAND_BYTES: u64 = 16;
+/// Bytes per candidate besides its state (fingerprint, link, and its place in its store).
+const CAND_BYTES: u64 = 20;
+
+/// Bytes of a frontier state's place ([`StatePtr`]: a reference and a record address).
+const PLACE_BYTES: u64 = size_of::<Stored<u8>>() as u64;
 
 impl<S> Default for ChunkOut<S> {
     fn default() -> Self {
@@ -1012,7 +1015,7 @@ where
     /// count.
     fn base_memory(&self) -> u64 {
         self.visited_bytes()
-            + self.frontier.len() as u64 * (8 + self.env.stored_state_bytes())
+            + self.frontier.len() as u64 * (PLACE_BYTES + self.env.stored_state_bytes())
             + self.env.block_bytes_now()
     }
 
@@ -1039,7 +1042,7 @@ where
             };
         let fixed = table
             + (self.link_count + self.init_index.len() as u64) * 8
-            + n * 16
+            + n * 2 * PLACE_BYTES
             + cands * (CAND_BYTES + 8 + 4)
             + self.claim.bytes_after_reset(cands as usize)
             + budget / 16

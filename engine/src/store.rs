@@ -3,17 +3,20 @@
 //!
 //! A chunk of the expansion of level `d` writes the successors that are new to it (its
 //! *candidates*) to its own [`ChunkStore`], in order, as they are generated. After the level's
-//! claim, the winners among them are the states of level `d + 1`: read in place, in canonical
-//! order (chunk by chunk, and in order within a chunk, since links grow through a chunk and
+//! claim, the winners among them are the states of level `d + 1`: read from the store (in place,
+//! or decoded from a record, below), in canonical order (chunk by chunk, and in order within a chunk, since links grow through a chunk and
 //! across chunks). A store is released to the pool as soon as the expansion of level `d + 1` has
 //! passed every state in it, so the blocks written by one level are mostly those the previous
 //! one gave back: about one level of states is in memory, and fresh pages (a fault and clearing
 //! each) are needed only while levels grow.
 //!
-//! A candidate is built in a scratch state (in the cache) and copied to its slot with
-//! non-temporal stores ([`stream_copy`]): it is not read again before the next level, by which
-//! time it would have left the caches anyway, so a normal store's read of every destination line
-//! (read-for-ownership) would be wasted memory traffic.
+//! A candidate is built in a scratch state (in the cache). The first state of a block is copied
+//! to it whole with non-temporal stores ([`stream_copy`]): it is not read again before the next
+//! level, by which time it would have left the caches anyway, so a normal store's read of every
+//! destination line (read-for-ownership) would be wasted memory traffic. Where the state type and
+//! the CPU allow ([`crate::delta`]), each later state of the block is written as a *record*: the
+//! words where it differs from that first one, about a third of the size on trc's model; else
+//! whole, like the first.
 //!
 //! **Spilling** (with [`Spill`], `Options::spill_dir`): the blocks in memory are capped
 //! ([`Blocks::set_cap`]). A store that needs a block when none is free and the cap is reached
@@ -21,8 +24,8 @@
 //! offsets handed out atomically) and reuses it; a chunk that ends while the cap is reached
 //! writes all its blocks out and gives them back. Before an expansion wave reads a store, its
 //! written blocks are read back ([`Blocks::load`]) and their file range is freed (a punched
-//! hole), so the file holds about one level at a time. The states are moved byte for byte, so the
-//! results are those of the run in memory.
+//! hole), so the file holds about one level at a time. A block's bytes are moved as they are
+//! (up to its last record), so the results are those of the run in memory.
 
 #![allow(clippy::manual_is_multiple_of)] // rust-version 1.80
 
@@ -245,8 +248,9 @@ pub(crate) struct ChunkStore<S> {
     blocks: Vec<Block<S>>,
     /// Per block: bytes written.
     used: Vec<u32>,
-    /// Per stored state: its block and byte offset, `block << 32 | offset`.
-    at: Vec<u64>,
+    /// Per stored state: its block and byte offset in it, `block << 16 | offset` (a block has
+    /// at most 64 KiB, or one state).
+    at: Vec<u32>,
     /// Blocks written to the spill file.
     disk: usize,
     /// Every stored state's drop is a no-op ([`crate::Hooks::drop_is_noop`]).
@@ -369,7 +373,11 @@ impl<S> ChunkStore<S> {
             unsafe { encode(base as *const S, src.as_ptr(), base.add(off) as *mut u64) }
         };
         self.used[bi] += written as u32;
-        self.at.push((bi as u64) << 32 | off as u64);
+        assert!(
+            bi >> 16 == 0 && off >> 16 == 0,
+            "a chunk store of 65536 blocks"
+        );
+        self.at.push((bi as u32) << 16 | off as u32);
         self.noop &= noop;
     }
 
@@ -401,7 +409,7 @@ impl<S> ChunkStore<S> {
     #[inline]
     pub(crate) fn get(&self, k: usize) -> Stored<S> {
         let at = self.at[k];
-        let (bi, off) = ((at >> 32) as usize, at as u32 as usize);
+        let (bi, off) = ((at >> 16) as usize, (at & 0xffff) as usize);
         match &self.blocks[bi] {
             Block::Mem(b) => {
                 let base = b.as_ptr() as *const u8;

@@ -116,7 +116,7 @@ impl Seen {
 const CAND_BYTES: u64 = 20;
 
 /// Bytes of a frontier state's place ([`StatePtr`]: a reference and a record address).
-const PLACE_BYTES: u64 = size_of::<Stored<u8>>() as u64;
+const PLACE_BYTES: u64 = size_of::<StatePtr<u8>>() as u64;
 
 impl<S> Default for ChunkOut<S> {
     fn default() -> Self {

@@ -268,7 +268,7 @@ pub struct Plan {
 }
 
 /// A run under callgrind: its row and the instructions it executed.
-pub type Counted = (Row, u64);
+pub type Counted = (Row, callgrind::Counts);
 
 /// One case's runs: wall-clock (`repeat` of each checker, alternating) and, with
 /// `--instructions`, one callgrind run of each.
@@ -382,7 +382,9 @@ impl CaseRuns {
 }
 
 /// The instruction table: per case, instructions per state of each checker under callgrind (one
-/// thread, the whole child process) and their ratio, beside the wall-clock ratio.
+/// thread, the whole child process) and their ratio, beside the wall-clock ratio; then each
+/// checker's model step per state ([`callgrind::step_instructions`]) and the bound it puts on
+/// the instruction ratio.
 pub fn instructions_table(all: &[Case], measured: &[(usize, CaseRuns)], ours_only: bool) -> String {
     let mut o = String::new();
     o.push_str(
@@ -393,34 +395,59 @@ pub fn instructions_table(all: &[Case], measured: &[(usize, CaseRuns)], ours_onl
         "{:<22} {:>9} {:>14} {:>11} | {:>14} {:>11} | {:>8} {:>16}",
         "case", "states", "ours Ir", "ours Ir/st", "sr Ir", "sr Ir/st", "Ir ratio", "wall ratio"
     );
+    let per = |ir: u64, row: &Row| ir as f64 / row.states.max(1) as f64;
+    let mut steps = String::new();
     for (i, r) in measured {
-        let Some(((orow, oir), sr)) = &r.ir else {
+        let Some(((orow, ours), sr)) = &r.ir else {
             continue;
         };
-        let per = |ir: u64, row: &Row| ir as f64 / row.states.max(1) as f64;
+        let sr = sr.as_ref().filter(|_| !ours_only);
+        let name = format!("{i} {}", all[*i].name);
+        let ostep = per(ours.step, orow);
         let _ = write!(
             o,
-            "{:<22} {:>9} {:>14} {:>11.0} |",
-            format!("{i} {}", all[*i].name),
+            "{name:<22} {:>9} {:>14} {:>11.0} |",
             orow.states,
-            oir,
-            per(*oir, orow)
+            ours.total,
+            per(ours.total, orow)
         );
-        match (sr, ours_only) {
-            (Some((srow, sir)), false) => {
+        let _ = write!(steps, "{name:<22} {ostep:>13.0} |");
+        match sr {
+            Some((srow, sr)) => {
+                let srper = per(sr.total, srow);
                 let _ = writeln!(
                     o,
                     " {:>14} {:>11.0} | {:>7.2}x {:>16}",
-                    sir,
-                    per(*sir, srow),
-                    per(*sir, srow) / per(*oir, orow),
+                    sr.total,
+                    srper,
+                    srper / per(ours.total, orow),
                     r.wall_ratio()
                 );
+                let _ = writeln!(
+                    steps,
+                    " {:>11.0} | {:>7.2}x",
+                    per(sr.step, srow),
+                    srper / ostep.max(1.0)
+                );
             }
-            _ => o.push('\n'),
+            None => {
+                o.push('\n');
+                steps.push('\n');
+            }
         }
     }
     let _ = writeln!(o, "Ir ratio = stateright instructions per state / ours; the kernel's work (page faults) is not counted.");
+    let _ = writeln!(
+        o,
+        "\nthe model step (the transition function and the properties, which both checkers run):"
+    );
+    let _ = writeln!(
+        o,
+        "{:<22} {:>13} | {:>11} | {:>8}",
+        "case", "ours step/st", "sr step/st", "bound"
+    );
+    o.push_str(&steps);
+    let _ = writeln!(o, "step = instructions per state in the model's and the properties' code, less fingerprinting, hashing, copying and dropping states; bound = sr Ir/st / ours step/st: the largest Ir ratio an engine running this step could reach.");
     o
 }
 

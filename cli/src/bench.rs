@@ -27,7 +27,8 @@ pub struct BenchArgs {
     pub repeat: u32,
     /// Also run each case once per checker under `valgrind --tool=callgrind` (one thread) and
     /// report instructions per state and their ratio: a figure that does not move with the
-    /// machine's load (wall-clock ratios do). Needs valgrind.
+    /// machine's load (wall-clock ratios do); and the model step's share, which both checkers
+    /// execute, with the bound it puts on the ratio. Needs valgrind.
     #[arg(long)]
     pub instructions: bool,
     /// Only these cases (their numbers in the table, from 0; repeatable). Default: all (or the

@@ -192,6 +192,46 @@ fn bench_repeat_alternates_the_checkers_and_reports_median_ratios() {
     assert!(err.contains("--repeat"), "{err}");
 }
 
+/// `--instructions` runs both checkers under callgrind: instructions per state of each, their
+/// ratio, and the model step per state, which both checkers run (so the two figures agree) and
+/// which is a part of each total, with the bound it puts on the ratio. Skips without valgrind.
+#[test]
+fn bench_instructions_counts_both_checkers_and_the_model_step() {
+    if std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: valgrind is not installed (trc bench --instructions needs it)");
+        return;
+    }
+    let (code, out, err) = trc!(&["bench", "--quick", "--case", "0", "--instructions"]);
+    assert_eq!(code, 0, "{err}");
+    // The numbers of case 0's row in the section that starts at `head`.
+    let row = |head: &str| -> Vec<f64> {
+        let section = &out[out.find(head).unwrap_or_else(|| panic!("no {head}: {out}"))..];
+        let line = section.lines().find(|l| l.starts_with("0 ")).expect("row");
+        line.split_whitespace()
+            .filter_map(|w| w.trim_end_matches('x').parse().ok())
+            .collect()
+    };
+    // The case's number, states, ours Ir, ours Ir/st, sr Ir, sr Ir/st, Ir ratio, wall ratio.
+    let ir = row("instructions (valgrind");
+    let (ours, sr, ratio) = (ir[3], ir[5], ir[6]);
+    assert!(ours > 1000.0 && sr > ours, "{out}");
+    assert!((ratio - sr / ours).abs() < 0.01, "{out}");
+    // The case's number, ours step/st, sr step/st, bound.
+    let v = row("ours step/st");
+    let line = format!("{v:?}");
+    let (ostep, srstep, bound) = (v[1], v[2], v[3]);
+    assert!(ostep > 500.0 && ostep < ours, "{line}");
+    assert!(
+        (ostep - srstep).abs() < 0.05 * srstep,
+        "same model step: {line}"
+    );
+    assert!((bound - sr / ostep).abs() < 0.05 && bound > ratio, "{line}");
+}
+
 /// `--max-memory` spills the frontier to a temporary file instead of stopping: a budget below
 /// what the default SACK check holds in memory (≈ 290 MiB estimated) completes with the same
 /// states, transitions, depth, verdicts and counterexamples as the run without a budget, for 1

@@ -230,9 +230,9 @@ impl Cubic {
 
     /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: shift the epoch by the idle time (4.3+), never
     /// into the future (the 2015 follow-up).
-    pub fn tx_start(&mut self, w: &Window, idle_ms: u32) -> Option<IdleRestart> {
+    pub fn tx_start(&mut self, w: &Window, lsndtime_ms: u32, idle_ms: u32) -> Option<IdleRestart> {
         let now = w.jiffies();
-        let delta = now.wrapping_sub(w.p.jiffies(w.lsndtime_ms)) as i32;
+        let delta = now.wrapping_sub(w.p.jiffies(lsndtime_ms)) as i32;
         let before = self.epoch_start;
         if self.epoch_start != 0 && delta > 0 {
             match w.p.idle {

@@ -128,8 +128,6 @@ pub struct Window {
     pub ca_state: CaState,
     /// Model time (ms) of this event.
     pub now_ms: u32,
-    /// `tp->lsndtime` (model ms): last time data was sent.
-    pub lsndtime_ms: u32,
     pub p: CcParams,
     /// Out: which HyStart detectors ended slow start in this call (ACK train, delay); both can
     /// in one `hystart_update()` (the caller counts TcpExtTCPHystart{Train,Delay}Detect).
@@ -200,8 +198,15 @@ pub trait CongestionOps {
     fn undo_cwnd(&mut self, w: &Window) -> u32;
     /// `.set_state`: called by `tcp_set_ca_state` before the new state is stored.
     fn set_state(&mut self, w: &Window, new: CaState);
-    /// `.cwnd_event`.
-    fn cwnd_event(&mut self, w: &Window, ev: CaEvent, idle_ms: u32) -> Option<IdleRestart>;
+    /// `.cwnd_event`, with `tp->lsndtime` (model ms: the last time data was sent, a scan of the
+    /// segments, so it is computed for these events only and not for every [`Window`]).
+    fn cwnd_event(
+        &mut self,
+        w: &Window,
+        ev: CaEvent,
+        lsndtime_ms: u32,
+        idle_ms: u32,
+    ) -> Option<IdleRestart>;
     /// `.pkts_acked`: per-ACK sample from `tcp_clean_rtx_queue` (HyStart hook). `rtt_us` < 0:
     /// none. May set `w.ssthresh` (HyStart's exit).
     fn pkts_acked(&mut self, w: &mut Window, acked: u32, rtt_us: i64) -> Option<HystartExit>;
@@ -284,9 +289,15 @@ impl CongestionOps for Cc {
         }
     }
 
-    fn cwnd_event(&mut self, w: &Window, ev: CaEvent, idle_ms: u32) -> Option<IdleRestart> {
+    fn cwnd_event(
+        &mut self,
+        w: &Window,
+        ev: CaEvent,
+        lsndtime_ms: u32,
+        idle_ms: u32,
+    ) -> Option<IdleRestart> {
         match self {
-            Cc::Cubic(c) if ev == CaEvent::TxStart => c.tx_start(w, idle_ms),
+            Cc::Cubic(c) if ev == CaEvent::TxStart => c.tx_start(w, lsndtime_ms, idle_ms),
             _ => None,
         }
     }
@@ -318,7 +329,6 @@ mod tests {
             packets_out: 0,
             ca_state: CaState::Open,
             now_ms: 0,
-            lsndtime_ms: 0,
             p: CcParams::new(&cfg, &prof),
             hystart_detected: (false, false),
         }

@@ -336,7 +336,6 @@ impl Sender {
             packets_out: self.packets_out,
             ca_state: self.ca_state,
             now_ms: cx.now,
-            lsndtime_ms: self.lsndtime(cx.cfg),
             p: self.cc_params(cx),
             hystart_detected: (false, false),
         }
@@ -372,7 +371,8 @@ impl Sender {
     /// `tcp_ca_event()`.
     pub fn tcp_ca_event(&mut self, cx: &Cx, ev: CaEvent) {
         let w = self.window(cx);
-        if let Some(r) = self.cc.cwnd_event(&w, ev, cx.idle_ms) {
+        let lsndtime_ms = self.lsndtime(cx.cfg);
+        if let Some(r) = self.cc.cwnd_event(&w, ev, lsndtime_ms, cx.idle_ms) {
             self.ghost.ev.idle_restart = Some(r);
         }
     }

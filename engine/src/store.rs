@@ -27,8 +27,6 @@
 //! hole), so the file holds about one level at a time. A block's bytes are moved as they are
 //! (up to its last record), so the results are those of the run in memory.
 
-#![allow(clippy::manual_is_multiple_of)] // rust-version 1.80
-
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -692,13 +690,13 @@ pub(crate) unsafe fn stream_copy<T>(src: *const T, dst: *mut T) {
     #[cfg(target_arch = "x86_64")]
     {
         let n = size_of::<T>();
-        let aligned = (src as usize) % 16 == 0 && (dst as usize) % 16 == 0;
-        if n % 256 == 0 && n > 0 && aligned && std::arch::is_x86_feature_detected!("avx") {
+        let aligned = (src as usize).is_multiple_of(16) && (dst as usize).is_multiple_of(16);
+        if n.is_multiple_of(256) && n > 0 && aligned && std::arch::is_x86_feature_detected!("avx") {
             // SAFETY: the caller's contract; the CPU has AVX.
             unsafe { stream_copy_avx(src, dst) };
             return;
         }
-        if n >= 256 && n % 16 == 0 && aligned {
+        if n >= 256 && n.is_multiple_of(16) && aligned {
             // SAFETY: `n / 16` 16-byte blocks of valid, aligned, non-overlapping memory (the
             // caller's contract), copied 256 bytes per asm block (all sixteen `xmm` registers:
             // two address computations per 256 bytes), then 64, then the rest 16 at a time; the
@@ -760,7 +758,7 @@ unsafe fn stream_copy_avx<T>(src: *const T, dst: *mut T) {
     // SAFETY: the caller's contract: `n / 256` blocks within the value, each store aligned
     // to its width (`d` is 16-byte aligned, and 32-byte aligned on the first path).
     unsafe {
-        if (d as usize) % 32 == 0 {
+        if (d as usize).is_multiple_of(32) {
             for k in 0..n / 256 {
                 copy_256_avx(s.add(256 * k), d.add(256 * k));
             }

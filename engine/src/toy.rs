@@ -259,7 +259,6 @@ impl RandomGraph {
     }
 }
 
-#[allow(clippy::manual_is_multiple_of)] // rust-version 1.80
 impl Model for RandomGraph {
     type State = u32;
     type Action = u32;
@@ -275,11 +274,11 @@ impl Model for RandomGraph {
 
     fn next_state(&self, &v: &u32, i: u32) -> Option<u32> {
         let h = self.h(v, i);
-        if h % 11 == 0 {
+        if h.is_multiple_of(11) {
             return None;
         }
         // Mostly local edges (many joins), sometimes long jumps.
-        let next = if h % 5 == 0 {
+        let next = if h.is_multiple_of(5) {
             (h >> 8) % self.nodes as u64
         } else {
             (v as u64 + (h >> 8) % 7) % self.nodes as u64

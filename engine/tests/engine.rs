@@ -547,9 +547,8 @@ struct Tracked {
 }
 
 impl Tracked {
-    #[allow(clippy::manual_is_multiple_of)] // rust-version 1.80
     fn new(node: u32) -> Tracked {
-        let heap = (node % 3 == 0).then(|| {
+        let heap = node.is_multiple_of(3).then(|| {
             LIVE.fetch_add(1, Ordering::SeqCst);
             Box::new(node)
         });

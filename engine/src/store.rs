@@ -341,7 +341,8 @@ impl<S> ChunkStore<S> {
         src: &MaybeUninit<S>,
         noop: bool,
     ) {
-        let need = if coded::<S>() {
+        let coded = coded::<S>();
+        let need = if coded {
             max_record_bytes::<S>() + OVERRUN
         } else {
             size_of::<S>()
@@ -360,7 +361,7 @@ impl<S> ChunkStore<S> {
         };
         let base = b.as_mut_ptr() as *mut u8;
         let off = self.used[bi] as usize;
-        let written = if off == 0 || !coded::<S>() {
+        let written = if off == 0 || !coded {
             // SAFETY: `src` is initialised (the caller's contract); `off` is a free slot of a
             // block this store owns (whole states lie at multiples of their size).
             unsafe { stream_copy(src.as_ptr(), base.add(off) as *mut S) };

@@ -229,7 +229,8 @@ impl Cubic {
     }
 
     /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: shift the epoch by the idle time (4.3+), never
-    /// into the future (the 2015 follow-up).
+    /// into the future (the 2015 follow-up). The idle time is `tcp_jiffies32 - tp->lsndtime`,
+    /// `lsndtime_ms` being `tp->lsndtime` in model ms.
     pub fn tx_start(&mut self, w: &Window, lsndtime_ms: u32, idle_ms: u32) -> Option<IdleRestart> {
         let now = w.jiffies();
         let delta = now.wrapping_sub(w.p.jiffies(lsndtime_ms)) as i32;

@@ -368,7 +368,8 @@ impl Sender {
         ssthresh
     }
 
-    /// `tcp_ca_event()`.
+    /// `tcp_ca_event()`: the congestion control's `cwnd_event`, handed `tp->lsndtime`
+    /// ([`Sender::lsndtime`]), which `cubictcp_cwnd_event()` reads for `CA_EVENT_TX_START`.
     pub fn tcp_ca_event(&mut self, cx: &Cx, ev: CaEvent) {
         let w = self.window(cx);
         let lsndtime_ms = self.lsndtime(cx.cfg);
